@@ -1,0 +1,1 @@
+"""Lowering: graph passes, fusion, kernel IR, LLVM code generation and the runtime."""

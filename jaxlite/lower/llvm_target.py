@@ -1,0 +1,93 @@
+"""The host target: one place that knows how to turn LLVM IR into machine code here.
+
+Every compiled function in jaxlite goes through `compile_ir`. The facts behind the
+choices below (host features, pass manager rules, vector width) were measured on
+the development machine and are recorded in DESIGN.md.
+"""
+import threading
+
+import llvmlite.binding as llvm
+
+_init_lock = threading.Lock()
+_initialized = False
+
+
+def _ensure_initialized():
+    global _initialized
+    with _init_lock:
+        if not _initialized:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _initialized = True
+
+
+def host_cpu_name():
+    _ensure_initialized()
+    return llvm.get_host_cpu_name()
+
+
+def host_cpu_features():
+    """The feature string; the CPU *name* alone undersells the host (it hides AVX-512)."""
+    _ensure_initialized()
+    return llvm.get_host_cpu_features().flatten()
+
+
+def host_has(feature):
+    return ("+" + feature) in host_cpu_features().split(",")
+
+
+def vector_width_bits():
+    return 512 if host_has("avx512f") else 256
+
+
+def new_target_machine(opt=3):
+    """A fresh target machine: an MCJIT engine takes ownership of the one it is given."""
+    _ensure_initialized()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=host_cpu_name(), features=host_cpu_features(), opt=opt,
+        reloc="default", codemodel="jitdefault")
+
+
+def function_attributes():
+    """Attributes every generated function carries so the vectorizer uses full-width registers."""
+    return {"prefer-vector-width": str(vector_width_bits()),
+            "min-legal-vector-width": str(vector_width_bits())}
+
+
+def optimize(module_ref, tm, speed_level=3):
+    """Run the O3 pipeline once on a parsed module (a pass manager must never be rerun)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pass_builder = llvm.create_pass_builder(tm, pto)
+    pass_builder.getModulePassManager().run(module_ref, pass_builder)
+
+
+class CompiledModule:
+    """Machine code for one LLVM module, alive as long as this object is."""
+
+    def __init__(self, llvm_ir, optimize_ir=True):
+        _ensure_initialized()
+        self.module_ref = llvm.parse_assembly(str(llvm_ir))
+        self.module_ref.verify()
+        tm = new_target_machine()
+        self.module_ref.triple = tm.triple
+        self.module_ref.data_layout = str(tm.target_data)
+        if optimize_ir:
+            optimize(self.module_ref, tm)
+        self.optimized_ir = str(self.module_ref)
+        self._asm_tm = new_target_machine()
+        self.engine = llvm.create_mcjit_compiler(self.module_ref, tm)
+        self.engine.finalize_object()
+
+    def address(self, name):
+        return self.engine.get_function_address(name)
+
+    def asm(self):
+        return self._asm_tm.emit_assembly(llvm.parse_assembly(self.optimized_ir))
+
+
+def compile_ir(llvm_ir, optimize_ir=True):
+    """Parse, verify, optimize and JIT-compile LLVM IR text (or an llvmlite.ir.Module)."""
+    return CompiledModule(llvm_ir, optimize_ir)
