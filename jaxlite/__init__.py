@@ -1,0 +1,15 @@
+"""jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
+from jaxlite import lax, numpy, tree_util
+from jaxlite.core.abstract import ShapeDtypeStruct
+from jaxlite.core.array import Array
+from jaxlite.core.config import config
+from jaxlite.core.staging import eval_shape, make_jaxpr
+from jaxlite.transforms.ad import jvp
+from jaxlite.transforms.batching import vmap
+
+__version__ = "0.1.0"
+
+
+def block_until_ready(tree):
+    """Wait for every array in a pytree (computation is synchronous here) and return it."""
+    return tree

@@ -1,0 +1,102 @@
+"""Abstract values: what a tracer knows about an array without its contents."""
+import math
+
+import numpy as np
+
+from jaxlite.core import dtypes
+
+
+class ShapedArray:
+    """Shape, dtype and weak type of an array; hashable, so it can key caches."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def strip_weak_type(self):
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def str_short(self):
+        """The jaxpr spelling: f32[3,4]."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype with no data, as returned by `eval_shape`."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def broadcast_shapes(*shapes):
+    """numpy broadcasting of shapes, with an error that names every shape."""
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    result = []
+    for sizes in zip(*padded):
+        non_unit = {d for d in sizes if d != 1}
+        if len(non_unit) > 1:
+            shown = ", ".join(str(tuple(s)) for s in shapes)
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes=[{shown}]")
+        result.append(non_unit.pop() if non_unit else 1)
+    return tuple(result)
+
+
+def canonicalize_axis(axis, ndim, name="axis"):
+    """A non-negative axis, or a ValueError naming the axis and the rank."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{name} must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+def canonicalize_axes(axes, ndim, name="axis"):
+    """A tuple of non-negative axes in the given order; None means all axes."""
+    if axes is None:
+        return tuple(range(ndim))
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    result = tuple(canonicalize_axis(a, ndim, name) for a in axes)
+    if len(set(result)) != len(result):
+        raise ValueError(f"repeated {name} in {tuple(axes)}")
+    return result

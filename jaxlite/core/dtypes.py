@@ -1,0 +1,191 @@
+"""JAX's dtypes and its type-promotion lattice, with weak types for Python scalars.
+
+Promotion is the least upper bound in a lattice rather than numpy's value-based
+rules, so `float32_array * 2.0` stays float32 and `int8 + uint8` is int16. Python
+scalars enter the lattice as the weak kinds "i*" and "f*", which sit below every
+sized type of their kind. With x64 disabled (the default) 64-bit results are
+canonicalized to 32 bits.
+"""
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+from jaxlite.core.config import config
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+             bfloat16, float16, float32, float64)
+
+WEAK_INT, WEAK_FLOAT = "i*", "f*"
+
+# Each type points to the types just above it; promotion climbs until paths meet.
+_ABOVE = {
+    bool_: [WEAK_INT],
+    WEAK_INT: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [WEAK_FLOAT],
+    int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
+    WEAK_FLOAT: [float16, bfloat16],
+    float16: [float32], bfloat16: [float32], float32: [float64], float64: [],
+}
+
+
+def _upper_bounds(node):
+    seen, stack = {node}, [node]
+    while stack:
+        for parent in _ABOVE[stack.pop()]:
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return seen
+
+
+_UPPER = {node: _upper_bounds(node) for node in _ABOVE}
+
+_SHORT_NAMES = {bool_: "bool", bfloat16: "bf16"}
+
+
+def short_name(dtype):
+    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool."""
+    dtype = np.dtype(dtype)
+    return _SHORT_NAMES.get(dtype) or f"{dtype.kind}{dtype.itemsize * 8}"
+
+
+def x64_enabled():
+    return config.read("jax_enable_x64")
+
+
+def default_int_dtype():
+    return int64 if x64_enabled() else int32
+
+
+def default_float_dtype():
+    return float64 if x64_enabled() else float32
+
+
+_NARROWED = {int64: int32, uint64: uint32, float64: float32}
+
+
+def canonicalize_dtype(dtype):
+    """The dtype jaxlite really uses for `dtype`: 64-bit types narrow unless x64 is on."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"{dtype!r} is not a valid dtype") from err
+    if dtype not in SUPPORTED:
+        raise TypeError(f"dtype {dtype} is not supported by jaxlite "
+                        f"(supported: {', '.join(str(d) for d in SUPPORTED)})")
+    if not x64_enabled():
+        dtype = _NARROWED.get(dtype, dtype)
+    return dtype
+
+
+def is_float(dtype):
+    return np.dtype(dtype) in (float16, bfloat16, float32, float64)
+
+
+def is_int(dtype):
+    return np.dtype(dtype).kind in "iu"
+
+
+def is_unsigned(dtype):
+    return np.dtype(dtype).kind == "u"
+
+
+def is_bool(dtype):
+    return np.dtype(dtype) == bool_
+
+
+def can_be_weak(dtype):
+    """Weak typing exists only for int and float dtypes (Python int and float)."""
+    return is_int(dtype) or is_float(dtype)
+
+
+def finfo(dtype):
+    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(dtype)
+
+
+def iinfo(dtype):
+    return np.iinfo(dtype)
+
+
+def _lattice_node(dtype, weak):
+    """Where a (dtype, weak_type) pair sits in the lattice."""
+    if weak and is_int(dtype):
+        return WEAK_INT
+    if weak and is_float(dtype):
+        return WEAK_FLOAT
+    return np.dtype(dtype)
+
+
+def _least_upper_bound(nodes):
+    common = set.intersection(*(_UPPER[n] for n in nodes))
+    return next(t for t in common if common <= _UPPER[t])
+
+
+def _dtype_of_node(node):
+    if node == WEAK_INT:
+        return default_int_dtype()
+    if node == WEAK_FLOAT:
+        return default_float_dtype()
+    return canonicalize_dtype(node)
+
+
+def promote_types(a, b):
+    """The dtype both strong dtypes promote to (jnp.promote_types)."""
+    node = _least_upper_bound([np.dtype(a), np.dtype(b)])
+    return _dtype_of_node(node)
+
+
+def _dtype_and_weakness(x):
+    if isinstance(x, builtins.bool):
+        return bool_, False
+    if isinstance(x, builtins.int):
+        return default_int_dtype(), True
+    if isinstance(x, builtins.float):
+        return default_float_dtype(), True
+    if isinstance(x, complex):
+        raise TypeError("complex numbers are not supported by jaxlite")
+    if hasattr(x, "dtype"):
+        return np.dtype(x.dtype), getattr(x, "weak_type", False)
+    return np.dtype(x), False
+
+
+def result_type(*args, return_weak_type_flag=False):
+    """The dtype of combining `args` (dtypes, arrays, tracers or Python scalars).
+
+    The result is weakly typed only when every argument is weak.
+    """
+    if not args:
+        raise ValueError("result_type needs at least one argument")
+    pairs = [_dtype_and_weakness(x) for x in args]
+    node = _least_upper_bound([_lattice_node(d, w) for d, w in pairs])
+    dtype = _dtype_of_node(node)
+    weak = all(w for _, w in pairs)
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def is_python_scalar(x):
+    return type(x) in (builtins.bool, builtins.int, builtins.float)
+
+
+def dtype_of(x):
+    """The canonical dtype jaxlite gives `x` (Python scalars take the default types)."""
+    if is_python_scalar(x):
+        return _dtype_and_weakness(x)[0]
+    return canonicalize_dtype(np.result_type(x) if not hasattr(x, "dtype") else x.dtype)
+
+
+def scalar_to_numpy(x, dtype):
+    """Convert a Python scalar to a numpy scalar of `dtype`, refusing silent overflow."""
+    dtype = np.dtype(dtype)
+    if isinstance(x, builtins.int) and not isinstance(x, builtins.bool) and is_int(dtype):
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {dtype}")
+    return np.array(x, dtype=dtype)[()]

@@ -1,0 +1,116 @@
+"""Errors for misuse of traced values, as JAX names them.
+
+Each message says where the offending value was computed in the user's code (the
+first stack frame outside jaxlite) and how to fix the program.
+"""
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class SourceInfo:
+    """A user's source location: file, line and function name."""
+
+    __slots__ = ("filename", "lineno", "function")
+
+    def __init__(self, filename, lineno, function):
+        self.filename, self.lineno, self.function = filename, lineno, function
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno} (in {self.function})"
+
+
+def _is_internal(filename):
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+
+
+def user_source_info():
+    """The innermost frame that belongs to user code rather than jaxlite, or None."""
+    frame = sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+class JaxliteTypeError(TypeError):
+    pass
+
+
+class ConcretizationTypeError(JaxliteTypeError):
+    """A traced value was used where a concrete Python value is needed."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    pass
+
+
+class TracerIntegerConversionError(JaxliteTypeError):
+    pass
+
+
+class TracerArrayConversionError(JaxliteTypeError):
+    pass
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer outlived the transformation that created it."""
+
+
+class JaxprTypeError(TypeError):
+    pass
+
+
+def _origin(tracer):
+    info = getattr(tracer, "_source_info", None)
+    where = f" computed at {info}" if info else ""
+    context = tracer._trace.describe() if hasattr(tracer, "_trace") else "a transformation"
+    return (f"The value is a traced array {tracer.aval.str_short()}{where} "
+            f"while tracing {context}; its contents are not known until the function runs.")
+
+
+_BRANCH_FIX = ("Fix: for a value-dependent branch use jaxlite.lax.cond or jnp.where; "
+               "for a loop use jaxlite.lax.while_loop or lax.fori_loop; or, if the argument "
+               "really is a compile-time constant, mark it static with "
+               "jit(f, static_argnums=...) / static_argnames=...")
+
+
+def bool_conversion_error(tracer):
+    return TracerBoolConversionError(
+        f"Attempted boolean conversion of traced array with shape {tracer.aval.str_short()}. "
+        f"{_origin(tracer)}\n{_BRANCH_FIX}")
+
+
+def integer_conversion_error(tracer):
+    return TracerIntegerConversionError(
+        f"Attempted integer conversion of traced array {tracer.aval.str_short()} "
+        f"(for example as an index, a shape or a Python int). {_origin(tracer)}\n"
+        "Fix: use the array in jaxlite operations (lax.dynamic_slice for indexing), or mark "
+        "the argument static with jit(f, static_argnums=...).")
+
+
+def concretization_error(tracer, what="a concrete value"):
+    return ConcretizationTypeError(
+        f"Abstract tracer value encountered where {what} is expected. {_origin(tracer)}\n"
+        f"{_BRANCH_FIX}")
+
+
+def array_conversion_error(tracer):
+    return TracerArrayConversionError(
+        f"The numpy.ndarray conversion method __array__() was called on a traced array "
+        f"{tracer.aval.str_short()}. {_origin(tracer)}\n"
+        "Fix: use jaxlite.numpy (jnp) instead of numpy inside transformed functions, or use "
+        "jaxlite.debug.callback to run numpy code on runtime values.")
+
+
+def escaped_tracer_error(tracer):
+    info = getattr(tracer, "_source_info", None)
+    where = f" It was created at {info}." if info else ""
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer {tracer.aval.str_short()} from "
+        f"{tracer._trace.describe()}, which has already finished.{where}\n"
+        "A traced value escaped its transformation, for example by being stored in a global, "
+        "a list or an object attribute inside a jitted or differentiated function. "
+        "Fix: return the value from the function instead of storing it as a side effect.")

@@ -1,0 +1,200 @@
+"""The high-level IR: a jaxpr is a typed list of equations in A-normal form.
+
+Every transformation reads or writes this form. Variables are plain objects
+compared by identity; names are given only when a jaxpr is printed.
+"""
+import numpy as np
+
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.errors import JaxprTypeError
+
+
+class Var:
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in the IR (Python scalars become these)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval):
+        self.val, self.aval = val, aval
+
+    def __repr__(self):
+        return f"Literal({self.val})"
+
+
+class Eqn:
+    __slots__ = ("primitive", "inputs", "params", "outputs", "source_info")
+
+    def __init__(self, primitive, inputs, params, outputs, source_info=None):
+        self.primitive, self.inputs, self.params = primitive, list(inputs), dict(params)
+        self.outputs, self.source_info = list(outputs), source_info
+
+    def replace(self, **changes):
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        fields.update(changes)
+        return Eqn(**fields)
+
+    def __repr__(self):
+        return pretty_print_eqn(self, _Namer())
+
+
+class Jaxpr:
+    """constvars are bound to the consts of a ClosedJaxpr; invars to the arguments."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars")
+
+    def __init__(self, constvars, invars, eqns, outvars):
+        self.constvars, self.invars = list(constvars), list(invars)
+        self.eqns, self.outvars = list(eqns), list(outvars)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        return pretty_print(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr, consts):
+        assert len(jaxpr.constvars) == len(consts)
+        self.jaxpr, self.consts = jaxpr, list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        return pretty_print(self.jaxpr)
+
+    __repr__ = __str__
+
+
+# ---------------------------------------------------------------- printing
+
+class _Namer:
+    """Gives variables the short names JAX uses: a, b, ..., z, ba, bb, ..."""
+
+    def __init__(self):
+        self.names = {}
+
+    def __call__(self, var):
+        if isinstance(var, Literal):
+            return f"{_literal_text(var.val)}:{var.aval.str_short()}"
+        if var not in self.names:
+            self.names[var] = _base26(len(self.names))
+        return self.names[var]
+
+    def binder(self, var):
+        return f"{self(var)}:{var.aval.str_short()}"
+
+
+def _base26(n):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    name = letters[n % 26]
+    while n >= 26:
+        n //= 26
+        name = letters[n % 26] + name
+    return name
+
+
+def _literal_text(val):
+    val = np.asarray(val)
+    return str(val.item()) if val.dtype != bool else str(bool(val))
+
+
+def _param_text(value, namer, indent):
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):
+        jaxpr = value.jaxpr if isinstance(value, ClosedJaxpr) else value
+        return pretty_print(jaxpr, indent + 2)
+    if isinstance(value, tuple) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+        inner = [(" " * (indent + 2)) + _param_text(v, namer, indent + 2) for v in value]
+        return "(\n" + "\n".join(inner) + "\n" + " " * indent + ")"
+    if isinstance(value, np.dtype):
+        return value.name
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return repr(value)
+
+
+def pretty_print_eqn(eqn, namer, indent=4):
+    outs = " ".join(namer.binder(v) for v in eqn.outputs) or "()"
+    params = " ".join(f"{k}={_param_text(v, namer, indent)}" for k, v in sorted(eqn.params.items()))
+    head = f"{eqn.primitive.name}[{params}]" if params else eqn.primitive.name
+    args = " ".join(namer(v) for v in eqn.inputs)
+    return f"{outs} = {head} {args}".rstrip()
+
+
+def pretty_print(jaxpr, indent=0):
+    """JAX's readable form: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b) }`."""
+    namer = _Namer()
+    consts = " ".join(namer.binder(v) for v in jaxpr.constvars)
+    args = " ".join(namer.binder(v) for v in jaxpr.invars)
+    eqns = [pretty_print_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
+    outs = "(" + ", ".join(namer(v) for v in jaxpr.outvars) + ")"
+    one_line = f"{{ lambda {consts}; {args}. let {' '.join(eqns)} in {outs} }}"
+    if len(eqns) <= 1 and "\n" not in one_line and len(one_line) + indent <= 100:
+        return one_line.replace("let  in", "let in")
+    pad = " " * indent
+    body = "".join(f"\n{pad}    {e}" for e in eqns)
+    return f"{{ lambda {consts}; {args}. let{body}\n{pad}  in {outs} }}"
+
+
+# ---------------------------------------------------------------- typechecking
+
+def _same_type(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def typecheck(jaxpr):
+    """Re-derive every equation's output types; raise JaxprTypeError naming the equation."""
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr = jaxpr.jaxpr
+    defined = set(jaxpr.constvars) | set(jaxpr.invars)
+    namer = _Namer()
+    for v in jaxpr.constvars + jaxpr.invars:
+        namer(v)
+    for index, eqn in enumerate(jaxpr.eqns):
+        _check_eqn(eqn, index, defined, namer)
+        defined.update(eqn.outputs)
+    for v in jaxpr.outvars:
+        if isinstance(v, Var) and v not in defined:
+            raise JaxprTypeError(f"output variable {namer(v)} is never defined")
+    return jaxpr
+
+
+def _check_eqn(eqn, index, defined, namer):
+    where = lambda: f"in equation {index} `{pretty_print_eqn(eqn, namer)}`"
+    for v in eqn.inputs:
+        if isinstance(v, Var) and v not in defined:
+            raise JaxprTypeError(f"{where()}: variable {namer(v)} is used before it is defined")
+    try:
+        expected = eqn.primitive.abstract_eval_list([v.aval for v in eqn.inputs], eqn.params)
+    except Exception as err:
+        raise JaxprTypeError(f"{where()}: the inputs are invalid for {eqn.primitive.name}: {err}") from err
+    if len(expected) != len(eqn.outputs):
+        raise JaxprTypeError(f"{where()}: {eqn.primitive.name} produces {len(expected)} outputs, "
+                             f"the equation binds {len(eqn.outputs)}")
+    for out, aval in zip(eqn.outputs, expected):
+        if not _same_type(out.aval, aval):
+            raise JaxprTypeError(f"{where()}: output {namer(out)} is declared {out.aval.str_short()} "
+                                 f"but {eqn.primitive.name} produces {aval.str_short()}")
+
+
+def literal(val, dtype, weak_type=False):
+    val = np.array(val, dtype=dtype)[()]
+    return Literal(val, ShapedArray((), dtype, weak_type))

@@ -1,0 +1,34 @@
+"""Primitives: the operations a jaxpr is made of.
+
+A primitive knows how to compute itself on numpy arrays (`impl`) and how to
+compute its output types (`abstract_eval`). Rules for transformations live in
+the tables of each transformation, registered next to the primitive's definition.
+"""
+from jaxlite.core.trace import current_trace
+
+
+class Primitive:
+    def __init__(self, name, multiple_results=False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.impl = None
+        self.abstract_eval = None
+
+    def bind(self, *args, **params):
+        return current_trace().process_primitive(self, args, params)
+
+    def def_impl(self, impl):
+        self.impl = impl
+        return impl
+
+    def def_abstract_eval(self, rule):
+        self.abstract_eval = rule
+        return rule
+
+    def abstract_eval_list(self, avals, params):
+        out = self.abstract_eval(*avals, **params)
+        return list(out) if self.multiple_results else [out]
+
+    def __repr__(self):
+        return self.name
+

@@ -1,0 +1,151 @@
+"""Traces, tracers and the current-trace context.
+
+We follow JAX's newer "current trace" design instead of numbered trace levels:
+`bind` hands every operation to the single current trace, and each
+transformation's trace knows its parent. A rule that needs to compute on the
+values it wraps (the primal of a JVP, the batched value of a vmap) switches the
+current trace to its parent for that computation. Nesting is then explicit and
+local: no global level numbers to compare, no search for the "top" tracer among
+the arguments, and a tracer from a trace that has finished is recognized at once
+(`Trace.alive`) instead of silently being treated as a constant.
+"""
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from jaxlite.core import errors
+
+
+class Trace:
+    """Interprets primitive applications; subclasses give each transformation's meaning."""
+
+    parent = None
+    alive = True
+
+    def process_primitive(self, primitive, args, params):
+        raise NotImplementedError(f"{type(self).__name__} does not interpret primitives")
+
+    def describe(self):
+        return type(self).__name__
+
+    def finish(self):
+        """Mark the trace as ended, so tracers that escape it are caught when used."""
+        self.alive = False
+
+
+class Tracer:
+    """A stand-in for an array while a function is being transformed.
+
+    Array-like operators and methods are attached by jaxlite.numpy, shared with Array.
+    """
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    @property
+    def aval(self):
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def to_concrete_value(self):
+        """The concrete value behind this tracer, when the transformation knows it (else None)."""
+        return None
+
+    def _concrete(self, error_factory):
+        value = self.to_concrete_value()
+        if value is None:
+            raise error_factory(self)
+        return value
+
+    def __bool__(self):
+        return bool(self._concrete(errors.bool_conversion_error))
+
+    def __int__(self):
+        return int(self._concrete(errors.integer_conversion_error))
+
+    def __index__(self):
+        return self._concrete(errors.integer_conversion_error).__index__()
+
+    def __float__(self):
+        return float(self._concrete(errors.concretization_error))
+
+    def __array__(self, dtype=None, copy=None):
+        raise errors.array_conversion_error(self)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; "
+                        "arrays cannot be used as dict keys or static arguments")
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{self._trace.describe()}>"
+
+
+class EvalTrace(Trace):
+    """The bottom trace: runs each primitive's numpy implementation at once.
+
+    The abstract-eval rule runs too, so eager code gets exactly the type errors,
+    result dtypes and weak types that traced code gets.
+    """
+
+    def process_primitive(self, primitive, args, params):
+        from jaxlite.core.array import Array, wrap_numpy_outputs
+        values = [_numpy_value(x, Array) for x in args]
+        out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
+        outputs = primitive.impl(*values, **params)
+        return wrap_numpy_outputs(outputs, out_avals, primitive.multiple_results)
+
+    def describe(self):
+        return "eager evaluation"
+
+
+def _numpy_value(x, array_type):
+    if type(x) is array_type:
+        return x._value
+    if isinstance(x, Tracer):
+        raise errors.escaped_tracer_error(x)
+    return np.asarray(x)
+
+
+def _aval(x, value):
+    from jaxlite.core.abstract import ShapedArray
+    return ShapedArray(value.shape, value.dtype, getattr(x, "weak_type", False))
+
+
+EVAL_TRACE = EvalTrace()
+
+
+class _TraceContext(threading.local):
+    trace = EVAL_TRACE
+
+
+_context = _TraceContext()
+
+
+def current_trace():
+    return _context.trace
+
+
+@contextmanager
+def set_current_trace(trace):
+    previous = _context.trace
+    _context.trace = trace
+    try:
+        yield trace
+    finally:
+        _context.trace = previous
+
+
+def check_tracer_alive(x):
+    if isinstance(x, Tracer) and not x._trace.alive:
+        raise errors.escaped_tracer_error(x)

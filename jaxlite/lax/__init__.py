@@ -1,0 +1,13 @@
+"""jaxlite.lax: the primitives, each declared once with all its rules."""
+from jaxlite.lax.elementwise import (
+    abs, add, add_any, atan2, bitcast_convert_type, bitwise_and, bitwise_not, bitwise_or,
+    bitwise_xor, cbrt, ceil, clamp, convert_element_type, cos, div, eq, exp, exp2, expm1, floor,
+    full_like, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, max, min, mul, ne, neg,
+    nextafter, pow, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
+from jaxlite.lax.reductions import (
+    argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum)
+from jaxlite.lax.shapes import (
+    broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, index_in_dim,
+    iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
+from jaxlite.lax.dot import dot, dot_general
+

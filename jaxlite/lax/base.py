@@ -1,0 +1,110 @@
+"""Shared pieces for declaring primitives: operand preparation and the common
+primitive shapes (unary and n-ary elementwise), each registering its abstract
+evaluation and batching rule in one call.
+"""
+import operator
+
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.array import Array
+from jaxlite.core.primitive import Primitive
+from jaxlite.transforms import batching
+
+FLOAT = "floating-point"
+NUMBER = "numeric"
+INTEGER = "integer"
+INTEGRAL = "integer or boolean"
+ANY = "any"
+
+_ACCEPTS = {
+    FLOAT: dtypes.is_float,
+    NUMBER: lambda d: dtypes.is_float(d) or dtypes.is_int(d),
+    INTEGER: dtypes.is_int,
+    INTEGRAL: lambda d: dtypes.is_int(d) or dtypes.is_bool(d),
+    ANY: lambda d: True,
+}
+
+
+def check_dtype(name, aval, accepts, position="argument"):
+    if not _ACCEPTS[accepts](aval.dtype):
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name} for its {position}; "
+                        f"it needs a {accepts} dtype")
+
+
+def as_operand(x, dtype=None):
+    """Prepare one primitive operand: Python scalars become weakly typed arrays."""
+    if dtypes.is_python_scalar(x):
+        if dtype is None:
+            dtype, weak = dtypes.result_type(x, return_weak_type_flag=True)
+        else:
+            weak = True
+        return Array(dtypes.scalar_to_numpy(x, dtype), weak and dtypes.can_be_weak(dtype))
+    if isinstance(x, (np.ndarray, np.generic)) and not isinstance(x, Array):
+        return Array(np.asarray(x, dtypes.canonicalize_dtype(x.dtype)))
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"lax operations take arrays, not {type(x).__name__}s; "
+                        "convert with jnp.asarray first")
+    return x
+
+
+def as_operands(*args):
+    """Operands for an elementwise primitive: scalars take the dtype of the array operands."""
+    like = next((a for a in args if not dtypes.is_python_scalar(a)), None)
+    if like is None:
+        dtype = dtypes.result_type(*args)
+    else:
+        dtype = like.dtype if hasattr(like, "dtype") else np.asarray(like).dtype
+    return [as_operand(a, dtype) for a in args]
+
+
+def elementwise_shape(name, avals):
+    """Elementwise operands share one shape; rank-0 operands stand for any shape."""
+    shapes = {a.shape for a in avals if a.ndim > 0}
+    if len(shapes) > 1:
+        shown = ", ".join(str(a.shape) for a in avals)
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}")
+    return shapes.pop() if shapes else ()
+
+
+def elementwise_aval(name, avals, accepts, out_dtype=None):
+    for position, aval in enumerate(avals):
+        check_dtype(name, aval, accepts, f"argument {position}")
+    if len({a.dtype for a in avals}) > 1:
+        shown = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(f"{name} requires arguments to have the same dtypes, got {shown}")
+    dtype = avals[0].dtype if out_dtype is None else out_dtype
+    weak = all(a.weak_type for a in avals) and dtypes.can_be_weak(dtype)
+    return ShapedArray(elementwise_shape(name, avals), dtype, weak)
+
+
+def unary_primitive(name, numpy_fn, accepts):
+    primitive = Primitive(name)
+    primitive.def_impl(numpy_fn)
+    primitive.def_abstract_eval(lambda x, **params: elementwise_aval(name, [x], accepts))
+    batching.vectorized_rule(primitive)
+    return primitive
+
+
+def naryop_primitive(name, numpy_fn, accepts, out_dtype=None):
+    """An elementwise primitive of several same-typed operands (add, eq, ...)."""
+    primitive = Primitive(name)
+    primitive.def_impl(numpy_fn)
+    primitive.def_abstract_eval(lambda *avals, **params: elementwise_aval(name, avals, accepts, out_dtype))
+    batching.broadcasting_rule(primitive)
+    return primitive
+
+
+def shape_tuple(shape, name="shape"):
+    """A static shape as a tuple of Python ints, or a TypeError naming the bad entry."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        result = tuple(operator.index(d) for d in shape)
+    except TypeError as err:
+        raise TypeError(f"{name} must be a sequence of integers, got {shape!r}: {err}") from None
+    if any(d < 0 for d in result):
+        raise ValueError(f"{name} must be non-negative, got {result}")
+    return result
+

@@ -1,0 +1,440 @@
+"""Elementwise primitives. Each block declares a primitive and registers its rules."""
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.primitive import Primitive
+from jaxlite.lax.base import (ANY, FLOAT, INTEGRAL, NUMBER, as_operand, as_operands,
+                              check_dtype, naryop_primitive, unary_primitive)
+from jaxlite.transforms import ad, batching
+from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
+
+
+def _bind_unary(primitive):
+    def op(x):
+        return primitive.bind(as_operand(x))
+    op.__name__ = primitive.name
+    return op
+
+
+def _bind_nary(primitive):
+    def op(*args):
+        return primitive.bind(*as_operands(*args))
+    op.__name__ = primitive.name
+    return op
+
+
+def unbroadcast(ct, aval):
+    """Sum a cotangent down to the shape of an operand that was a broadcast scalar."""
+    from jaxlite.lax.reductions import reduce_sum
+    if ad.is_zero(ct) or ct.shape == aval.shape:
+        return ct
+    return reduce_sum(ct, tuple(range(ct.ndim)))
+
+
+# ---------------------------------------------------------------- arithmetic
+
+add_p = naryop_primitive("add", np.add, NUMBER)
+add = _bind_nary(add_p)
+ad.deflinear(add_p, lambda ct, x, y: [unbroadcast(ct, x.aval) if ad.is_undefined(x) else None,
+                                      unbroadcast(ct, y.aval) if ad.is_undefined(y) else None])
+
+# add_any sums tangents and cotangents; unlike add it never sees Python scalars.
+add_any_p = naryop_primitive("add_any", np.add, NUMBER)
+add_any = _bind_nary(add_any_p)
+ad.deflinear(add_any_p, lambda ct, x, y: [ct, ct])
+
+sub_p = naryop_primitive("sub", np.subtract, NUMBER)
+sub = _bind_nary(sub_p)
+ad.deflinear(sub_p, lambda ct, x, y: [
+    unbroadcast(ct, x.aval) if ad.is_undefined(x) else None,
+    unbroadcast(neg(ct), y.aval) if ad.is_undefined(y) else None])
+
+mul_p = naryop_primitive("mul", np.multiply, NUMBER)
+mul = _bind_nary(mul_p)
+ad.defbilinear(mul_p,
+               lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
+               lambda ct, x, y: unbroadcast(mul(x, ct), y.aval))
+
+
+def _divide(x, y):
+    if dtypes.is_int(x.dtype):
+        # lax.div on integers rounds toward zero, as C does.
+        quotient = np.abs(x) // np.where(y == 0, 1, np.abs(y))
+        return np.where(y == 0, 0, np.sign(x) * np.sign(y) * quotient).astype(x.dtype)
+    return np.divide(x, y)
+
+
+div_p = naryop_primitive("div", _divide, NUMBER)
+div = _bind_nary(div_p)
+defjvp(div_p,
+       lambda t, x, y: div(t, y),
+       lambda t, x, y: mul(neg(t), div(div(x, y), y)))
+ad.transpose_rules[div_p] = lambda ct, x, y: [unbroadcast(div(ct, y), x.aval), None]
+
+
+def _remainder(x, y):
+    if dtypes.is_int(x.dtype):
+        return np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y))).astype(x.dtype)
+    return np.fmod(x, y)
+
+
+rem_p = naryop_primitive("rem", _remainder, NUMBER)
+rem = _bind_nary(rem_p)
+defjvp(rem_p,
+       lambda t, x, y: t,
+       lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
+
+pow_p = naryop_primitive("pow", np.power, FLOAT)
+pow = _bind_nary(pow_p)
+
+
+def _pow_jvp_base(t, x, y):
+    return mul(t, mul(y, pow(x, sub(y, 1))))
+
+
+def _pow_jvp_exponent(t, x, y):
+    # d/dy x^y = log(x) x^y, taken as 0 where x == 0 (the limit from the right for y > 0).
+    safe_log = log(select_n(eq(x, 0), x, full_like(x, 1)))
+    return mul(t, mul(safe_log, pow(x, y)))
+
+
+defjvp(pow_p, _pow_jvp_base, _pow_jvp_exponent)
+
+max_p = naryop_primitive("max", np.maximum, NUMBER)
+max = _bind_nary(max_p)
+min_p = naryop_primitive("min", np.minimum, NUMBER)
+min = _bind_nary(min_p)
+
+
+def _balanced_share(x, y, wins):
+    """1 where x wins, 0 where it loses and 1/2 at ties, so max(x, x) has gradient 1."""
+    one, half = full_like(x, 1), full_like(x, 0.5)
+    return select_n(wins(x, y), select_n(eq(x, y), full_like(x, 0), half), one)
+
+
+defjvp(max_p,
+       lambda t, x, y: mul(t, _balanced_share(x, y, gt)),
+       lambda t, x, y: mul(t, _balanced_share(y, x, gt)))
+defjvp(min_p,
+       lambda t, x, y: mul(t, _balanced_share(x, y, lt)),
+       lambda t, x, y: mul(t, _balanced_share(y, x, lt)))
+
+nextafter_p = naryop_primitive("nextafter", np.nextafter, FLOAT)
+nextafter = _bind_nary(nextafter_p)
+defjvp_zero(nextafter_p)
+
+atan2_p = naryop_primitive("atan2", np.arctan2, FLOAT)
+atan2 = _bind_nary(atan2_p)
+defjvp(atan2_p,
+       lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+       lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+
+# ---------------------------------------------------------------- unary arithmetic
+
+neg_p = unary_primitive("neg", np.negative, NUMBER)
+neg = _bind_unary(neg_p)
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+
+sign_p = unary_primitive("sign", np.sign, NUMBER)
+sign = _bind_unary(sign_p)
+defjvp_zero(sign_p)
+
+floor_p = unary_primitive("floor", np.floor, FLOAT)
+floor = _bind_unary(floor_p)
+defjvp_zero(floor_p)
+
+ceil_p = unary_primitive("ceil", np.ceil, FLOAT)
+ceil = _bind_unary(ceil_p)
+defjvp_zero(ceil_p)
+
+
+def _round_half_away(x):
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(x.dtype)
+
+
+round_p = Primitive("round")
+round_p.def_impl(lambda x, rounding_method=0: _round_half_away(x) if rounding_method == 0 else np.round(x))
+round_p.def_abstract_eval(lambda x, rounding_method=0: _unary_float_aval("round", x))
+batching.vectorized_rule(round_p)
+defjvp_zero(round_p)
+
+
+def round(x, rounding_method=0):
+    """rounding_method 0 rounds half away from zero; 1 rounds half to even."""
+    return round_p.bind(as_operand(x), rounding_method=int(rounding_method))
+
+
+def _unary_float_aval(name, x):
+    check_dtype(name, x, FLOAT)
+    return x
+
+
+is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT)
+is_finite_p.def_abstract_eval(lambda x: ShapedArray(_unary_float_aval("is_finite", x).shape, dtypes.bool_))
+is_finite = _bind_unary(is_finite_p)
+defjvp_zero(is_finite_p)
+
+abs_p = unary_primitive("abs", np.abs, NUMBER)
+abs = _bind_unary(abs_p)
+defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+
+square_p = unary_primitive("square", np.square, NUMBER)
+square = _bind_unary(square_p)
+defjvp(square_p, lambda t, x: mul(t, mul(x, 2)))
+
+
+def _integer_pow(x, y):
+    return np.power(x, y) if y >= 0 else np.reciprocal(np.power(x, -y))
+
+
+integer_pow_p = Primitive("integer_pow")
+integer_pow_p.def_impl(_integer_pow)
+integer_pow_p.def_abstract_eval(lambda x, y: _integer_pow_aval(x, y))
+batching.vectorized_rule(integer_pow_p)
+
+
+def _integer_pow_aval(x, y):
+    check_dtype("integer_pow", x, NUMBER)
+    if y < 0 and dtypes.is_int(x.dtype):
+        raise TypeError("integer_pow of an integer array to a negative power is not an integer")
+    return x
+
+
+def _integer_pow_jvp(t, x, y):
+    if y == 0:
+        return mul(t, 0)
+    return mul(t, mul(integer_pow(x, y - 1), y))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+def integer_pow(x, y):
+    """x ** y for a static Python int y."""
+    return integer_pow_p.bind(as_operand(x), y=int(y))
+
+
+# ---------------------------------------------------------------- transcendental
+
+exp_p = unary_primitive("exp", np.exp, FLOAT)
+exp = _bind_unary(exp_p)
+defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
+
+exp2_p = unary_primitive("exp2", np.exp2, FLOAT)
+exp2 = _bind_unary(exp2_p)
+defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
+
+log_p = unary_primitive("log", np.log, FLOAT)
+log = _bind_unary(log_p)
+defjvp(log_p, lambda t, x: div(t, x))
+
+log1p_p = unary_primitive("log1p", np.log1p, FLOAT)
+log1p = _bind_unary(log1p_p)
+defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
+
+expm1_p = unary_primitive("expm1", np.expm1, FLOAT)
+expm1 = _bind_unary(expm1_p)
+defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, 1)))
+
+sqrt_p = unary_primitive("sqrt", np.sqrt, FLOAT)
+sqrt = _bind_unary(sqrt_p)
+defjvp_with_output(sqrt_p, lambda ts, out, x: div(ts[0], mul(out, 2)))
+
+
+def _rsqrt(x):
+    return np.reciprocal(np.sqrt(x))
+
+
+rsqrt_p = unary_primitive("rsqrt", _rsqrt, FLOAT)
+rsqrt = _bind_unary(rsqrt_p)
+defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
+
+cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT)
+cbrt = _bind_unary(cbrt_p)
+defjvp_with_output(cbrt_p, lambda ts, out, x: div(ts[0], mul(square(out), 3)))
+
+tanh_p = unary_primitive("tanh", np.tanh, FLOAT)
+tanh = _bind_unary(tanh_p)
+defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(1, square(out))))
+
+
+def _logistic(x):
+    # exp(-|x|) never overflows; pick the algebraically equal form for each sign.
+    z = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype)
+
+
+logistic_p = unary_primitive("logistic", _logistic, FLOAT)
+logistic = _bind_unary(logistic_p)
+defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(1, out))))
+
+sin_p = unary_primitive("sin", np.sin, FLOAT)
+sin = _bind_unary(sin_p)
+defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+
+cos_p = unary_primitive("cos", np.cos, FLOAT)
+cos = _bind_unary(cos_p)
+defjvp(cos_p, lambda t, x: mul(neg(t), sin(x)))
+
+# ---------------------------------------------------------------- logic and comparison
+
+not_p = unary_primitive("not", np.invert, INTEGRAL)
+bitwise_not = _bind_unary(not_p)
+defjvp_zero(not_p)
+
+and_p = naryop_primitive("and", np.bitwise_and, INTEGRAL)
+bitwise_and = _bind_nary(and_p)
+defjvp_zero(and_p)
+
+or_p = naryop_primitive("or", np.bitwise_or, INTEGRAL)
+bitwise_or = _bind_nary(or_p)
+defjvp_zero(or_p)
+
+xor_p = naryop_primitive("xor", np.bitwise_xor, INTEGRAL)
+bitwise_xor = _bind_nary(xor_p)
+defjvp_zero(xor_p)
+
+
+def _comparison(name, numpy_fn):
+    primitive = naryop_primitive(name, numpy_fn, ANY, out_dtype=dtypes.bool_)
+    defjvp_zero(primitive)
+    return primitive, _bind_nary(primitive)
+
+
+eq_p, eq = _comparison("eq", np.equal)
+ne_p, ne = _comparison("ne", np.not_equal)
+lt_p, lt = _comparison("lt", np.less)
+le_p, le = _comparison("le", np.less_equal)
+gt_p, gt = _comparison("gt", np.greater)
+ge_p, ge = _comparison("ge", np.greater_equal)
+
+# ---------------------------------------------------------------- select
+
+
+def _select_n(which, *cases):
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
+    return np.choose(which, np.broadcast_arrays(*cases)).astype(cases[0].dtype)
+
+
+def _select_n_aval(which, *cases):
+    if not cases:
+        raise TypeError("select_n needs at least one case")
+    if which.dtype != np.bool_ and not dtypes.is_int(which.dtype):
+        raise TypeError(f"select_n selector must be boolean or integer, got {which.dtype}")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select_n with a boolean selector takes at most two cases")
+    case = cases[0]
+    for other in cases[1:]:
+        if other.shape != case.shape or other.dtype != case.dtype:
+            raise TypeError(f"select_n cases must have the same shapes and dtypes, "
+                            f"got {case.str_short()} and {other.str_short()}")
+    if which.ndim and which.shape != case.shape:
+        raise TypeError(f"select_n selector shape {which.shape} must be scalar or equal "
+                        f"to the case shape {case.shape}")
+    weak = all(c.weak_type for c in cases)
+    return case.update(weak_type=weak)
+
+
+select_n_p = Primitive("select_n")
+select_n_p.def_impl(_select_n)
+select_n_p.def_abstract_eval(_select_n_aval)
+batching.broadcasting_rule(select_n_p)
+
+
+def select_n(which, *cases):
+    """cases[which] elementwise; a boolean `which` picks cases[1] where True."""
+    return select_n_p.bind(as_operand(which), *as_operands(*cases))
+
+
+def _select_n_jvp(primals, tangents):
+    which, cases = primals[0], primals[1:]
+    out = select_n(which, *cases)
+    case_tangents = tangents[1:]
+    if all(ad.is_zero(t) for t in case_tangents):
+        return out, ad.Zero(ad.tangent_aval(out.aval))
+    return out, select_n(which, *map(ad.instantiate, case_tangents))
+
+
+def _select_n_transpose(ct, which, *cases):
+    if ad.is_zero(ct):
+        return [None] * (1 + len(cases))
+    zeros = full_like(ct, 0)
+    return [None] + [select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+                     if ad.is_undefined(case) else None
+                     for i, case in enumerate(cases)]
+
+
+ad.jvp_rules[select_n_p] = _select_n_jvp
+ad.transpose_rules[select_n_p] = _select_n_transpose
+
+
+def clamp(lo, x, hi):
+    """min(max(x, lo), hi) elementwise."""
+    return min(max(x, lo), hi)
+
+
+# ---------------------------------------------------------------- dtype conversion
+
+def _convert_aval(x, new_dtype, weak_type=False):
+    check_dtype("convert_element_type", ShapedArray((), new_dtype), ANY, "new_dtype")
+    return ShapedArray(x.shape, new_dtype, weak_type and dtypes.can_be_weak(new_dtype))
+
+
+def _convert(x, new_dtype, weak_type=False):
+    if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
+        # Out-of-range and NaN values are undefined in C; clamp them as XLA does.
+        info = np.iinfo(new_dtype)
+        x = np.clip(np.nan_to_num(x, nan=0), info.min, info.max)
+    return x.astype(new_dtype)
+
+
+convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p.def_impl(_convert)
+convert_element_type_p.def_abstract_eval(_convert_aval)
+batching.vectorized_rule(convert_element_type_p)
+
+
+def convert_element_type(x, new_dtype, weak_type=False):
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    x = as_operand(x, new_dtype if dtypes.is_python_scalar(x) else None)
+    if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if ad.is_zero(t) or not (dtypes.is_float(x.dtype) and dtypes.is_float(new_dtype)):
+        return out, ad.Zero(ad.tangent_aval(out.aval))
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=False)
+
+
+ad.jvp_rules[convert_element_type_p] = _convert_jvp
+ad.transpose_rules[convert_element_type_p] = lambda ct, x, new_dtype, weak_type=False: [
+    convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=False)]
+
+
+def bitcast_convert_type(x, new_dtype):
+    return bitcast_convert_type_p.bind(as_operand(x), new_dtype=np.dtype(new_dtype))
+
+
+def _bitcast_aval(x, new_dtype):
+    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
+        raise TypeError(f"bitcast_convert_type between dtypes of different widths "
+                        f"({x.dtype.name} -> {np.dtype(new_dtype).name}) is not supported")
+    return ShapedArray(x.shape, new_dtype)
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.def_impl(lambda x, new_dtype: x.view(new_dtype))
+bitcast_convert_type_p.def_abstract_eval(_bitcast_aval)
+batching.vectorized_rule(bitcast_convert_type_p)
+defjvp_zero(bitcast_convert_type_p)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    from jaxlite.lax.shapes import full
+    return full(x.shape if shape is None else shape, fill_value, x.dtype if dtype is None else dtype)

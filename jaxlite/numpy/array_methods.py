@@ -1,0 +1,86 @@
+"""Operators and methods shared by Array and Tracer, attached here so the core
+does not depend on the NumPy-style API built above it."""
+from jaxlite import lax
+from jaxlite.core.array import Array
+from jaxlite.core.trace import Tracer
+from jaxlite.numpy import indexing, products, reductions, shape_ops, ufuncs
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _defer_to_others(fn):
+    """Return NotImplemented for operands we do not know, so Python tries the other side."""
+    from jaxlite.numpy.util import is_array_like
+
+    def op(self, other):
+        if not is_array_like(other):
+            return NotImplemented
+        return fn(self, other)
+    return op
+
+
+_BINARY = {
+    "add": ufuncs.add, "sub": ufuncs.subtract, "mul": ufuncs.multiply,
+    "truediv": ufuncs.true_divide, "floordiv": ufuncs.floor_divide, "mod": ufuncs.remainder,
+    "pow": ufuncs.power, "matmul": products.matmul, "and": ufuncs.bitwise_and,
+    "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor,
+}
+
+_COMPARISONS = {
+    "eq": ufuncs.equal, "ne": ufuncs.not_equal, "lt": ufuncs.less, "le": ufuncs.less_equal,
+    "gt": ufuncs.greater, "ge": ufuncs.greater_equal,
+}
+
+_UNARY = {"neg": ufuncs.negative, "pos": ufuncs.positive, "abs": ufuncs.absolute,
+          "invert": ufuncs.invert}
+
+
+def _reshape_method(self, *shape, order="C"):
+    newshape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+    return shape_ops.reshape(self, newshape, order)
+
+
+def _transpose_method(self, *axes):
+    axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None)
+    return shape_ops.transpose(self, axes)
+
+
+def _astype(self, dtype):
+    return lax.convert_element_type(self, dtype)
+
+
+def _tracer_iter(self):
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.shape[0]))
+
+
+_METHODS = {
+    "reshape": _reshape_method, "transpose": _transpose_method, "astype": _astype,
+    "sum": reductions.sum, "prod": reductions.prod, "mean": reductions.mean,
+    "max": reductions.max, "min": reductions.min, "all": reductions.all, "any": reductions.any,
+    "var": reductions.var, "std": reductions.std,
+    "argmax": reductions.argmax, "argmin": reductions.argmin,
+    "squeeze": shape_ops.squeeze, "ravel": shape_ops.ravel, "flatten": shape_ops.ravel,
+    "swapaxes": shape_ops.swapaxes, "dot": products.dot, "round": ufuncs.round,
+    "__getitem__": indexing.getitem,
+    "T": property(lambda self: shape_ops.transpose(self)),
+    "mT": property(lambda self: shape_ops.swapaxes(self, -1, -2)),
+    "at": property(indexing.IndexUpdateHelper),
+}
+
+
+def install():
+    for cls in (Array, Tracer):
+        for name, fn in _BINARY.items():
+            setattr(cls, f"__{name}__", _defer_to_others(fn))
+            setattr(cls, f"__r{name}__", _defer_to_others(_swap(fn)))
+        for name, fn in _COMPARISONS.items():
+            setattr(cls, f"__{name}__", _defer_to_others(fn))
+        for name, fn in _UNARY.items():
+            setattr(cls, f"__{name}__", fn)
+        for name, fn in _METHODS.items():
+            setattr(cls, name, fn)
+    Tracer.__iter__ = _tracer_iter

@@ -1,0 +1,153 @@
+"""Reductions with NumPy's axis, keepdims, initial and where arguments."""
+from jaxlite import lax
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import canonicalize_axes
+from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_and_broadcast
+
+
+def _prepare(name, a, axis):
+    check_arraylike(name, a)
+    (a,) = promote_and_broadcast(name, a)
+    return a, canonicalize_axes(axis, a.ndim)
+
+
+def _keep(result, shape, axes, keepdims):
+    if not keepdims:
+        return result
+    return lax.reshape(result, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+
+
+def _masked(a, where, fill):
+    if where is None:
+        return a
+    mask = broadcast_to(promote_and_broadcast("where", where)[0], a.shape)
+    return lax.select_n(mask, lax.full_like(a, fill), a)
+
+
+def _sum_dtype(a, dtype):
+    if dtype is not None:
+        return dtypes.canonicalize_dtype(dtype)
+    if dtypes.is_bool(a.dtype):
+        return dtypes.default_int_dtype()
+    if dtypes.is_int(a.dtype) and a.dtype.itemsize < dtypes.default_int_dtype().itemsize:
+        # NumPy sums small integers in the platform integer; follow it (as JAX does).
+        return dtypes.uint32 if dtypes.is_unsigned(a.dtype) else dtypes.default_int_dtype()
+    return a.dtype
+
+
+def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    a, axes = _prepare("sum", a, axis)
+    a = lax.convert_element_type(_masked(a, where, 0), _sum_dtype(a, dtype))
+    result = lax.reduce_sum(a, axes)
+    if initial is not None:
+        result = lax.add(result, initial)
+    return _keep(result, a.shape, axes, keepdims)
+
+
+def prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    a, axes = _prepare("prod", a, axis)
+    a = lax.convert_element_type(_masked(a, where, 1), _sum_dtype(a, dtype))
+    result = lax.reduce_prod(a, axes)
+    if initial is not None:
+        result = lax.mul(result, initial)
+    return _keep(result, a.shape, axes, keepdims)
+
+
+def _extremum(name, reducer, combine, a, axis, keepdims, initial, where):
+    a, axes = _prepare(name, a, axis)
+    if where is not None:
+        if initial is None:
+            raise ValueError(f"reduction operation {name} with where= needs an initial value")
+        a = _masked(a, where, initial)
+    if initial is None and any(a.shape[i] == 0 for i in axes):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    result = reducer(a, axes)
+    if initial is not None:
+        result = combine(result, lax.convert_element_type(initial, result.dtype))
+    return _keep(result, a.shape, axes, keepdims)
+
+
+def max(a, axis=None, keepdims=False, initial=None, where=None):
+    return _extremum("max", lax.reduce_max, lax.max, a, axis, keepdims, initial, where)
+
+
+def min(a, axis=None, keepdims=False, initial=None, where=None):
+    return _extremum("min", lax.reduce_min, lax.min, a, axis, keepdims, initial, where)
+
+
+amax, amin = max, min
+
+
+def all(a, axis=None, keepdims=False, where=None):
+    a, axes = _prepare("all", a, axis)
+    a = _masked(_to_bool(a), where, True)
+    return _keep(lax.reduce_and(a, axes), a.shape, axes, keepdims)
+
+
+def any(a, axis=None, keepdims=False, where=None):
+    a, axes = _prepare("any", a, axis)
+    a = _masked(_to_bool(a), where, False)
+    return _keep(lax.reduce_or(a, axes), a.shape, axes, keepdims)
+
+
+def _to_bool(a):
+    return a if dtypes.is_bool(a.dtype) else lax.ne(a, lax.full_like(a, 0))
+
+
+def mean(a, axis=None, dtype=None, keepdims=False, where=None):
+    a, axes = _prepare("mean", a, axis)
+    if dtype is None:
+        dtype = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float_dtype()
+    total = sum(lax.convert_element_type(a, dtype), axes, keepdims=keepdims, where=where)
+    return lax.div(total, _count(a, axes, where, keepdims, total.dtype))
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
+    a, axes = _prepare("var", a, axis)
+    centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
+                       mean(a, axes, dtype=dtype, keepdims=True, where=where))
+    squares = lax.square(centered)
+    total = sum(squares, axes, keepdims=keepdims, where=where)
+    count = _count(a, axes, where, keepdims, total.dtype)
+    return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
+
+
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
+    return lax.sqrt(var(a, axis, dtype, ddof, keepdims, where))
+
+
+def _float_dtype(a, dtype):
+    if dtype is not None:
+        return dtypes.canonicalize_dtype(dtype)
+    return a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float_dtype()
+
+
+def _count(a, axes, where, keepdims, dtype):
+    if where is None:
+        count = 1
+        for i in axes:
+            count *= a.shape[i]
+        return lax.convert_element_type(count, dtype)
+    mask = broadcast_to(promote_and_broadcast("where", where)[0], a.shape)
+    return sum(mask, axes, dtype=dtype, keepdims=keepdims)
+
+
+def _arg(name, lax_fn, a, axis, keepdims):
+    check_arraylike(name, a)
+    (a,) = promote_and_broadcast(name, a)
+    if axis is None:
+        flat = lax.reshape(a, (a.size,))
+        result = lax_fn(flat, 0)
+        return lax.reshape(result, (1,) * a.ndim) if keepdims else result
+    axes = canonicalize_axes(axis, a.ndim)
+    if a.shape[axes[0]] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    return _keep(lax_fn(a, axes[0]), a.shape, axes, keepdims)
+
+
+def argmax(a, axis=None, keepdims=False):
+    return _arg("argmax", lax.argmax, a, axis, keepdims)
+
+
+def argmin(a, axis=None, keepdims=False):
+    return _arg("argmin", lax.argmin, a, axis, keepdims)

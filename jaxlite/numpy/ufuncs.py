@@ -1,0 +1,183 @@
+"""Elementwise functions with NumPy's broadcasting and JAX's type promotion."""
+from jaxlite import lax
+from jaxlite.core import dtypes
+from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_to_inexact
+
+
+def _numeric(name, lax_fn):
+    def fn(x1, x2):
+        return lax_fn(*promote_and_broadcast(name, x1, x2))
+    fn.__name__ = name
+    return fn
+
+
+def _inexact_unary(name, lax_fn):
+    def fn(x):
+        return lax_fn(*promote_to_inexact(name, x))
+    fn.__name__ = name
+    return fn
+
+
+def _unary(name, lax_fn):
+    def fn(x):
+        return lax_fn(*promote_and_broadcast(name, x))
+    fn.__name__ = name
+    return fn
+
+
+add = _numeric("add", lax.add)
+subtract = _numeric("subtract", lax.sub)
+multiply = _numeric("multiply", lax.mul)
+maximum = _numeric("maximum", lax.max)
+minimum = _numeric("minimum", lax.min)
+equal = _numeric("equal", lax.eq)
+not_equal = _numeric("not_equal", lax.ne)
+less = _numeric("less", lax.lt)
+less_equal = _numeric("less_equal", lax.le)
+greater = _numeric("greater", lax.gt)
+greater_equal = _numeric("greater_equal", lax.ge)
+bitwise_and = _numeric("bitwise_and", lax.bitwise_and)
+bitwise_or = _numeric("bitwise_or", lax.bitwise_or)
+bitwise_xor = _numeric("bitwise_xor", lax.bitwise_xor)
+logical_and = _numeric("logical_and", lambda a, b: lax.bitwise_and(_as_bool(a), _as_bool(b)))
+logical_or = _numeric("logical_or", lambda a, b: lax.bitwise_or(_as_bool(a), _as_bool(b)))
+logical_xor = _numeric("logical_xor", lambda a, b: lax.bitwise_xor(_as_bool(a), _as_bool(b)))
+arctan2 = _numeric("arctan2", lambda a, b: lax.atan2(*promote_to_inexact("arctan2", a, b)))
+nextafter = _numeric("nextafter", lambda a, b: lax.nextafter(*promote_to_inexact("nextafter", a, b)))
+
+
+def _as_bool(x):
+    return x if x.dtype == dtypes.bool_ else lax.ne(x, lax.full_like(x, 0))
+
+
+def true_divide(x1, x2):
+    return lax.div(*promote_to_inexact("true_divide", x1, x2))
+
+
+divide = true_divide
+
+
+def floor_divide(x1, x2):
+    a, b = promote_and_broadcast("floor_divide", x1, x2)
+    if dtypes.is_bool(a.dtype):
+        raise TypeError("floor_divide does not accept boolean arrays")
+    if dtypes.is_float(a.dtype):
+        return lax.floor(lax.div(a, b))
+    if dtypes.is_unsigned(a.dtype):
+        return lax.div(a, b)
+    # lax.div rounds toward zero; step down where the signs differ and it was inexact.
+    quotient = lax.div(a, b)
+    needs_fix = lax.bitwise_and(lax.ne(lax.sign(a), lax.sign(b)), lax.ne(lax.rem(a, b), lax.full_like(a, 0)))
+    return lax.select_n(needs_fix, quotient, lax.sub(quotient, lax.full_like(quotient, 1)))
+
+
+def remainder(x1, x2):
+    """Python's modulo: the result takes the sign of the divisor."""
+    a, b = promote_and_broadcast("remainder", x1, x2)
+    r = lax.rem(a, b)
+    zero = lax.full_like(r, 0)
+    wrong_sign = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, lax.full_like(b, 0))))
+    return lax.select_n(wrong_sign, r, lax.add(r, b))
+
+
+mod = remainder
+
+
+def power(x1, x2):
+    check_arraylike("power", x1, x2)
+    if isinstance(x2, int) and not isinstance(x2, bool):
+        (a,) = promote_and_broadcast("power", x1)
+        return lax.integer_pow(a, x2)
+    a, b = promote_and_broadcast("power", x1, x2)
+    if dtypes.is_int(a.dtype):
+        return _integer_power(a, b)
+    return lax.pow(a, b)
+
+
+def _integer_power(base, exponent):
+    """Integer ** integer array, by repeated squaring over the exponent's bits."""
+    from jaxlite.numpy.util import broadcast_to
+    shape = exponent.shape if exponent.ndim else base.shape
+    base, exponent = broadcast_to(base, shape), broadcast_to(exponent, shape)
+    result = lax.full_like(base, 1)
+    bits = 8 * base.dtype.itemsize
+    for _ in range(bits):
+        odd = lax.ne(lax.bitwise_and(exponent, lax.full_like(exponent, 1)), lax.full_like(exponent, 0))
+        result = lax.select_n(odd, result, lax.mul(result, base))
+        base = lax.mul(base, base)
+        exponent = lax.div(exponent, lax.full_like(exponent, 2))
+    return result
+
+
+negative = _unary("negative", lax.neg)
+positive = _unary("positive", lambda x: x)
+sign = _unary("sign", lax.sign)
+square = _unary("square", lax.square)
+invert = _unary("invert", lax.bitwise_not)
+bitwise_not = invert
+exp = _inexact_unary("exp", lax.exp)
+exp2 = _inexact_unary("exp2", lax.exp2)
+expm1 = _inexact_unary("expm1", lax.expm1)
+log = _inexact_unary("log", lax.log)
+log1p = _inexact_unary("log1p", lax.log1p)
+sqrt = _inexact_unary("sqrt", lax.sqrt)
+cbrt = _inexact_unary("cbrt", lax.cbrt)
+sin = _inexact_unary("sin", lax.sin)
+cos = _inexact_unary("cos", lax.cos)
+tanh = _inexact_unary("tanh", lax.tanh)
+isfinite = _inexact_unary("isfinite", lax.is_finite)
+
+
+def absolute(x):
+    (x,) = promote_and_broadcast("absolute", x)
+    return x if dtypes.is_unsigned(x.dtype) or dtypes.is_bool(x.dtype) else lax.abs(x)
+
+
+abs = absolute
+
+
+def logical_not(x):
+    check_arraylike("logical_not", x)
+    (x,) = promote_and_broadcast("logical_not", x)
+    return lax.bitwise_not(_as_bool(x))
+
+
+def floor(x):
+    (x,) = promote_and_broadcast("floor", x)
+    return lax.floor(x) if dtypes.is_float(x.dtype) else x
+
+
+def ceil(x):
+    (x,) = promote_and_broadcast("ceil", x)
+    return lax.ceil(x) if dtypes.is_float(x.dtype) else x
+
+
+def round(a, decimals=0):
+    """Round half to even, as NumPy does."""
+    (x,) = promote_and_broadcast("round", a)
+    if not dtypes.is_float(x.dtype):
+        return x
+    if decimals == 0:
+        return lax.round(x, rounding_method=1)
+    factor = 10.0 ** decimals
+    return lax.div(lax.round(lax.mul(x, factor), rounding_method=1), factor)
+
+
+around = round
+
+
+def isnan(x):
+    (x,) = promote_and_broadcast("isnan", x)
+    return lax.ne(x, x) if dtypes.is_float(x.dtype) else lax.full_like(x, False, dtypes.bool_)
+
+
+def isinf(x):
+    (x,) = promote_and_broadcast("isinf", x)
+    if not dtypes.is_float(x.dtype):
+        return lax.full_like(x, False, dtypes.bool_)
+    return lax.eq(lax.abs(x), lax.full_like(x, float("inf")))
+
+
+def reciprocal(x):
+    (x,) = promote_to_inexact("reciprocal", x)
+    return lax.div(lax.full_like(x, 1), x)

@@ -1,0 +1,60 @@
+"""Shared helpers for the NumPy-style API: argument checks, promotion and broadcasting."""
+import numpy as np
+
+from jaxlite import lax
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import broadcast_shapes
+from jaxlite.core.array import Array
+from jaxlite.core.trace import Tracer
+
+
+def is_array_like(x):
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or dtypes.is_python_scalar(x)
+
+
+def check_arraylike(name, *args):
+    for position, x in enumerate(args):
+        if not is_array_like(x):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__} "
+                            f"at position {position}")
+
+
+def promote_dtypes(*args):
+    """Convert arguments to their common dtype; Python scalars stay weakly typed."""
+    dtype = dtypes.result_type(*args)
+    return [lax.convert_element_type(x, dtype, weak_type=_is_weak(x)) for x in args]
+
+
+def _is_weak(x):
+    return dtypes.is_python_scalar(x) or getattr(x, "weak_type", False)
+
+
+def broadcast_arrays(*args):
+    """Broadcast to a common shape; rank-0 operands are left for the primitive to broadcast."""
+    shape = broadcast_shapes(*(np.shape(x) for x in args))
+    return [x if np.ndim(x) == 0 or np.shape(x) == shape else broadcast_to(x, shape) for x in args]
+
+
+def broadcast_to(x, shape):
+    x = lax.base.as_operand(x)
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != shape:
+        raise ValueError(f"Incompatible shapes for broadcasting: {x.shape} to {shape}")
+    lead = len(shape) - x.ndim
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def promote_and_broadcast(name, *args):
+    check_arraylike(name, *args)
+    return broadcast_arrays(*promote_dtypes(*args))
+
+
+def promote_to_inexact(name, *args):
+    """Like promote_and_broadcast, but integers and bools become the default float."""
+    args = promote_and_broadcast(name, *args)
+    if dtypes.is_float(args[0].dtype):
+        return args
+    dtype = dtypes.default_float_dtype()
+    return [lax.convert_element_type(x, dtype, weak_type=getattr(x, "weak_type", False)) for x in args]

@@ -1,0 +1,1 @@
+"""Transformations of functions: differentiation, batching, staging for jit, precision."""

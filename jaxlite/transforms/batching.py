@@ -1,0 +1,223 @@
+"""Vectorization (vmap) by a batching trace.
+
+A batched value carries the position of its batch dimension (`dim`, or None when
+the value is the same for every batch element). Rule table, filled in next to
+each primitive:
+  batch_rules[p](args, dims, **params) -> (out, out_dim)   (lists for multiple results)
+Rules are called only when at least one argument is batched.
+"""
+from jaxlite.core.array import as_array_argument
+from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
+
+batch_rules = {}
+
+not_mapped = None
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "dim")
+
+    def __init__(self, trace, val, dim):
+        self._trace, self.val, self.dim = trace, val, dim
+
+    @property
+    def aval(self):
+        aval = self.val.aval
+        if self.dim is None:
+            return aval
+        shape = aval.shape[:self.dim] + aval.shape[self.dim + 1:]
+        return aval.update(shape=shape)
+
+
+class BatchTrace(Trace):
+    def __init__(self, parent, axis_size, axis_name=None):
+        self.parent, self.axis_size, self.axis_name = parent, axis_size, axis_name
+
+    def describe(self):
+        name = f" over axis {self.axis_name!r}" if self.axis_name is not None else ""
+        return f"vmap{name}"
+
+    def value_and_dim(self, x):
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.dim
+        return x, not_mapped
+
+    def process_primitive(self, primitive, args, params):
+        vals, dims = zip(*map(self.value_and_dim, args)) if args else ((), ())
+        with set_current_trace(self.parent):
+            if all(d is None for d in dims):
+                return primitive.bind(*vals, **params)
+            rule = batch_rules.get(primitive)
+            if rule is None:
+                raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+            out, out_dim = rule(list(vals), list(dims), **params)
+        if primitive.multiple_results:
+            return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+        return BatchTracer(self, out, out_dim)
+
+
+def batch_flat(flat_fun, vals, dims, axis_size, axis_name=None):
+    """Run flat_fun on batched inputs; returns (outputs, their batch dims)."""
+    trace = BatchTrace(current_trace(), axis_size, axis_name)
+    try:
+        inputs = [BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
+        with set_current_trace(trace):
+            outputs = flat_fun(*inputs)
+        pairs = [trace.value_and_dim(o) for o in outputs]
+    finally:
+        trace.finish()
+    return [v for v, _ in pairs], [d for _, d in pairs]
+
+
+# ---------------------------------------------------------------- rule helpers
+# The few array operations needed here come from lax, which registers its rules
+# into this module's table; so lax is imported inside the functions.
+
+def move_dim(x, src, dst):
+    """Move axis `src` of x to position `dst` (src None: broadcast a new axis of size)."""
+    from jaxlite import lax
+    if src == dst:
+        return x
+    perm = [d for d in range(x.ndim) if d != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, tuple(perm))
+
+
+def bdim_at_front(x, dim, size):
+    """x with its batch dimension first, materializing one for an unbatched x."""
+    from jaxlite import lax
+    if dim is None:
+        return lax.broadcast(x, (size,))
+    return move_dim(x, dim, 0)
+
+
+def batch_size(vals, dims):
+    return next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+
+
+def vectorized_rule(primitive):
+    """Unary elementwise: the output is batched where the input is."""
+    def rule(args, dims, **params):
+        return primitive.bind(*args, **params), dims[0]
+    batch_rules[primitive] = rule
+
+
+def broadcasting_rule(primitive):
+    """n-ary elementwise: move every batch dim to the front, then apply.
+
+    Elementwise primitives accept rank-0 operands beside full-shape ones, so an
+    unbatched scalar stays as it is, while a batched scalar must be broadcast to
+    the full shape behind its batch dimension.
+    """
+    def rule(args, dims, **params):
+        from jaxlite import lax
+        size = batch_size(args, dims)
+        full_shape = max((logical_shape(x, d) for x, d in zip(args, dims)), key=len)
+        moved = []
+        for x, d in zip(args, dims):
+            if d is None and x.ndim == 0:
+                moved.append(x)
+                continue
+            y = bdim_at_front(x, d, size)
+            if y.ndim - 1 < len(full_shape):
+                y = lax.broadcast_in_dim(y, (size,) + full_shape, (0,))
+            moved.append(y)
+        out = primitive.bind(*moved, **params)
+        return out, ([0] * len(out) if primitive.multiple_results else 0)
+    batch_rules[primitive] = rule
+
+
+def logical_shape(x, dim):
+    """The shape each batch element sees."""
+    return x.shape if dim is None else x.shape[:dim] + x.shape[dim + 1:]
+
+
+# ---------------------------------------------------------------- the vmap API
+
+def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
+    """Vectorize `fun` over the axes `in_axes` of its arguments.
+
+    in_axes/out_axes are an int, None, or a pytree prefix of the arguments/outputs;
+    keyword arguments are always mapped over their axis 0.
+    """
+    from jaxlite.core.staging import flatten_fun
+    from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+
+    def batched(*args, **kwargs):
+        flat_args, in_tree = tree_flatten((args, kwargs))
+        flat_args = [as_array_argument(x) for x in flat_args]
+        dims = _flat_in_axes(in_axes, args, kwargs)
+        dims = [_canonical_dim(d, x, "in_axes") for d, x in zip(dims, flat_args)]
+        size = _mapped_size(flat_args, dims, axis_size, in_tree)
+        flat_fun, out_tree = flatten_fun(fun, in_tree)
+        outs, out_dims = batch_flat(flat_fun, flat_args, dims, size, axis_name)
+        out_structure = tree_unflatten(out_tree[0], outs)
+        targets = _flat_out_axes(out_axes, out_structure)
+        return tree_unflatten(out_tree[0], [
+            _place(o, d, target, size) for o, d, target in zip(outs, out_dims, targets)])
+
+    batched.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
+    batched.__wrapped__ = fun
+    return batched
+
+
+def _flat_in_axes(in_axes, args, kwargs):
+    from jaxlite.core.tree_util import broadcast_prefix
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+        raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                         f"to the positional arguments passed to the function, but got "
+                         f"len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+    try:
+        return broadcast_prefix((in_axes, 0), (args, kwargs))
+    except ValueError as err:
+        raise ValueError(f"vmap in_axes specification must be a tree prefix of the arguments: {err}") from None
+
+
+def _flat_out_axes(out_axes, outputs):
+    from jaxlite.core.tree_util import broadcast_prefix
+    try:
+        return broadcast_prefix(out_axes, outputs)
+    except ValueError as err:
+        raise ValueError(f"vmap out_axes specification must be a tree prefix of the outputs: {err}") from None
+
+
+def _canonical_dim(d, x, what):
+    if d is None:
+        return None
+    ndim = len(getattr(x, "shape", ()))
+    if not isinstance(d, int) or not -ndim <= d < ndim:
+        raise ValueError(f"vmap was requested to map its argument along axis {d}, which implies "
+                         f"that its rank should be at least {d + 1 if isinstance(d, int) and d >= 0 else abs(d) if isinstance(d, int) else '?'}, "
+                         f"but is only {ndim} (its shape is {tuple(getattr(x, 'shape', ()))})")
+    return d % ndim
+
+
+def _mapped_size(flat_args, dims, axis_size, in_tree):
+    sizes = {x.shape[d] for x, d in zip(flat_args, dims) if d is not None}
+    if len(sizes) > 1:
+        shown = ", ".join(f"axis {d} of an argument of shape {tuple(x.shape)}"
+                          for x, d in zip(flat_args, dims) if d is not None)
+        raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {shown}")
+    if sizes:
+        return sizes.pop()
+    if axis_size is None:
+        raise ValueError("vmap must have at least one non-None value in in_axes, "
+                         "or be given axis_size")
+    return axis_size
+
+
+def _place(x, dim, target, size):
+    """Move an output's batch dimension to where out_axes asks for it."""
+    from jaxlite.lax.base import as_operand
+    x = as_operand(x)
+    if target is None:
+        if dim is not None:
+            raise ValueError("vmap has mapped output but out_axes is None")
+        return x
+    target = target % (x.ndim + (dim is None))
+    if dim is None:
+        x = bdim_at_front(x, None, size)
+        dim = 0
+    return move_dim(x, dim, target)
