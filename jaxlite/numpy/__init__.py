@@ -1,8 +1,7 @@
 """jaxlite.numpy: the NumPy API on jaxlite arrays, built from lax primitives."""
 from jaxlite.core import dtypes as _dtypes
 from jaxlite.core.array import Array as ndarray
-from jaxlite.core.dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32,
-                                 int64, promote_types, result_type, uint8, uint16, uint32, uint64)
+from jaxlite.core.dtypes import promote_types, result_type
 from jaxlite.numpy.array_methods import install as _install_array_methods
 from jaxlite.numpy.creation import (arange, array, asarray, empty, empty_like, eye, full,
                                     full_like, identity, linspace, ones, ones_like, zeros,
@@ -20,6 +19,10 @@ from jaxlite.numpy.ufuncs import (abs, absolute, add, arctan2, around, bitwise_a
                                   minimum, mod, multiply, negative, nextafter, not_equal, positive,
                                   power, reciprocal, remainder, round, sign, sin, sqrt, square,
                                   subtract, tanh, true_divide)
+from jaxlite.numpy.scalar_types import (bfloat16, bool_, complexfloating, finfo, float16, float32,
+                                        float64, floating, generic, iinfo, inexact, int8, int16,
+                                        int32, int64, integer, issubdtype, number, signedinteger,
+                                        uint8, uint16, uint32, uint64, unsignedinteger)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
 
 _install_array_methods()

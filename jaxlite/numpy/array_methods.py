@@ -26,6 +26,7 @@ _BINARY = {
     "truediv": ufuncs.true_divide, "floordiv": ufuncs.floor_divide, "mod": ufuncs.remainder,
     "pow": ufuncs.power, "matmul": products.matmul, "and": ufuncs.bitwise_and,
     "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor,
+    "lshift": ufuncs.left_shift, "rshift": ufuncs.right_shift,
 }
 
 _COMPARISONS = {
