@@ -14,3 +14,4 @@ from jaxlite.lax.shapes import (
 from jaxlite.lax.dot import dot, dot_general
 
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
+from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
