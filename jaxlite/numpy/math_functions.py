@@ -40,9 +40,15 @@ log2 = _inexact_unary("log2", lambda x: lax.div(lax.log(x), math.log(2)))
 log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), math.log(10)))
 
 
+def _same_shape(args):
+    """Broadcast rank-0 operands too: select_n needs cases of the selector's shape."""
+    shape = broadcast_shapes(*(x.shape for x in args))
+    return [broadcast_to(x, shape) for x in args]
+
+
 def _inexact_binary(name, lax_fn):
     def fn(x1, x2):
-        return lax_fn(*promote_to_inexact(name, x1, x2))
+        return lax_fn(*_same_shape(promote_to_inexact(name, x1, x2)))
     fn.__name__ = name
     return fn
 
@@ -54,7 +60,9 @@ def _hypot(x, y):
     safe_big = lax.select_n(lax.eq(big, lax.full_like(big, 0)), big, lax.full_like(big, 1))
     ratio = lax.div(small, safe_big)
     out = lax.mul(big, lax.sqrt(lax.add(lax.square(ratio), 1)))
-    return lax.select_n(lax.eq(big, lax.full_like(big, np.inf)), out, big)
+    # An infinite side wins even over NaN, as in C's hypot.
+    inf = lax.full_like(big, np.inf)
+    return lax.select_n(lax.bitwise_or(lax.eq(x, inf), lax.eq(y, inf)), out, inf)
 
 
 hypot = _inexact_binary("hypot", _hypot)
@@ -87,7 +95,7 @@ def signbit(x):
 def _nan_ignoring(name, lax_fn):
     """fmax/fmin: like maximum/minimum, but a NaN loses to a number."""
     def fn(x1, x2):
-        a, b = promote_and_broadcast(name, x1, x2)
+        a, b = _same_shape(promote_and_broadcast(name, x1, x2))
         if not dtypes.is_float(a.dtype):
             return lax_fn(a, b)
         return lax.select_n(lax.ne(a, a), lax.select_n(lax.ne(b, b), lax_fn(a, b), a), b)
@@ -101,7 +109,7 @@ fmin = _nan_ignoring("fmin", lax.min)
 
 def heaviside(x1, x2):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
-    x, at_zero = promote_to_inexact("heaviside", x1, x2)
+    x, at_zero = _same_shape(promote_to_inexact("heaviside", x1, x2))
     zero, one = lax.full_like(x, 0), lax.full_like(x, 1)
     positive = lax.select_n(lax.gt(x, zero), zero, one)
     return lax.select_n(lax.eq(x, zero), positive, at_zero)
@@ -172,8 +180,7 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
         raise ValueError("Either both or neither of the x and y arguments should be provided to jnp.where")
     check_arraylike("where", condition, x, y)
     (condition,), (x, y) = promote_and_broadcast("where", condition), promote_dtypes(x, y)
-    shape = broadcast_shapes(condition.shape, x.shape, y.shape)
-    condition, x, y = (broadcast_to(v, shape) for v in (_as_bool(condition), x, y))
+    condition, x, y = _same_shape([_as_bool(condition), x, y])
     return lax.select_n(condition, y, x)
 
 
