@@ -70,12 +70,15 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     if n < 0:
         raise ValueError(f"order must be non-negative but got {n}")
     axis = canonicalize_axis(axis, a.ndim)
+    if n == 0:
+        return a   # NumPy ignores prepend and append then
     parts = [_edge(prepend, a, axis), a, _edge(append, a, axis)]
     a = concatenate([p for p in parts if p is not None], axis)
     subtract = lax.bitwise_xor if dtypes.is_bool(a.dtype) else lax.sub
     for _ in range(n):
         size = a.shape[axis]
-        a = subtract(lax.slice_in_dim(a, 1, size, axis=axis), lax.slice_in_dim(a, 0, max(size - 1, 0), axis=axis))
+        later = lax.slice_in_dim(a, min(1, size), size, axis=axis)
+        a = subtract(later, lax.slice_in_dim(a, 0, later.shape[axis], axis=axis))
     return a
 
 

@@ -7,8 +7,9 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.core.trace import Tracer
-from jaxlite.numpy import reductions
-from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_and_broadcast, promote_to_inexact
+from jaxlite.numpy import reductions, ufuncs
+from jaxlite.numpy.util import (broadcast_to, check_arraylike, promote_and_broadcast, promote_dtypes,
+                                promote_to_inexact)
 
 
 def _operand(name, a):
@@ -47,7 +48,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False, where=None):
 
 def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
     (a,) = promote_to_inexact("nanvar", _operand("nanvar", a))
-    centered = lax.sub(a, nanmean(a, axis, dtype, keepdims=True, where=where))
+    centered = ufuncs.subtract(a, nanmean(a, axis, dtype, keepdims=True, where=where))
     total = nansum(lax.square(centered), axis, dtype, keepdims, where=where)
     count = _not_nan_count(a, axis, keepdims, where, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
@@ -92,7 +93,10 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         avg = reductions.mean(a, axis, keepdims=keepdims)
         total = lax.full_like(avg, math.prod(a.shape[i] for i in canonicalize_axes(axis, a.ndim)))
         return (avg, total) if returned else avg
-    a, weights = promote_to_inexact("average", a, weights)
+    check_arraylike("average", weights)
+    a, weights = promote_dtypes(a, weights)   # without broadcasting: shapes are checked below
+    if not dtypes.is_float(a.dtype):
+        a, weights = (lax.convert_element_type(v, dtypes.default_float_dtype()) for v in (a, weights))
     weights = _weights_for(weights, a, axis)
     total = reductions.sum(weights, axis, keepdims=keepdims)
     avg = lax.div(reductions.sum(lax.mul(a, weights), axis, keepdims=keepdims), total)
