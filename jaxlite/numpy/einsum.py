@@ -78,7 +78,7 @@ def _label_sizes(terms):
     sizes = {}
     for term in terms:
         for label, size in zip(term.labels, term.array.shape):
-            if size != 1 and sizes.get(label, size) != size:
+            if sizes.get(label, 1) not in (1, size) and size != 1:
                 raise ValueError(f"einsum: label {label!r} has inconsistent sizes {sizes[label]} and {size}")
             sizes[label] = max(sizes.get(label, 1), size)
     return sizes

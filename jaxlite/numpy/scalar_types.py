@@ -63,8 +63,11 @@ _ABSTRACT = (generic, number, inexact, floating, integer, signedinteger, unsigne
 
 
 def _as_dtype(x):
-    """A dtype for anything naming one; numpy's abstract types are kept as they are."""
-    return x if any(x is t for t in _ABSTRACT) else np.dtype(x)
+    """A dtype for anything naming or having one; numpy's abstract types are kept as they are."""
+    if any(x is t for t in _ABSTRACT):
+        return x
+    is_array = not isinstance(x, (type, np.dtype)) and hasattr(x, "shape")
+    return np.dtype(x.dtype if is_array else x)
 
 
 _ML_FLOATS = {np.dtype(ml_dtypes.bfloat16)}
