@@ -134,3 +134,28 @@ def test_cumsum_under_vmap_and_jvp():
     np.testing.assert_allclose(jaxlite.vmap(jnp.cumsum)(x), np.cumsum(x, axis=1), rtol=1e-6)
     _, tangent = jaxlite.jvp(jnp.cumprod, (x[0],), (np.ones(4, np.float32),))
     assert tangent.shape == (4,)
+
+
+def test_array_methods():
+    x = jnp.arange(6.0).reshape(2, 3)
+    expected = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(x.cumsum(1), expected.cumsum(1))
+    np.testing.assert_array_equal(x.cumprod(), expected.cumprod())
+    np.testing.assert_array_equal(x.clip(1, 3), expected.clip(1, 3))
+    np.testing.assert_array_equal(x.repeat(2, 0), expected.repeat(2, 0))
+    assert float(x.trace()) == expected.trace()
+    np.testing.assert_array_equal(x.real, expected)
+    np.testing.assert_array_equal(x.imag, np.zeros_like(expected))
+    np.testing.assert_array_equal(jaxlite.vmap(lambda r: r.cumsum())(x), expected.cumsum(1))
+
+
+def test_wrong_axis_and_float_axis_errors():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.cumsum(x, axis=2)
+    with pytest.raises(TypeError, match="integer"):
+        jnp.cumsum(x, axis=1.0)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.nansum(x, axis=-3)
+    with pytest.raises(TypeError, match="integer"):
+        jnp.diff(x, axis=0.5)
