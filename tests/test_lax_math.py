@@ -183,3 +183,13 @@ def test_shift_operators_on_arrays_and_tracers():
     np.testing.assert_array_equal(x >> 1, [0, 1, -4])
     np.testing.assert_array_equal(3 << x[:2], [6, 12])
     np.testing.assert_array_equal(jaxlite.vmap(lambda v: v << 1)(x), [2, 4, -16])
+
+
+def test_special_values_at_the_edges():
+    x = np.array([-np.inf, np.inf, np.nan, -0.0], np.float32)
+    np.testing.assert_array_equal(lax.lgamma(x), [np.inf, np.inf, np.nan, np.inf])
+    np.testing.assert_array_equal(lax.digamma(x), [np.nan, np.inf, np.nan, np.nan])
+    np.testing.assert_array_equal(lax.erf(x), [-1, 1, np.nan, 0])
+    np.testing.assert_array_equal(lax.erfc(x), [2, 0, np.nan, 1])
+    assert np.signbit(np.asarray(lax.erf_inv(np.float32(-0.0))))
+    assert np.signbit(np.asarray(lax.erf(np.float32(-0.0))))

@@ -158,3 +158,15 @@ def test_vmap_of_where_and_clip():
     x = rng.normal(size=(4, 3)).astype(np.float32)
     out = jaxlite.vmap(lambda r: jnp.where(r > 0, jnp.clip(r, 0, 0.5), jnp.tan(r)))(x)
     np.testing.assert_allclose(out, np.where(x > 0, np.clip(x, 0, 0.5), np.tan(x)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["hypot", "logaddexp", "logaddexp2", "copysign", "fmax", "heaviside",
+                                  "float_power", "fmod"])
+def test_binary_functions_of_python_scalars_are_weak(name):
+    assert getattr(jnp, name)(0.5, 0.25).weak_type
+    assert not getattr(jnp, name)(np.float32(0.5), 0.25).weak_type
+
+
+@pytest.mark.parametrize("name", ["sinc", "imag", "tan", "arcsinh", "trunc", "deg2rad"])
+def test_unary_functions_of_python_scalars_are_weak(name):
+    assert getattr(jnp, name)(0.5).weak_type

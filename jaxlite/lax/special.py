@@ -153,7 +153,7 @@ def _erf_inv_tail(size):
 
 def _erf_inv64(y):
     size = np.abs(y)
-    return np.sign(y) * _piecewise(size, size <= 0.5, _erf_inv_central, _erf_inv_tail)
+    return np.copysign(_piecewise(size, size <= 0.5, _erf_inv_central, _erf_inv_tail), y)
 
 
 erf_inv_p = unary_primitive("erf_inv", _in_float64(_erf_inv64), FLOAT)
@@ -204,7 +204,7 @@ def _lgamma64(x):
     shifted, log_steps = _shift_up(z, np.log)
     positive = np.where(np.isinf(z), np.inf, _stirling(shifted) - log_steps)
     reflected = math.log(math.pi) - np.log(np.abs(np.sin(math.pi * _near_integer(x)))) - positive
-    return np.where(reflect, reflected, positive)
+    return np.where(x == -np.inf, np.inf, np.where(reflect, reflected, positive))
 
 
 def _digamma_asymptotic(z):

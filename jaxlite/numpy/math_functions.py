@@ -40,6 +40,21 @@ log2 = _inexact_unary("log2", lambda x: lax.div(lax.log(x), math.log(2)))
 log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), math.log(10)))
 
 
+def _weak_when_inputs_are(fn):
+    """Keep the result weakly typed when every input is, as JAX does.
+
+    Some of these functions select among constants made in the operand's dtype,
+    which are strongly typed; the result's weak type is restored here.
+    """
+    def wrapped(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        weak = all(dtypes.is_python_scalar(a) or getattr(a, "weak_type", False) for a in args)
+        return lax.convert_element_type(out, out.dtype, weak_type=True) if weak else out
+    wrapped.__name__ = fn.__name__
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
 def _same_shape(args):
     """Broadcast rank-0 operands too: select_n needs cases of the selector's shape."""
     shape = broadcast_shapes(*(x.shape for x in args))
@@ -50,7 +65,7 @@ def _inexact_binary(name, lax_fn):
     def fn(x1, x2):
         return lax_fn(*_same_shape(promote_to_inexact(name, x1, x2)))
     fn.__name__ = name
-    return fn
+    return _weak_when_inputs_are(fn)
 
 
 def _hypot(x, y):
@@ -107,6 +122,7 @@ fmax = _nan_ignoring("fmax", lax.max)
 fmin = _nan_ignoring("fmin", lax.min)
 
 
+@_weak_when_inputs_are
 def heaviside(x1, x2):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
     x, at_zero = _same_shape(promote_to_inexact("heaviside", x1, x2))
@@ -123,6 +139,7 @@ def fmod(x1, x2):
     return lax.rem(a, b)
 
 
+@_weak_when_inputs_are
 def float_power(x1, x2):
     """x1 ** x2 in the widest float type available (float64 with x64 enabled)."""
     check_arraylike("float_power", x1, x2)
@@ -147,6 +164,7 @@ trunc = fix = _float_only("trunc", _trunc)
 rint = _float_only("rint", lambda x: lax.round(x, rounding_method=1))
 
 
+@_weak_when_inputs_are
 def sinc(x):
     """sin(pi x) / (pi x), with its limit 1 at 0 (where the gradient is 0 too)."""
     (x,) = promote_to_inexact("sinc", x)
@@ -193,7 +211,7 @@ def _real_only(name, fn):
 
 
 conj = conjugate = real = _real_only("real", lambda x: x)
-imag = _real_only("imag", lambda x: lax.full_like(x, 0))
+imag = _weak_when_inputs_are(_real_only("imag", lambda x: lax.full_like(x, 0)))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

@@ -120,14 +120,14 @@ def _weights_for(weights, a, axis):
 # ---------------------------------------------------------------- order statistics
 
 def _sort_last_axis(x):
-    """Sort along the last axis: lax.sort when it exists, else by ranks in O(n^2).
+    """Sort along the last axis: with jnp.sort when it exists, else by ranks in O(n^2).
 
     The rank of x[i] is the number of elements before it in a stable ascending
     order; a one-hot match of ranks to positions then places each element.
     """
-    sort = getattr(lax, "sort", None)
-    if sort is not None:
-        return sort(x, dimension=x.ndim - 1)
+    from jaxlite import numpy as jnp
+    if hasattr(jnp, "sort"):
+        return jnp.sort(x, axis=-1)
     n = x.shape[-1]
     mine, others = lax.expand_dims(x, (x.ndim,)), lax.expand_dims(x, (x.ndim - 1,))
     shape = x.shape + (n,)
