@@ -2,6 +2,8 @@
 from jaxlite.lax.elementwise import (
     abs, add, add_any, atan2, bitcast_convert_type, bitwise_and, bitwise_not, bitwise_or,
     bitwise_xor, cbrt, ceil, clamp, convert_element_type, cos, div, eq, exp, exp2, expm1, floor,
+    acos, acosh, asin, asinh, atan, atanh, clz, cosh, population_count, shift_left,
+    shift_right_arithmetic, shift_right_logical, sinh, tan,
     full_like, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, max, min, mul, ne, neg,
     nextafter, pow, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
 from jaxlite.lax.reductions import (
@@ -11,3 +13,5 @@ from jaxlite.lax.shapes import (
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
 from jaxlite.lax.dot import dot, dot_general
 
+from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
+from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
