@@ -11,3 +11,5 @@ from jaxlite.lax.shapes import (
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
 from jaxlite.lax.dot import dot, dot_general
 
+from jaxlite.lax.random_bits import fma, threefry2x32
+from jaxlite.lax.sort_by_key import sort_by_key
