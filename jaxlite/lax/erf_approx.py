@@ -1,6 +1,6 @@
-"""erf and its inverse composed from existing lax operations.
+"""erf, erfc and the inverse of erf composed from existing lax operations.
 
-Stand-ins until lax has `erf` and `erf_inv` primitives; then jaxlite.random and
+Stand-ins until lax has `erf`, `erfc` and `erf_inv` primitives; then jaxlite.random and
 jaxlite.nn should call those and this module can go. Being compositions, they
 already trace, batch and differentiate. Both evaluate in float32 (16-bit inputs
 are widened, as XLA does), so float64 inputs get float32 accuracy.
@@ -41,15 +41,33 @@ _ERFC_EXPONENT = [0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
                   -0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223]
 
 
-@_in_float32
-def erf(x):
-    # The series keeps full relative accuracy near zero, where 1 - erfc(|x|) cancels.
-    series = ew.mul(x, _horner(_ERF_SERIES, ew.square(x)))
+def _erf_series(x):
+    """erf near zero, with full relative accuracy where 1 - erfc(|x|) would cancel."""
+    return ew.mul(x, _horner(_ERF_SERIES, ew.square(x)))
+
+
+def _erfc_of_abs(x):
     z = ew.abs(x)
     t = ew.div(1.0, ew.add(ew.mul(z, 0.5), 1.0))
-    erfc = ew.mul(t, ew.exp(ew.sub(_horner(_ERFC_EXPONENT, t), ew.square(z))))
-    tail = ew.mul(ew.sign(x), ew.sub(1.0, erfc))
-    return ew.select_n(ew.le(z, 0.5), tail, series)
+    return ew.mul(t, ew.exp(ew.sub(_horner(_ERFC_EXPONENT, t), ew.square(z))))
+
+
+def _near_zero(x):
+    return ew.le(ew.abs(x), 0.5)
+
+
+@_in_float32
+def erf(x):
+    tail = ew.mul(ew.sign(x), ew.sub(1.0, _erfc_of_abs(x)))
+    return ew.select_n(_near_zero(x), tail, _erf_series(x))
+
+
+@_in_float32
+def erfc(x):
+    """1 - erf(x), accurate in relative terms for large positive x where it is tiny."""
+    small = _erfc_of_abs(x)
+    tail = ew.select_n(ew.lt(x, 0.0), small, ew.sub(2.0, small))
+    return ew.select_n(_near_zero(x), tail, ew.sub(1.0, _erf_series(x)))
 
 
 # Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011), single precision:
