@@ -12,4 +12,4 @@ from jaxlite.lax.shapes import (
 from jaxlite.lax.dot import dot, dot_general
 
 from jaxlite.lax.random_bits import fma, threefry2x32
-from jaxlite.lax.sort_by_key import sort_by_key
+from jaxlite.lax.key_sort import sort_by_key
