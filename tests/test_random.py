@@ -2,6 +2,7 @@
 import json
 import math
 import pathlib
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -77,11 +78,19 @@ REFERENCE_CALLS = {
         lambda: random.choice(K7, 10, (3,), replace=False, p=jnp.arange(10) / 45),
     "choice(PRNGKey(7), arange(12).reshape(3, 4), (2,), axis=1)":
         lambda: random.choice(K7, jnp.arange(12).reshape(3, 4), (2,), axis=1),
+    # Recorded with jax_enable_x64; the test turns it on for these.
+    "x64: PRNGKey(2**40 + 3)": lambda: random.PRNGKey(2 ** 40 + 3),
+    "x64: bits(PRNGKey(5), (4,))": lambda: random.bits(random.PRNGKey(5), (4,)),
+    "x64: uniform(PRNGKey(5), (4,), float64, -2.3, 3.7)":
+        lambda: random.uniform(random.PRNGKey(5), (4,), jnp.float64, -2.3, 3.7),
+    "x64: normal(PRNGKey(5), (4,), float64)": lambda: random.normal(random.PRNGKey(5), (4,), jnp.float64),
+    "x64: randint(PRNGKey(5), (4,), -7, 2**40)": lambda: random.randint(random.PRNGKey(5), (4,), -7, 2 ** 40),
 }
 
 # Samplers whose values pass through erf, erf_inv, log or exp: JAX's float32 library
-# functions and ours may differ in the last bits, so these match to 1e-6.
-APPROXIMATE = ("normal", "truncated_normal", "exponential", "gumbel")
+# functions and ours may differ in the last bits, so these match to 1e-6 (float64
+# normals too: our erf_inv has float32 accuracy).
+APPROXIMATE = ("normal", "truncated_normal", "exponential", "gumbel", "x64: normal")
 
 
 def _logits():
@@ -105,7 +114,7 @@ def _decode(entry):
         if "hex" in entry:
             values = np.array([float.fromhex(h) for h in entry["hex"]])
         else:
-            values = np.array(entry["values"])
+            values = np.array(entry["values"], dtype=entry["dtype"])
         return values.reshape(entry["shape"]), entry["dtype"]
     values = np.array(entry)
     if values.dtype.kind == "U":
@@ -117,8 +126,17 @@ def test_every_reference_value_has_a_call():
     assert set(REFERENCES) == set(REFERENCE_CALLS)
 
 
+@pytest.fixture
+def x64():
+    jaxlite.config.update("jax_enable_x64", True)
+    yield
+    jaxlite.config.update("jax_enable_x64", False)
+
+
 @pytest.mark.parametrize("name", sorted(REFERENCE_CALLS))
-def test_matches_jax(name):
+def test_matches_jax(name, request):
+    if name.startswith("x64: "):
+        request.getfixturevalue("x64")
     expected, dtype = _decode(REFERENCES[name])
     got = np.asarray(REFERENCE_CALLS[name]())
     if dtype is None:  # the first file records values only, some of them flattened
@@ -127,8 +145,10 @@ def test_matches_jax(name):
         assert got.shape == expected.shape and got.dtype.name == dtype
     if name.startswith(APPROXIMATE):
         np.testing.assert_allclose(got.astype(np.float64), expected, rtol=1e-6, atol=1e-6)
+    elif got.dtype.kind in "iub":
+        assert got.tolist() == expected.tolist()
     else:
-        np.testing.assert_array_equal(got.astype(np.float64), expected.astype(np.float64))
+        np.testing.assert_array_equal(got.astype(np.float64), expected)
 
 
 # ---------------------------------------------------------------- the threefry2x32 primitive
@@ -195,14 +215,10 @@ def test_seed_keeps_low_32_bits_without_x64():
     np.testing.assert_array_equal(random.PRNGKey(np.uint32(4000000000)), [0, 4000000000])
 
 
-def test_seed_high_word_with_x64():
-    jaxlite.config.update("jax_enable_x64", True)
-    try:
-        np.testing.assert_array_equal(random.PRNGKey(2 ** 32 + 5), [1, 5])
-        np.testing.assert_array_equal(random.PRNGKey(jnp.asarray(np.int64(-1))),
-                                      [2 ** 32 - 1, 2 ** 32 - 1])
-    finally:
-        jaxlite.config.update("jax_enable_x64", False)
+def test_seed_high_word_with_x64(x64):
+    np.testing.assert_array_equal(random.PRNGKey(2 ** 32 + 5), [1, 5])
+    np.testing.assert_array_equal(random.PRNGKey(jnp.asarray(np.int64(-1))), [2 ** 32 - 1, 2 ** 32 - 1])
+    np.testing.assert_array_equal(random.PRNGKey(jnp.asarray(np.int64(2 ** 40 + 3))), [256, 3])
 
 
 @pytest.mark.parametrize("seed, error", [(1.5, TypeError), (True, TypeError),
@@ -529,6 +545,15 @@ def test_fma_rounds_once():
     fused = lax.fma(x, x, np.float32(-1))
     assert float(fused) == 2 ** -11 + 2 ** -24
     assert float(lax.add(lax.mul(x, x), np.float32(-1))) == 2 ** -11
+
+
+def test_fma_rounds_float64_once(x64):
+    x = np.float64(1 + 2 ** -30)
+    assert float(lax.fma(x, x, np.float64(-1))) == 2 ** -29 + 2 ** -60
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.normal(size=2000) for _ in range(3))
+    exact = [float(Fraction(p) * Fraction(q) + Fraction(r)) for p, q, r in zip(a, b, c)]
+    np.testing.assert_array_equal(lax.fma(a, b, c), exact)
 
 
 def test_fma_jvp():

@@ -74,12 +74,37 @@ def threefry2x32(key1, key2, count1, count2):
 # ---------------------------------------------------------------- fused multiply-add
 
 def _fma(x, y, z):
-    """x * y + z rounded once. float64 arithmetic is exact for the float32 product and
-    near enough for the sum; float64 itself has no wider numpy type and is not fused."""
-    if x.dtype.itemsize >= 8:
-        return x * y + z
-    wide = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
-    return wide.astype(x.dtype)
+    """x * y + z rounded once (up to rare ties of a double rounding).
+
+    Narrower types compute in float64, where their product is exact. float64 has
+    no wider numpy type: its product is split exactly into a rounded part and an
+    error term (Dekker), and the error joins the sum after the rounded part.
+    """
+    if x.dtype.itemsize < 8:
+        wide = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
+        return wide.astype(x.dtype)
+    product, product_error = _exact_product(x, y)
+    total = product + z
+    # (product + z) - total exactly, by Knuth's two-sum.
+    z_part = total - product
+    sum_error = (product - (total - z_part)) + (z - z_part)
+    return total + (sum_error + product_error)
+
+
+def _exact_product(x, y):
+    """(x * y rounded, its rounding error), both float64, by Veltkamp splitting."""
+    product = x * y
+    x_high, x_low = _split_halves(x)
+    y_high, y_low = _split_halves(y)
+    error = ((x_high * y_high - product) + x_high * y_low + x_low * y_high) + x_low * y_low
+    return product, error
+
+
+def _split_halves(x):
+    """x = high + low exactly, each with at most 26 significant bits."""
+    scaled = x * (2.0 ** 27 + 1)
+    high = scaled - (scaled - x)
+    return high, x - high
 
 
 # XLA contracts a float32 multiply followed by an add into one fused operation on
