@@ -355,8 +355,9 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low"):
     prefix = shape[:len(shape) - len(batch_shape)]
     if not replace:
         return _categorical_without_replacement(key, logits, axis, shape, prefix, mode)
-    noise_shape = prefix + shape[len(prefix):len(prefix) + axis] + logits.shape[axis:axis + 1] \
-        + shape[len(prefix) + axis:]
+    # One noise value per category of each distribution (broadcast batch axes included).
+    sampled_batch = shape[len(prefix):]
+    noise_shape = prefix + sampled_batch[:axis] + logits.shape[axis:axis + 1] + sampled_batch[axis:]
     noise = _gumbel(key, noise_shape, logits.dtype, mode)
     return jnp.argmax(jnp.add(noise, logits), axis=len(prefix) + axis)
 
@@ -366,8 +367,8 @@ def _categorical_without_replacement(key, logits, axis, shape, prefix, mode):
     if count > logits.shape[axis]:
         raise ValueError(f"Number of samples without replacement ({count}) cannot exceed "
                          f"number of categories ({logits.shape[axis]}).")
-    perturbed = jnp.moveaxis(jnp.add(logits, _gumbel(key, logits.shape, logits.dtype, mode)), axis, -1)
-    indices = _top_k_indices(perturbed, count)
+    perturbed = jnp.add(logits, _gumbel(key, logits.shape, logits.dtype, mode))
+    indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), count)
     last = indices.ndim - 1
     return lax.reshape(indices, shape, (last,) + tuple(range(last)))
 
@@ -398,7 +399,8 @@ def permutation(key, x, axis=0, independent=False):
 
 def _arange_of(n, name):
     if isinstance(n, Tracer) and n.to_concrete_value() is None or not _is_integer_like(n):
-        raise TypeError(f"{name}: x must be a concrete integer or an array of at least one dimension")
+        raise TypeError(f"{name}: x must be a concrete integer or an array of at least one "
+                        "dimension")
     return jnp.arange(int(n))
 
 
@@ -504,7 +506,8 @@ def _take(arr, indices, axis):
                  lax.broadcasted_iota(indices.dtype, full, indices.ndim))
     values = lax.broadcast_in_dim(moved, full, tuple(range(indices.ndim, len(full))))
     as_number = dtypes.int32 if dtypes.is_bool(arr.dtype) else arr.dtype
-    picked = lax.select_n(hot, lax.full(full, 0, as_number), lax.convert_element_type(values, as_number))
+    values = lax.convert_element_type(values, as_number)
+    picked = lax.select_n(hot, lax.full(full, 0, as_number), values)
     taken = lax.convert_element_type(lax.reduce_sum(picked, (indices.ndim,)), arr.dtype)
     # taken has the index axes first; put them where `axis` was.
     return jnp.moveaxis(taken, tuple(range(indices.ndim)), tuple(range(axis, axis + indices.ndim)))

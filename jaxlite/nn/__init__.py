@@ -24,7 +24,8 @@ def _where(condition, x, y):
     """x where condition holds, else y (NumPy broadcasting and promotion)."""
     x, y = promote_and_broadcast("where", x, y)
     shape = np.broadcast_shapes(np.shape(condition), np.shape(x), np.shape(y))
-    return lax.select_n(broadcast_to(condition, shape), broadcast_to(y, shape), broadcast_to(x, shape))
+    condition, x, y = (broadcast_to(v, shape) for v in (condition, x, y))
+    return lax.select_n(condition, y, x)
 
 
 # ---------------------------------------------------------------- activations
@@ -49,17 +50,17 @@ def sigmoid(x):
 def softplus(x):
     """log(1 + exp(x)), without overflow for large x."""
     x = _inexact("softplus", x)
-    return jnp.add(jnp.maximum(x, 0), jnp.log1p(jnp.exp(jnp.negative(jnp.abs(x)))))
+    return jnp.maximum(x, 0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
 
 
 def log_sigmoid(x):
-    return jnp.negative(softplus(jnp.negative(_inexact("log_sigmoid", x))))
+    return -softplus(-_inexact("log_sigmoid", x))
 
 
 def silu(x):
     """x * sigmoid(x)."""
     x = _inexact("silu", x)
-    return jnp.multiply(x, sigmoid(x))
+    return x * sigmoid(x)
 
 
 swish = silu
@@ -69,9 +70,9 @@ def gelu(x, approximate=True):
     """x * Phi(x) for the standard normal CDF Phi, or its tanh approximation."""
     x = _inexact("gelu", x)
     if approximate:
-        inner = jnp.multiply(float(np.sqrt(2 / np.pi)), jnp.add(x, jnp.multiply(0.044715, jnp.power(x, 3))))
-        return jnp.multiply(x, jnp.multiply(0.5, jnp.add(1.0, jnp.tanh(inner))))
-    return jnp.multiply(jnp.multiply(0.5, x), erfc(jnp.multiply(jnp.negative(x), float(np.sqrt(0.5)))))
+        cdf = 0.5 * (1.0 + jnp.tanh(float(np.sqrt(2 / np.pi)) * (x + 0.044715 * x ** 3)))
+        return x * cdf
+    return 0.5 * x * erfc(-x * float(np.sqrt(0.5)))
 
 
 def elu(x, alpha=1.0):
@@ -79,19 +80,19 @@ def elu(x, alpha=1.0):
     x = _inexact("elu", x)
     positive = lax.gt(x, lax.full_like(x, 0))
     # expm1 sees 0 where x > 0, so a huge x cannot overflow into the unused branch's gradient.
-    negative_part = jnp.multiply(alpha, jnp.expm1(_where(positive, 0, x)))
+    negative_part = alpha * jnp.expm1(_where(positive, 0, x))
     return _where(positive, x, negative_part)
 
 
 def leaky_relu(x, negative_slope=1e-2):
     x = _inexact("leaky_relu", x)
-    return _where(lax.ge(x, lax.full_like(x, 0)), x, jnp.multiply(negative_slope, x))
+    return _where(lax.ge(x, lax.full_like(x, 0)), x, negative_slope * x)
 
 
 def celu(x, alpha=1.0):
     """max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1): continuously differentiable elu."""
     x = _inexact("celu", x)
-    return jnp.add(jnp.maximum(x, 0), jnp.multiply(alpha, jnp.expm1(jnp.divide(jnp.minimum(x, 0), alpha))))
+    return jnp.maximum(x, 0) + alpha * jnp.expm1(jnp.minimum(x, 0) / alpha)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -100,7 +101,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(x):
     """Scaled elu whose fixed point keeps activations at zero mean and unit variance."""
-    return jnp.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
 def hard_tanh(x):
@@ -118,7 +119,7 @@ def glu(x, axis=-1):
         raise ValueError(f"glu: axis {axis} has odd size {size}; it must split into two halves")
     first = lax.slice_in_dim(x, 0, size // 2, axis=axis)
     second = lax.slice_in_dim(x, size // 2, size, axis=axis)
-    return jnp.multiply(first, sigmoid(second))
+    return first * sigmoid(second)
 
 
 # ---------------------------------------------------------------- normalizing reductions
@@ -134,8 +135,8 @@ def softmax(x, axis=-1, where=None):
     """exp(x) / sum(exp(x)) along axis; entries outside `where` get 0."""
     x = _inexact("softmax", x)
     x_max = jnp.max(x, axis, keepdims=True, initial=-np.inf, where=where)
-    unnormalized = jnp.exp(jnp.subtract(_masked(x, where, -np.inf), x_max))
-    result = jnp.divide(unnormalized, jnp.sum(unnormalized, axis, keepdims=True, where=where))
+    unnormalized = jnp.exp(_masked(x, where, -np.inf) - x_max)
+    result = unnormalized / jnp.sum(unnormalized, axis, keepdims=True, where=where)
     return _masked(result, where, 0)
 
 
@@ -143,9 +144,9 @@ def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x) along axis; entries outside `where` get -inf."""
     x = _inexact("log_softmax", x)
     x_max = jnp.max(x, axis, keepdims=True, initial=-np.inf, where=where)
-    shifted = jnp.subtract(_masked(x, where, -np.inf), x_max)
+    shifted = _masked(x, where, -np.inf) - x_max
     total = jnp.sum(jnp.exp(shifted), axis, keepdims=True, where=where)
-    return _masked(jnp.subtract(shifted, jnp.log(total)), where, -np.inf)
+    return _masked(shifted - jnp.log(total), where, -np.inf)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
@@ -157,20 +158,20 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         a = _inexact("logsumexp", a)
     else:
         a, b = promote_to_inexact("logsumexp", a, b)
-        a = _where(jnp.not_equal(b, 0), a, -np.inf)
+        a = _where(b != 0, a, -np.inf)
     a_max = jnp.max(a, axis, keepdims=True, initial=-np.inf, where=where)
     a_max = _where(jnp.isfinite(a_max), a_max, 0)
-    terms = jnp.exp(jnp.subtract(a, a_max))
+    terms = jnp.exp(a - a_max)
     if b is not None:
-        terms = jnp.multiply(terms, b)
+        terms = terms * b
     total = jnp.sum(terms, axis, keepdims=keepdims, where=where)
     sign = jnp.sign(total)
     shift = a_max if keepdims else jnp.squeeze(a_max, _reduced_axes(axis, a.ndim))
-    out = jnp.add(jnp.log(jnp.abs(total)), shift)
+    out = jnp.log(jnp.abs(total)) + shift
     if return_sign:
         return out, sign
     if b is not None:
-        out = _where(jnp.less(sign, 0), np.nan, out)
+        out = _where(sign < 0, np.nan, out)
     return out
 
 
@@ -185,10 +186,9 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
         mean = jnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
         # E[x^2] - E[x]^2 can round below zero; a variance is never negative.
-        variance = jnp.subtract(jnp.mean(jnp.square(x), axis, keepdims=True, where=where),
-                                jnp.square(mean))
+        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
         variance = jnp.maximum(variance, 0)
-    return jnp.multiply(jnp.subtract(x, mean), lax.rsqrt(jnp.add(variance, epsilon)))
+    return (x - mean) * lax.rsqrt(variance + epsilon)
 
 
 def one_hot(x, num_classes, dtype=None, axis=-1):

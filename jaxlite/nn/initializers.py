@@ -34,7 +34,7 @@ def _scaled(sampler, factor, default_dtype):
     """An initializer drawing sampler(key, shape, dtype) times a constant."""
     def init(key, shape, dtype=default_dtype):
         dtype = _dtype(dtype)
-        return jnp.multiply(sampler(key, shape, dtype), jnp.asarray(factor, dtype))
+        return sampler(key, shape, dtype) * jnp.asarray(factor, dtype)
     return init
 
 
@@ -86,12 +86,12 @@ def _variance_scaled_sample(key, shape, dtype, distribution, variance):
     # The factors are computed in dtype, as JAX does, so the samples round the same way.
     variance = jnp.asarray(variance, dtype)
     if distribution == "truncated_normal":
-        factor = jnp.divide(jnp.sqrt(variance), jnp.asarray(_TRUNCATED_STDDEV, dtype))
-        return jnp.multiply(random.truncated_normal(key, -2, 2, shape, dtype), factor)
+        factor = jnp.sqrt(variance) / jnp.asarray(_TRUNCATED_STDDEV, dtype)
+        return random.truncated_normal(key, -2, 2, shape, dtype) * factor
     if distribution == "normal":
-        return jnp.multiply(random.normal(key, shape, dtype), jnp.sqrt(variance))
+        return random.normal(key, shape, dtype) * jnp.sqrt(variance)
     if distribution == "uniform":
-        return jnp.multiply(random.uniform(key, shape, dtype, -1), jnp.sqrt(jnp.multiply(3, variance)))
+        return random.uniform(key, shape, dtype, -1) * jnp.sqrt(3 * variance)
     raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
 
 
