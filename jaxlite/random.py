@@ -49,6 +49,16 @@ def PRNGKey(seed):
 key = PRNGKey
 
 
+def key_data(keys):
+    """The uint32 words of keys: the keys themselves, since jaxlite keys are raw arrays."""
+    return _check_key("key_data", keys, allow_batched=True)
+
+
+def wrap_key_data(key_bits):
+    """Keys from their uint32 words (the inverse of key_data): the words themselves."""
+    return _check_key("wrap_key_data", key_bits, allow_batched=True)
+
+
 def _is_integer_like(x):
     return isinstance(x, (int, np.integer)) or (hasattr(x, "dtype") and dtypes.is_int(x.dtype))
 
@@ -67,13 +77,13 @@ def _make_key(word1, word2):
     return jnp.stack([word1, word2], axis=-1)
 
 
-def _check_key(name, key):
+def _check_key(name, key, allow_batched=False):
     """The key as an array, or JAX's error for something that is not a single key."""
     key = jnp.asarray(key)
     if key.dtype != dtypes.uint32 or key.shape[-1:] != (2,):
         raise TypeError(f"{name} expects a PRNG key, a uint32 array of shape (2,), "
                         f"got {key.dtype.name}{list(key.shape)}")
-    if key.ndim > 1:
+    if key.ndim > 1 and not allow_batched:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{key.shape[:-1]} != (). Use jaxlite.vmap for batching.")
     return key

@@ -210,6 +210,13 @@ def test_key_is_an_alias_of_prngkey():
     np.testing.assert_array_equal(random.key(5), random.PRNGKey(5))
 
 
+def test_key_data_round_trip():
+    keys = random.split(K0, 3)
+    np.testing.assert_array_equal(random.wrap_key_data(random.key_data(keys)), keys)
+    with pytest.raises(TypeError, match="PRNG key"):
+        random.wrap_key_data(jnp.zeros((3, 2), jnp.int32))
+
+
 def test_seed_keeps_low_32_bits_without_x64():
     np.testing.assert_array_equal(random.PRNGKey(2 ** 32 + 5), [0, 5])
     np.testing.assert_array_equal(random.PRNGKey(np.uint32(4000000000)), [0, 4000000000])

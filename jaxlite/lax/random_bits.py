@@ -25,10 +25,6 @@ ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 KEY_PARITY = 0x1BD11BDA
 
 
-def _rotate_left(x, distance):
-    return (x << np.uint32(distance)) | (x >> np.uint32(32 - distance))
-
-
 def _threefry2x32(key1, key2, count1, count2):
     """Encrypt the counter pairs (count1, count2) under (key1, key2), elementwise."""
     key1, key2, x1, x2 = np.broadcast_arrays(key1, key2, count1, count2)
@@ -38,10 +34,14 @@ def _threefry2x32(key1, key2, count1, count2):
     schedule = (key1, key2, key1 ^ key2 ^ np.uint32(KEY_PARITY))
     x1 += schedule[0]
     x2 += schedule[1]
+    spill = np.empty_like(x2)  # in-place updates: no temporaries for the big arrays
     for group in range(5):
         for distance in ROTATIONS[group % 2]:
             x1 += x2
-            x2 = _rotate_left(x2, distance) ^ x1
+            np.right_shift(x2, np.uint32(32 - distance), out=spill)
+            x2 <<= np.uint32(distance)
+            x2 |= spill  # x2 rotated left by `distance`
+            x2 ^= x1
         x1 += schedule[(group + 1) % 3]
         x2 += schedule[(group + 2) % 3] + np.uint32(group + 1)
     return [x1.reshape(shape), x2.reshape(shape)]
