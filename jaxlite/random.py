@@ -159,6 +159,13 @@ def _check_shape(name, shape, *param_shapes):
                          f"shape argument, but got result {combined} for shape argument {shape}.")
 
 
+def _param_shape(shape, *params):
+    """The draw's shape: as given, or else that of the broadcast parameters."""
+    if shape is None:
+        return broadcast_shapes(*(np.shape(p) for p in params))
+    return shape_tuple(shape)
+
+
 def _as_param(name, x, dtype, shape):
     """A distribution parameter converted to dtype and broadcast to the draw's shape."""
     x = lax.convert_element_type(jnp.asarray(x), dtype)
@@ -208,9 +215,12 @@ def _unit_floats(key, shape, dtype):
 def normal(key, shape=(), dtype=None):
     """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1)."""
     key = _check_key("normal", key)
-    dtype = _float_dtype("normal", dtype)
+    return _normal(key, shape_tuple(shape), _float_dtype("normal", dtype))
+
+
+def _normal(key, shape, dtype):
     lowest = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
-    u = _uniform(key, shape_tuple(shape), dtype, lowest, 1.0)
+    u = _uniform(key, shape, dtype, lowest, 1.0)
     return lax.mul(_scalar(np.sqrt(2), dtype), erf_inv(u))
 
 
@@ -218,9 +228,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normal floats conditioned on lower < x < upper."""
     key = _check_key("truncated_normal", key)
     dtype = _float_dtype("truncated_normal", dtype)
-    if shape is None:
-        shape = broadcast_shapes(np.shape(lower), np.shape(upper))
-    shape = shape_tuple(shape)
+    shape = _param_shape(shape, lower, upper)
     lower, upper = (_as_param("truncated_normal", b, dtype, shape) for b in (lower, upper))
     sqrt2 = _scalar(np.sqrt(2), dtype)
     u = _uniform(key, shape, dtype, erf(lax.div(lower, sqrt2)), erf(lax.div(upper, sqrt2)))
@@ -233,8 +241,12 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
 def exponential(key, shape=(), dtype=None):
     """Floats with density exp(-x) on x >= 0."""
     key = _check_key("exponential", key)
-    u = _uniform(key, shape_tuple(shape), _float_dtype("exponential", dtype), 0.0, 1.0)
-    return lax.neg(lax.log1p(lax.neg(u)))
+    return _exponential(key, shape_tuple(shape), _float_dtype("exponential", dtype))
+
+
+def _exponential(key, shape, dtype):
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    return lax.neg(lax.log1p(lax.neg(u)))  # 1 - u lies in (0, 1]: log never sees 0
 
 
 def gumbel(key, shape=(), dtype=None, mode="low"):
@@ -265,6 +277,64 @@ def _unit_pair(key, shape, dtype):
     return [lax.index_in_dim(both, i, keepdims=False) for i in (0, 1)]
 
 
+def laplace(key, shape=(), dtype=None):
+    """Floats with density exp(-|x|) / 2."""
+    key = _check_key("laplace", key)
+    dtype = _float_dtype("laplace", dtype)
+    u = _uniform(key, shape_tuple(shape), dtype, -1.0 + float(dtypes.finfo(dtype).epsneg), 1.0)
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def logistic(key, shape=(), dtype=None):
+    """Floats with density exp(-x) / (1 + exp(-x))**2: the logit of a uniform."""
+    key = _check_key("logistic", key)
+    dtype = _float_dtype("logistic", dtype)
+    u = _uniform(key, shape_tuple(shape), dtype, float(dtypes.finfo(dtype).tiny), 1.0)
+    return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
+
+
+def cauchy(key, shape=(), dtype=None):
+    """Floats with density 1 / (pi (1 + x**2)): the tangent of a uniform angle."""
+    key = _check_key("cauchy", key)
+    dtype = _float_dtype("cauchy", dtype)
+    u = _uniform(key, shape_tuple(shape), dtype, float(dtypes.finfo(dtype).eps), 1.0)
+    angle = lax.mul(_scalar(np.pi, dtype), lax.sub(u, 0.5))
+    return lax.div(lax.sin(angle), lax.cos(angle))
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype=None):
+    """exp(sigma * z) for standard normal z."""
+    key = _check_key("lognormal", key)
+    dtype, shape = _float_dtype("lognormal", dtype), _param_shape(shape, sigma)
+    return lax.exp(lax.mul(_normal(key, shape, dtype), _as_param("lognormal", sigma, dtype, shape)))
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Floats >= 1 with density b / x**(b + 1): exp(e / b) for exponential e."""
+    key = _check_key("pareto", key)
+    dtype, shape = _float_dtype("pareto", dtype), _param_shape(shape, b)
+    e = _exponential(key, shape, dtype)
+    return lax.exp(lax.div(e, _as_param("pareto", b, dtype, shape)))
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """scale * sqrt(-2 log u): the length of a 2-d normal vector of that scale."""
+    key = _check_key("rayleigh", key)
+    dtype, shape = _float_dtype("rayleigh", dtype), _param_shape(shape, scale)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    return lax.mul(_as_param("rayleigh", scale, dtype, shape), lax.sqrt(lax.mul(lax.log(u), -2.0)))
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """scale * (-log(1 - u)) ** (1 / concentration): the inverse Weibull CDF."""
+    key = _check_key("weibull_min", key)
+    dtype, shape = _float_dtype("weibull_min", dtype), shape_tuple(shape)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    exponent = lax.div(1.0, _as_param("weibull_min", concentration, dtype, shape))
+    return lax.mul(lax.pow(lax.neg(lax.log1p(lax.neg(u))), exponent),
+                   _as_param("weibull_min", scale, dtype, shape))
+
+
 # ---------------------------------------------------------------- discrete samplers
 
 
@@ -274,7 +344,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     p = jnp.asarray(p)
     if not dtypes.is_float(p.dtype):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {p.dtype}.")
-    shape = p.shape if shape is None else shape_tuple(shape)
+    shape = _param_shape(shape, p)
     p = _as_param("bernoulli", p, p.dtype, shape)
     if mode == "low":
         return lax.lt(_uniform(key, shape, p.dtype, 0.0, 1.0), p)
@@ -283,6 +353,14 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     coarse, fine = _unit_pair(key, shape, p.dtype)
     fine = lax.mul(fine, 2.0 ** -dtypes.finfo(p.dtype).nmant)
     return lax.lt(fine, lax.sub(p, coarse))
+
+
+def rademacher(key, shape=(), dtype=None):
+    """-1 or 1 with equal probability (integers by default)."""
+    key = _check_key("rademacher", key)
+    dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+    coin = lax.convert_element_type(bernoulli(key, 0.5, shape), dtype)
+    return lax.sub(lax.mul(coin, 2), 1)
 
 
 def randint(key, shape, minval, maxval, dtype=None):

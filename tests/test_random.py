@@ -78,6 +78,14 @@ REFERENCE_CALLS = {
         lambda: random.choice(K7, 10, (3,), replace=False, p=jnp.arange(10) / 45),
     "choice(PRNGKey(7), arange(12).reshape(3, 4), (2,), axis=1)":
         lambda: random.choice(K7, jnp.arange(12).reshape(3, 4), (2,), axis=1),
+    "laplace(PRNGKey(7), (6,))": lambda: random.laplace(K7, (6,)),
+    "logistic(PRNGKey(7), (6,))": lambda: random.logistic(K7, (6,)),
+    "cauchy(PRNGKey(7), (6,))": lambda: random.cauchy(K7, (6,)),
+    "rademacher(PRNGKey(7), (6,))": lambda: random.rademacher(K7, (6,)),
+    "lognormal(PRNGKey(7), 0.5, (6,))": lambda: random.lognormal(K7, 0.5, (6,)),
+    "pareto(PRNGKey(7), 3.0, (6,))": lambda: random.pareto(K7, 3.0, (6,)),
+    "rayleigh(PRNGKey(7), [1.0, 2.0, 3.0])": lambda: random.rayleigh(K7, jnp.array([1.0, 2.0, 3.0])),
+    "weibull_min(PRNGKey(7), 2.0, 1.5, (6,))": lambda: random.weibull_min(K7, 2.0, 1.5, (6,)),
     # Recorded with jax_enable_x64; the test turns it on for these.
     "x64: PRNGKey(2**40 + 3)": lambda: random.PRNGKey(2 ** 40 + 3),
     "x64: bits(PRNGKey(5), (4,))": lambda: random.bits(random.PRNGKey(5), (4,)),
@@ -90,7 +98,8 @@ REFERENCE_CALLS = {
 # Samplers whose values pass through erf, erf_inv, log or exp: JAX's float32 library
 # functions and ours may differ in the last bits, so these match to 1e-6 (float64
 # normals too: our erf_inv has float32 accuracy).
-APPROXIMATE = ("normal", "truncated_normal", "exponential", "gumbel", "x64: normal")
+APPROXIMATE = ("normal", "truncated_normal", "exponential", "gumbel", "laplace", "logistic", "cauchy",
+               "lognormal", "pareto", "rayleigh", "weibull_min", "x64: normal")
 
 
 def _logits():
@@ -422,6 +431,35 @@ def test_gumbel_moments(mode):
     assert abs(x.var() - math.pi ** 2 / 6) < 0.15
 
 
+@pytest.mark.parametrize("name, draw, mean, var", [
+    ("laplace", lambda k: random.laplace(k, (N,)), 0.0, 2.0),
+    ("logistic", lambda k: random.logistic(k, (N,)), 0.0, math.pi ** 2 / 3),
+    ("lognormal", lambda k: random.lognormal(k, 0.5, (N,)), math.exp(0.125), (math.exp(0.25) - 1) * math.exp(0.25)),
+    ("pareto", lambda k: random.pareto(k, 5.0, (N,)), 5 / 4, 5 / (16 * 3)),
+    ("rayleigh", lambda k: random.rayleigh(k, 2.0, (N,)), 2 * math.sqrt(math.pi / 2), (4 - math.pi) / 2 * 4),
+    ("weibull_min", lambda k: random.weibull_min(k, 2.0, 1.5, (N,)),
+     2 * math.gamma(1 + 1 / 1.5), 4 * (math.gamma(1 + 2 / 1.5) - math.gamma(1 + 1 / 1.5) ** 2)),
+    ("rademacher", lambda k: random.rademacher(k, (N,)), 0.0, 1.0),
+])
+def test_more_sampler_moments(name, draw, mean, var):
+    x = np.asarray(draw(K3), dtype=np.float64)
+    assert abs(x.mean() - mean) < 5 * math.sqrt(var / N)
+    assert abs(x.var() - var) < 0.1 * var
+
+
+def test_cauchy_quartiles_and_rademacher_values():
+    x = np.asarray(random.cauchy(K3, (N,)), dtype=np.float64)
+    np.testing.assert_allclose(np.percentile(x, [25, 50, 75]), [-1, 0, 1], atol=0.05)
+    signs = random.rademacher(K3, (100,), jnp.int8)
+    assert signs.dtype == np.int8 and set(np.asarray(signs).tolist()) == {-1, 1}
+
+
+def test_parameter_shapes_set_the_default_shape():
+    assert random.rayleigh(K0, jnp.ones((2, 3))).shape == (2, 3)
+    assert random.pareto(K0, jnp.ones(4)).shape == (4,)
+    assert random.lognormal(K0).shape == ()
+
+
 @pytest.mark.parametrize("mode", ["low", "high"])
 def test_bernoulli_frequency(mode):
     x = np.asarray(random.bernoulli(K1, 0.3, (N,), mode=mode))
@@ -512,6 +550,14 @@ SAMPLERS = {
     "choice": lambda k: random.choice(k, jnp.arange(5.0), (3,), p=jnp.asarray([0.1, 0.2, 0.3, 0.2, 0.2])),
     "choice_without_replacement": lambda k: random.choice(k, 6, (3,), replace=False),
     "permutation": lambda k: random.permutation(k, jnp.arange(3.0)),
+    "laplace": lambda k: random.laplace(k, (3,)),
+    "logistic": lambda k: random.logistic(k, (3,)),
+    "cauchy": lambda k: random.cauchy(k, (3,)),
+    "rademacher": lambda k: random.rademacher(k, (3,)),
+    "lognormal": lambda k: random.lognormal(k, 0.7, (3,)),
+    "pareto": lambda k: random.pareto(k, jnp.asarray([1.0, 2.0, 3.0])),
+    "rayleigh": lambda k: random.rayleigh(k, 2.0, (3,)),
+    "weibull_min": lambda k: random.weibull_min(k, 1.0, 2.0, (3,)),
     "split": lambda k: random.split(k, 3),
     "fold_in": lambda k: random.fold_in(k, 3),
 }
