@@ -22,6 +22,7 @@ from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
 from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import shape_tuple
 from jaxlite.lax.erf_approx import erf, erf_inv
+from jaxlite.numpy.util import promote_to_inexact
 
 _UINT_BY_WIDTH = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 _WORD = 2 ** 32
@@ -245,7 +246,7 @@ def exponential(key, shape=(), dtype=None):
 
 
 def _exponential(key, shape, dtype):
-    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    u = _unit_floats(key, shape, dtype)
     return lax.neg(lax.log1p(lax.neg(u)))  # 1 - u lies in (0, 1]: log never sees 0
 
 
@@ -321,7 +322,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     """scale * sqrt(-2 log u): the length of a 2-d normal vector of that scale."""
     key = _check_key("rayleigh", key)
     dtype, shape = _float_dtype("rayleigh", dtype), _param_shape(shape, scale)
-    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    u = _unit_floats(key, shape, dtype)
     return lax.mul(_as_param("rayleigh", scale, dtype, shape), lax.sqrt(lax.mul(lax.log(u), -2.0)))
 
 
@@ -329,7 +330,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     """scale * (-log(1 - u)) ** (1 / concentration): the inverse Weibull CDF."""
     key = _check_key("weibull_min", key)
     dtype, shape = _float_dtype("weibull_min", dtype), shape_tuple(shape)
-    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    u = _unit_floats(key, shape, dtype)
     exponent = lax.div(1.0, _as_param("weibull_min", concentration, dtype, shape))
     return lax.mul(lax.pow(lax.neg(lax.log1p(lax.neg(u))), exponent),
                    _as_param("weibull_min", scale, dtype, shape))
@@ -347,7 +348,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     shape = _param_shape(shape, p)
     p = _as_param("bernoulli", p, p.dtype, shape)
     if mode == "low":
-        return lax.lt(_uniform(key, shape, p.dtype, 0.0, 1.0), p)
+        return lax.lt(_unit_floats(key, shape, p.dtype), p)
     if mode != "high":
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     coarse, fine = _unit_pair(key, shape, p.dtype)
@@ -366,10 +367,10 @@ def rademacher(key, shape=(), dtype=None):
 def randint(key, shape, minval, maxval, dtype=None):
     """Integers in [minval, maxval).
 
-    Each value takes two draws of the dtype's width, reduced modulo the span:
-    the bias towards small offsets that a single draw would have for spans that
-    do not divide 2**32 shrinks to below 2**-32. Types narrower than 32 bits
-    are sampled as int32.
+    Each value joins two draws of the dtype's width into one twice as wide and
+    reduces it modulo the span: the bias towards small offsets that a modulo
+    has when the span does not divide the range of the draw shrinks by a factor
+    of 2**32 for 32-bit types. Narrower types are sampled as int32.
     """
     key = _check_key("randint", key)
     dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
@@ -544,7 +545,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
 def _choice_indices(key, shape, n_inputs, replace, p):
     if p is None:
         return randint(key, shape, 0, n_inputs)
-    p = _inexact(p)
+    (p,) = promote_to_inexact("choice", p)
     if p.shape != (n_inputs,):
         raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]. "
                          f"p has shape {p.shape} and a.shape[axis] is {n_inputs}.")
@@ -557,15 +558,9 @@ def _choice_indices(key, shape, n_inputs, replace, p):
     return lax.reshape(_top_k_indices(noisy, math.prod(shape)), shape)
 
 
-def _inexact(x):
-    x = jnp.asarray(x)
-    if not dtypes.is_float(x.dtype):
-        x = lax.convert_element_type(x, dtypes.default_float_dtype())
-    return x
-
-
 def _cumsum(v):
-    """Running sums of a vector, as a masked sum (vectors of probabilities are short)."""
+    """Running sums of a vector, as a masked sum: a stand-in for jnp.cumsum that is
+    quadratic in the length, which is fine for vectors of probabilities."""
     n = v.shape[0]
     rows = lax.broadcasted_iota(dtypes.int32, (n, n), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (n, n), 1)
@@ -575,7 +570,8 @@ def _cumsum(v):
 
 
 def _count_below(sorted_values, r):
-    """For each r, how many sorted_values are < r: numpy's searchsorted(side='left')."""
+    """For each r, how many sorted_values are < r: numpy's searchsorted(side='left'),
+    by comparing with every value (a stand-in for jnp.searchsorted)."""
     below = lax.lt(jnp.broadcast_to(sorted_values, r.shape + sorted_values.shape),
                    lax.broadcast_in_dim(r, r.shape + sorted_values.shape, tuple(range(r.ndim))))
     return jnp.sum(below, axis=-1)
