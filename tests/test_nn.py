@@ -43,10 +43,17 @@ ACTIVATIONS = {
     "celu": (lambda x: nn.celu(x, 2.0), lambda x: np.maximum(x, 0) + 2.0 * np.expm1(np.minimum(x, 0) / 2.0)),
     "selu": (nn.selu, lambda x: SELU_SCALE * _elu(x, SELU_ALPHA)),
     "hard_tanh": (nn.hard_tanh, lambda x: np.clip(x, -1, 1)),
+    "hard_sigmoid": (nn.hard_sigmoid, lambda x: np.clip(x + 3, 0, 6) / 6),
+    "hard_silu": (nn.hard_silu, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    "hard_swish": (nn.hard_swish, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    "soft_sign": (nn.soft_sign, lambda x: x / (np.abs(x) + 1)),
+    "squareplus": (nn.squareplus, lambda x: (x + np.sqrt(x * x + 4)) / 2),
+    "mish": (nn.mish, lambda x: x * np.tanh(np.logaddexp(x, 0))),
+    "identity": (nn.identity, lambda x: x),
 }
 
 # Points away from each function's kinks, for finite differences.
-SMOOTH_POINTS = np.array([-4.1, -2.3, -0.7, -0.2, 0.3, 0.9, 1.7, 4.4, 7.3])
+SMOOTH_POINTS = np.array([-4.1, -2.3, -0.7, -0.2, 0.3, 0.9, 1.7, 3.3, 4.4, 7.3])
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))

@@ -616,6 +616,33 @@ def test_fma_jvp():
     assert float(out) == 10.0 and float(t) == 1 * 3 + 2 * 10 + 100
 
 
+def _second_derivative(fn, x):
+    one = jnp.asarray(np.float32(1))
+
+    def first(v):
+        return jaxlite.jvp(fn, (v,), (one,))[1]
+    return float(jaxlite.jvp(first, (jnp.asarray(np.float32(x)),), (one,))[1])
+
+
+def test_second_derivatives():
+    # d2/dx2 of fma(x, x, x) = x^2 + x is 2; erf'' = -2x erf'; erfc'' = -erf''.
+    assert _second_derivative(lambda x: lax.fma(x, x, x), 0.7) == 2.0
+    erf_second = lambda x: -2 * x * 2 / math.sqrt(math.pi) * math.exp(-x * x)
+    np.testing.assert_allclose(_second_derivative(erf, 0.8), erf_second(0.8), rtol=1e-3)
+    np.testing.assert_allclose(_second_derivative(erfc, -1.3), -erf_second(-1.3), rtol=1e-3)
+
+
+def test_vmap_over_distribution_parameters():
+    ps = jnp.asarray([0.1, 0.5, 0.9])
+    batched = jaxlite.vmap(lambda p: random.bernoulli(K1, p, (5,)))(ps)
+    for i in range(3):
+        np.testing.assert_array_equal(batched[i], random.bernoulli(K1, ps[i], (5,)))
+    lows = jnp.asarray([-1.0, 0.0, 2.0])
+    batched = jaxlite.vmap(lambda low: random.uniform(K1, (4,), minval=low, maxval=3.0))(lows)
+    for i in range(3):
+        np.testing.assert_array_equal(batched[i], random.uniform(K1, (4,), minval=lows[i], maxval=3.0))
+
+
 @settings(deadline=None, max_examples=20)
 @given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data())
 def test_sort_by_key_matches_numpy_stable_sort(shape, data):

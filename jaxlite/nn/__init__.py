@@ -43,8 +43,29 @@ def relu6(x):
     return _where(lax.ge(x, lax.full_like(x, 6)), 6, x)
 
 
+def identity(x):
+    return jnp.asarray(x)
+
+
 def sigmoid(x):
     return lax.logistic(_inexact("sigmoid", x))
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6: a piecewise linear sigmoid."""
+    return relu6(_inexact("hard_sigmoid", x) + 3.0) / 6.0
+
+
+def soft_sign(x):
+    """x / (|x| + 1)."""
+    x = _inexact("soft_sign", x)
+    return x / (jnp.abs(x) + 1)
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x**2 + b)) / 2: a smooth relu built from algebraic operations only."""
+    x = _inexact("squareplus", x)
+    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
 def softplus(x):
@@ -64,6 +85,21 @@ def silu(x):
 
 
 swish = silu
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x)."""
+    x = _inexact("hard_silu", x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _inexact("mish", x)
+    return x * jnp.tanh(softplus(x))
 
 
 def gelu(x, approximate=True):
