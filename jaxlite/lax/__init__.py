@@ -15,3 +15,5 @@ from jaxlite.lax.dot import dot, dot_general
 
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
+from jaxlite.lax.random_bits import fma, threefry2x32
+from jaxlite.lax.key_sort import sort_by_key
