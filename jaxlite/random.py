@@ -21,7 +21,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
 from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import shape_tuple
-from jaxlite.lax.erf_approx import erf, erf_inv
+from jaxlite.lax.special import erf, erf_inv
 from jaxlite.numpy.util import promote_to_inexact
 
 _UINT_BY_WIDTH = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}

@@ -15,7 +15,7 @@ import jaxlite.numpy as jnp
 from jaxlite import lax, random
 from jaxlite.core.ir import typecheck
 from jaxlite.core.staging import jaxpr_as_fun
-from jaxlite.lax.erf_approx import erf, erf_inv, erfc
+from jaxlite.lax.special import erf, erf_inv, erfc
 from jaxlite.lax.key_sort import sort_by_key_p
 from jaxlite.lax.random_bits import threefry2x32_p
 from jaxlite.transforms import ad

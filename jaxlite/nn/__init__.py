@@ -11,7 +11,7 @@ import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axis
-from jaxlite.lax.erf_approx import erfc
+from jaxlite.lax.special import erfc
 from jaxlite.nn import initializers
 from jaxlite.numpy.util import broadcast_to, promote_and_broadcast, promote_to_inexact
 
