@@ -84,13 +84,20 @@ with localcontext() as _ctx:
     _LN2_EXACT = Decimal(2).ln()
     _LOG2E_EXACT = 1 / _LN2_EXACT
 
+def _scaled_exp_taylor(scale, degree):
+    """Coefficients of (exp(scale * r) - 1) / r, computed in decimal so each rounds once."""
+    return tuple(float(scale ** (k + 1) / math.factorial(k + 1)) for k in range(degree + 1))
+
+
 _LN2 = math.log(2)
-_EXP_REDUCED = (-0.36, 0.36)   # |x - n ln2| <= ln2/2, widened for the rounding of n
-_EXPM1_OVER_X = {fmt: _fit(lambda r: _divided_by(np.expm1, r, 1.0), *_EXP_REDUCED, degree)
-                 for fmt, degree in ((F32, 6), (F64, 11))}
-_EXP2M1_OVER_X = {fmt: _fit(lambda r: _divided_by(lambda t: np.expm1(t * _LN2), r, _LN2),
-                            -0.51, 0.51, degree)
-                  for fmt, degree in ((F32, 6), (F64, 12))}
+# (e^r - 1) / r and (2^r - 1) / r on the reduced ranges |r| <= ln2/2 and |r| <= 1/2 (widened
+# for the rounding of n). A double-precision fit is limited to ~1e-15 by the power-basis
+# conversion, so float64 uses the Taylor series to a degree where its remainder is < 1e-18.
+_EXPM1_OVER_X = {F32: _fit(lambda r: _divided_by(np.expm1, r, 1.0), -0.36, 0.36, 6),
+                 F64: _scaled_exp_taylor(Decimal(1), 13)}
+_EXP2M1_OVER_X = {F32: _fit(lambda r: _divided_by(lambda t: np.expm1(t * _LN2), r, _LN2),
+                            -0.51, 0.51, 6),
+                  F64: _scaled_exp_taylor(_LN2_EXACT, 13)}
 
 # log(1 + f) = f + f^2 * L(f) on the mantissa interval [sqrt(1/2), sqrt(2)) minus one.
 _LOG1P_F_TERM = _fit(lambda f: _divided_by(lambda t: (np.log1p(t) - t) / t, f, -0.5),
@@ -187,7 +194,8 @@ class _Ops:
 
     def intrinsic(self, name, *args):
         module = self.b.module
-        full_name = "%s.%s" % (name, self.ty.intrinsic_name)
+        suffix = self.scalar.intrinsic_name
+        full_name = "%s.%s" % (name, "v%d%s" % (self.lanes, suffix) if self.lanes else suffix)
         function = module.globals.get(full_name)
         if function is None:
             function = ir.Function(module, ir.FunctionType(self.ty, [self.ty] * len(args)),
@@ -573,7 +581,7 @@ def _erf_inv_double(d, y):
 
 _DIGAMMA_SHIFT = 10
 # psi(w) ~ log w - 1/(2w) - sum B_2k / (2k w^2k); coefficients of w^-2 powers, sign included.
-_DIGAMMA_ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132)
+_DIGAMMA_ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
 
 
 def _digamma_double(d, x):
@@ -668,12 +676,13 @@ BINARY_PRIMITIVES = frozenset(_LIBM_BINARY)
 # ---------------------------------------------------------------------------------------------
 # A reference elementwise loop, used by the tests and benchmarks
 
-def define_map_kernel(module, name, emitter, scalar_type, arity=1):
-    """Define `void name(T* in_0, ..., T* out, i64 n)` computing out[i] = emitter(in_0[i], ...)."""
-    pointer = ir.PointerType(scalar_type)
+def define_map_kernel(module, name, emitter, in_type, out_type=None, arity=1):
+    """Define `void name(in_type* in_0, ..., out_type* out, i64 n)` computing
+    out[i] = emitter(builder, in_0[i], ...); the types may be scalars or vectors."""
+    out_type = out_type or in_type
     i64 = ir.IntType(64)
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [pointer] * (arity + 1) + [i64]),
-                           name)
+    pointer_types = [ir.PointerType(in_type)] * arity + [ir.PointerType(out_type)]
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), pointer_types + [i64]), name)
     llvm_target.add_function_attributes(function)
     for argument in function.args[:-1]:
         argument.add_attribute("noalias")
@@ -684,11 +693,19 @@ def define_map_kernel(module, name, emitter, scalar_type, arity=1):
     builder.position_at_end(loop)
     index = builder.phi(i64)
     index.add_incoming(ir.Constant(i64, 0), entry)
-    values = [builder.load(builder.gep(pointer_in, [index], inbounds=True)) for pointer_in in inputs]
-    builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True))
+    # Element alignment only: numpy buffers are not aligned to whole vectors.
+    values = [builder.load(builder.gep(pointer_in, [index], inbounds=True),
+                           align=_element_bytes(in_type)) for pointer_in in inputs]
+    builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True),
+                  align=_element_bytes(out_type))
     following = builder.add(index, ir.Constant(i64, 1))
     index.add_incoming(following, loop)
     builder.cbranch(builder.icmp_signed("==", following, n), done, loop)
     builder.position_at_end(done)
     builder.ret_void()
     return function
+
+
+def _element_bytes(ty):
+    element = ty.element if isinstance(ty, ir.VectorType) else ty
+    return {"float": 4, "double": 8}.get(str(element)) or element.width // 8
