@@ -4,6 +4,7 @@ Every compiled function in jaxlite goes through `compile_ir`. The facts behind t
 choices below (host features, pass manager rules, vector width) were measured on
 the development machine and are recorded in DESIGN.md.
 """
+import re
 import threading
 
 import llvmlite.binding as llvm
@@ -49,10 +50,24 @@ def new_target_machine(opt=3):
         reloc="default", codemodel="jitdefault")
 
 
-def function_attributes():
-    """Attributes every generated function carries so the vectorizer uses full-width registers."""
-    return {"prefer-vector-width": str(vector_width_bits()),
-            "min-legal-vector-width": str(vector_width_bits())}
+def function_attributes(bits=None):
+    """Attributes every generated function carries so the vectorizer uses full-width registers.
+
+    Without "min-legal-vector-width" the backend splits explicit 512-bit vector ops in two.
+    """
+    bits = bits or vector_width_bits()
+    return {"prefer-vector-width": str(bits), "min-legal-vector-width": str(bits)}
+
+
+def add_function_attributes(llvm_ir, bits=None):
+    """IR text with `function_attributes(bits)` on every definition.
+
+    llvmlite.ir only accepts a fixed list of attribute names, so string attributes are
+    added to the printed IR.
+    """
+    attrs = " ".join(f'"{key}"="{value}"' for key, value in function_attributes(bits).items())
+    return re.sub(r"^(define .*)$", lambda line: f"{line.group(1)} {attrs}",
+                  str(llvm_ir), flags=re.MULTILINE)
 
 
 def optimize(module_ref, tm, speed_level=3):
