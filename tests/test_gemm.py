@@ -64,6 +64,11 @@ def test_larger_than_cache_blocks(trans_a, trans_b):
     check_gemm(300, 257, 513, "float32", trans_a, trans_b)
 
 
+@pytest.mark.parametrize("trans_a", [False, True])
+def test_single_column_tile_reads_a_unpacked(trans_a):
+    check_gemm(200, 10, 600, "float32", trans_a=trans_a)
+
+
 def test_many_row_and_column_blocks():
     # M spans two packed A blocks (147 row tiles of 14 > 146 per block), N three B blocks.
     check_gemm(2053, 1100, 260, "float32")

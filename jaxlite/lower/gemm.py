@@ -296,17 +296,26 @@ class GemmEmitter:
         return full, (vectors, edge_columns - (vectors - 1) * self.blk.lanes)
 
     @property
-    def uses_packing(self):
+    def packs_b(self):
+        """Whether to run the blocked, packing path at all."""
         spec = self.spec
         operand_bytes = (spec.m * spec.k + spec.k * spec.n) * spec.itemsize
         return spec.trans_b or spec.k > self.blk.kc or operand_bytes > _SMALL_OPERAND_BYTES
 
+    @property
+    def packs_a(self):
+        """A micro-panel is reused once per column tile: with one, packing only copies."""
+        return self.packs_b and self.col_tiles > 1
+
     def workspace_bytes(self):
-        if not self.uses_packing:
+        if not self.packs_b:
             return 0
-        a_elements = self.blk.kc * self.blk.mr * min(self.blk.mb_tiles, self.row_tiles)
+        a_elements = self._packed_a_elements()
         b_elements = self.blk.kc * self.blk.nr * min(self.blk.nc_tiles, self.col_tiles)
         return (a_elements + b_elements) * self.spec.itemsize + _WORKSPACE_ALIGN
+
+    def _packed_a_elements(self):
+        return self.blk.kc * self.blk.mr * min(self.blk.mb_tiles, self.row_tiles) if self.packs_a else 0
 
     # -- element and vector access
 
@@ -484,7 +493,7 @@ class GemmEmitter:
                         offset(c, spec.m * spec.n))
             batched_extra = [offset(p, spec.m * spec.n) if kind == "tile" else p
                              for kind, p in zip(spec.epilogue_kinds, extra)]
-            if self.uses_packing:
+            if self.packs_b:
                 self._emit_blocked(builder, *operands, workspace, start, end, batched_extra)
             else:
                 self._emit_direct(builder, *operands, start, end, batched_extra)
@@ -526,7 +535,7 @@ class GemmEmitter:
         true = ir.Constant(I1, 1)
 
         def row_tile(rt):
-            a_tile = self.gep(builder, a, builder.mul(rt, as_i64(self.blk.mr * row_stride)))
+            a_tile = self._a_origin(builder, a, rt, as_i64(0))
 
             def col_tile(ct):
                 def call(rows, vectors, valid_last):
@@ -544,7 +553,7 @@ class GemmEmitter:
     def _emit_blocked(self, builder, a, b, c, workspace, start, end, extra):
         blk = self.blk
         packed_a = workspace
-        packed_b = self.gep(builder, workspace, blk.kc * blk.mr * min(blk.mb_tiles, self.row_tiles))
+        packed_b = self.gep(builder, workspace, self._packed_a_elements())
 
         def row_block(block_start):
             block_end = smin(builder, builder.add(block_start, as_i64(blk.mb_tiles)), end)
@@ -553,13 +562,14 @@ class GemmEmitter:
                 kc = smin(builder, as_i64(blk.kc), builder.sub(as_i64(self.spec.k), k0))
                 first = builder.icmp_signed("==", k0, as_i64(0))
                 last = builder.icmp_signed(">=", builder.add(k0, as_i64(blk.kc)), as_i64(self.spec.k))
-                self._pack_a_block(builder, a, packed_a, block_start, block_end, k0, kc)
+                if self.packs_a:
+                    self._pack_a_block(builder, a, packed_a, block_start, block_end, k0, kc)
 
                 def col_block(col_start):
                     col_end = smin(builder, builder.add(col_start, as_i64(blk.nc_tiles)),
                                    as_i64(self.col_tiles))
                     self._pack_b_block(builder, b, packed_b, col_start, col_end, k0, kc)
-                    panels = (packed_a, block_start, packed_b, col_start)
+                    panels = (a, packed_a, block_start, k0, packed_b, col_start)
                     emit_loop(builder, block_start, block_end, lambda rt: emit_loop(
                         builder, col_start, col_end,
                         lambda ct: self._packed_tile(builder, panels, c, rt, ct, kc, first, last, extra),
@@ -568,12 +578,15 @@ class GemmEmitter:
             emit_loop(builder, 0, self.spec.k, k_slice, blk.kc, name="k0")
         emit_loop(builder, start, end, row_block, blk.mb_tiles, name="rb")
 
-    def _pack_a_block(self, builder, a, packed_a, block_start, block_end, k0, kc):
+    def _a_origin(self, builder, a, row_tile, k0):
+        """Address of A[row_tile * mr, k0] as stored."""
         row_stride, k_stride = self.spec.a_strides
+        return self.gep(builder, a, builder.add(builder.mul(row_tile, as_i64(self.blk.mr * row_stride)),
+                                                builder.mul(k0, as_i64(k_stride))))
 
+    def _pack_a_block(self, builder, a, packed_a, block_start, block_end, k0, kc):
         def pack_tile(rt):
-            src = self.gep(builder, a, builder.add(builder.mul(rt, as_i64(self.blk.mr * row_stride)),
-                                                   builder.mul(k0, as_i64(k_stride))))
+            src = self._a_origin(builder, a, rt, k0)
             dst = self._panel(builder, packed_a, rt, block_start, self.blk.mr)
             self._dispatch(builder, rt, self.row_tiles, self.row_shapes,
                            lambda rows: builder.call(self.pack_a(rows), [src, dst, kc]))
@@ -596,13 +609,18 @@ class GemmEmitter:
                                                      as_i64(self.blk.kc * width)))
 
     def _packed_tile(self, builder, panels, c, rt, ct, kc, first, last, extra):
-        packed_a, block_start, packed_b, col_start = panels
+        a, packed_a, block_start, k0, packed_b, col_start = panels
+        if self.packs_a:
+            a_tile = self._panel(builder, packed_a, rt, block_start, self.blk.mr)
+        else:
+            a_tile = self._a_origin(builder, a, rt, k0)
 
         def call(rows, vectors, valid_last):
-            tile = TileKernel(rows, vectors, valid_last, 1, rows, vectors * self.blk.lanes, b_packed=True)
+            a_strides = (1, rows) if self.packs_a else self.spec.a_strides
+            tile = TileKernel(rows, vectors, valid_last, *a_strides, vectors * self.blk.lanes,
+                              b_packed=True)
             builder.call(self.microkernel(tile), [
-                self._panel(builder, packed_a, rt, block_start, self.blk.mr),
-                self._panel(builder, packed_b, ct, col_start, self.blk.nr),
+                a_tile, self._panel(builder, packed_b, ct, col_start, self.blk.nr),
                 self._tile_origin_c(builder, c, rt, ct), kc, first, last,
                 builder.mul(rt, as_i64(self.blk.mr)), builder.mul(ct, as_i64(self.blk.nr)), *extra])
         self._dispatch_tile(builder, rt, ct, call)
