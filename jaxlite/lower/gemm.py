@@ -280,6 +280,12 @@ class GemmEmitter:
         self.module = ir.Module(name=name)
         suffix = f"v{blocking.lanes}f{8 * spec.itemsize}"
         self.fma = ir.Function(self.module, ir.FunctionType(self.vec, [self.vec] * 3), "llvm.fma." + suffix)
+        # The i32 alignment operand is the older form; newer LLVMs upgrade it on parsing.
+        mask = ir.VectorType(I1, blocking.lanes)
+        self.masked_load = ir.Function(self.module, ir.FunctionType(
+            self.vec, [PTR, ir.IntType(32), mask, self.vec]), f"llvm.masked.load.{suffix}.p0")
+        self.masked_store = ir.Function(self.module, ir.FunctionType(
+            ir.VoidType(), [self.vec, PTR, ir.IntType(32), mask]), f"llvm.masked.store.{suffix}.p0")
         self._functions = {}
         self.row_tiles = -(-spec.m // blocking.mr)
         self.col_tiles = -(-spec.n // blocking.nr)
@@ -327,12 +333,19 @@ class GemmEmitter:
     def gep(self, builder, pointer, offset):
         return builder.gep(pointer, [as_i64(offset)], source_etype=self.elem)
 
+    def lane_mask(self, valid):
+        return ir.Constant(ir.VectorType(I1, self.blk.lanes),
+                           [int(lane < valid) for lane in range(self.blk.lanes)])
+
     def load_vector(self, builder, pointer, offset, valid=None, lane_stride=1):
         """Vector at pointer[offset + lane * lane_stride]; lanes >= valid are zero, not read."""
         valid = self.blk.lanes if valid is None else valid
-        if valid == self.blk.lanes and lane_stride == 1:
-            return builder.load(self.gep(builder, pointer, offset), typ=self.vec,
-                                align=self.spec.itemsize)
+        address = self.gep(builder, pointer, offset)
+        if lane_stride == 1 and valid == self.blk.lanes:
+            return builder.load(address, typ=self.vec, align=self.spec.itemsize)
+        if lane_stride == 1:
+            return builder.call(self.masked_load, [address, ir.Constant(ir.IntType(32), self.spec.itemsize),
+                                                   self.lane_mask(valid), ir.Constant(self.vec, None)])
         vector = ir.Constant(self.vec, None)
         for lane in range(valid):
             address = self.gep(builder, pointer, builder.add(as_i64(offset), as_i64(lane * lane_stride)))
@@ -340,12 +353,13 @@ class GemmEmitter:
         return vector
 
     def store_vector(self, builder, vector, pointer, offset, valid):
+        """Store the lanes below `valid`; the others leave memory untouched."""
+        address = self.gep(builder, pointer, offset)
         if valid == self.blk.lanes:
-            builder.store(vector, self.gep(builder, pointer, offset), align=self.spec.itemsize)
-            return
-        for lane in range(valid):
-            address = self.gep(builder, pointer, builder.add(as_i64(offset), as_i64(lane)))
-            builder.store(builder.extract_element(vector, as_i64(lane)), address)
+            builder.store(vector, address, align=self.spec.itemsize)
+        else:
+            builder.call(self.masked_store, [vector, address, ir.Constant(ir.IntType(32), self.spec.itemsize),
+                                             self.lane_mask(valid)])
 
     def new_function(self, name, arg_types, internal=True):
         function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name)

@@ -66,7 +66,8 @@ def add_function_attributes(llvm_ir, bits=None):
     added to the printed IR.
     """
     attrs = " ".join(f'"{key}"="{value}"' for key, value in function_attributes(bits).items())
-    return re.sub(r"^(define .*)$", lambda line: f"{line.group(1)} {attrs}",
+    return re.sub(r"^(define [^{\n]*?)(\s*\{)?$",
+                  lambda line: f"{line.group(1)} {attrs}{line.group(2) or ''}",
                   str(llvm_ir), flags=re.MULTILINE)
 
 
