@@ -210,6 +210,14 @@ def test_out_of_range_tile_bounds_are_clamped():
     np.testing.assert_array_equal(c, kernel(a, b))
 
 
+def test_subnormals_are_flushed_and_the_callers_mode_restored():
+    tiny = np.float32(1e-40)  # subnormal
+    a = np.full((5, 3), tiny, np.float32)
+    b = np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(compile_gemm(5, 4, 3)(a, b), np.zeros((5, 4), np.float32))
+    assert np.float32(1e-38) / np.float32(100) != 0, "the calling thread must keep subnormals"
+
+
 def test_kernels_are_cached():
     assert compile_gemm(8, 8, 8) is compile_gemm(8, 8, 8, np.float32)
     assert chain(BIAS, RELU) is chain(BIAS, RELU)
