@@ -173,6 +173,27 @@ def smax(builder, x, y):
     return builder.select(builder.icmp_signed(">", x, y), x, y)
 
 
+def transpose_square(builder, rows):
+    """Transpose n vectors of n lanes (n a power of two) in log2(n) shuffle stages.
+
+    The stage with half-width h swaps, between rows j and j + h (bit h of j clear), the
+    lane blocks of width h that sit on the wrong side of the diagonal.
+    """
+    rows, n = list(rows), len(rows)
+    index_type = ir.VectorType(ir.IntType(32), n)
+    h = n // 2
+    while h:
+        low = [i if not i & h else n + i - h for i in range(n)]
+        high = [i + h if not i & h else n + i for i in range(n)]
+        for j in range(n):
+            if not j & h:
+                x, y = rows[j], rows[j + h]
+                rows[j] = builder.shuffle_vector(x, y, ir.Constant(index_type, low))
+                rows[j + h] = builder.shuffle_vector(x, y, ir.Constant(index_type, high))
+        h //= 2
+    return rows
+
+
 def emit_loop(builder, start, stop, body, step=1, carried=(), name="i"):
     """Emit `for i in range(start, stop, step)`.
 
@@ -476,15 +497,32 @@ class GemmEmitter:
             k_stride, col_stride = self.spec.b_strides
             lanes = self.blk.lanes
 
+            def store_row(k, v, vector):
+                dst_offset = builder.add(builder.mul(k, as_i64(vectors * lanes)), as_i64(v * lanes))
+                builder.store(vector, self.gep(builder, dst, dst_offset), align=self.spec.itemsize)
+
             def copy_row(k):
                 row = builder.mul(k, as_i64(k_stride))
                 for v in range(vectors):
                     valid = valid_last if v == vectors - 1 else lanes
                     offset = builder.add(row, as_i64(v * lanes * col_stride))
-                    vector = self.load_vector(builder, src, offset, valid, col_stride)
-                    dst_offset = builder.add(builder.mul(k, as_i64(vectors * lanes)), as_i64(v * lanes))
-                    builder.store(vector, self.gep(builder, dst, dst_offset), align=self.spec.itemsize)
-            emit_loop(builder, 0, kc, copy_row, name="k")
+                    store_row(k, v, self.load_vector(builder, src, offset, valid, col_stride))
+
+            def copy_square_blocks(k0):
+                """lanes x lanes blocks of a transposed B: contiguous loads along k, a
+                register transpose, contiguous stores, instead of one scalar per element."""
+                for v in range(vectors):
+                    valid = valid_last if v == vectors - 1 else lanes
+                    columns = [self.load_vector(builder, src, builder.add(k0, as_i64((v * lanes + j) * col_stride)))
+                               if j < valid else ir.Constant(self.vec, None) for j in range(lanes)]
+                    for i, vector in enumerate(transpose_square(builder, columns)):
+                        store_row(builder.add(k0, as_i64(i)), v, vector)
+
+            blocked_end = as_i64(0)
+            if self.spec.trans_b:
+                blocked_end = builder.sub(kc, builder.urem(kc, as_i64(lanes)))
+                emit_loop(builder, 0, blocked_end, copy_square_blocks, lanes, name="kb")
+            emit_loop(builder, blocked_end, kc, copy_row, name="k")
             builder.ret_void()
             self._functions[key] = function
         return self._functions[key]
