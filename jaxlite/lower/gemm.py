@@ -117,7 +117,7 @@ class EpilogueContext:
         return EpilogueContext(self._emitter, self.builder, self.row, self.col, self._valid, args)
 
 
-def _add_bias(ctx, acc):
+def _add_argument(ctx, acc):
     return ctx.builder.fadd(acc, ctx.load(0))
 
 
@@ -131,10 +131,10 @@ def _scale(ctx, acc):
     return ctx.builder.fmul(acc, ctx.load(0))
 
 
-BIAS = Epilogue("bias", ("columns",), _add_bias)
+BIAS = Epilogue("bias", ("columns",), _add_argument)
 RELU = Epilogue("relu", (), _relu)
 SCALE = Epilogue("scale", ("scalar",), _scale)
-RESIDUAL = Epilogue("residual", ("tile",), _add_bias)
+RESIDUAL = Epilogue("residual", ("tile",), _add_argument)
 
 
 @functools.lru_cache(maxsize=None)
