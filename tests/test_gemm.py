@@ -174,7 +174,8 @@ def test_custom_epilogue_sees_row_and_column_indices():
     np.testing.assert_allclose(result, a @ b + 1000 * rows + cols, rtol=0, atol=1e-9)
 
 
-def test_two_thread_split_matches_single_thread():
+def test_two_thread_split_matches_single_thread(monkeypatch):
+    monkeypatch.setattr(gemm, "_MIN_FLOPS_PER_THREAD", 1)
     a, b = operands(np.random.default_rng(4), 333, 200, 300, "float32")
     kernel = compile_gemm(333, 200, 300)
     np.testing.assert_array_equal(kernel.run(a, b, threads=2), kernel(a, b))

@@ -41,6 +41,9 @@ _ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
 _WORKSPACE_ALIGN = 64
 # Below this many operand bytes everything sits in L1/L2 and packing costs more than it saves.
 _SMALL_OPERAND_BYTES = 96 * 1024
+# Handing a range to a pool thread costs ~50-80 us, the time of ~5 MFLOP here: a thread
+# must get more work than that to pay for itself.
+_MIN_FLOPS_PER_THREAD = 8e6
 
 
 # ----------------------------------------------------------------------------- blocking
@@ -753,10 +756,14 @@ class GemmKernel:
         return self.run(a, b, *extra, out=out, threads=1)
 
     def run(self, a, b, *extra, out=None, threads=1):
-        """C = epilogue(A @ B) on numpy arrays, the row tiles split over `threads` threads."""
+        """C = epilogue(A @ B) on numpy arrays, the row tiles split over up to `threads`
+        threads (fewer when the problem is too small to repay the hand-off)."""
         pointers = self._operand_pointers(a, b, extra)
         out = self._output(out)
         pointers.insert(2, out.ctypes.data)
+        spec = self.spec
+        flops = 2 * spec.m * spec.n * spec.k * spec.batch
+        threads = max(1, min(threads, int(flops // _MIN_FLOPS_PER_THREAD)))
         ranges = split_range(self.row_tiles, threads)
         pending = [_thread_pool().submit(self._run_range, pointers, lo, hi) for lo, hi in ranges[1:]]
         self._run_range(pointers, *ranges[0])
