@@ -17,11 +17,12 @@ import numpy as np
 
 from jaxlite import lax
 from jaxlite.core import dtypes
-from jaxlite.core.abstract import broadcast_shapes
+from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
 from jaxlite.core.errors import NonConcreteBooleanIndexError
 from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import as_operand
 from jaxlite.lax.slicing import GatherDimensionNumbers, ScatterDimensionNumbers
+from jaxlite.lax.slicing import take_along_axis as lax_take_along_axis
 from jaxlite.numpy.util import broadcast_to, promote_and_broadcast
 
 # ---------------------------------------------------------------- normalizing an index
@@ -380,3 +381,52 @@ class IndexUpdateHelper:
 
     def __getitem__(self, index):
         return _IndexedRef(self.array, index)
+
+
+# ---------------------------------------------------------------- take
+
+def _index_operand(name, indices):
+    indices = as_operand(np.asarray(indices) if isinstance(indices, list) else indices)
+    if not dtypes.is_int(indices.dtype):
+        raise TypeError(f"{name}: indices must be integers, got dtype {indices.dtype}")
+    return indices
+
+
+def _wrapped(indices, size, mode):
+    """mode="wrap" counts indices modulo the axis size; other modes pass them on."""
+    if mode != "wrap":
+        return indices, mode
+    size = lax.full_like(indices, size)
+    return lax.rem(lax.add(lax.rem(indices, size), size), size), "clip"
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    """Entries of `a` at integer `indices` along `axis` (out-of-bounds: fill_value, as JAX)."""
+    (a,) = promote_and_broadcast("take", a)
+    indices = _index_operand("take", indices)
+    if axis is None:
+        a, axis = lax.reshape(a, (a.size,)), 0
+    axis = canonicalize_axis(axis, a.ndim)
+    indices, mode = _wrapped(indices, a.shape[axis], mode)
+    return gather_index(a, (slice(None),) * axis + (indices,), mode, fill_value)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """arr's entries at `indices` along `axis`, pairing all other axes (broadcast)."""
+    (arr,) = promote_and_broadcast("take_along_axis", arr)
+    indices = _index_operand("take_along_axis", indices)
+    if axis is None:
+        arr, indices, axis = lax.reshape(arr, (arr.size,)), lax.reshape(indices, (indices.size,)), 0
+    if indices.ndim != arr.ndim:
+        raise ValueError(f"take_along_axis: indices of rank {indices.ndim} must match the rank "
+                         f"of arr {arr.ndim}")
+    axis = canonicalize_axis(axis, arr.ndim)
+    shape = broadcast_shapes(_except(arr.shape, axis), _except(indices.shape, axis))
+    arr = broadcast_to(arr, shape[:axis] + (arr.shape[axis],) + shape[axis:])
+    indices = broadcast_to(indices, shape[:axis] + (indices.shape[axis],) + shape[axis:])
+    indices, mode = _wrapped(_normalized(indices, arr.shape[axis]), arr.shape[axis], mode)
+    return lax_take_along_axis(arr, indices, axis, mode=mode, fill_value=fill_value)
+
+
+def _except(shape, axis):
+    return shape[:axis] + shape[axis + 1:]
