@@ -16,3 +16,4 @@ from jaxlite.lax.slicing import (
     dynamic_slice_in_dim, dynamic_update_slice, dynamic_update_slice_in_dim, gather, scatter,
     scatter_add, scatter_max, scatter_min, scatter_mul)
 from jaxlite.lax.sorting import sort, sort_key_val, top_k
+from jaxlite.lax.linalg import cholesky, lu, triangular_solve

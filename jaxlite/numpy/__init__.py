@@ -21,6 +21,7 @@ from jaxlite.numpy.ufuncs import (abs, absolute, add, arctan2, around, bitwise_a
                                   power, reciprocal, remainder, round, sign, sin, sqrt, square,
                                   subtract, tanh, true_divide)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
+from jaxlite.numpy import linalg
 from jaxlite.numpy.indexing import take, take_along_axis
 from jaxlite.numpy.sorting import (argsort, argwhere, flatnonzero, lexsort, nonzero, searchsorted,
                                    sort, where)
