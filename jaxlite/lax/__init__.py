@@ -17,3 +17,4 @@ from jaxlite.lax.slicing import (
     scatter_add, scatter_max, scatter_min, scatter_mul)
 from jaxlite.lax.sorting import sort, sort_key_val, top_k
 from jaxlite.lax.linalg import cholesky, lu, triangular_solve
+from jaxlite.lax.convolution import conv_general_dilated
