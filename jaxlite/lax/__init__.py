@@ -18,3 +18,4 @@ from jaxlite.lax.slicing import (
 from jaxlite.lax.sorting import sort, sort_key_val, top_k
 from jaxlite.lax.linalg import cholesky, lu, triangular_solve
 from jaxlite.lax.convolution import conv_general_dilated
+from jaxlite.lax.windowed import reduce_window
