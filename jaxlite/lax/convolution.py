@@ -49,6 +49,10 @@ def windows(x, window_shape, window_strides, window_dilation):
     n_spatial = len(window_shape)
     lead = x.ndim - n_spatial
     extent = dilate_shape(window_shape, window_dilation)
+    if any(e > n for e, n in zip(extent, x.shape[lead:])):
+        # No window fits: an empty result (numpy's window view would refuse).
+        out = tuple(max(0, (n - e) // s + 1) for n, e, s in zip(x.shape[lead:], extent, window_strides))
+        return np.zeros(x.shape[:lead] + out + tuple(window_shape), x.dtype)
     view = np.lib.stride_tricks.sliding_window_view(x, extent, axis=tuple(range(lead, x.ndim)))
     picks = (slice(None),) * lead + tuple(slice(None, None, s) for s in window_strides) \
         + tuple(slice(None, None, d) for d in window_dilation)
