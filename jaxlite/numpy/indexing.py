@@ -199,8 +199,7 @@ def _static_basic_getitem(x, entries):
 
 def _normalized(i, size):
     """A (possibly traced) integer index with negative values counted from the end."""
-    i = lax.convert_element_type(i, dtypes.int32) if not dtypes.is_int(i.dtype) or \
-        i.dtype.itemsize > 4 else i
+    i = lax.convert_element_type(i, dtypes.int32)
     return lax.select_n(lax.lt(i, lax.full_like(i, 0)), i, lax.add(i, lax.full_like(i, size)))
 
 
@@ -217,6 +216,14 @@ def _dynamic_scalar_getitem(x, entries):
 
 
 # ---------------------------------------------------------------- the gather description
+
+def _place(values, shape, dims):
+    """numpy's broadcast_in_dim: values' axes become axes `dims` of `shape`."""
+    view = [1] * len(shape)
+    for d, n in zip(dims, values.shape):
+        view[d] = n
+    return np.broadcast_to(values.reshape(view), shape)
+
 
 _ADVANCED = "advanced"
 
@@ -277,35 +284,41 @@ class _GatherPlan:
         return dims
 
     def indices(self):
-        """The start index of every axis, broadcast over the gather's batch shape."""
+        """The start index of every axis, broadcast over the gather's batch shape.
+
+        Static parts are computed with numpy, so a static index is one constant
+        and only traced index arrays add operations to a traced program.
+        """
         batch_positions = [p for p, (kind, _, _) in enumerate(self.result) if kind != "window"]
+        columns = [self._column(axis, batch_positions) for axis in range(len(self.axis_entries))]
+        if all(isinstance(c, np.ndarray) for c in columns):
+            return np.stack(columns, -1) if columns else np.zeros(self.batch_shape + (0,), np.int32)
+        columns = [lax.reshape(as_operand(c), self.batch_shape + (1,)) for c in columns]
+        return lax.concatenate(columns, len(self.batch_shape))
+
+    def _column(self, axis, batch_positions):
+        entry, size = self.axis_entries[axis], self.expanded_shape[axis]
+        if isinstance(entry, slice):
+            return self._slice_column(axis, batch_positions)
         advanced_dims = tuple(batch_positions.index(p) for p, (kind, _, _) in enumerate(self.result)
                               if kind == _ADVANCED)
-        columns = []
-        for axis, entry in enumerate(self.axis_entries):
-            if not isinstance(entry, slice):
-                column = _normalized(as_operand(np.int32(entry) if isinstance(entry, int)
-                                                         else entry), self.expanded_shape[axis])
-                column = broadcast_to(column, self.advanced_shape)
-                column = lax.broadcast_in_dim(column, self.batch_shape, advanced_dims)
-            else:
-                column = self._slice_column(axis, batch_positions)
-            columns.append(lax.reshape(column, self.batch_shape + (1,)))
-        if not columns:
-            return lax.full(self.batch_shape + (0,), 0, dtypes.int32)
-        return lax.concatenate(columns, len(self.batch_shape))
+        value = entry if isinstance(entry, int) else _concrete(entry)
+        if value is not None:
+            value = np.asarray(value, np.int32)
+            value = np.broadcast_to(np.where(value < 0, value + size, value), self.advanced_shape)
+            return _place(value, self.batch_shape, advanced_dims)
+        column = broadcast_to(_normalized(entry, size), self.advanced_shape)
+        return lax.broadcast_in_dim(column, self.batch_shape, advanced_dims)
 
     def _slice_column(self, axis, batch_positions):
         selection = self._selection(axis)
         if selection.kind() == "window":
-            return lax.full(self.batch_shape, selection.start, dtypes.int32)
+            return np.full(self.batch_shape, selection.start, np.int32)
         position = next(p for p, (kind, _, a) in enumerate(self.result) if a == axis)
-        steps = lax.mul(lax.iota(dtypes.int32, selection.count),
-                        lax.full((selection.count,), -selection.step if selection.reversed
-                                 else selection.step, dtypes.int32))
+        step = -selection.step if selection.reversed else selection.step
         first = selection.last() if selection.reversed else selection.start
-        points = lax.add(steps, lax.full((selection.count,), first, dtypes.int32))
-        return lax.broadcast_in_dim(points, self.batch_shape, (batch_positions.index(position),))
+        points = (first + step * np.arange(selection.count)).astype(np.int32)
+        return _place(points, self.batch_shape, (batch_positions.index(position),))
 
     def scatter_dnums(self):
         d = self.gather_dnums
