@@ -73,7 +73,9 @@ def _lu_diagonal_and_parity(a):
 
 
 def _parity_sign(odd, dtype):
-    return lax.select_n(odd, lax.full(odd.shape, 1, dtype), lax.full(odd.shape, -1, dtype))
+    """-1 for an odd permutation, else 1."""
+    odd = lax.convert_element_type(odd, dtype)
+    return lax.sub(lax.full_like(odd, 1), lax.add(odd, odd))
 
 
 def det(a):
