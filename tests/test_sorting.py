@@ -105,3 +105,31 @@ def test_three_argument_where():
     np.testing.assert_array_equal(jnp.where(c, 1.0, np.array([5.0, 6.0])), np.where(c, 1.0, [5.0, 6.0]))
     with pytest.raises(ValueError, match="three"):
         jnp.where(c, 1.0)
+
+
+@settings(deadline=None, max_examples=30)
+@given(shapes, st.integers(1, 8), st.data())
+def test_unique_with_and_without_size(shape, size, data):
+    x = _values(shape, np.int32, seed=data.draw(st.integers(0, 100)))
+    flags = dict(return_index=True, return_inverse=True, return_counts=True)
+    for ours, theirs in zip(jnp.unique(x, **flags), np.unique(x, **flags)):
+        np.testing.assert_array_equal(ours, theirs)
+    values, index, inverse, counts = np.unique(x, **flags)
+    kept = min(size, len(values))
+    ours = jnp.unique(x, size=size, fill_value=-1, **flags)
+    np.testing.assert_array_equal(ours[0], _padded(values[:kept], size, -1))
+    np.testing.assert_array_equal(ours[1], _padded(index[:kept], size, 0))
+    np.testing.assert_array_equal(ours[3], _padded(counts[:kept], size, 0))
+    np.testing.assert_array_equal(ours[2], np.where(inverse < kept, inverse, kept).reshape(x.shape))
+    check_vmap(lambda r: jnp.unique(r, size=size), [x.reshape(shape[0], -1)])
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("sizes", [(7, 3), (6, 4), (3, 7), (5, 5), (1, 1)])
+def test_convolve_and_correlate(mode, sizes):
+    rng = np.random.default_rng(4)
+    a, v = rng.standard_normal(sizes[0]), rng.standard_normal(sizes[1])
+    np.testing.assert_allclose(jnp.convolve(a, v, mode), np.convolve(a, v, mode), rtol=1e-5, atol=1e-5)
+    if sizes[0] >= sizes[1]:
+        np.testing.assert_allclose(jnp.correlate(a, v, mode), np.correlate(a, v, mode), rtol=1e-5, atol=1e-5)
+    check_jvp(lambda a, v: jnp.convolve(a, v, mode), [a, v])

@@ -219,8 +219,13 @@ gather_p.def_impl(_gather_impl)
 gather_p.def_abstract_eval(_gather_aval)
 
 
-def gather(operand, start_indices, dimension_numbers, slice_sizes, *, mode=None, fill_value=None):
-    """Windows of `operand` starting at `start_indices` (see GatherDimensionNumbers)."""
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *, mode=None, fill_value=None,
+           indices_are_sorted=False, unique_indices=False):
+    """Windows of `operand` starting at `start_indices` (see GatherDimensionNumbers).
+
+    indices_are_sorted and unique_indices are accepted for JAX compatibility; the
+    numpy implementation gains nothing from them, so they are not recorded.
+    """
     operand, start_indices = as_operand(operand), as_operand(start_indices)
     mode = GatherScatterMode.from_any(mode)
     if mode is GatherScatterMode.FILL_OR_DROP and fill_value is None:
@@ -337,7 +342,8 @@ def _scatter_primitive(name, combine):
     primitive.def_abstract_eval(_scatter_aval)
     batching.batch_rules[primitive] = _scatter_batch_rule(primitive)
 
-    def bind(operand, scatter_indices, updates, dimension_numbers, *, mode=None):
+    def bind(operand, scatter_indices, updates, dimension_numbers, *, mode=None,
+             indices_are_sorted=False, unique_indices=False):
         operand, scatter_indices, updates = map(as_operand, (operand, scatter_indices, updates))
         updates = convert_element_type(updates, operand.dtype)
         return primitive.bind(operand, scatter_indices, updates,

@@ -24,7 +24,8 @@ from jaxlite.numpy.util import broadcast_arrays, broadcast_to
 from jaxlite.numpy import linalg
 from jaxlite.numpy.indexing import take, take_along_axis
 from jaxlite.numpy.sorting import (argsort, argwhere, flatnonzero, lexsort, nonzero, searchsorted,
-                                   sort, where)
+                                   sort, unique, where)
+from jaxlite.numpy.convolve import convolve, correlate
 
 _install_array_methods()
 

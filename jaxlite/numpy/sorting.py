@@ -158,3 +158,57 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
     shape = broadcast_shapes(np.shape(condition), np.shape(x), np.shape(y))
     condition = lax.ne(broadcast_to(condition, shape), lax.full(shape, 0, condition.dtype))
     return lax.select_n(condition, broadcast_to(y, shape), broadcast_to(x, shape))
+
+
+# ---------------------------------------------------------------- unique
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           size=None, fill_value=None):
+    """The sorted unique values of the flattened `ar` (and optionally first indices,
+    inverse and counts). Under tracing a static `size=` is required; missing entries
+    take fill_value (default: the smallest value), index 0 and count 0."""
+    check_arraylike("unique", ar)
+    if axis is not None:
+        raise NotImplementedError("unique with axis= is not supported; it works on the flattened array")
+    (ar,) = promote_and_broadcast("unique", ar)
+    flat = lax.reshape(ar, (ar.size,))
+    if size is None:
+        return _concrete_unique(_concrete_or_error(ar, "unique"), ar.dtype, return_index,
+                                return_inverse, return_counts)
+    values, perm = _sorted_with_positions(flat, 0, False)
+    starts = lax.ne(lax.slice(values, (1,), (flat.size,)), lax.slice(values, (0,), (flat.size - 1,)))
+    is_first = lax.concatenate([lax.full((1,), True, dtypes.bool_), starts], 0)
+    # One position beyond `size` tells where the last kept run of equal values ends.
+    order, valid = _first_nonzero_positions(is_first, int(size) + 1)
+    following, next_valid = lax.slice(order, (1,), (size + 1,)), lax.slice(valid, (1,), (size + 1,))
+    order, valid = lax.slice(order, (0,), (size,)), lax.slice(valid, (0,), (size,))
+    fill = lax.reduce_min(flat, (0,)) if fill_value is None else lax.convert_element_type(fill_value, flat.dtype)
+    from jaxlite.numpy.indexing import take
+    uniques = lax.select_n(valid, lax.broadcast(fill, (size,)), take(values, order, mode="clip"))
+    results = [uniques]
+    zero = lax.full((size,), 0, dtypes.int32)
+    if return_index:
+        results.append(lax.select_n(valid, zero, take(perm, order, mode="clip")))
+    if return_inverse:
+        results.append(_count_below(uniques, valid, ar))
+    if return_counts:
+        ends = lax.select_n(next_valid, lax.full((size,), flat.size, dtypes.int32), following)
+        results.append(lax.select_n(valid, zero, lax.sub(ends, order)))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _count_below(uniques, valid, ar):
+    """For each entry of ar, how many (valid) unique values are smaller: its unique index."""
+    grid = lax.broadcast_in_dim(uniques, ar.shape + uniques.shape, (ar.ndim,))
+    below = lax.bitwise_and(lax.lt(grid, lax.broadcast_in_dim(ar, grid.shape, tuple(range(ar.ndim)))),
+                            lax.broadcast_in_dim(valid, grid.shape, (ar.ndim,)))
+    return lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (ar.ndim,))
+
+
+def _concrete_unique(value, dtype, return_index, return_inverse, return_counts):
+    outs = np.unique(value, return_index=return_index, return_inverse=return_inverse,
+                     return_counts=return_counts)
+    if not isinstance(outs, tuple):
+        return lax.convert_element_type(outs, dtype)
+    return (lax.convert_element_type(outs[0], dtype),) + tuple(
+        lax.convert_element_type(o, dtypes.int32) for o in outs[1:])
