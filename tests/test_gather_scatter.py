@@ -165,3 +165,16 @@ def test_scatter_vmap(in_axes):
     args = [a[0] if d is None else np.moveaxis(a, 0, d) for a, d in zip((xs, idx, ups), in_axes)]
     for name in ("scatter", "scatter_add", "scatter_max"):
         check_vmap(lambda x, i, u: getattr(lax, name)(x, i, u, ROW_UPDATES), args, in_axes)
+
+
+def test_scatter_with_repeated_indices_differentiates_the_surviving_write():
+    x = np.zeros(3, np.float32)
+    indices = np.array([[1], [1], [2]], np.int32)
+    dnums = ScatterDimensionNumbers((), (0,), (0,))
+    u = np.array([1.0, 2.0, 3.0], np.float32)
+    out, t = jaxlite.jvp(lambda x, u: lax.scatter(x, indices, u, dnums), (x, u),
+                         (np.ones(3, np.float32), np.array([10.0, 20.0, 30.0], np.float32)))
+    survivor = int(np.asarray(out)[1] == 2.0)  # which of the two writes to entry 1 won
+    np.testing.assert_array_equal(t, [1.0, [10.0, 20.0][survivor], 30.0])
+    check_transpose(slicing.scatter_p, _operand((3,), 2), [x, indices, u], [0, 2],
+                    dict(dimension_numbers=dnums, mode=slicing.GatherScatterMode.FILL_OR_DROP))

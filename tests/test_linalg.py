@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.lax import linalg

@@ -11,11 +11,12 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import FLOAT, as_operand, check_dtype
 from jaxlite.lax.dot import dot_general
-from jaxlite.lax.elementwise import add, convert_element_type, mul, neg, select_n, sub
+from jaxlite.lax.elementwise import (add, convert_element_type, eq, full_like, ge, gt, le, lt, mul,
+                                     neg, select_n, sub)
 from jaxlite.lax.shapes import broadcast_in_dim, broadcasted_iota, transpose
 from jaxlite.lax.slicing import take_along_axis
 from jaxlite.transforms import ad, batching
-from jaxlite.transforms.batching import bdim_at_front, move_dim
+from jaxlite.transforms.batching import bdim_at_front
 
 
 def _check_matrices(name, x, square=True):
@@ -39,7 +40,6 @@ def _triangle_mask(shape, lower, strict=False):
     """A boolean mask of the lower (or upper) triangle of the last two axes."""
     rows = broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
     cols = broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
-    from jaxlite.lax.elementwise import ge, gt, le, lt
     if lower:
         return (gt if strict else ge)(rows, cols)
     return (lt if strict else le)(rows, cols)
@@ -47,7 +47,6 @@ def _triangle_mask(shape, lower, strict=False):
 
 def triangle(x, lower, strict=False):
     """The lower (or upper) triangle of x's last two axes, zeros elsewhere."""
-    from jaxlite.lax.elementwise import full_like
     return select_n(_triangle_mask(x.shape, lower, strict), full_like(x, 0), x)
 
 
@@ -253,7 +252,6 @@ def unit_lower(lu_matrix):
 
 def identity_like(x):
     """The identity matrix in the last two axes of x, broadcast over the rest."""
-    from jaxlite.lax.elementwise import eq
     rows = broadcasted_iota(dtypes.int32, x.shape, x.ndim - 2)
     cols = broadcasted_iota(dtypes.int32, x.shape, x.ndim - 1)
     return convert_element_type(eq(rows, cols), x.dtype)

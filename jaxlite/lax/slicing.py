@@ -25,10 +25,10 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import ANY, INTEGER, as_operand, check_dtype, shape_tuple
-from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, mul,
+from jaxlite.lax.base import INTEGER, as_operand, check_dtype, shape_tuple
+from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, mul, ne,
                                      select_n)
-from jaxlite.lax.shapes import broadcast_in_dim, concatenate, reshape
+from jaxlite.lax.shapes import concatenate, full, iota, reshape
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
 
@@ -386,16 +386,13 @@ def _gather_updates(ct, indices, updates_aval, dimension_numbers, mode):
                   fill_value=fill)
 
 
-def _jointly_linear_jvp(primitive):
-    """scatter and scatter-add are linear in (operand, updates) together."""
-    def rule(primals, tangents, **params):
-        (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
-        out = primitive.bind(operand, indices, updates, **params)
-        if ad.is_zero(t_operand) and ad.is_zero(t_updates):
-            return out, ad.Zero(ad.tangent_aval(out.aval))
-        return out, primitive.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
+def _scatter_add_jvp(primals, tangents, dimension_numbers, mode):
+    """scatter-add is linear in (operand, updates) together."""
+    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
+    params = dict(dimension_numbers=dimension_numbers, mode=mode)
+    out = scatter_add_p.bind(operand, indices, updates, **params)
+    return out, scatter_add_p.bind(ad.instantiate(t_operand), indices, ad.instantiate(t_updates),
                                    **params)
-    ad.jvp_rules[primitive] = rule
 
 
 def _scatter_add_transpose(ct, operand, indices, updates, dimension_numbers, mode):
@@ -408,23 +405,50 @@ def _scatter_add_transpose(ct, operand, indices, updates, dimension_numbers, mod
     return [operand_ct, None, updates_ct]
 
 
+ad.jvp_rules[scatter_add_p] = _scatter_add_jvp
+ad.transpose_rules[scatter_add_p] = _scatter_add_transpose
+
+
+def _scatter_winners(operand_shape, indices, updates_aval, dimension_numbers, mode):
+    """Which operand entries a scatter overwrites, and which update entries survive.
+
+    With repeated indices only one write survives (XLA leaves which unspecified):
+    scattering a distinct id per update entry the same way, then reading the ids
+    back, tells the survivors apart, so derivatives follow the primal exactly.
+    """
+    ids = reshape(add(iota(dtypes.int32, updates_aval.size), full((updates_aval.size,), 1, dtypes.int32)),
+                  updates_aval.shape)
+    landed = scatter(full(operand_shape, 0, dtypes.int32), indices, ids, dimension_numbers, mode=mode)
+    read_back = _gather_updates(landed, indices, updates_aval, dimension_numbers, mode)
+    return ne(landed, full(operand_shape, 0, dtypes.int32)), eq(read_back, ids)
+
+
+def _scatter_jvp(primals, tangents, dimension_numbers, mode):
+    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
+    params = dict(dimension_numbers=dimension_numbers, mode=mode)
+    out = scatter_p.bind(operand, indices, updates, **params)
+    overwritten, survived = _scatter_winners(operand.shape, indices, updates.aval, **params)
+    kept = select_n(overwritten, ad.instantiate(t_operand), full_like(operand, 0))
+    written = select_n(survived, full_like(updates, 0), ad.instantiate(t_updates))
+    return out, scatter_add_p.bind(kept, indices, written, **params)
+
+
 def _scatter_transpose(ct, operand, indices, updates, dimension_numbers, mode):
-    """Overwritten operand entries get no cotangent; with repeated indices the
-    updates' cotangent goes to every writer (XLA leaves the winner unspecified)."""
+    """Overwritten operand entries get no cotangent; only surviving updates get one."""
     if ad.is_zero(ct):
         return [None, None, None]
+    params = dict(dimension_numbers=dimension_numbers, mode=mode)
+    overwritten, survived = _scatter_winners(ct.shape, indices, updates.aval, **params)
     operand_ct = updates_ct = None
     if ad.is_undefined(operand):
-        zeros = full_like(ct, 0, shape=updates.aval.shape)
-        operand_ct = scatter(ct, indices, zeros, dimension_numbers, mode=mode)
+        operand_ct = select_n(overwritten, ct, full_like(ct, 0))
     if ad.is_undefined(updates):
-        updates_ct = _gather_updates(ct, indices, updates.aval, dimension_numbers, mode)
+        gathered = _gather_updates(ct, indices, updates.aval, **params)
+        updates_ct = select_n(survived, full_like(gathered, 0), gathered)
     return [operand_ct, None, updates_ct]
 
 
-_jointly_linear_jvp(scatter_add_p)
-ad.transpose_rules[scatter_add_p] = _scatter_add_transpose
-_jointly_linear_jvp(scatter_p)
+ad.jvp_rules[scatter_p] = _scatter_jvp
 ad.transpose_rules[scatter_p] = _scatter_transpose
 
 

@@ -9,15 +9,15 @@ derivative is a gather, a linear primitive with a scatter-add transpose.
 import numpy as np
 
 from jaxlite.core import dtypes
+from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import NUMBER, ANY, as_operand, check_dtype
+from jaxlite.lax.base import ANY, NUMBER, as_operand, check_dtype
 from jaxlite.lax.convolution import dilate_shape, pad_and_dilate, padding_pairs, windows
 from jaxlite.lax.elementwise import add, convert_element_type, max as lax_max, mul
 from jaxlite.lax.reductions import reduce_max_p
 from jaxlite.lax.shapes import broadcasted_iota, concatenate, full, pad, reshape
 from jaxlite.lax.slicing import GatherDimensionNumbers, gather
 from jaxlite.transforms import ad, batching
-from jaxlite.core.abstract import ShapedArray
 
 
 def _lowest(dtype):

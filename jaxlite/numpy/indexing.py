@@ -23,6 +23,7 @@ from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import as_operand
 from jaxlite.lax.slicing import GatherDimensionNumbers, ScatterDimensionNumbers
 from jaxlite.lax.slicing import take_along_axis as lax_take_along_axis
+from jaxlite.numpy.ufuncs import true_divide
 from jaxlite.numpy.util import broadcast_to, promote_and_broadcast
 
 # ---------------------------------------------------------------- normalizing an index
@@ -375,7 +376,6 @@ class _IndexedRef:
     mul = multiply
 
     def divide(self, values, mode=None):
-        from jaxlite.numpy.ufuncs import true_divide
         ones = lax.full_like(self.array, 1)
         return true_divide(self.array, _scatter_update(ones, self.index, values, lax.scatter_mul, mode))
 

@@ -11,7 +11,7 @@ from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.lax.base import as_operand
 from jaxlite.lax.linalg import identity_like, matrix_transpose, permute_rows, triangle, unit_lower
 from jaxlite.numpy import reductions, ufuncs
-from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_to_inexact
+from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes, promote_to_inexact
 
 
 def _matrices(name, *args):
@@ -25,7 +25,6 @@ def _matrices(name, *args):
 
 def _promoted_matrices(name, a, b):
     """Common inexact dtype without broadcasting shapes (a matrix and a right-hand side)."""
-    from jaxlite.numpy.util import promote_dtypes
     a, b = promote_dtypes(a, b)
     if not dtypes.is_float(a.dtype):
         a, b = (lax.convert_element_type(x, dtypes.default_float_dtype()) for x in (a, b))

@@ -11,6 +11,7 @@ from jaxlite.core import dtypes, errors
 from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
 from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import as_operand
+from jaxlite.numpy.indexing import take
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_and_broadcast, promote_dtypes
 
 
@@ -73,7 +74,6 @@ def searchsorted(a, v, side="left", sorter=None):
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be one-dimensional, got shape {a.shape}")
     if sorter is not None:
-        from jaxlite.numpy.indexing import take
         a = take(a, sorter, mode="clip")
     a_grid = lax.broadcast_in_dim(a, v.shape + a.shape, (v.ndim,))
     v_grid = lax.broadcast_in_dim(v, v.shape + a.shape, tuple(range(v.ndim)))
@@ -183,7 +183,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     following, next_valid = lax.slice(order, (1,), (size + 1,)), lax.slice(valid, (1,), (size + 1,))
     order, valid = lax.slice(order, (0,), (size,)), lax.slice(valid, (0,), (size,))
     fill = lax.reduce_min(flat, (0,)) if fill_value is None else lax.convert_element_type(fill_value, flat.dtype)
-    from jaxlite.numpy.indexing import take
     uniques = lax.select_n(valid, lax.broadcast(fill, (size,)), take(values, order, mode="clip"))
     results = [uniques]
     zero = lax.full((size,), 0, dtypes.int32)
