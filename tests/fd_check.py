@@ -86,3 +86,49 @@ def check_vmap(f, args, in_axes=0, rtol=1e-6):
     else:
         np.testing.assert_allclose(np.asarray(batched), np.stack([np.asarray(o) for o in looped]),
                                    rtol=rtol, atol=rtol)
+
+
+def transpose_jvp(f, x, ct):
+    """x's cotangent for output cotangent ct, by staging t -> jvp(f, (x,), (t,))[1]
+    (linear in t) and running each linear equation's transpose rule backwards.
+
+    A minimal reverse pass for tests, so every transpose rule a JVP relies on is
+    exercised before the project's own vjp exists.
+    """
+    from jaxlite.core.ir import Literal
+    from jaxlite.core.staging import literal_value
+    closed = jaxlite.make_jaxpr(lambda t: jaxlite.jvp(f, (x,), (t,))[1])(x)
+    jaxpr = closed.jaxpr
+    values = dict(zip(jaxpr.constvars, closed.consts))
+    linear = set(jaxpr.invars)
+    read = lambda v: literal_value(v) if isinstance(v, Literal) else values[v]
+    for eqn in jaxpr.eqns:
+        if any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
+            linear.update(eqn.outputs)
+            continue
+        outs = eqn.primitive.bind(*map(read, eqn.inputs), **eqn.params)
+        values.update(zip(eqn.outputs, outs if eqn.primitive.multiple_results else [outs]))
+    cts = {jaxpr.outvars[0]: jaxlite.numpy.asarray(ct)}
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.outputs[0] not in linear or eqn.outputs[0] not in cts:
+            continue
+        assert not eqn.primitive.multiple_results, f"{eqn.primitive} in the linear part"
+        args = [ad.UndefinedPrimal(v.aval) if v in linear and not isinstance(v, Literal) else read(v)
+                for v in eqn.inputs]
+        for v, v_ct in zip(eqn.inputs, ad.transpose_rules[eqn.primitive](cts[eqn.outputs[0]], *args,
+                                                                          **eqn.params)):
+            if v_ct is not None and not ad.is_zero(v_ct) and v in linear:
+                cts[v] = ad.add_tangents(cts[v], v_ct) if v in cts else v_ct
+    return cts.get(jaxpr.invars[0], np.zeros(np.shape(x)))
+
+
+def check_reverse_mode(f, x, seed=3, rtol=1e-6):
+    """<ct, J t> from forward mode equals <J^T ct, t> from the transposed JVP."""
+    rng = np.random.default_rng(seed)
+    with x64():
+        x = np.asarray(x, np.float64)
+        t = rng.standard_normal(x.shape)
+        out, jt = jaxlite.jvp(f, (x,), (t,))
+        ct = rng.standard_normal(np.shape(out))
+        x_ct = np.asarray(transpose_jvp(f, x, ct))
+    np.testing.assert_allclose(np.sum(ct * np.asarray(jt)), np.sum(x_ct * t), rtol=rtol)

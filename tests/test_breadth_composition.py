@@ -9,7 +9,7 @@ import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import ir
 from jaxlite.core.staging import jaxpr_as_fun
-from fd_check import check_jvp, check_vmap, x64
+from fd_check import check_jvp, check_reverse_mode, check_vmap, x64
 
 
 def _spd(x):
@@ -70,3 +70,9 @@ def test_vmap_of_jvp_and_jvp_of_vmap(name):
         _, batched = jaxlite.jvp(jaxlite.vmap(f), (xs.astype(np.float64),), (ts.astype(np.float64),))
         looped = [jaxlite.jvp(f, (x,), (t,))[1] for x, t in zip(xs.astype(np.float64), ts.astype(np.float64))]
     np.testing.assert_allclose(batched, np.stack([np.asarray(t) for t in looped]), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_reverse_mode_through_transpose_rules(name):
+    f, shape = FUNCTIONS[name]
+    check_reverse_mode(f, _input(shape))
