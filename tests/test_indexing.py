@@ -161,3 +161,11 @@ def test_take_modes():
     np.testing.assert_array_equal(jnp.take(x, np.array([5]), mode="clip"), [3])
     with pytest.raises(TypeError, match="integers"):
         jnp.take(x, np.array([1.0]))
+
+
+def test_empty_ellipsis_still_separates_advanced_indices():
+    x = np.arange(60).reshape(5, 3, 4)
+    i = np.array([0, 2])
+    for index in [(slice(1, 4), i, Ellipsis, i), (slice(1, 4), i, i, Ellipsis)]:
+        np.testing.assert_array_equal(jnp.asarray(x)[index], x[index])
+    assert x[slice(1, 4), i, Ellipsis, i].shape == (2, 3)  # advanced dims first: separated

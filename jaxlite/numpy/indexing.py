@@ -103,7 +103,11 @@ def _classify(entry, position):
 
 
 def expand_index(index, shape):
-    """One entry per result-relevant position: Ellipsis expanded, trailing axes filled."""
+    """One entry per result-relevant position: Ellipsis expanded, trailing axes filled.
+
+    Also returns where an Ellipsis that expanded to nothing stood (else None):
+    NumPy still counts it as separating advanced indices.
+    """
     index = index if isinstance(index, tuple) else (index,)
     if sum(e is Ellipsis for e in index) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -119,9 +123,10 @@ def expand_index(index, shape):
         raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
                          f"but {used} were indexed")
     fill = [slice(None)] * (len(shape) - used)
-    entries = head + fill + tail if any(e is Ellipsis for e in index) else tail + fill
+    has_ellipsis = any(e is Ellipsis for e in index)
+    entries = head + fill + tail if has_ellipsis else tail + fill
     _check_static_ints(entries, shape)
-    return entries
+    return entries, (len(head) if has_ellipsis and not fill else None)
 
 
 def _check_static_ints(entries, shape):
@@ -238,8 +243,9 @@ class _GatherPlan:
     indices (collapsed axes) whose index arrays are batch dimensions of the gather.
     """
 
-    def __init__(self, shape, entries):
+    def __init__(self, shape, entries, empty_ellipsis_at=None):
         self.axis_entries, self.expanded_shape = self._expand_new_axes(shape, entries)
+        self.empty_ellipsis_at = empty_ellipsis_at
         self.advanced = [i for i, e in enumerate(self.axis_entries) if not isinstance(e, slice)]
         self.advanced_shape = broadcast_shapes(*(np.shape(self.axis_entries[i]) for i in self.advanced))
         self.result = self._result_dims()
@@ -272,8 +278,9 @@ class _GatherPlan:
 
     def _result_dims(self):
         """(kind, size, axis) per result dimension, in NumPy's order."""
-        adjacent = self.advanced == list(range(self.advanced[0], self.advanced[-1] + 1)) \
-            if self.advanced else True
+        adjacent = not self.advanced or (
+            self.advanced == list(range(self.advanced[0], self.advanced[-1] + 1))
+            and not self.advanced[0] < (self.empty_ellipsis_at or 0) <= self.advanced[-1])
         advanced_dims = [(_ADVANCED, n, None) for n in self.advanced_shape]
         dims = [] if adjacent else list(advanced_dims)
         for axis, entry in enumerate(self.axis_entries):
@@ -327,25 +334,29 @@ class _GatherPlan:
 
 
 def gather_index(x, index, mode="clip", fill_value=None):
-    plan = _GatherPlan(x.shape, expand_index(index, x.shape))
+    return _gather(x, *expand_index(index, x.shape), mode=mode, fill_value=fill_value)
+
+
+def _gather(x, entries, empty_ellipsis_at, mode="clip", fill_value=None):
+    plan = _GatherPlan(x.shape, entries, empty_ellipsis_at)
     operand = lax.reshape(x, plan.expanded_shape)
     return lax.gather(operand, plan.indices(), plan.gather_dnums, plan.slice_sizes, mode=mode,
                       fill_value=fill_value)
 
 
 def getitem(x, index):
-    entries = expand_index(index, x.shape)
+    entries, empty_ellipsis_at = expand_index(index, x.shape)
     if all(_is_static_basic(e) for e in entries):
         return _static_basic_getitem(x, entries)
     if all(_is_static_basic(e) or _is_scalar_array(e) for e in entries):
         return _dynamic_scalar_getitem(x, entries)
-    return gather_index(x, index)
+    return _gather(x, entries, empty_ellipsis_at)
 
 
 # ---------------------------------------------------------------- .at[...] updates
 
 def _scatter_update(x, index, values, scatter_fn, mode=None):
-    plan = _GatherPlan(x.shape, expand_index(index, x.shape))
+    plan = _GatherPlan(x.shape, *expand_index(index, x.shape))
     (values,) = promote_and_broadcast("update", values)
     values = broadcast_to(lax.convert_element_type(values, x.dtype), plan.result_shape)
     operand = lax.reshape(x, plan.expanded_shape)
