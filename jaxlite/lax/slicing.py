@@ -308,12 +308,15 @@ def _scatter_impl(combine, operand, indices, updates, dimension_numbers, mode):
     windows = dimension_numbers.update_window_dims
     batch_positions = [p for p in range(updates.ndim) if p not in windows]
     updates = np.transpose(updates, batch_positions + list(windows))
+    out = np.array(operand)
+    if operand.ndim == 0:
+        # A scalar is written through a unit axis, so that masks and repeats work as for arrays.
+        out, points = out.reshape(1), (np.zeros(updates.shape, np.intp),)
     if mode is GatherScatterMode.FILL_OR_DROP:
         keep = np.broadcast_to(_mask_shape(in_bounds, len(windows)), updates.shape)
         points, updates = tuple(p[keep] for p in points), updates[keep]
-    out = np.array(operand)
     combine(out, points, updates)
-    return out
+    return out.reshape(operand.shape)
 
 
 def _scatter_aval(operand, indices, updates, dimension_numbers, mode):

@@ -174,8 +174,10 @@ class _AxisSelection:
 def _slice_selection(s, size):
     start, stop, step = s.indices(size)
     count = len(range(start, stop, step))
-    if step > 0 or count == 0:
-        return _AxisSelection(start if count else 0, count, abs(step))
+    if count == 0:
+        return _AxisSelection(0, 0, 1)  # an empty window: no points to index
+    if step > 0:
+        return _AxisSelection(start, count, step)
     first = start + (count - 1) * step
     return _AxisSelection(first, count, -step, reversed=True)
 
