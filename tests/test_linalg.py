@@ -140,3 +140,16 @@ def test_norm_errors_and_gradient():
     with pytest.raises(ValueError, match="square"):
         jnp.linalg.solve(np.ones((2, 3)), np.ones(2))
     check_jvp(lambda x: jnp.linalg.norm(x, axis=1), [np.random.default_rng(10).standard_normal((3, 4))])
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 2)])
+def test_lu_of_rectangular_matrices(shape):
+    a = np.random.default_rng(11).standard_normal(shape)
+    with x64():
+        lu, _, permutation = (np.asarray(v) for v in lax.lu(a))
+    m, n = shape[-2:]
+    k = min(m, n)
+    lower = np.tril(lu[..., :, :k], -1) + np.eye(m, k)
+    upper = np.triu(lu[..., :k, :])
+    np.testing.assert_allclose(lower @ upper, np.take_along_axis(a, permutation[..., None], -2), atol=1e-12)
+    check_jvp(lambda a: lax.lu(a)[0], [a])

@@ -13,7 +13,7 @@ from jaxlite.lax.base import FLOAT, as_operand, check_dtype
 from jaxlite.lax.dot import dot_general
 from jaxlite.lax.elementwise import (add, convert_element_type, eq, full_like, ge, gt, le, lt, mul,
                                      neg, select_n, sub)
-from jaxlite.lax.shapes import broadcast_in_dim, broadcasted_iota, transpose
+from jaxlite.lax.shapes import broadcast_in_dim, broadcasted_iota, full, pad, slice, transpose
 from jaxlite.lax.slicing import take_along_axis
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front
@@ -245,9 +245,26 @@ def permute_rows(x, permutation):
     return take_along_axis(x, indices, x.ndim - 2, mode="clip")
 
 
-def unit_lower(lu_matrix):
-    """The unit-diagonal L packed below the diagonal of a (square) lu result."""
-    return add(triangle(lu_matrix, lower=True, strict=True), identity_like(lu_matrix))
+def square_factors(lu_matrix):
+    """The unit lower L (m x m) and upper U (n x n) packed in an m x n lu result.
+
+    For a non-square matrix the factors are completed to squares with identity
+    blocks, so that both are invertible and triangular solves apply.
+    """
+    m, n = lu_matrix.shape[-2:]
+    k = min(m, n)
+    batch = lu_matrix.shape[:-2]
+    no_pad = [(0, 0, 0)] * len(batch)
+    zero = convert_element_type(0, lu_matrix.dtype)
+    l = triangle(slice(lu_matrix, (0,) * lu_matrix.ndim, batch + (m, k)), lower=True, strict=True)
+    u = triangle(slice(lu_matrix, (0,) * lu_matrix.ndim, batch + (k, n)), lower=False)
+    l = pad(l, zero, no_pad + [(0, 0, 0), (0, m - k, 0)])
+    l = add(l, identity_like(l))
+    if n > k:
+        u = pad(u, zero, no_pad + [(0, n - k, 0), (0, 0, 0)])
+        below_k = ge(broadcasted_iota(dtypes.int32, u.shape, u.ndim - 2), full(u.shape, k, dtypes.int32))
+        u = add(u, mul(identity_like(u), convert_element_type(below_k, u.dtype)))
+    return l, u
 
 
 def identity_like(x):
@@ -259,13 +276,10 @@ def identity_like(x):
 
 def _lu_jvp(primals, tangents):
     """P A = L U gives P A_dot = L_dot U + L U_dot; with X = L^-1 P A_dot U^-1,
-    L_dot = L strict_lower(X) and U_dot = upper(X) U (square matrices)."""
+    L_dot = L strict_lower(X) and U_dot = upper(X) U (L, U completed to squares)."""
     (a,), (a_dot,) = primals, tangents
     lu_matrix, pivots, permutation = lu_p.bind(a)
-    if a.shape[-1] != a.shape[-2]:
-        raise NotImplementedError(f"the derivative of lu is implemented for square matrices, "
-                                  f"got shape {a.shape}")
-    l, u = unit_lower(lu_matrix), triangle(lu_matrix, lower=False)
+    l, u = square_factors(lu_matrix)
     x = triangular_solve(l, permute_rows(a_dot, permutation), left_side=True, lower=True,
                          unit_diagonal=True)
     x = triangular_solve(u, x, left_side=False, lower=False)

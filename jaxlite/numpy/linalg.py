@@ -9,7 +9,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.lax.base import as_operand
-from jaxlite.lax.linalg import identity_like, matrix_transpose, permute_rows, triangle, unit_lower
+from jaxlite.lax.linalg import identity_like, matrix_transpose, permute_rows, square_factors
 from jaxlite.numpy import reductions, ufuncs
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes, promote_to_inexact
 
@@ -47,9 +47,10 @@ def solve(a, b):
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])
     lu_matrix, _, permutation = lax.lu(a)
-    y = lax.triangular_solve(unit_lower(lu_matrix), permute_rows(b, permutation),
-                             left_side=True, lower=True, unit_diagonal=True)
-    x = lax.triangular_solve(triangle(lu_matrix, lower=False), y, left_side=True, lower=False)
+    lower, upper = square_factors(lu_matrix)
+    y = lax.triangular_solve(lower, permute_rows(b, permutation), left_side=True, lower=True,
+                             unit_diagonal=True)
+    x = lax.triangular_solve(upper, y, left_side=True, lower=False)
     return lax.reshape(x, x.shape[:-1]) if vector else x
 
 
