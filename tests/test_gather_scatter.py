@@ -178,3 +178,11 @@ def test_scatter_with_repeated_indices_differentiates_the_surviving_write():
     np.testing.assert_array_equal(t, [1.0, [10.0, 20.0][survivor], 30.0])
     check_transpose(slicing.scatter_p, _operand((3,), 2), [x, indices, u], [0, 2],
                     dict(dimension_numbers=dnums, mode=slicing.GatherScatterMode.FILL_OR_DROP))
+
+
+def test_scatter_mul_derivative_with_repeated_indices_and_zeros():
+    x = np.array([1.5, -2.0, 3.0])
+    indices = np.array([[0], [0], [2], [2], [2]], np.int32)
+    dnums = ScatterDimensionNumbers((), (0,), (0,))
+    for updates in ([2.0, -3.0, 0.5, 4.0, 1.5], [0.0, -3.0, 0.0, 4.0, 1.5], [0.0, 2.0, 0.0, 0.0, 1.0]):
+        check_jvp(lambda x, u: lax.scatter_mul(x, indices, u, dnums), [x, np.array(updates)])

@@ -27,7 +27,7 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import INTEGER, as_operand, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, mul, ne,
-                                     select_n)
+                                     select_n, sub)
 from jaxlite.lax.shapes import concatenate, full, iota, reshape
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
@@ -456,8 +456,8 @@ ad.transpose_rules[scatter_p] = _scatter_transpose
 
 
 def _scatter_mul_jvp(primals, tangents, dimension_numbers, mode):
-    """The updates' term assumes unique indices (as JAX requires for this gradient):
-    then out = operand * (updates scattered onto ones)."""
+    """out = operand * (product of the updates landing on each entry), so an update's
+    tangent is scaled by the operand and the product of the other updates there."""
     (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
     params = dict(dimension_numbers=dimension_numbers, mode=mode)
     out = scatter_mul_p.bind(operand, indices, updates, **params)
@@ -465,9 +465,30 @@ def _scatter_mul_jvp(primals, tangents, dimension_numbers, mode):
     if not ad.is_zero(t_operand):
         t_out = scatter_mul_p.bind(t_operand, indices, updates, **params)
     if not ad.is_zero(t_updates):
-        spread = scatter_p.bind(full_like(operand, 0), indices, t_updates, **params)
+        others = _product_of_other_updates(operand.shape, indices, updates, **params)
+        spread = scatter_add_p.bind(full_like(operand, 0), indices, mul(t_updates, others), **params)
         t_out = ad.add_tangents(t_out, mul(operand, spread))
     return out, t_out
+
+
+def _product_of_other_updates(operand_shape, indices, updates, dimension_numbers, mode):
+    """Per update entry, the product of the other updates that land where it does.
+
+    Formed without dividing by zero: zeros are counted apart from the product of
+    the nonzero updates, as the derivative of reduce_prod does.
+    """
+    params = dict(dimension_numbers=dimension_numbers, mode=mode)
+    is_zero = eq(updates, full_like(updates, 0))
+    ones = full_like(updates, 1)
+    zero_counts = scatter_add(full(operand_shape, 0, dtypes.int32), indices,
+                              convert_element_type(is_zero, dtypes.int32), **params)
+    nonzero_products = scatter_mul(full(operand_shape, 1, updates.dtype), indices,
+                                   select_n(is_zero, updates, ones), **params)
+    read_back = lambda landed: _gather_updates(landed, indices, updates.aval, **params)
+    other_zeros = sub(read_back(zero_counts), convert_element_type(is_zero, dtypes.int32))
+    products = read_back(nonzero_products)
+    without_self = select_n(is_zero, div(products, select_n(is_zero, updates, ones)), products)
+    return select_n(eq(other_zeros, full_like(other_zeros, 0)), full_like(updates, 0), without_self)
 
 
 def _scatter_mul_transpose(ct, operand, indices, updates, dimension_numbers, mode):
