@@ -186,3 +186,12 @@ def test_scatter_mul_derivative_with_repeated_indices_and_zeros():
     dnums = ScatterDimensionNumbers((), (0,), (0,))
     for updates in ([2.0, -3.0, 0.5, 4.0, 1.5], [0.0, -3.0, 0.0, 4.0, 1.5], [0.0, 2.0, 0.0, 0.0, 1.0]):
         check_jvp(lambda x, u: lax.scatter_mul(x, indices, u, dnums), [x, np.array(updates)])
+
+
+def test_in_dim_helpers():
+    x = _operand((3, 4))
+    np.testing.assert_array_equal(lax.dynamic_index_in_dim(x, 7, axis=-1, keepdims=False), x[:, 3])
+    np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, 1, 2, axis=0), x[1:3])
+    expected = x.copy()
+    expected[:, 1] = 0
+    np.testing.assert_array_equal(lax.dynamic_update_index_in_dim(x, np.zeros(3, np.float32), 1, -1), expected)

@@ -133,3 +133,12 @@ def test_convolve_and_correlate(mode, sizes):
     if sizes[0] >= sizes[1]:
         np.testing.assert_allclose(jnp.correlate(a, v, mode), np.correlate(a, v, mode), rtol=1e-5, atol=1e-5)
     check_jvp(lambda a, v: jnp.convolve(a, v, mode), [a, v])
+
+
+def test_array_methods():
+    x = jnp.asarray(np.array([[3, 1, 2], [0, 0, 5]], np.int32))
+    np.testing.assert_array_equal(x.sort(), np.sort(np.asarray(x)))
+    np.testing.assert_array_equal(x.argsort(axis=0), np.argsort(np.asarray(x), axis=0, kind="stable"))
+    np.testing.assert_array_equal(x.take(np.array([4, 0])), [0, 3])
+    np.testing.assert_array_equal(x.nonzero(size=5, fill_value=-1)[1], [0, 1, 2, 2, -1])
+    np.testing.assert_array_equal(x[0].sort().searchsorted(2), 1)

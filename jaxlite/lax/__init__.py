@@ -12,8 +12,9 @@ from jaxlite.lax.shapes import (
 from jaxlite.lax.dot import dot, dot_general
 
 from jaxlite.lax.slicing import (
-    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_slice,
-    dynamic_slice_in_dim, dynamic_update_slice, dynamic_update_slice_in_dim, gather, scatter,
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_index_in_dim,
+    dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim, dynamic_update_slice,
+    dynamic_update_slice_in_dim, gather, scatter,
     scatter_add, scatter_max, scatter_min, scatter_mul)
 from jaxlite.lax.sorting import sort, sort_key_val, top_k
 from jaxlite.lax.linalg import cholesky, lu, triangular_solve

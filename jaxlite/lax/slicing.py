@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxlite.core import dtypes
-from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.abstract import ShapedArray, canonicalize_axis
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import INTEGER, as_operand, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, mul, ne,
@@ -688,6 +688,7 @@ batching.batch_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
 
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     operand = as_operand(operand)
+    axis = canonicalize_axis(axis, operand.ndim)
     starts = [0] * operand.ndim
     starts[axis] = start_index
     sizes = list(operand.shape)
@@ -697,9 +698,27 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     operand = as_operand(operand)
+    axis = canonicalize_axis(axis, operand.ndim)
     starts = [0] * operand.ndim
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """operand's entry `index` (clamped) along `axis`, keeping that axis if keepdims."""
+    operand = as_operand(operand)
+    axis = canonicalize_axis(axis, operand.ndim)
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else reshape(out, out.shape[:axis] + out.shape[axis + 1:])
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    """operand with entry `index` along `axis` replaced by update (with or without that axis)."""
+    operand, update = as_operand(operand), as_operand(update)
+    axis = canonicalize_axis(axis, operand.ndim)
+    if update.ndim == operand.ndim - 1:
+        update = reshape(update, update.shape[:axis] + (1,) + update.shape[axis:])
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
 
 
 def take_along_axis(x, indices, axis, mode=None, fill_value=None):

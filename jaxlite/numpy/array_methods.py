@@ -3,7 +3,7 @@ does not depend on the NumPy-style API built above it."""
 from jaxlite import lax
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
-from jaxlite.numpy import indexing, products, reductions, shape_ops, ufuncs
+from jaxlite.numpy import indexing, products, reductions, shape_ops, sorting, ufuncs
 
 
 def _swap(fn):
@@ -70,6 +70,11 @@ _METHODS = {
     "mT": property(lambda self: shape_ops.swapaxes(self, -1, -2)),
     "at": property(indexing.IndexUpdateHelper),
 }
+
+_METHODS.update({
+    "sort": sorting.sort, "argsort": sorting.argsort, "searchsorted": sorting.searchsorted,
+    "nonzero": sorting.nonzero, "take": indexing.take,
+})
 
 
 def install():
