@@ -15,15 +15,16 @@ from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
 
-def _sort_keys_last_first(keys, dimension):
-    """np.lexsort sorts by its last key first; NaNs go last as in numpy and XLA."""
-    return np.lexsort([np.moveaxis(k, dimension, -1) for k in reversed(keys)], axis=-1)
-
-
 def _sort_impl(*operands, dimension, is_stable, num_keys):
-    # lexsort is always stable, which satisfies both settings of is_stable.
-    order = _sort_keys_last_first(operands[:num_keys], dimension)
-    order = np.moveaxis(order, -1, dimension)
+    """A stable sort (which satisfies both settings of is_stable); NaNs go last, as in XLA."""
+    if len(operands) == 1:
+        return [np.sort(operands[0], axis=dimension, kind="stable")]
+    if num_keys == 1:
+        order = np.argsort(operands[0], axis=dimension, kind="stable")
+    else:
+        # lexsort sorts by its last key first, along the last axis.
+        keys = [np.moveaxis(k, dimension, -1) for k in reversed(operands[:num_keys])]
+        order = np.moveaxis(np.lexsort(keys, axis=-1), -1, dimension)
     return [np.take_along_axis(x, order, dimension) for x in operands]
 
 
