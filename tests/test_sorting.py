@@ -142,3 +142,9 @@ def test_array_methods():
     np.testing.assert_array_equal(x.take(np.array([4, 0])), [0, 3])
     np.testing.assert_array_equal(x.nonzero(size=5, fill_value=-1)[1], [0, 1, 2, 2, -1])
     np.testing.assert_array_equal(x[0].sort().searchsorted(2), 1)
+
+
+def test_bfloat16_sorts_nan_last():
+    x = jnp.asarray(np.array([3.0, -1.0, np.nan, 2.0], np.float32)).astype(jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(jnp.sort(x), np.float32), [-1.0, 2.0, 3.0, np.nan])
+    np.testing.assert_array_equal(jnp.argsort(x), [1, 3, 0, 2])

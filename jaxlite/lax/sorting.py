@@ -15,15 +15,19 @@ from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
 
+def _sortable(key):
+    """Keys numpy orders correctly: ml_dtypes' bfloat16 sorts NaN wrongly, float32 does not."""
+    return key.astype(np.float32) if key.dtype == dtypes.bfloat16 else key
+
+
 def _sort_impl(*operands, dimension, is_stable, num_keys):
     """A stable sort (which satisfies both settings of is_stable); NaNs go last, as in XLA."""
-    if len(operands) == 1:
-        return [np.sort(operands[0], axis=dimension, kind="stable")]
+    keys = [_sortable(k) for k in operands[:num_keys]]
     if num_keys == 1:
-        order = np.argsort(operands[0], axis=dimension, kind="stable")
+        order = np.argsort(keys[0], axis=dimension, kind="stable")
     else:
         # lexsort sorts by its last key first, along the last axis.
-        keys = [np.moveaxis(k, dimension, -1) for k in reversed(operands[:num_keys])]
+        keys = [np.moveaxis(k, dimension, -1) for k in reversed(keys)]
         order = np.moveaxis(np.lexsort(keys, axis=-1), -1, dimension)
     return [np.take_along_axis(x, order, dimension) for x in operands]
 
