@@ -121,17 +121,17 @@ def _point_indices(operand_shape, indices, slice_sizes, dnums):
         starts[axis] = indices[..., k].astype(np.int64)
     for axis, index_axis in zip(dnums.operand_batching_dims, dnums.start_indices_batching_dims):
         starts[axis] = _iota_along(batch_shape, index_axis)
+    window_shape = _window_shape_of(windows, slice_sizes)
+    offsets_shape = (1,) * len(batch_shape) + window_shape
     in_bounds = np.ones(batch_shape, bool)
     points = []
     for axis, (start, size, window) in enumerate(zip(starts, operand_shape, slice_sizes)):
         in_bounds &= (start >= 0) & (start <= size - window)
         start = np.clip(start, 0, size - window).reshape(batch_shape + (1,) * len(windows))
         if axis in windows:
-            start = start + _iota_along((1,) * len(batch_shape) + _window_shape_of(
-                windows, slice_sizes), len(batch_shape) + windows.index(axis))
+            start = start + _iota_along(offsets_shape, len(batch_shape) + windows.index(axis))
         points.append(start)
-    full = batch_shape + _window_shape_of(windows, slice_sizes)
-    return tuple(np.broadcast_to(p, full) for p in points), in_bounds
+    return tuple(np.broadcast_to(p, batch_shape + window_shape) for p in points), in_bounds
 
 
 def _window_shape_of(windows, slice_sizes):

@@ -87,9 +87,9 @@ def _classify(entry, position):
                         "use None to add an axis")
     if isinstance(entry, (int, np.integer)):
         return [operator.index(entry)], 1
-    if isinstance(entry, float):
+    if isinstance(entry, (float, np.floating)):
         raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
-                        f"float at position {position}, indexer value {entry!r}")
+                        f"{type(entry).__name__} at position {position}, indexer value {entry!r}")
     if not _is_array_entry(entry):
         raise TypeError(f"unsupported index {entry!r} of type {type(entry).__name__} at position {position}")
     dtype = _check_entry_dtype(entry, position)
