@@ -177,3 +177,25 @@ def test_reduce_window_derivatives_and_vmap():
                    [x.astype(np.float32)], in_axes=1)
     with pytest.raises(ValueError, match="identity"):
         lax.reduce_window(x, 1.0, lax.add, (1, 2, 2), (1, 1, 1), "VALID")
+
+
+@pytest.mark.parametrize("groups", [(1, 2), (2, 1), (1, 3)])
+def test_group_counts_transpose_and_vmap(groups):
+    """Batch groups appear in the rhs transpose of feature-grouped convolutions
+    (so in second derivatives); both kinds must transpose and batch."""
+    g, b = groups
+    rng = np.random.default_rng(5)
+    params = dict(window_strides=(2,), padding=((1, 0),), lhs_dilation=(1,), rhs_dilation=(2,),
+                  feature_group_count=g, batch_group_count=b)
+    lhs, rhs = rng.standard_normal((6, 2 * g, 7)), rng.standard_normal((6, 2, 3))
+    out_shape = convolution.conv_general_dilated_p.bind(jaxlite.numpy.asarray(lhs),
+                                                        jaxlite.numpy.asarray(rhs), **params).shape
+    ct = rng.standard_normal(out_shape)
+    for linear in ([0], [1]):
+        check_transpose(convolution.conv_general_dilated_p, ct, [lhs, rhs], linear, params)
+    lhs_batch = rng.standard_normal((3,) + lhs.shape).astype(np.float32)
+    rhs_batch = rng.standard_normal((3,) + rhs.shape).astype(np.float32)
+    conv = lambda x, w: convolution.conv_general_dilated_p.bind(x, w, **params)
+    for in_axes in [(0, None), (None, 0), (0, 0)]:
+        args = [a[0] if d is None else a for a, d in zip((lhs_batch, rhs_batch), in_axes)]
+        check_vmap(conv, args, in_axes, rtol=1e-5)

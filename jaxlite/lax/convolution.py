@@ -136,30 +136,36 @@ def _canonical_conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilatio
 def _transpose_lhs(ct, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                    feature_group_count, batch_group_count):
     """A convolution of the (stride-dilated) cotangent with the flipped kernel,
-    input and output features swapped within each group."""
-    if batch_group_count != 1:
-        raise NotImplementedError("the transpose of a convolution with batch_group_count > 1")
+    input and output features swapped within each group.
+
+    With batch groups, the cotangent's feature groups are the batch groups: the
+    result comes out with the groups in its features and is moved to the batch.
+    """
     lhs_shape = lhs.aval.shape
     extent = dilate_shape(rhs.shape[2:], rhs_dilation)
     in_shape = dilate_shape(lhs_shape[2:], lhs_dilation)
     out_shape = dilate_shape(ct.shape[2:], window_strides)
     before = [e - lo - 1 for e, (lo, _) in zip(extent, padding)]
     after = [n + e - 1 - o - b for n, e, o, b in zip(in_shape, extent, out_shape, before)]
-    g = feature_group_count
+    g = feature_group_count * batch_group_count
     o, i = rhs.shape[:2]
     kernel = reshape(rhs, (g, o // g, i) + rhs.shape[2:])
     kernel = transpose(kernel, (0, 2, 1) + tuple(range(3, kernel.ndim)))
     kernel = rev(reshape(kernel, (g * i, o // g) + rhs.shape[2:]), tuple(range(2, rhs.ndim)))
-    return _canonical_conv(ct, kernel, lhs_dilation, tuple(zip(before, after)), window_strides,
-                           rhs_dilation, g)
+    out = _canonical_conv(ct, kernel, lhs_dilation, tuple(zip(before, after)), window_strides,
+                          rhs_dilation, g)
+    if batch_group_count == 1:
+        return out
+    nb, c = out.shape[0], lhs_shape[1]
+    out = reshape(out, (nb, batch_group_count, c) + out.shape[2:])
+    out = transpose(out, (1, 0) + tuple(range(2, out.ndim)))
+    return reshape(out, lhs_shape)
 
 
 def _transpose_rhs(ct, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                    feature_group_count, batch_group_count):
     """A convolution of the input (batch and features swapped) with the cotangent
-    as kernel; feature groups become batch groups."""
-    if batch_group_count != 1:
-        raise NotImplementedError("the transpose of a convolution with batch_group_count > 1")
+    as kernel; feature groups and batch groups trade places."""
     rhs_shape = rhs.aval.shape
     extent = dilate_shape(rhs_shape[2:], rhs_dilation)
     in_shape = dilate_shape(lhs.shape[2:], lhs_dilation)
@@ -167,42 +173,63 @@ def _transpose_rhs(ct, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dila
     pads = [(lo, (o - n) + (e - lo - 1)) for (lo, _), o, n, e in zip(padding, out_shape, in_shape, extent)]
     swap = (1, 0) + tuple(range(2, lhs.ndim))
     out = _canonical_conv(transpose(lhs, swap), transpose(ct, swap), rhs_dilation, pads,
-                          lhs_dilation, window_strides, 1, feature_group_count)
+                          lhs_dilation, window_strides, batch_group_count, feature_group_count)
     return transpose(out, swap)
 
 
 ad.defbilinear(conv_general_dilated_p, _transpose_lhs, _transpose_rhs)
 
 
+def _merge_groups(x, groups):
+    """(size, groups * m, ...) -> (groups * size * m, ...): the vmapped axis folded
+    inside each group, so the groups stay contiguous runs."""
+    size, m = x.shape[0], x.shape[1] // groups
+    x = reshape(x, (size, groups, m) + x.shape[2:])
+    x = transpose(x, (1, 0) + tuple(range(2, x.ndim)))
+    return reshape(x, (groups * size * m,) + x.shape[3:])
+
+
+def _split_groups(x, axis, groups, size):
+    """Undo _merge_groups on `axis` of x: (..., groups * size * m, ...) -> (..., size, groups * m, ...)."""
+    m = x.shape[axis] // (groups * size)
+    x = reshape(x, x.shape[:axis] + (groups, size, m) + x.shape[axis + 1:])
+    x = transpose(x, tuple(range(axis)) + (axis + 1, axis) + tuple(range(axis + 2, x.ndim)))
+    return reshape(x, x.shape[:axis] + (size, groups * m) + x.shape[axis + 3:])
+
+
 def _conv_batch(args, dims, feature_group_count, batch_group_count, **params):
-    """Fold the vmapped axis into the batch (lhs), the output features (rhs), or,
-    when both are batched, into the feature groups."""
+    """Fold the vmapped axis into the lhs batch or the rhs output features (inside
+    each group), or, when both are batched, into more groups."""
     (lhs, rhs), (d_lhs, d_rhs) = args, dims
-    if batch_group_count != 1:
-        raise NotImplementedError("vmap of a convolution with batch_group_count > 1")
-    g = feature_group_count
+    groups = dict(feature_group_count=feature_group_count, batch_group_count=batch_group_count)
     if d_rhs is None:
         lhs = move_dim(lhs, d_lhs, 0)
-        size, n = lhs.shape[:2]
-        out = _canonical_conv(reshape(lhs, (size * n,) + lhs.shape[2:]), rhs, feature_group_count=g, **params)
-        return reshape(out, (size, n) + out.shape[1:]), 0
+        size = lhs.shape[0]
+        out = _canonical_conv(_merge_groups(lhs, batch_group_count), rhs, **groups, **params)
+        return reshape(out, (size, out.shape[0] // size) + out.shape[1:]), 0
     rhs = move_dim(rhs, d_rhs, 0)
-    size, o, i = rhs.shape[:3]
-    spatial = rhs.shape[3:]
+    size, o = rhs.shape[:2]
     if d_lhs is None:
-        # Output features are grouped (group, batch, per-group feature) so groups stay contiguous.
-        kernel = transpose(reshape(rhs, (size, g, o // g, i) + spatial), (1, 0) + tuple(range(2, rhs.ndim + 1)))
-        out = _canonical_conv(lhs, reshape(kernel, (g * size * (o // g), i) + spatial),
-                              feature_group_count=g, **params)
-        out = reshape(out, (out.shape[0], g, size, o // g) + out.shape[2:])
-        out = transpose(out, (0, 2, 1) + tuple(range(3, out.ndim)))
-        return reshape(out, (out.shape[0], size, o) + out.shape[4:]), 1
-    lhs = move_dim(lhs, d_lhs, 1)  # N, batch, C, spatial...
-    n, c = lhs.shape[0], lhs.shape[2]
-    folded = reshape(lhs, (n, size * c) + lhs.shape[3:])
-    out = _canonical_conv(folded, reshape(rhs, (size * o, i) + spatial), feature_group_count=size * g,
-                          **params)
-    return reshape(out, (n, size, o) + out.shape[2:]), 1
+        all_groups = feature_group_count * batch_group_count
+        out = _canonical_conv(lhs, _merge_groups(rhs, all_groups), **groups, **params)
+        return _split_groups(out, 1, all_groups, size), 1
+    lhs = move_dim(lhs, d_lhs, 0)
+    kernel = reshape(rhs, (size * o,) + rhs.shape[2:])
+    if batch_group_count > 1:
+        folded = reshape(lhs, (size * lhs.shape[1],) + lhs.shape[2:])
+        out = _canonical_conv(folded, kernel, feature_group_count=1,
+                              batch_group_count=size * batch_group_count, **params)
+    else:
+        folded = _fold_into_features(lhs)
+        out = _canonical_conv(folded, kernel, feature_group_count=size * feature_group_count,
+                              batch_group_count=1, **params)
+    return reshape(out, (out.shape[0], size, o) + out.shape[2:]), 1
+
+
+def _fold_into_features(lhs):
+    """(size, N, C, ...) -> (N, size * C, ...)."""
+    lhs = transpose(lhs, (1, 0) + tuple(range(2, lhs.ndim)))
+    return reshape(lhs, (lhs.shape[0], lhs.shape[1] * lhs.shape[2]) + lhs.shape[3:])
 
 
 batching.batch_rules[conv_general_dilated_p] = _conv_batch
