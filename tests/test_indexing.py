@@ -171,3 +171,44 @@ def test_empty_ellipsis_still_separates_advanced_indices():
     for index in [(slice(1, 4), i, Ellipsis, i), (slice(1, 4), i, i, Ellipsis)]:
         np.testing.assert_array_equal(jnp.asarray(x)[index], x[index])
     assert x[slice(1, 4), i, Ellipsis, i].shape == (2, 3)  # advanced dims first: separated
+
+
+# ---------------------------------------------------------------- index routines
+
+
+def test_put_along_axis_inverts_take_along_axis():
+    x = _array((3, 4), np.float32)
+    order = np.argsort(x, axis=1, kind="stable")
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    expected = x.copy()
+    np.put_along_axis(expected, order, values, axis=1)
+    np.testing.assert_array_equal(jnp.put_along_axis(x, order, values, 1, inplace=False), expected)
+    with pytest.raises(ValueError, match="inplace=False"):
+        jnp.put_along_axis(x, order, values, 1)
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data())
+def test_unravel_and_ravel_multi_index(shape, data):
+    total = int(np.prod(shape))
+    flat = np.array(data.draw(st.lists(st.integers(0, total - 1), min_size=1, max_size=5)))
+    coordinates = jnp.unravel_index(flat, shape)
+    for ours, theirs in zip(coordinates, np.unravel_index(flat, shape)):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(jnp.ravel_multi_index(coordinates, shape), flat)
+    wild = [np.array(data.draw(st.lists(st.integers(-6, 6), min_size=2, max_size=2))) for _ in shape]
+    for mode in ("clip", "wrap"):
+        np.testing.assert_array_equal(jnp.ravel_multi_index(wild, shape, mode=mode),
+                                      np.ravel_multi_index(wild, shape, mode=mode))
+
+
+def test_unravel_index_clamps_and_ravel_raise_checks():
+    np.testing.assert_array_equal(jnp.unravel_index(np.array([-1, 7, -30]), (2, 3))[1], [2, 2, 0])
+    with pytest.raises(ValueError, match="invalid entry"):
+        jnp.ravel_multi_index((np.array([2]), np.array([0])), (2, 3))
+
+
+def test_ix():
+    x = np.arange(20).reshape(4, 5)
+    rows, cols = np.array([0, 3]), np.array([4, 0, 1])
+    np.testing.assert_array_equal(jnp.asarray(x)[jnp.ix_(rows, cols)], x[np.ix_(rows, cols)])

@@ -148,3 +148,16 @@ def test_bfloat16_sorts_nan_last():
     x = jnp.asarray(np.array([3.0, -1.0, np.nan, 2.0], np.float32)).astype(jnp.bfloat16)
     np.testing.assert_array_equal(np.asarray(jnp.sort(x), np.float32), [-1.0, 2.0, 3.0, np.nan])
     np.testing.assert_array_equal(jnp.argsort(x), [1, 3, 0, 2])
+
+
+def test_compress_and_extract():
+    a = np.arange(12).reshape(3, 4)
+    condition = np.array([True, False, True])
+    np.testing.assert_array_equal(jnp.compress(condition, a, axis=0), np.compress(condition, a, axis=0))
+    np.testing.assert_array_equal(jnp.compress(condition, a), np.compress(condition, a))
+    np.testing.assert_array_equal(jnp.compress(condition, a, axis=0, size=3, fill_value=-1),
+                                  np.concatenate([a[[0, 2]], np.full((1, 4), -1)]))
+    mask = a % 3 == 0
+    np.testing.assert_array_equal(jnp.extract(mask, a), np.extract(mask, a))
+    np.testing.assert_array_equal(jnp.extract(mask, a, size=5, fill_value=-1), [0, 3, 6, 9, -1])
+    check_vmap(lambda c, r: jnp.compress(c, r, size=2), [a % 2 == 0, a])

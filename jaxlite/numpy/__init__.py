@@ -22,9 +22,10 @@ from jaxlite.numpy.ufuncs import (abs, absolute, add, arctan2, around, bitwise_a
                                   subtract, tanh, true_divide)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
 from jaxlite.numpy import linalg
-from jaxlite.numpy.indexing import take, take_along_axis
-from jaxlite.numpy.sorting import (argsort, argwhere, flatnonzero, lexsort, nonzero, searchsorted,
-                                   sort, unique, where)
+from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
+                                    unravel_index)
+from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,
+                                   nonzero, searchsorted, sort, unique, where)
 from jaxlite.numpy.convolve import convolve, correlate
 
 _install_array_methods()

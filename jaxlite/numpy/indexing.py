@@ -18,7 +18,7 @@ import numpy as np
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
-from jaxlite.core.errors import NonConcreteBooleanIndexError
+from jaxlite.core.errors import NonConcreteBooleanIndexError, concretization_error
 from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import as_operand
 from jaxlite.lax.slicing import GatherDimensionNumbers, ScatterDimensionNumbers
@@ -456,3 +456,81 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
 def _except(shape, axis):
     return shape[:axis] + shape[axis + 1:]
+
+
+def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
+    """arr with `values` written at `indices` along `axis` (the inverse of take_along_axis).
+
+    jaxlite arrays are immutable: pass inplace=False, as in JAX.
+    """
+    if inplace:
+        raise ValueError("jaxlite arrays are immutable: call put_along_axis with inplace=False")
+    (arr,) = promote_and_broadcast("put_along_axis", arr)
+    indices = _index_operand("put_along_axis", indices)
+    if axis is None:
+        return lax.reshape(put_along_axis(lax.reshape(arr, (arr.size,)), lax.reshape(indices, (indices.size,)),
+                                          values, 0, inplace=False, mode=mode), arr.shape)
+    axis = canonicalize_axis(axis, arr.ndim)
+    grid = tuple(indices if d == axis else
+                 np.arange(arr.shape[d]).reshape((-1,) + (1,) * (arr.ndim - 1 - d))
+                 for d in range(arr.ndim))
+    return arr.at[grid].set(values, mode=mode)
+
+
+def ix_(*args):
+    """Open-mesh index arrays: the i-th 1-d argument shaped to vary along axis i."""
+    out = []
+    for i, a in enumerate(args):
+        (a,) = promote_and_broadcast("ix_", a)
+        if a.ndim != 1:
+            raise ValueError(f"ix_: arguments must be 1-dimensional, got shape {a.shape} at position {i}")
+        out.append(lax.reshape(a, (1,) * i + (a.size,) + (1,) * (len(args) - i - 1)))
+    return tuple(out)
+
+
+def unravel_index(indices, shape):
+    """Flat indices as a tuple of coordinate arrays; out-of-range indices are clamped, as in JAX."""
+    indices = _index_operand("unravel_index", indices)
+    shape = tuple(int(n) for n in shape)
+    total = int(np.prod(shape))
+    clipped = lax.clamp(lax.full_like(indices, -total), indices, lax.full_like(indices, total - 1))
+    flat = _normalized(clipped, total)
+    coordinates, stride = [], total
+    for n in shape:
+        stride //= n
+        coordinates.append(lax.rem(lax.div(flat, lax.full_like(flat, stride)), lax.full_like(flat, n)))
+    return tuple(coordinates)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """Coordinate arrays to flat indices; mode "clip" or "wrap" handles out-of-range ones."""
+    if order != "C":
+        raise NotImplementedError("ravel_multi_index supports order='C' only")
+    dims = tuple(int(n) for n in dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"ravel_multi_index: {len(multi_index)} coordinate arrays for {len(dims)} dims")
+    coordinates = [_index_operand("ravel_multi_index", i) for i in multi_index]
+    coordinates = promote_and_broadcast("ravel_multi_index", *coordinates)
+    flat, stride = lax.full(np.shape(coordinates[0]), 0, dtypes.int32), int(np.prod(dims))
+    for i, n in zip(coordinates, dims):
+        stride //= n
+        flat = lax.add(flat, lax.mul(_coordinate_in_range(i, n, mode), lax.full_like(flat, stride)))
+    return flat
+
+
+def _coordinate_in_range(i, n, mode):
+    i = lax.convert_element_type(i, dtypes.int32)
+    if mode == "clip":
+        return lax.clamp(lax.full_like(i, 0), i, lax.full_like(i, n - 1))
+    if mode == "wrap":
+        size = lax.full_like(i, n)
+        return lax.rem(lax.add(lax.rem(i, size), size), size)
+    if mode != "raise":
+        raise ValueError(f"ravel_multi_index: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
+    value = _concrete(i)
+    if value is None:
+        raise concretization_error(i, "concrete coordinates (mode='raise' checks them; "
+                                      "use mode='clip' or mode='wrap' under a transformation)")
+    if np.any((value < 0) | (value >= n)):
+        raise ValueError("invalid entry in coordinates array")
+    return i

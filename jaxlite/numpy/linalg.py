@@ -56,8 +56,7 @@ def solve(a, b):
 
 def inv(a):
     (a,) = _matrices("inv", a)
-    identity = broadcast_to(identity_like(a), a.shape)
-    return solve(a, identity)
+    return solve(a, identity_like(a))
 
 
 def _lu_diagonal_and_parity(a):

@@ -211,3 +211,28 @@ def _concrete_unique(value, dtype, return_index, return_inverse, return_counts):
         return lax.convert_element_type(outs, dtype)
     return (lax.convert_element_type(outs[0], dtype),) + tuple(
         lax.convert_element_type(o, dtypes.int32) for o in outs[1:])
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0):
+    """The slices of `a` along `axis` where the 1-d condition holds (padded to `size`)."""
+    check_arraylike("compress", condition, a)
+    (a,) = promote_and_broadcast("compress", a)
+    if axis is None:
+        a, axis = lax.reshape(a, (a.size,)), 0
+    axis = canonicalize_axis(axis, a.ndim)
+    (condition,) = promote_and_broadcast("compress", condition)
+    if condition.ndim != 1 or condition.size > a.shape[axis]:
+        raise ValueError(f"compress: condition must be 1-d and no longer than axis {axis} of "
+                         f"shape {a.shape}, got shape {condition.shape}")
+    if size is None:
+        (positions,) = nonzero(condition)
+        return take(a, positions, axis=axis)
+    # Padding positions point past the end, so the filling gather writes fill_value there.
+    (positions,) = nonzero(condition, size=size, fill_value=a.shape[axis])
+    return take(a, positions, axis=axis, mode="fill", fill_value=fill_value)
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    check_arraylike("extract", condition, arr)
+    flat = lambda x: lax.reshape(promote_and_broadcast("extract", x)[0], (np.size(x),))
+    return compress(flat(condition), flat(arr), size=size, fill_value=fill_value)
