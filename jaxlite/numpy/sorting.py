@@ -4,6 +4,8 @@ Functions whose result size depends on the data (nonzero, argwhere, the
 one-argument where) need a static `size=` under tracing, as in JAX; they are
 built on a stable sort, which moves the selected positions to the front in order.
 """
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from jaxlite import lax
@@ -176,24 +178,37 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         return _concrete_unique(_concrete_or_error(ar, "unique"), ar.dtype, return_index,
                                 return_inverse, return_counts)
     values, perm = _sorted_with_positions(flat, 0, False)
-    starts = lax.ne(lax.slice(values, (1,), (flat.size,)), lax.slice(values, (0,), (flat.size - 1,)))
-    is_first = lax.concatenate([lax.full((1,), True, dtypes.bool_), starts], 0)
-    # One position beyond `size` tells where the last kept run of equal values ends.
-    order, valid = _first_nonzero_positions(is_first, int(size) + 1)
-    following, next_valid = lax.slice(order, (1,), (size + 1,)), lax.slice(valid, (1,), (size + 1,))
-    order, valid = lax.slice(order, (0,), (size,)), lax.slice(valid, (0,), (size,))
+    runs = _runs_of_equal_values(values, int(size))
     fill = lax.reduce_min(flat, (0,)) if fill_value is None else lax.convert_element_type(fill_value, flat.dtype)
-    uniques = lax.select_n(valid, lax.broadcast(fill, (size,)), take(values, order, mode="clip"))
+    uniques = lax.select_n(runs.valid, lax.broadcast(fill, (size,)), take(values, runs.starts, mode="clip"))
     results = [uniques]
     zero = lax.full((size,), 0, dtypes.int32)
     if return_index:
-        results.append(lax.select_n(valid, zero, take(perm, order, mode="clip")))
+        results.append(lax.select_n(runs.valid, zero, take(perm, runs.starts, mode="clip")))
     if return_inverse:
-        results.append(_count_below(uniques, valid, ar))
+        results.append(_count_below(uniques, runs.valid, ar))
     if return_counts:
-        ends = lax.select_n(next_valid, lax.full((size,), flat.size, dtypes.int32), following)
-        results.append(lax.select_n(valid, zero, lax.sub(ends, order)))
+        results.append(lax.select_n(runs.valid, zero, lax.sub(runs.ends, runs.starts)))
     return results[0] if len(results) == 1 else tuple(results)
+
+
+class _Runs(NamedTuple):
+    """The first `size` runs of equal values in a sorted 1-d array: where each
+    starts and ends, and which of the `size` slots hold a real run."""
+    starts: Any
+    ends: Any
+    valid: Any
+
+
+def _runs_of_equal_values(values, size):
+    n = values.shape[0]
+    changes = lax.ne(lax.slice(values, (1,), (n,)), lax.slice(values, (0,), (n - 1,)))
+    is_first = lax.concatenate([lax.full((1,), True, dtypes.bool_), changes], 0)
+    # One run beyond `size` tells where the last kept run ends.
+    starts, valid = _first_nonzero_positions(is_first, size + 1)
+    following = lax.slice(starts, (1,), (size + 1,))
+    ends = lax.select_n(lax.slice(valid, (1,), (size + 1,)), lax.full((size,), n, dtypes.int32), following)
+    return _Runs(lax.slice(starts, (0,), (size,)), ends, lax.slice(valid, (0,), (size,)))
 
 
 def _count_below(uniques, valid, ar):
