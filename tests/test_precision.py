@@ -1,0 +1,247 @@
+"""Precision lowering: bf16/int8 transforms, their compositions, and the low-precision GEMMs."""
+import functools
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax, precision
+from jaxlite.core.ir import typecheck
+from jaxlite.examples import mlp
+
+RNG = np.random.default_rng(0)
+
+
+def normal(*shape):
+    return RNG.normal(size=shape).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def trained_mlp():
+    """A 2-32-32-2 MLP trained on two spirals with the numpy baseline, plus test points."""
+    params = mlp.init_params([2, 32, 32, 2], seed=0)
+    x, labels = mlp.two_spirals(200, seed=0)
+    y = mlp.one_hot(labels, 2)
+    for _ in range(600):
+        params, _ = mlp.numpy_train_step(params, x, y, 0.3)
+    test_x, test_labels = mlp.two_spirals(500, seed=1)
+    return params, test_x, test_labels
+
+
+def predict(params, x):
+    return mlp.logits(jnp, params, x)
+
+
+def accuracy(logits, labels):
+    return float(np.mean(np.asarray(logits).argmax(1) == labels))
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+def test_trained_mlp_is_accurate_in_float32():
+    params, x, labels = trained_mlp()
+    assert accuracy(predict(params, x), labels) > 0.9
+
+
+@pytest.mark.parametrize("lowering, tolerance", [
+    (precision.bf16, 0.02),
+    (functools.partial(precision.bf16, elementwise=True), 0.02),
+    (precision.int8, 0.05),
+])
+def test_lowered_predictions_are_close_to_float32(lowering, tolerance):
+    params, x, labels = trained_mlp()
+    (result,) = precision.compare(predict, lowering(predict), params, x, verbose=False)
+    assert result.relative_error <= tolerance
+    assert result.argmax_agreement >= 0.99
+    lowered_logits = lowering(predict)(params, x)
+    assert abs(accuracy(lowered_logits, labels) - accuracy(predict(params, x), labels)) <= 0.01
+
+
+def test_compare_prints_each_output(capsys):
+    x, w = normal(8, 5), normal(5, 3)
+    results = precision.compare(lambda x, w: (x @ w, (x @ w).sum()),
+                                precision.bf16(lambda x, w: (x @ w, (x @ w).sum())), x, w)
+    printed = capsys.readouterr().out
+    assert len(results) == 2 and "output 0 (8, 3)" in printed and "argmax agreement" in printed
+    assert results[1].argmax_agreement is None and 0 < results[0].relative_error < 1e-2
+
+
+# ----------------------------------------------------------------------------- semantics
+
+def _bf16_round(x):
+    return np.asarray(x, np.float32).astype(jnp.bfloat16).astype(np.float32)
+
+
+def test_bf16_dot_rounds_operands_and_accumulates_in_float32():
+    x, w = normal(16, 40), normal(40, 8)
+    out = precision.bf16(jnp.matmul)(x, w)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, _bf16_round(x) @ _bf16_round(w), rtol=1e-5, atol=1e-5)
+
+
+def test_int8_dot_matches_a_numpy_reference():
+    x, w = normal(6, 32), normal(32, 5)
+    sx = np.abs(x).max(1, keepdims=True) / 127
+    sw = np.abs(w).max(0, keepdims=True) / 127
+    qx, qw = np.rint(x / sx).astype(np.int32), np.rint(w / sw).astype(np.int32)
+    np.testing.assert_allclose(precision.int8(jnp.matmul)(x, w), (qx @ qw) * sx * sw, rtol=1e-6)
+
+
+def test_int8_batched_dot_general_scales_per_row_and_channel():
+    x, w = normal(3, 4, 16), normal(3, 16, 5)
+    f = lambda x, w: lax.dot_general(x, w, (((2,), (1,)), ((0,), (0,))))
+    lowered = precision.int8(f)(x, w)
+    for b in range(3):
+        np.testing.assert_allclose(lowered[b], precision.int8(jnp.matmul)(x[b], w[b]), rtol=1e-6)
+
+
+def test_int8_of_zero_rows_is_zero():
+    x = np.zeros((2, 8), np.float32)
+    np.testing.assert_array_equal(precision.int8(jnp.matmul)(x, normal(8, 3)), 0)
+
+
+def test_outputs_keep_the_function_types():
+    x, w = normal(4, 8), normal(8, 3)
+    f = lambda x, w: (jnp.maximum(x @ w, 0.0), jnp.arange(3))
+    for lowered in (precision.bf16(f, elementwise=True), precision.int8(f)):
+        out, ints = lowered(x, w)
+        assert out.dtype == np.float32 and ints.dtype == np.int32
+
+
+def test_integer_products_are_not_lowered():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    jaxpr = jaxlite.make_jaxpr(precision.int8(jnp.matmul))(a, a.T)
+    assert "i8" not in str(jaxpr) and "bf16" not in str(jaxpr)
+
+
+# ----------------------------------------------------------------------------- jaxprs
+
+def mlp_layer(x, w, b):
+    z = jnp.maximum(x @ w + b, 0.0)
+    return z - jnp.log(jnp.sum(jnp.exp(z), axis=1, keepdims=True))
+
+
+def test_bf16_jaxpr_shows_bf16_operands_and_float32_accumulation():
+    jaxpr = jaxlite.make_jaxpr(precision.bf16(mlp_layer))(normal(4, 8), normal(8, 3), normal(3))
+    typecheck(jaxpr)
+    text = str(jaxpr)
+    assert "bf16[4,8] = convert_element_type" in text and "preferred_element_type=float32" in text
+    assert "bf16[4,3] = add" not in text   # elementwise stays float32 by default
+
+
+def test_bf16_elementwise_keeps_reductions_and_transcendentals_in_float32():
+    jaxpr = jaxlite.make_jaxpr(precision.bf16(mlp_layer, elementwise=True))(
+        normal(4, 8), normal(8, 3), normal(3))
+    typecheck(jaxpr)
+    out_dtypes = {eqn.primitive.name: eqn.outputs[0].aval.dtype for eqn in jaxpr.jaxpr.eqns}
+    assert out_dtypes["add"] == jnp.bfloat16 and out_dtypes["max"] == jnp.bfloat16
+    for name in ("exp", "log", "reduce_sum"):
+        assert out_dtypes[name] == np.float32
+    assert jaxpr.out_avals[0].dtype == np.float32
+
+
+def test_int8_jaxpr_shows_int8_operands_and_int32_accumulation():
+    jaxpr = jaxlite.make_jaxpr(precision.int8(mlp_layer))(normal(4, 8), normal(8, 3), normal(3))
+    typecheck(jaxpr)
+    text = str(jaxpr)
+    assert "i8[4,8]" in text and "i8[8,3]" in text and "i32[4,3] = dot_general" in text
+
+
+# ----------------------------------------------------------------------------- compositions
+
+LOWERINGS = [precision.bf16, functools.partial(precision.bf16, elementwise=True), precision.int8]
+
+
+def small_net(x, w1, w2):
+    return jnp.tanh(x @ w1) @ w2
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_vmap_in_either_order_agrees_with_a_loop(lowering):
+    xs, w1, w2 = normal(5, 3, 8), normal(8, 16), normal(16, 4)
+    loop = np.stack([lowering(small_net)(x, w1, w2) for x in xs])
+    outer = jaxlite.vmap(lowering(small_net), (0, None, None))(xs, w1, w2)
+    inner = lowering(jaxlite.vmap(small_net, (0, None, None)))(xs, w1, w2)
+    np.testing.assert_allclose(outer, loop, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(inner, loop, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_vmap_over_weights_agrees_with_a_loop(lowering):
+    x, w1s, w2 = normal(3, 8), normal(4, 8, 16), normal(16, 4)
+    loop = np.stack([lowering(small_net)(x, w1, w2) for w1 in w1s])
+    batched = jaxlite.vmap(lowering(small_net), (None, 0, None))(x, w1s, w2)
+    np.testing.assert_allclose(batched, loop, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_jvp_in_either_order(lowering):
+    args = (normal(3, 8), normal(8, 16), normal(16, 4))
+    tangents = (normal(3, 8), normal(8, 16), normal(16, 4))
+    out, t_out = jaxlite.jvp(lowering(small_net), args, tangents)
+    out_inner, t_inner = lowering(lambda a, t: jaxlite.jvp(small_net, a, t))(args, tangents)
+    np.testing.assert_allclose(out, lowering(small_net)(*args), rtol=1e-6)
+    np.testing.assert_allclose(out_inner, out, rtol=1e-6)
+    # Inside, the lowering also narrows the tangent products; both are close to float32's.
+    _, t_float = jaxlite.jvp(small_net, args, tangents)
+    tolerance = 0.05 if lowering is precision.int8 else 0.02
+    for t in (t_out, t_inner):
+        assert np.linalg.norm(t - t_float) <= tolerance * np.linalg.norm(t_float)
+
+
+def test_int8_jvp_is_the_straight_through_estimator():
+    x, w, x_dot, w_dot = normal(4, 8), normal(8, 3), normal(4, 8), normal(8, 3)
+    _, tangent = jaxlite.jvp(precision.int8(jnp.matmul), (x, w), (x_dot, w_dot))
+    np.testing.assert_allclose(tangent, x_dot @ w + x @ w_dot, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("lowering, tolerance", [(precision.bf16, 0.02), (precision.int8, 0.05)])
+def test_loss_gradients_through_lowering_are_close_to_float32(lowering, tolerance):
+    """The derivative along the float32 gradient g is |g|^2 exactly; lowered, it must stay close
+    (a direction the gradient is large along, so the comparison is not drowned by cancellation)."""
+    params = mlp.init_params([2, 64, 64, 2], seed=3)
+    x, labels = mlp.two_spirals(200, seed=2)
+    y = mlp.one_hot(labels, 2)
+    _, grads = mlp.numpy_loss_and_grads(params, x, y)
+    squared_norm = sum(float(np.sum(gw ** 2) + np.sum(gb ** 2)) for gw, gb in grads)
+    loss = lambda p: mlp.loss(jnp, p, x, y)
+    _, exact = jaxlite.jvp(loss, (params,), (grads,))
+    _, lowered = jaxlite.jvp(lowering(loss), (params,), (grads,))
+    np.testing.assert_allclose(float(exact), squared_norm, rtol=1e-4)
+    assert abs(float(lowered) - squared_norm) <= tolerance * squared_norm
+
+
+def test_make_jaxpr_of_jvp_of_int8_typechecks():
+    f = lambda x, w: jaxlite.jvp(precision.int8(small_net), (x, w, w.T), (x, w, w.T))
+    typecheck(jaxlite.make_jaxpr(f)(normal(2, 5), normal(5, 5)))
+
+
+def test_nested_lowerings_compose():
+    x, w = normal(4, 8), normal(8, 3)
+    out = precision.bf16(precision.int8(jnp.matmul))(x, w)
+    np.testing.assert_allclose(out, precision.int8(jnp.matmul)(x, w), rtol=0.02)
+
+
+# ----------------------------------------------------------------------------- convolution
+
+def conv(x, k):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def test_bf16_convolution_rounds_operands():
+    x, k = normal(2, 6, 6, 3), normal(3, 3, 3, 4)
+    np.testing.assert_allclose(precision.bf16(conv)(x, k), conv(_bf16_round(x), _bf16_round(k)),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_int8_convolution_is_close_and_straight_through():
+    x, k, x_dot = normal(2, 6, 6, 3), normal(3, 3, 3, 4), normal(2, 6, 6, 3)
+    reference = conv(x, k)
+    lowered = precision.int8(conv)(x, k)
+    assert np.linalg.norm(lowered - reference) <= 0.02 * np.linalg.norm(reference)
+    assert "i32[2,4,6,6] = conv_general_dilated" in str(jaxlite.make_jaxpr(precision.int8(conv))(x, k))
+    _, tangent = jaxlite.jvp(precision.int8(conv), (x, k), (x_dot, np.zeros_like(k)))
+    np.testing.assert_allclose(tangent, conv(x_dot, k), rtol=1e-5, atol=1e-5)
+    batched = jaxlite.vmap(precision.int8(conv), (0, None))(x[:, None], k)
+    np.testing.assert_allclose(batched[:, 0], lowered, rtol=1e-6, atol=1e-6)
