@@ -37,7 +37,7 @@ from jaxlite.lower import llvm_target
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
-_ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
+_ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType(), "int32": ir.IntType(32)}
 _WORKSPACE_ALIGN = 64
 # Below this many operand bytes everything sits in L1/L2 and packing costs more than it saves.
 _SMALL_OPERAND_BYTES = 96 * 1024
@@ -155,6 +155,34 @@ def chain(*epilogues):
     return Epilogue("+".join(e.name for e in epilogues), kinds, apply)
 
 
+# ----------------------------------------------------------------------------- inner products
+
+@dataclass(frozen=True, eq=False)
+class InnerProduct:
+    """What one microkernel step multiplies, and with which instruction.
+
+    Every element of A, B and C has the type `dtype`. For the float GEMMs an element is one
+    value and the step is an FMA. Narrow products pack a `group` of consecutive K values
+    into one 32-bit element (two bf16, four int8) and reduce each group into a 32-bit
+    accumulator lane with one instruction (vdpbf16ps, vpdpbusd): the K of the kernel then
+    counts groups, and packing, blocking and epilogues work unchanged.
+    `multiply_add(emitter, builder, a, b, acc)` gets the broadcast A element, a B vector and
+    an accumulator vector and returns the new accumulator.
+    """
+    name: str
+    dtype: str
+    group: int
+    multiply_add: Callable
+
+
+def _fma(emitter, builder, a, b, acc):
+    return builder.call(emitter.intrinsic(f"llvm.fma.{emitter.vector_suffix}", emitter.vec, [emitter.vec] * 3),
+                        [a, b, acc])
+
+
+FMA = {dtype: InnerProduct(dtype, dtype, 1, _fma) for dtype in ("float32", "float64")}
+
+
 # ----------------------------------------------------------------------------- IR helpers
 
 def as_i64(value):
@@ -262,6 +290,7 @@ class GemmSpec:
     b_batch_stride: int
     epilogue: Epilogue | None
     vector_bits: int
+    product: InnerProduct
 
     @property
     def itemsize(self):
@@ -302,19 +331,27 @@ class GemmEmitter:
         self.elem = _ELEMENT_TYPES[spec.dtype]
         self.vec = ir.VectorType(self.elem, blocking.lanes)
         self.module = ir.Module(name=name)
-        suffix = f"v{blocking.lanes}f{8 * spec.itemsize}"
-        self.fma = ir.Function(self.module, ir.FunctionType(self.vec, [self.vec] * 3), "llvm.fma." + suffix)
+        kind = "i" if isinstance(self.elem, ir.IntType) else "f"
+        self.vector_suffix = suffix = f"v{blocking.lanes}{kind}{8 * spec.itemsize}"
         # The i32 alignment operand is the older form; newer LLVMs upgrade it on parsing.
         mask = ir.VectorType(I1, blocking.lanes)
-        self.masked_load = ir.Function(self.module, ir.FunctionType(
-            self.vec, [PTR, ir.IntType(32), mask, self.vec]), f"llvm.masked.load.{suffix}.p0")
-        self.masked_store = ir.Function(self.module, ir.FunctionType(
-            ir.VoidType(), [self.vec, PTR, ir.IntType(32), mask]), f"llvm.masked.store.{suffix}.p0")
+        self.masked_load = self.intrinsic(f"llvm.masked.load.{suffix}.p0", self.vec,
+                                          [PTR, ir.IntType(32), mask, self.vec])
+        self.masked_store = self.intrinsic(f"llvm.masked.store.{suffix}.p0", ir.VoidType(),
+                                           [self.vec, PTR, ir.IntType(32), mask])
         self._functions = {}
         self.row_tiles = -(-spec.m // blocking.mr)
         self.col_tiles = -(-spec.n // blocking.nr)
         self.row_shapes = self._row_shapes()
         self.col_shapes = self._col_shapes()
+
+    def intrinsic(self, name, return_type, arg_types):
+        """The declaration of an LLVM intrinsic (or external function), made once per module."""
+        existing = self.module.globals.get(name)
+        return existing or ir.Function(self.module, ir.FunctionType(return_type, arg_types), name)
+
+    def add(self, builder, x, y):
+        return builder.add(x, y) if isinstance(self.elem, ir.IntType) else builder.fadd(x, y)
 
     def _row_shapes(self):
         """(full, edge) rows per row tile; edge is None when mr divides M."""
@@ -438,7 +475,8 @@ class GemmEmitter:
             address = self.gep(builder, a, builder.add(a_column, as_i64(r * tile.a_row_stride)))
             a_value = splat(builder, builder.load(address, typ=self.elem), self.vec)
             for v in range(tile.nv):
-                updated.append(builder.call(self.fma, [a_value, b_vectors[v], acc[r * tile.nv + v]]))
+                updated.append(self.spec.product.multiply_add(
+                    self, builder, a_value, b_vectors[v], acc[r * tile.nv + v]))
         return updated
 
     def _valid_lanes(self, tile, v):
@@ -450,7 +488,7 @@ class GemmEmitter:
                   for r in range(tile.mr) for v in range(tile.nv)]
 
         def add_c():
-            return [builder.fadd(value, self.load_vector(builder, c, offset, valid))
+            return [self.add(builder, value, self.load_vector(builder, c, offset, valid))
                     for value, (_, _, offset, valid) in zip(acc, places)]
 
         acc = emit_choice(builder, first, lambda: acc, add_c)
@@ -577,9 +615,7 @@ class GemmEmitter:
         return saved
 
     def _mxcsr_intrinsic(self, direction):
-        name = f"llvm.x86.sse.{direction}mxcsr"
-        existing = self.module.globals.get(name)
-        return existing or ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), name)
+        return self.intrinsic(f"llvm.x86.sse.{direction}mxcsr", ir.VoidType(), [PTR])
 
     def _aligned(self, builder, pointer):
         address = builder.ptrtoint(pointer, I64)
@@ -828,22 +864,23 @@ def _check_batched(name, array, dtype, matrix_shape, batch, stride):
 
 
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,
-                 batch_strides=None, epilogue=None, vector_bits=None):
+                 batch_strides=None, epilogue=None, vector_bits=None, product=None):
     """A GemmKernel for C[i] = epilogue(op(A[i]) @ op(B[i])), i < batch; cached per process.
 
     op(A) is A (stored m x k) or, with trans_a, A stored k x m; likewise B (k x n, or n x k
     with trans_b). C is row-major m x n per batch, contiguous. batch_strides gives the
     element strides between batch entries of A and B (default: contiguous; 0 shares B).
-    vector_bits forces 256 (AVX2 tiles) or 512; default: the host's width.
+    vector_bits forces 256 (AVX2 tiles) or 512; default: the host's width. `product` (an
+    InnerProduct) replaces the FMA step; its dtype is then the element type (see gemm_lowp).
     """
-    dtype = np.dtype(dtype).name
-    if dtype not in _ELEMENT_TYPES:
+    dtype = np.dtype(dtype).name if product is None else product.dtype
+    if product is None and dtype not in FMA:
         raise TypeError(f"compile_gemm supports float32 and float64, not {dtype}")
     if min(m, n, k, batch) < 1:
         raise ValueError(f"gemm dimensions must be positive, got m={m} n={n} k={k} batch={batch}")
     a_stride, b_stride = batch_strides or (m * k, k * n)
     spec = GemmSpec(m, n, k, dtype, bool(trans_a), bool(trans_b), batch, a_stride, b_stride,
-                    epilogue, vector_bits or llvm_target.vector_width_bits())
+                    epilogue, vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype])
     return _compile(spec)
 
 

@@ -1,0 +1,130 @@
+"""Low-precision GEMMs against the float32 GEMM: 1024^3 matmul and an MLP inference batch.
+
+Run: PYTHONPATH=. python benchmarks/bench_precision.py
+
+All three are jaxlite's generated kernels (gemm.py's blocking and packing), so the ratios
+measure the inner-product instruction: float32 FMA (16 multiply-adds per instruction),
+vdpbf16ps (32) and vpdpbusd (64). Weights (B) are prepared once, as in inference; the
+bf16/int8 rows include preparing A on every call (the int8 activation offset), and the
+"B repacked per call" rows show the cost when B is not a weight. Best of several repeats,
+since the machine is shared.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_gemm import best_time  # noqa: E402
+
+from jaxlite.core.dtypes import bfloat16  # noqa: E402
+from jaxlite.lower import gemm, gemm_lowp  # noqa: E402
+
+SIZE = 1024
+MLP_SIZES = [784, 1024, 1024, 10]
+MLP_BATCH = 512
+
+
+def matmul_times(threads):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((SIZE, SIZE), dtype=np.float32)
+    b = rng.standard_normal((SIZE, SIZE), dtype=np.float32)
+    out_f32, out_i32 = np.empty((SIZE, SIZE), np.float32), np.empty((SIZE, SIZE), np.int32)
+    f32 = gemm.compile_gemm(SIZE, SIZE, SIZE, "float32")
+    bf16 = gemm_lowp.compile_gemm_bf16(SIZE, SIZE, SIZE)
+    int8 = gemm_lowp.compile_gemm_int8(SIZE, SIZE, SIZE)
+    a16, b16 = a.astype(bfloat16), b.astype(bfloat16)
+    a8 = np.clip(np.rint(a * 30), -127, 127).astype(np.int8)
+    b8 = np.clip(np.rint(b * 30), -127, 127).astype(np.int8)
+    b16_prepared, b8_prepared = bf16.prepare_b(b16), int8.prepare_b(b8)
+    return {
+        "float32": best_time(lambda: f32.run(a, b, out=out_f32, threads=threads)),
+        f"bf16 ({bf16.product.name})": best_time(lambda: bf16.run(a16, b16_prepared, out=out_f32, threads=threads)),
+        f"int8 ({int8.product.name})": best_time(lambda: int8.run(a8, b8_prepared, out=out_i32, threads=threads)),
+        "bf16, B repacked per call": best_time(lambda: bf16.run(a16, b16, out=out_f32, threads=threads)),
+        "int8, B repacked per call": best_time(lambda: int8.run(a8, b8, out=out_i32, threads=threads)),
+    }
+
+
+class MlpInference:
+    """logits = relu(relu(x W1 + b1) W2 + b2) W3 + b3, each layer one kernel (bias+relu fused
+    where the kernel allows). Returns the per-layer kernels' callables."""
+
+    def __init__(self, seed=0):
+        rng = np.random.default_rng(seed)
+        self.layers = [(rng.standard_normal((m, n), dtype=np.float32) / float(np.sqrt(m)),
+                        rng.standard_normal(n, dtype=np.float32) * 0.1)
+                       for m, n in zip(MLP_SIZES[:-1], MLP_SIZES[1:])]
+        self.x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0]), dtype=np.float32)
+
+    def float32(self, threads):
+        kernels = [gemm.compile_gemm(MLP_BATCH, w.shape[1], w.shape[0],
+                                     epilogue=gemm.chain(gemm.BIAS, gemm.RELU) if i < 2 else gemm.BIAS)
+                   for i, (w, _) in enumerate(self.layers)]
+
+        def run():
+            h = self.x
+            for kernel, (w, b) in zip(kernels, self.layers):
+                h = kernel.run(h, w, b, threads=threads)
+            return h
+        return run
+
+    def bf16(self, threads):
+        kernels = [gemm_lowp.compile_gemm_bf16(MLP_BATCH, w.shape[1], w.shape[0],
+                                               epilogue=gemm.chain(gemm.BIAS, gemm.RELU) if i < 2 else gemm.BIAS)
+                   for i, (w, _) in enumerate(self.layers)]
+        weights = [kernel.prepare_b(w.astype(bfloat16)) for kernel, (w, _) in zip(kernels, self.layers)]
+
+        def run():
+            h = self.x
+            for kernel, w, (_, b) in zip(kernels, weights, self.layers):
+                h = kernel.run(h.astype(bfloat16), w, b, threads=threads)
+            return h
+        return run
+
+    def int8(self, threads):
+        kernels = [gemm_lowp.compile_gemm_int8(MLP_BATCH, w.shape[1], w.shape[0]) for w, _ in self.layers]
+        scales, weights = [], []
+        for kernel, (w, _) in zip(kernels, self.layers):
+            scale = np.abs(w).max(axis=0) / 127
+            scales.append(scale.astype(np.float32))
+            weights.append(kernel.prepare_b(np.rint(w / scale).astype(np.int8)))
+
+        def run():
+            h = self.x
+            for i, (kernel, w, w_scale, (_, b)) in enumerate(zip(kernels, weights, scales, self.layers)):
+                row_scale = np.maximum(np.abs(h).max(axis=1, keepdims=True), 1e-30) / 127
+                q = np.rint(h / row_scale).astype(np.int8)
+                h = kernel.run(q, w, threads=threads) * (row_scale * w_scale) + b
+                if i < 2:
+                    np.maximum(h, 0, out=h)
+            return h
+        return run
+
+
+def report(title, times):
+    print(title)
+    base = times["float32"]
+    for name, seconds in times.items():
+        print(f"  {name:32s} {1e3 * seconds:8.2f} ms   {base / seconds:5.2f}x vs float32")
+
+
+def main():
+    for threads in (1, 2):
+        report(f"{SIZE}^3 matmul, {threads} thread(s)", matmul_times(threads))
+    net = MlpInference()
+    for threads in (1, 2):
+        runs = {name: getattr(net, name)(threads) for name in ("float32", "bf16", "int8")}
+        reference = runs["float32"]()
+        report(f"MLP {MLP_SIZES} inference, batch {MLP_BATCH}, {threads} thread(s)",
+               {name: best_time(run) for name, run in runs.items()})
+        for name in ("bf16", "int8"):
+            outputs = runs[name]()
+            error = np.linalg.norm(outputs - reference) / np.linalg.norm(reference)
+            agreement = np.mean(outputs.argmax(1) == reference.argmax(1))
+            print(f"    {name}: relative error {error:.2e}, argmax agreement {100 * agreement:.1f}%")
+
+
+if __name__ == "__main__":
+    main()
