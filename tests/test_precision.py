@@ -245,3 +245,103 @@ def test_int8_convolution_is_close_and_straight_through():
     np.testing.assert_allclose(tangent, conv(x_dot, k), rtol=1e-5, atol=1e-5)
     batched = jaxlite.vmap(precision.int8(conv), (0, None))(x[:, None], k)
     np.testing.assert_allclose(batched[:, 0], lowered, rtol=1e-6, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- kernels
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from jaxlite.core.dtypes import bfloat16  # noqa: E402
+from jaxlite.lower import gemm, gemm_lowp  # noqa: E402
+
+needs_bf16 = pytest.mark.skipif(not gemm_lowp.has_native("bf16"), reason="host lacks AVX512_BF16")
+needs_vnni = pytest.mark.skipif(not gemm_lowp.has_native("int8"), reason="host lacks AVX512_VNNI")
+
+# Shapes reach edge tiles (m, n not multiples of the tile), K not a whole number of groups,
+# and the packed path (operands over 96 KB, or K deeper than one kc slice of words).
+shapes = st.tuples(st.integers(1, 40), st.integers(1, 70), st.integers(1, 40)) | st.sampled_from(
+    [(64, 200, 700), (9, 33, 1100), (130, 100, 257)])
+
+
+def bf16_operands(m, n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(m, k)).astype(bfloat16), rng.normal(size=(k, n)).astype(bfloat16)
+
+
+def int8_operands(m, n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.integers(-128, 128, (m, k)).astype(np.int8),
+            rng.integers(-128, 128, (k, n)).astype(np.int8))
+
+
+@settings(deadline=None, max_examples=12)
+@given(shapes, st.booleans())
+def test_bf16_gemm_matches_numpy(shape, portable):
+    m, n, k = shape
+    a, b = bf16_operands(m, n, k)
+    out = gemm_lowp.compile_gemm_bf16(m, n, k, portable=portable or None)(a, b)
+    wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
+    bound = k * np.finfo(np.float32).eps * (np.abs(wide_a) @ np.abs(wide_b)) + 1e-30
+    assert out.dtype == np.float32
+    assert np.all(np.abs(out - wide_a @ wide_b) <= bound)
+
+
+@settings(deadline=None, max_examples=12)
+@given(shapes, st.booleans())
+def test_int8_gemm_matches_numpy_exactly(shape, portable):
+    m, n, k = shape
+    a, b = int8_operands(m, n, k)
+    out = gemm_lowp.compile_gemm_int8(m, n, k, portable=portable or None)(a, b)
+    np.testing.assert_array_equal(out, a.astype(np.int32) @ b.astype(np.int32))
+
+
+@needs_bf16
+@pytest.mark.parametrize("shape", [(17, 45, 33), (200, 300, 700)])
+def test_bf16_instruction_agrees_with_the_fallback(shape):
+    a, b = bf16_operands(*shape, seed=1)
+    fast = gemm_lowp.compile_gemm_bf16(*shape)
+    fallback = gemm_lowp.compile_gemm_bf16(*shape, portable=True)
+    np.testing.assert_allclose(fast(a, b), fallback(a, b), rtol=1e-6, atol=1e-6)
+
+
+@needs_vnni
+@pytest.mark.parametrize("shape", [(17, 45, 33), (200, 300, 1500)])
+def test_int8_instruction_agrees_with_the_fallback_exactly(shape):
+    a, b = int8_operands(*shape, seed=1)
+    fast = gemm_lowp.compile_gemm_int8(*shape)
+    fallback = gemm_lowp.compile_gemm_int8(*shape, portable=True)
+    np.testing.assert_array_equal(fast(a, b), fallback(a, b))
+
+
+@needs_bf16
+@needs_vnni
+def test_kernels_use_the_dot_product_instructions():
+    assert "vdpbf16ps" in gemm_lowp.compile_gemm_bf16(64, 64, 64).asm()
+    assert "vpdpbusd" in gemm_lowp.compile_gemm_int8(64, 64, 64).asm()
+    for portable in (gemm_lowp.compile_gemm_bf16(64, 64, 64, portable=True),
+                     gemm_lowp.compile_gemm_int8(64, 64, 64, portable=True)):
+        asm = portable.asm()
+        assert "vdpbf16ps" not in asm and "vpdpbusd" not in asm
+
+
+def test_bf16_gemm_with_prepared_weights_epilogue_and_threads():
+    m, n, k = 96, 130, 300
+    a, b = bf16_operands(m, n, k, seed=2)
+    bias = np.random.default_rng(3).normal(size=n).astype(np.float32)
+    kernel = gemm_lowp.compile_gemm_bf16(m, n, k, epilogue=gemm.chain(gemm.BIAS, gemm.RELU))
+    out = kernel.run(a, kernel.prepare_b(b), bias, threads=2)
+    expected = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_int8_gemm_extremes_do_not_overflow_the_offset():
+    a = np.full((8, 64), -128, np.int8)
+    b = np.full((64, 16), -128, np.int8)
+    out = gemm_lowp.compile_gemm_int8(8, 16, 64).run(a, b, threads=2)
+    np.testing.assert_array_equal(out, 64 * 128 * 128)
+
+
+def test_lowp_gemm_rejects_wrong_shapes():
+    kernel = gemm_lowp.compile_gemm_int8(4, 4, 8)
+    with pytest.raises(ValueError, match="shape"):
+        kernel(np.zeros((4, 7), np.int8), np.zeros((8, 4), np.int8))
