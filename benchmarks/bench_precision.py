@@ -84,21 +84,23 @@ class MlpInference:
         return run
 
     def int8(self, threads):
-        kernels = [gemm_lowp.compile_gemm_int8(MLP_BATCH, w.shape[1], w.shape[0]) for w, _ in self.layers]
+        """Activations quantized per row by a compiled pass; dequantization, bias and relu
+        fused into the GEMM's epilogue."""
+        kernels = [gemm_lowp.compile_gemm_int8(
+            MLP_BATCH, w.shape[1], w.shape[0],
+            epilogue=gemm_lowp.DEQUANTIZE_RELU if i < 2 else gemm_lowp.DEQUANTIZE)
+            for i, (w, _) in enumerate(self.layers)]
         scales, weights = [], []
         for kernel, (w, _) in zip(kernels, self.layers):
-            scale = np.abs(w).max(axis=0) / 127
-            scales.append(scale.astype(np.float32))
+            scale = (np.abs(w).max(axis=0) / 127).astype(np.float32)
+            scales.append(scale)
             weights.append(kernel.prepare_b(np.rint(w / scale).astype(np.int8)))
 
         def run():
             h = self.x
-            for i, (kernel, w, w_scale, (_, b)) in enumerate(zip(kernels, weights, scales, self.layers)):
-                row_scale = np.maximum(np.abs(h).max(axis=1, keepdims=True), 1e-30) / 127
-                q = np.rint(h / row_scale).astype(np.int8)
-                h = kernel.run(q, w, threads=threads) * (row_scale * w_scale) + b
-                if i < 2:
-                    np.maximum(h, 0, out=h)
+            for kernel, w, w_scale, (_, b) in zip(kernels, weights, scales, self.layers):
+                words, row_scale = kernel.quantize_a(h)
+                h = kernel.run_words(words, w, row_scale, w_scale, b, threads=threads)
             return h
         return run
 

@@ -345,3 +345,21 @@ def test_lowp_gemm_rejects_wrong_shapes():
     kernel = gemm_lowp.compile_gemm_int8(4, 4, 8)
     with pytest.raises(ValueError, match="shape"):
         kernel(np.zeros((4, 7), np.int8), np.zeros((8, 4), np.int8))
+
+
+@pytest.mark.parametrize("portable", [None, True])
+def test_int8_quantizer_and_dequantizing_epilogue_match_the_transform(portable):
+    m, n, k = 33, 50, 70
+    x, w = normal(m, k), normal(k, n)
+    x[3] = 0     # an all-zero row quantizes to zeros
+    bias = normal(n)
+    kernel = gemm_lowp.compile_gemm_int8(m, n, k, portable=portable, epilogue=gemm_lowp.DEQUANTIZE_RELU)
+    words, row_scale = kernel.quantize_a(x)
+    q_ref, scale_ref = (np.asarray(v) for v in precision.quantize(jnp.asarray(x), (1,)))
+    np.testing.assert_array_equal(row_scale, scale_ref)
+    q_w, w_scale = (np.asarray(v) for v in precision.quantize(jnp.asarray(w), (0,)))
+    out = kernel.run_words(words, kernel.prepare_b(q_w), row_scale, w_scale, bias, threads=2)
+    expected = np.maximum(np.asarray(precision.int8(jnp.matmul)(x, w)) + bias, 0)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    int_kernel = gemm_lowp.compile_gemm_int8(m, n, k, portable=portable)
+    np.testing.assert_array_equal(int_kernel.run_words(words, q_w), q_ref.astype(np.int32) @ q_w.astype(np.int32))

@@ -89,8 +89,8 @@ class Epilogue:
     `apply(ctx, acc)` gets an `EpilogueContext` and the accumulator vector for
     C[ctx.row, ctx.col : ctx.col + lanes] and returns the vector to store. It runs once,
     after the last K slice. Each entry of `arg_kinds` adds one pointer argument to the
-    kernel: "columns" (N values, one per column of C), "tile" (shaped like C) or
-    "scalar" (one value). Epilogues compare by identity, which keys the kernel cache.
+    kernel: "columns" (N values, one per column of C), "rows" (M values, one per row of C,
+    shared by the batch), "tile" (shaped like C) or "scalar" (one value). Epilogues compare by identity, which keys the kernel cache.
     """
     name: str
     arg_kinds: tuple
@@ -109,8 +109,9 @@ class EpilogueContext:
         """The vector of argument `arg_index` matching this accumulator."""
         kind, pointer = self.args[arg_index]
         emitter, builder = self._emitter, self.builder
-        if kind == "scalar":
-            return splat(builder, builder.load(pointer, typ=emitter.elem), emitter.vec)
+        if kind in ("scalar", "rows"):
+            address = emitter.gep(builder, pointer, self.row) if kind == "rows" else pointer
+            return splat(builder, builder.load(address, typ=emitter.elem), emitter.vec)
         offset = self.col
         if kind == "tile":
             offset = builder.add(builder.mul(self.row, as_i64(emitter.spec.n)), self.col)
@@ -184,6 +185,12 @@ FMA = {dtype: InnerProduct(dtype, dtype, 1, _fma) for dtype in ("float32", "floa
 
 
 # ----------------------------------------------------------------------------- IR helpers
+
+def declare(module, name, return_type, arg_types):
+    """The declaration of an LLVM intrinsic (or external function), made once per module."""
+    existing = module.globals.get(name)
+    return existing or ir.Function(module, ir.FunctionType(return_type, arg_types), name)
+
 
 def as_i64(value):
     return ir.Constant(I64, value) if isinstance(value, int) else value
@@ -346,9 +353,7 @@ class GemmEmitter:
         self.col_shapes = self._col_shapes()
 
     def intrinsic(self, name, return_type, arg_types):
-        """The declaration of an LLVM intrinsic (or external function), made once per module."""
-        existing = self.module.globals.get(name)
-        return existing or ir.Function(self.module, ir.FunctionType(return_type, arg_types), name)
+        return declare(self.module, name, return_type, arg_types)
 
     def add(self, builder, x, y):
         return builder.add(x, y) if isinstance(self.elem, ir.IntType) else builder.fadd(x, y)
@@ -837,7 +842,7 @@ class GemmKernel:
                             f"{len(spec.epilogue_kinds)} extra arrays, got {len(extra)}")
         out_shape = (spec.m, spec.n) if spec.batch == 1 else (spec.batch, spec.m, spec.n)
         for index, (kind, array) in enumerate(zip(spec.epilogue_kinds, extra)):
-            shape = {"columns": (spec.n,), "tile": out_shape, "scalar": ()}[kind]
+            shape = {"columns": (spec.n,), "rows": (spec.m,), "tile": out_shape, "scalar": ()}[kind]
             _check_array(f"extra[{index}] ({kind})", array, spec.dtype, shape)
         return [array.ctypes.data for array in (a, b, *extra)]
 

@@ -17,6 +17,8 @@ Hosts without AVX512_BF16 / AVX512_VNNI (or `portable=True`) get the same kernel
 widening multiply-add in place of the instruction; it gives the same int32 results, and
 float32 results equal up to the rounding order of the two products of a bf16 pair.
 """
+import ctypes
+import functools
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -28,6 +30,7 @@ from jaxlite.lower.gemm import Epilogue, InnerProduct
 
 I32 = ir.IntType(32)
 _ACTIVATION_OFFSET = 128
+_INT8_MAX = 127
 
 
 def _words(emitter, builder, vector):
@@ -83,6 +86,27 @@ _UNDO_OFFSET = Epilogue("undo_activation_offset", ("columns",),
                         lambda ctx, acc: ctx.builder.sub(acc, ctx.load(0)))
 
 
+def _dequantizing(relu):
+    """float32(acc) * row_scale * column_scale + bias (then relu), stored as float32 bits in
+    the int32 C: the epilogue runs once, after the last K slice has summed the int32s.
+    The float arguments arrive as int32 views, since every kernel argument has C's type."""
+    def apply(ctx, acc):
+        builder = ctx.builder
+        floats = ir.VectorType(ir.FloatType(), acc.type.count)
+        argument = lambda index: builder.bitcast(ctx.load(index), floats)
+        value = builder.fmul(builder.fmul(builder.sitofp(acc, floats), argument(0)), argument(1))
+        value = builder.fadd(value, argument(2))
+        if relu:
+            value = gemm._relu(ctx, value)
+        return builder.bitcast(value, acc.type)
+    return Epilogue("dequantize" + ("+relu" if relu else ""), ("rows", "columns", "columns"), apply)
+
+
+# Arguments: row scales (m,), column scales (n,), bias (n,), all float32; the output is float32.
+DEQUANTIZE = _dequantizing(relu=False)
+DEQUANTIZE_RELU = _dequantizing(relu=True)
+
+
 def has_native(kind):
     """Whether the host has the instruction for `kind` ("bf16" or "int8") at 512 bits."""
     feature = {"bf16": "avx512bf16", "int8": "avx512vnni"}[kind]
@@ -106,6 +130,7 @@ class LowPrecisionGemm:
         self.product, self.narrow_dtype = product, np.dtype(narrow_dtype)
         self.k_words = -(-k // product.group)
         self.offsets_activations = product is INT8
+        self.dequantizes = epilogue in (DEQUANTIZE, DEQUANTIZE_RELU)
         if self.offsets_activations:
             epilogue = gemm.chain(_UNDO_OFFSET, *([epilogue] if epilogue else []))
         self.kernel = gemm.compile_gemm(m, n, self.k_words, epilogue=epilogue, product=product,
@@ -138,15 +163,80 @@ class LowPrecisionGemm:
             grouped = grouped.view(np.uint8) ^ np.uint8(_ACTIVATION_OFFSET)
         return grouped.view(self.product.dtype)
 
+    def quantize_a(self, x):
+        """Quantize float32 activations x (m x k) per row, as precision.quantize does, straight
+        into A's words: returns (words, row scales). One compiled pass over x."""
+        x = np.ascontiguousarray(x, np.float32)
+        if x.shape != (self.m, self.k) or self.narrow_dtype != np.int8:
+            raise ValueError(f"quantize_a takes float32 activations of shape {(self.m, self.k)} "
+                             f"for an int8 GEMM, got {x.shape}")
+        words = np.empty((self.m, self.k_words), self.product.dtype)
+        scales = np.empty(self.m, np.float32)
+        quantizer = _compile_quantizer(self.k, 4 * self.k_words, self.offsets_activations)
+        quantizer(x.ctypes.data, words.ctypes.data, scales.ctypes.data, 0, self.m)
+        return words, scales
+
     def run(self, a, b, *extra, out=None, threads=1):
         """A @ B (then the epilogue) for a narrow A and a PreparedB (or a narrow B)."""
+        return self.run_words(self.prepare_a(a), b, *extra, out=out, threads=threads)
+
+    def run_words(self, a_words, b, *extra, out=None, threads=1):
+        """Like run, for A already in words (from prepare_a or quantize_a)."""
         if not isinstance(b, PreparedB):
             b = self.prepare_b(b)
         correction = () if b.column_correction is None else (b.column_correction,)
-        return self.kernel.run(self.prepare_a(a), b.words, *correction, *extra, out=out, threads=threads)
+        if self.dequantizes:
+            extra = [np.ascontiguousarray(e, np.float32).view(self.product.dtype) for e in extra]
+            out = np.empty((self.m, self.n), np.float32) if out is None else out
+            self.kernel.run(a_words, b.words, *correction, *extra, out=out.view(self.product.dtype),
+                            threads=threads)
+            return out
+        return self.kernel.run(a_words, b.words, *correction, *extra, out=out, threads=threads)
 
     def __call__(self, a, b, *extra, out=None):
         return self.run(a, b, *extra, out=out)
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_quantizer(k, k_padded, offset):
+    """void(float* x, i8* q, float* scales, i64 row_start, i64 row_end): per row of x (k wide),
+    scale = max(max|x|, 127 * tiny) / 127 and q = clamp(rint(x / scale), -127, 127), xor 128
+    when `offset`, zero(-offset)-padded to k_padded. Scalar loops: LLVM vectorizes them."""
+    module = ir.Module(name="quantize")
+    f32, i8 = ir.FloatType(), ir.IntType(8)
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [gemm.PTR] * 3 + [gemm.I64] * 2), "quantize")
+    x, q, scales, row_start, row_end = function.args
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    call = lambda name, *args: builder.call(gemm.declare(module, f"llvm.{name}.f32", f32, [f32] * len(args)),
+                                            list(args), fastmath=("nnan", "nsz"))
+    fill = ir.Constant(i8, _ACTIVATION_OFFSET if offset else 0)
+
+    def row(r):
+        x_row = builder.gep(x, [builder.mul(r, gemm.as_i64(k))], source_etype=f32)
+        q_row = builder.gep(q, [builder.mul(r, gemm.as_i64(k_padded))], source_etype=i8)
+        element = lambda j: builder.load(builder.gep(x_row, [j], source_etype=f32), typ=f32)
+        (amax,) = gemm.emit_loop(builder, 0, k, lambda j, m: [call("maxnum", m, call("fabs", element(j)))],
+                                 carried=[ir.Constant(f32, 0.0)], name="j")
+        floor = float(np.float32(_INT8_MAX * np.finfo(np.float32).tiny))
+        scale = builder.fdiv(call("maxnum", amax, ir.Constant(f32, floor)), ir.Constant(f32, float(_INT8_MAX)))
+        builder.store(scale, builder.gep(scales, [r], source_etype=f32))
+
+        def quantize(j):
+            value = call("rint", builder.fdiv(element(j), scale))
+            value = call("minnum", call("maxnum", value, ir.Constant(f32, -_INT8_MAX)), ir.Constant(f32, _INT8_MAX))
+            byte = builder.xor(builder.trunc(builder.fptosi(value, I32), i8), fill)
+            builder.store(byte, builder.gep(q_row, [j], source_etype=i8))
+        gemm.emit_loop(builder, 0, k, quantize, name="jq")
+        def pad(j):
+            builder.store(fill, builder.gep(q_row, [j], source_etype=i8))
+        gemm.emit_loop(builder, k, k_padded, pad, name="jp")
+    gemm.emit_loop(builder, row_start, row_end, row, name="r")
+    builder.ret_void()
+    compiled = llvm_target.compile_ir(llvm_target.add_function_attributes(module))
+    signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, ctypes.c_int64, ctypes.c_int64)
+    quantizer = signature(compiled.address("quantize"))
+    quantizer.compiled = compiled   # the machine code lives as long as the function
+    return quantizer
 
 
 def compile_gemm_bf16(m, n, k, epilogue=None, portable=None):
@@ -156,8 +246,11 @@ def compile_gemm_bf16(m, n, k, epilogue=None, portable=None):
     return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue)
 
 
-def compile_gemm_int8(m, n, k, portable=None):
+def compile_gemm_int8(m, n, k, portable=None, epilogue=None):
     """int8 (m x k) @ int8 (k x n) accumulated in int32 (wrapping, as the instructions do).
+    epilogue None gives int32 C; DEQUANTIZE or DEQUANTIZE_RELU give float32 C.
     portable=True forces the widening fallback; None picks vpdpbusd when the host has it."""
+    if epilogue not in (None, DEQUANTIZE, DEQUANTIZE_RELU):
+        raise ValueError("the int8 GEMM takes no epilogue, DEQUANTIZE or DEQUANTIZE_RELU")
     native = has_native("int8") if portable is None else not portable
-    return LowPrecisionGemm(m, n, k, INT8 if native else INT8_PORTABLE, np.int8)
+    return LowPrecisionGemm(m, n, k, INT8 if native else INT8_PORTABLE, np.int8, epilogue)
