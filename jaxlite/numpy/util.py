@@ -47,8 +47,25 @@ def broadcast_to(x, shape):
 
 
 def promote_and_broadcast(name, *args):
+    if _already_uniform(args):
+        return args
     check_arraylike(name, *args)
     return broadcast_arrays(*promote_dtypes(*args))
+
+
+_ARRAY_TYPES = (Array, Tracer)
+
+
+def _already_uniform(args):
+    """The common eager case: arrays of one dtype, shape and weak type need no work."""
+    first = args[0]
+    if not isinstance(first, _ARRAY_TYPES):
+        return False
+    for other in args[1:]:
+        if (not isinstance(other, _ARRAY_TYPES) or other.dtype != first.dtype
+                or other.shape != first.shape or other.weak_type != first.weak_type):
+            return False
+    return True
 
 
 def promote_to_inexact(name, *args):
