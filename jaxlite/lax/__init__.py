@@ -11,3 +11,4 @@ from jaxlite.lax.shapes import (
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
 from jaxlite.lax.dot import dot, dot_general
 
+from jaxlite.lax.gradients import stop_gradient

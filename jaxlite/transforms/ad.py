@@ -266,6 +266,28 @@ def jvp_jaxpr(closed, nonzeros):
     return trace_to_jaxpr(jvp_of_body, avals + tangent_avals, "jvp of a call")
 
 
+def trace_call(fun, args, description):
+    """Trace fun(*args) for a higher-order primitive: (body, operands, out_tree).
+
+    The body is closure-converted, so `operands` are its consts followed by the
+    flattened arguments; binding the primitive on them reproduces fun(*args).
+    """
+    from jaxlite.core.ir import constvars_as_invars
+    from jaxlite.core.staging import abstractify
+    flat_args, in_tree = tree_flatten(tuple(args))
+    flat_args = [as_array_argument(x) for x in flat_args]
+    out_trees = []
+
+    def flat_fun(*leaves):
+        outs, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, leaves)))
+        out_trees.append(out_tree)
+        return outs
+
+    closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args], description)
+    body, consts = constvars_as_invars(closed)
+    return body, consts + flat_args, out_trees[0]
+
+
 def call_jvp_rule(primitive):
     def rule(primals, tangents, jaxpr, **params):
         nonzeros = [not is_zero(t) for t in tangents]

@@ -221,3 +221,27 @@ def _place(x, dim, target, size):
         x = bdim_at_front(x, None, size)
         dim = 0
     return move_dim(x, dim, target)
+
+
+# ---------------------------------------------------------------- call primitives
+
+def batch_jaxpr(closed, dims, axis_size):
+    """The jaxpr of vmap(closed) for inputs batched along `dims`; every output batched at 0."""
+    from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
+    avals = [a if d is None else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
+             for a, d in zip(closed.in_avals, dims)]
+
+    def batched_body(*args):
+        outs, out_dims = batch_flat(jaxpr_as_fun(closed), args, dims, axis_size)
+        return [bdim_at_front(o, d, axis_size) for o, d in zip(outs, out_dims)]
+
+    return trace_to_jaxpr(batched_body, avals, "vmap of a call")
+
+
+def call_batch_rule(primitive):
+    """The batching rule of a primitive whose `jaxpr` param is applied to all operands."""
+    def rule(args, dims, jaxpr, **params):
+        batched = batch_jaxpr(jaxpr, dims, batch_size(args, dims))
+        outs = primitive.bind(*args, jaxpr=batched, **params)
+        return outs, [0] * len(outs)
+    return rule
