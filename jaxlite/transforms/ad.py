@@ -73,11 +73,22 @@ def tangent_aval(aval):
 
 
 def instantiate(t):
-    """A real array for a tangent that may be a symbolic zero."""
+    """A real array for a tangent that may be a symbolic zero.
+
+    While linearizing, the current trace stages the zeros into the linear jaxpr
+    (`instantiate_zero`): made at once, they would be kept as a residual.
+    """
     if not is_zero(t):
         return t
+    trace = current_trace()
+    if hasattr(trace, "instantiate_zero"):
+        return trace.instantiate_zero(t.aval)
+    return zeros(t.aval)
+
+
+def zeros(aval):
     from jaxlite import lax  # lax registers into this module's tables: import lazily
-    return lax.full(t.aval.shape, 0, t.aval.dtype)
+    return lax.full(aval.shape, 0, aval.dtype)
 
 
 def add_tangents(a, b):

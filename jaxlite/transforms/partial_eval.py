@@ -39,12 +39,23 @@ class PartialEvalTrace(JaxprTrace):
     def __init__(self, parent, description="linearize"):
         super().__init__(description)
         self.parent = parent
+        self.staging_everything = False
 
     def is_unknown(self, x):
         return isinstance(x, JaxprTracer) and x._trace is self
 
+    def instantiate_zero(self, aval):
+        """Zeros for a symbolic-zero tangent, built on the staged side (no residual)."""
+        from jaxlite.transforms.ad import zeros
+        self.staging_everything = True
+        try:
+            with set_current_trace(self):
+                return zeros(aval)
+        finally:
+            self.staging_everything = False
+
     def process_primitive(self, primitive, args, params):
-        if not any(self.is_unknown(x) for x in args):
+        if not self.staging_everything and not any(self.is_unknown(x) for x in args):
             with set_current_trace(self.parent):
                 return primitive.bind(*args, **params)
         rule = partial_eval_rules.get(primitive)
