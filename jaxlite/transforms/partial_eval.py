@@ -88,18 +88,24 @@ def split_jaxpr(closed, unknowns, saveable=everything_saveable):
     A known equation needed by the unknown side is normally run on the known
     side and its outputs saved as residuals. When `saveable(eqn)` says no, the
     unknown side recomputes it instead, from its own inputs: this is how
-    checkpoint policies trade memory for recomputation.
+    checkpoint policies trade memory for recomputation. Equations computing
+    constants (from literals only, like instantiated zero tangents) are always
+    recomputed: saving them would cost memory to spare a broadcast.
     """
     jaxpr = closed.jaxpr
     unknown_vars = {v for v, unknown in zip(jaxpr.invars, unknowns) if unknown}
+    constant_vars = set()
     eqn_unknown = []
     for eqn in jaxpr.eqns:
         unknown = any(isinstance(v, Var) and v in unknown_vars for v in eqn.inputs)
         eqn_unknown.append(unknown)
         if unknown:
             unknown_vars.update(eqn.outputs)
+        elif all(not isinstance(v, Var) or v in constant_vars for v in eqn.inputs):
+            constant_vars.update(eqn.outputs)
     out_unknowns = [isinstance(v, Var) and v in unknown_vars for v in jaxpr.outvars]
-    staged, needed = _unknown_side(jaxpr, eqn_unknown, out_unknowns, saveable)
+    staged, needed = _unknown_side(jaxpr, eqn_unknown, out_unknowns,
+                                   lambda eqn: eqn.outputs[0] not in constant_vars and saveable(eqn))
     defined_later = {v for eqn in staged for v in eqn.outputs} | unknown_vars.intersection(jaxpr.invars)
     candidates = jaxpr.constvars + jaxpr.invars + [v for eqn in jaxpr.eqns for v in eqn.outputs]
     residuals = [v for v in candidates if v in needed and v not in defined_later]
@@ -146,11 +152,19 @@ def call_partial_eval_rule(primitive, saveable_of=lambda params: everything_save
             known_results = primitive.bind(*[x for x, u in zip(args, unknowns) if not u],
                                            **dict(params, jaxpr=known))
         num_known = len(known_results) - num_res
-        residuals = known_results[num_known:]
+        residuals = _forward_inputs(params["jaxpr"], unknown, args, known_results[num_known:])
         unknown_args = [x for x, u in zip(args, unknowns) if u]
         staged = trace.stage(primitive, residuals + unknown_args, dict(params, jaxpr=unknown))
         return _merge(out_unknowns, known_results[:num_known], staged)
     return rule
+
+
+def _forward_inputs(closed, unknown, args, residuals):
+    """Residuals that are inputs of the call, taken from the arguments themselves:
+    then an array passed to many calls (a weight) stays one residual, not one per call."""
+    position = {v: i for i, v in enumerate(closed.jaxpr.invars)}
+    res_vars = unknown.jaxpr.invars[:len(residuals)]
+    return [args[position[v]] if v in position else r for v, r in zip(res_vars, residuals)]
 
 
 def _merge(mask, if_false, if_true):
