@@ -185,3 +185,28 @@ def test_custom_vjp_errors():
     f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, ct: (ct, ct))
     with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp"):
         jaxlite.jvp(f, (1.0, 2.0), (1.0, 1.0))
+
+
+def test_rules_may_use_the_differentiation_api():
+    """User rules run inside a JVP rule; their own vjp/jvp calls must stay primal there."""
+    inner = lambda x: jnp.sin(x) * jnp.ones(2)[0]
+
+    @jaxlite.custom_vjp
+    def f(x):
+        return inner(x)
+
+    def f_fwd(x):
+        out, vjp_fun = jaxlite.vjp(inner, x)
+        return out, vjp_fun(jnp.ones_like(out))[0]
+
+    f.defvjp(f_fwd, lambda derivative, ct: (ct * derivative,))
+
+    @jaxlite.custom_jvp
+    def g(x):
+        return inner(x)
+
+    g.defjvp(lambda primals, tangents: jaxlite.jvp(inner, primals, tangents))
+    for fun in (f, g):
+        np.testing.assert_allclose(float(jaxlite.grad(fun)(0.4)), np.cos(0.4), rtol=1e-6)
+        np.testing.assert_allclose(float(jaxlite.grad(lambda x: fun(x) * x)(0.4)),
+                                   np.sin(0.4) + 0.4 * np.cos(0.4), rtol=1e-6)

@@ -73,10 +73,12 @@ def tangent_aval(aval):
 
 
 def instantiate(t):
-    """A real array for a tangent that may be a symbolic zero.
+    """A real array for a tangent that may be a symbolic zero, inside a JVP rule.
 
     While linearizing, the current trace stages the zeros into the linear jaxpr
     (`instantiate_zero`): made at once, they would be kept as a residual.
+    Values handed back to user code (API outputs, cotangents) use `materialize`:
+    user code may run inside a JVP rule, where such a value is not a tangent.
     """
     if not is_zero(t):
         return t
@@ -84,6 +86,11 @@ def instantiate(t):
     if hasattr(trace, "instantiate_zero"):
         return trace.instantiate_zero(t.aval)
     return zeros(t.aval)
+
+
+def materialize(t):
+    """A real array for a value that may be a symbolic zero, made in the current trace."""
+    return zeros(t.aval) if is_zero(t) else t
 
 
 def zeros(aval):
@@ -242,7 +249,7 @@ def jvp(fun, primals, tangents):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     out_primals, out_tangents = jvp_flat(flat_fun, flat_primals, flat_tangents)
     return (tree_unflatten(out_tree[0], out_primals),
-            tree_unflatten(out_tree[0], [instantiate(t) for t in out_tangents]))
+            tree_unflatten(out_tree[0], [materialize(t) for t in out_tangents]))
 
 
 def _check_tangent_type(primal, tangent):
@@ -468,7 +475,7 @@ def _check_cotangent(out, ct):
 def _cotangent_value(ct, primal):
     """Cotangents are arrays for the user; an integer input gets zeros of its own dtype."""
     if is_zero(ct):
-        return instantiate(Zero(ShapedArray(aval_of(primal).shape, aval_of(primal).dtype)))
+        return zeros(aval_of(primal))
     return ct
 
 
@@ -486,7 +493,7 @@ def linearize(fun, *primals):
             _check_tangent_type(p, as_array_argument(t))
         nonzero_outs = iter(eval_jaxpr(linear.jaxpr, linear.consts,
                                        *[as_array_argument(t) for t in flat_tangents]))
-        out_tangents = [next(nonzero_outs) if nonzero else instantiate(zero_like(o))
+        out_tangents = [next(nonzero_outs) if nonzero else zeros(aval_of(o))
                         for o, nonzero in zip(outs, out_nonzero)]
         return tree_unflatten(trees["out"], out_tangents)
 

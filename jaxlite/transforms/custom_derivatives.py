@@ -330,7 +330,7 @@ custom_lin_p.def_abstract_eval(lambda *avals, num_res, rule, out_avals: list(out
 
 
 def _custom_lin_transpose(cts, *args, num_res, rule, out_avals):
-    cts = [ad.instantiate(ct) for ct in cts]
+    cts = [ad.materialize(ct) for ct in cts]
     return [None] * num_res + rule.backward(list(args[:num_res]), cts)
 
 
