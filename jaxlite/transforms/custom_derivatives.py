@@ -46,10 +46,15 @@ class _Split:
         return [value for _, value in self.nondiff]
 
     def merge(self, diff):
-        full = list(diff)
-        for i, value in self.nondiff:
-            full.insert(i, value)
-        return full
+        return _insert_at(diff, self.nondiff)
+
+
+def _insert_at(values, positioned):
+    """values with each (position, value) of `positioned` inserted, in increasing position."""
+    full = list(values)
+    for i, value in sorted(positioned, key=lambda pair: pair[0]):
+        full.insert(i, value)
+    return full
 
 
 def _check_outputs(what, rule_name, got, expected):
@@ -73,12 +78,33 @@ def _broadcast_all(args, dims):
 
 # ---------------------------------------------------------------- custom_jvp
 
-class custom_jvp:
-    """A function with a custom JVP rule: `f.defjvp(rule)` with rule(primals, tangents)."""
+class _CustomFunction:
+    """What custom_jvp and custom_vjp share: tracing the function and binding its primitive."""
+
+    kind = "custom"
 
     def __init__(self, fun, nondiff_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun, self.nondiff_argnums = fun, tuple(nondiff_argnums)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "fun")
+        self._check_defined(name)
+        split = _Split(_resolve_args(self.fun, args, kwargs), self.nondiff_argnums)
+        body, operands, out_tree = ad.trace_call(lambda *diff: self.fun(*split.merge(diff)),
+                                                 split.diff, f"{self.kind} function {name}")
+        flat_diff, in_tree = tree_flatten(split.diff)
+        outs = self._bind(operands, body, split, in_tree, out_tree, len(operands) - len(flat_diff))
+        return tree_unflatten(out_tree, outs)
+
+
+class custom_jvp(_CustomFunction):
+    """A function with a custom JVP rule: `f.defjvp(rule)` with rule(primals, tangents)."""
+
+    kind = "custom_jvp"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
         self.jvp = None
 
     def defjvp(self, jvp):
@@ -90,7 +116,7 @@ class custom_jvp:
         """One function per argument: jvp_i(tangent_i, primal_out, *primals); None means zero."""
         def jvp(*args):
             *nondiff, primals, tangents = args
-            out = self.fun(*self._merge_nondiff(nondiff, primals))
+            out = self.fun(*_insert_at(primals, zip(self.nondiff_argnums, nondiff)))
             out_dot = None
             for partial, t in zip(jvps, tangents):
                 if partial is not None:
@@ -99,23 +125,13 @@ class custom_jvp:
             return out, tree_map(_zeros_like, out) if out_dot is None else out_dot
         self.defjvp(jvp)
 
-    def _merge_nondiff(self, nondiff, primals):
-        full = list(primals)
-        for i, value in sorted(zip(self.nondiff_argnums, nondiff)):
-            full.insert(i, value)
-        return full
-
-    def __call__(self, *args, **kwargs):
-        name = getattr(self.fun, "__name__", "fun")
+    def _check_defined(self, name):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        split = _Split(_resolve_args(self.fun, args, kwargs), self.nondiff_argnums)
-        body, operands, out_tree = ad.trace_call(lambda *diff: self.fun(*split.merge(diff)),
-                                                 split.diff, f"custom_jvp function {name}")
-        rule = _FlatJVP(self.jvp, split, tree_flatten(split.diff)[1], out_tree, body.out_avals)
-        outs = custom_jvp_call_p.bind(*operands, jaxpr=body, jvp=rule,
-                                      num_consts=len(operands) - len(tree_flatten(split.diff)[0]))
-        return tree_unflatten(out_tree, outs)
+
+    def _bind(self, operands, body, split, in_tree, out_tree, num_consts):
+        rule = _FlatJVP(self.jvp, split, in_tree, out_tree, body.out_avals)
+        return custom_jvp_call_p.bind(*operands, jaxpr=body, rule=rule, num_consts=num_consts)
 
 
 def _add(a, b):
@@ -165,16 +181,16 @@ custom_jvp_call_p.def_impl(ad.call_impl)
 custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
 
 
-def _custom_jvp_call_jvp(primals, tangents, jaxpr, jvp, num_consts):
-    results = jvp(primals[num_consts:], [ad.instantiate(t) for t in tangents[num_consts:]])
+def _custom_jvp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
+    results = rule(primals[num_consts:], [ad.instantiate(t) for t in tangents[num_consts:]])
     num_outs = len(jaxpr.out_avals)
     return results[:num_outs], results[num_outs:]
 
 
-def _custom_jvp_call_batch(args, dims, jaxpr, jvp, num_consts):
+def _custom_jvp_call_batch(args, dims, jaxpr, rule, num_consts):
     args, size = _broadcast_all(args, dims)
     outs = custom_jvp_call_p.bind(*args, jaxpr=batching.batch_jaxpr(jaxpr, [0] * len(args), size),
-                                  jvp=_BatchedRule(jvp), num_consts=num_consts)
+                                  rule=_BatchedRule(rule), num_consts=num_consts)
     return outs, [0] * len(outs)
 
 
@@ -203,33 +219,29 @@ batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
 
 # ---------------------------------------------------------------- custom_vjp
 
-class custom_vjp:
+class custom_vjp(_CustomFunction):
     """A function with a custom VJP: `f.defvjp(fwd, bwd)`.
 
     fwd(*args) -> (output, residuals); bwd(*nondiff_args, residuals, output_cotangent)
     -> a tuple with one cotangent per (differentiable) argument, None meaning zero.
     """
 
+    kind = "custom_vjp"
+
     def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun, self.nondiff_argnums = fun, tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
 
     def defvjp(self, fwd, bwd):
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args, **kwargs):
-        name = getattr(self.fun, "__name__", "fun")
+    def _check_defined(self, name):
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        split = _Split(_resolve_args(self.fun, args, kwargs), self.nondiff_argnums)
-        body, operands, out_tree = ad.trace_call(lambda *diff: self.fun(*split.merge(diff)),
-                                                 split.diff, f"custom_vjp function {name}")
-        flat_diff, in_tree = tree_flatten(split.diff)
+
+    def _bind(self, operands, body, split, in_tree, out_tree, num_consts):
         rule = _FlatVJP(self, split, in_tree, out_tree, body.out_avals)
-        outs = custom_vjp_call_p.bind(*operands, jaxpr=body, rule=rule,
-                                      num_consts=len(operands) - len(flat_diff))
-        return tree_unflatten(out_tree, outs)
+        return custom_vjp_call_p.bind(*operands, jaxpr=body, rule=rule, num_consts=num_consts)
 
 
 class _FlatVJP:
