@@ -86,3 +86,10 @@ def test_escaped_linearize_tracer_is_reported():
     jaxlite.grad(leak)(1.0)
     with pytest.raises(jaxlite.core.errors.UnexpectedTracerError):
         leaked[0] + 1.0
+
+
+def test_python_scalar_outputs_and_constant_functions():
+    assert float(jaxlite.grad(lambda x: 2.0)(1.0)) == 0.0
+    assert float(jaxlite.grad(lambda x: x)(1.0)) == 1.0
+    out, vjp_fun = jaxlite.vjp(lambda x: (x, 3.0), 1.0)
+    assert float(out[1]) == 3.0 and float(vjp_fun((2.0, 1.0))[0]) == 2.0

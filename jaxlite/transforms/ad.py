@@ -60,7 +60,7 @@ def is_undefined(x):
 
 
 def aval_of(x):
-    return x.aval if hasattr(x, "aval") else Array(x).aval
+    return x.aval if hasattr(x, "aval") else as_array_argument(x).aval
 
 
 def zero_like(x):
@@ -440,6 +440,7 @@ def _linearize_tree(fun, primals, has_aux):
     flat_primals = [as_array_argument(p) for p in flat_primals]
     flat_fun, trees = _flatten_with_aux(fun, in_tree, has_aux)
     outs, aux, linear, out_nonzero = linearize_flat(flat_fun, flat_primals)
+    outs = [as_array_argument(o) for o in outs]
     return flat_primals, in_tree, outs, tree_unflatten(trees["aux"], aux), linear, out_nonzero, trees
 
 
