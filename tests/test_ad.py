@@ -361,3 +361,30 @@ def test_derivatives_are_traceable_and_typecheck():
     for transformed in (jaxlite.grad(f_scalar), jaxlite.jacrev(f_scalar), jaxlite.hessian(f_scalar),
                         jaxlite.jacfwd(jaxlite.grad(f_scalar))):
         typecheck(jaxlite.make_jaxpr(transformed)(x))
+
+
+# ---------------------------------------------------------------- generated shapes and axes
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def shape_and_axes(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
+    axes = draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)))
+    return shape, tuple(sorted(axes))
+
+
+@settings(deadline=None, max_examples=25)
+@given(shape_and_axes(), st.sampled_from(["sum", "prod", "max", "transpose", "broadcast"]))
+def test_gradients_over_generated_shapes(shape_axes, op):
+    shape, axes = shape_axes
+    funs = {
+        "sum": lambda x: lax.reduce_sum(jnp.sin(x), axes),
+        "prod": lambda x: lax.reduce_prod(x, axes),
+        "max": lambda x: lax.reduce_max(x, axes),
+        "transpose": lambda x: lax.transpose(x, tuple(reversed(range(x.ndim)))) * 2.0,
+        "broadcast": lambda x: lax.broadcast_in_dim(jnp.exp(x), (2,) + shape, tuple(range(1, len(shape) + 1))),
+    }
+    x = distinct(shape, seed=len(axes)) + 0.5   # distinct values keep max differentiable
+    check_grads(funs[op], (jnp.asarray(x),), order=2)

@@ -25,6 +25,13 @@ calls, checkpoint): register it with
 Control flow with its own operand layout (cond's index, scan's carry) builds
 on split_jaxpr in the same way; a loop whose carry becomes unknown must
 iterate the split until the set of unknown carries stops growing.
+
+The unknown part then meets `ad.backward_pass`: the primitive needs a
+transpose rule, which typically runs `ad.backward_pass(body.jaxpr,
+body.consts, args, cts)` on its body (args are values for residuals and
+UndefinedPrimal for linear operands), as `ad.call_transpose_rule` does. Its
+JVP rule usually binds the primitive again on `ad.jvp_jaxpr(body, nonzeros)`
+(see `ad.call_jvp_rule`), and batching on `batching.batch_jaxpr`.
 """
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var, dce
 from jaxlite.core.staging import JaxprTrace, JaxprTracer
