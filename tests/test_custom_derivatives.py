@@ -210,3 +210,18 @@ def test_rules_may_use_the_differentiation_api():
         np.testing.assert_allclose(float(jaxlite.grad(fun)(0.4)), np.cos(0.4), rtol=1e-6)
         np.testing.assert_allclose(float(jaxlite.grad(lambda x: fun(x) * x)(0.4)),
                                    np.sin(0.4) + 0.4 * np.cos(0.4), rtol=1e-6)
+
+
+def test_nondiff_argnums_with_functools_partial():
+    import functools
+
+    @functools.partial(jaxlite.custom_jvp, nondiff_argnums=(1,))
+    def power(x, k):
+        return x ** k
+
+    @power.defjvp
+    def power_jvp(k, primals, tangents):
+        return power(primals[0], k), 10.0 * k * primals[0] ** (k - 1) * tangents[0]
+
+    assert float(jaxlite.grad(power)(2.0, 3)) == 120.0
+    assert jaxlite.vmap(lambda x: power(x, 2))(jnp.ones(3)).shape == (3,)

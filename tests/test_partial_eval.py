@@ -84,6 +84,16 @@ def test_split_jaxpr_known_and_unknown_parts():
     assert num_res == 1 and [e.primitive.name for e in unknown.eqns] == ["sin", "mul"]
 
 
+def test_split_jaxpr_can_force_outputs_unknown():
+    closed = jaxlite.make_jaxpr(lambda x, y: (jnp.cos(x), x * y, 2.0))(1.0, 2.0)
+    known, unknown, out_unknowns, num_res = split_jaxpr(closed, [False, True], instantiate=True)
+    assert out_unknowns == [True, True, True] and num_res == 2   # cos(x) and x
+    typecheck(unknown)
+    residuals = eval_jaxpr(known.jaxpr, known.consts, jnp.asarray(1.0))
+    outs = eval_jaxpr(unknown.jaxpr, unknown.consts, *residuals, jnp.asarray(2.0))
+    np.testing.assert_allclose([float(o) for o in outs], [np.cos(1.0), 2.0, 2.0], rtol=1e-6)
+
+
 # ---------------------------------------------------------------- checkpoint
 
 def test_checkpoint_values_and_gradients():

@@ -85,7 +85,7 @@ def nothing_saveable(eqn):
     return False
 
 
-def split_jaxpr(closed, unknowns, saveable=everything_saveable):
+def split_jaxpr(closed, unknowns, saveable=everything_saveable, instantiate=False):
     """Split a jaxpr into a known part and an unknown part that runs later.
 
     known:   (known invars)                -> (known outputs, residuals)
@@ -98,6 +98,10 @@ def split_jaxpr(closed, unknowns, saveable=everything_saveable):
     checkpoint policies trade memory for recomputation. Equations computing
     constants (from literals only, like instantiated zero tangents) are always
     recomputed: saving them would cost memory to spare a broadcast.
+
+    `instantiate` (a bool, or one per output) forces outputs onto the unknown
+    side even when they are known, as a loop needs for a carry that is unknown
+    on the way in: the known value then reaches it as a residual.
     """
     jaxpr = closed.jaxpr
     unknown_vars = {v for v, unknown in zip(jaxpr.invars, unknowns) if unknown}
@@ -110,7 +114,10 @@ def split_jaxpr(closed, unknowns, saveable=everything_saveable):
             unknown_vars.update(eqn.outputs)
         elif all(not isinstance(v, Var) or v in constant_vars for v in eqn.inputs):
             constant_vars.update(eqn.outputs)
-    out_unknowns = [isinstance(v, Var) and v in unknown_vars for v in jaxpr.outvars]
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(jaxpr.outvars)
+    out_unknowns = [force or (isinstance(v, Var) and v in unknown_vars)
+                    for v, force in zip(jaxpr.outvars, instantiate)]
     staged, needed = _unknown_side(jaxpr, eqn_unknown, out_unknowns,
                                    lambda eqn: eqn.outputs[0] not in constant_vars and saveable(eqn))
     defined_later = {v for eqn in staged for v in eqn.outputs} | unknown_vars.intersection(jaxpr.invars)
