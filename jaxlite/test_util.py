@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.array import as_array_argument
-from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
+from jaxlite.core.tree_util import tree_flatten, tree_map
 from jaxlite.transforms.ad import jvp, vjp
 
 DEFAULT_EPS = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 1e-3}

@@ -1,6 +1,5 @@
 """Partial evaluation, residuals, dead-code elimination, checkpoint and call primitives."""
 import numpy as np
-import pytest
 
 import jaxlite
 import jaxlite.numpy as jnp
