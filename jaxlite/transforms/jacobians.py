@@ -21,16 +21,20 @@ def _standard_basis(leaves):
             for x, lo, size in zip(leaves, offsets, sizes)]
 
 
-def _row_blocks(stacked, leaves):
-    """Split the leading axis of `stacked` into one block per leaf, shaped like that leaf."""
+def _chunks(x, leaves, axis):
+    """Consecutive slices of x along `axis`, one per leaf, as long as the leaf's size."""
     from jaxlite import lax
-    blocks, offset = [], 0
+    chunks, offset = [], 0
     for leaf in leaves:
         size = int(np.prod(leaf.shape))
-        block = lax.slice_in_dim(stacked, offset, offset + size, axis=0)
-        blocks.append(lax.reshape(block, tuple(leaf.shape) + tuple(stacked.shape[1:])))
+        chunks.append(lax.slice_in_dim(x, offset, offset + size, axis=axis))
         offset += size
-    return blocks
+    return chunks
+
+
+def _reshape(x, shape):
+    from jaxlite import lax
+    return lax.reshape(x, shape)
 
 
 def _assemble(blocks, out_tree, in_tree):
@@ -50,8 +54,7 @@ def _check_real_inputs(name, leaves):
     for leaf in leaves:
         if not ad.is_differentiable(leaf.aval):
             raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
-                            f"np.floating), but got {leaf.dtype.name}. For holomorphic "
-                            f"differentiation, pass holomorphic=True.")
+                            f"np.floating), but got {leaf.dtype.name}.")
 
 
 def jacfwd(fun, argnums=0, has_aux=False):
@@ -69,27 +72,11 @@ def jacfwd(fun, argnums=0, has_aux=False):
         columns, aux = vmap(pushforward, out_axes=(-1, None))(*_standard_basis(flat_in))
         flat_columns, out_tree = tree_flatten(columns)
         blocks = [[_reshape(chunk, column.shape[:-1] + tuple(x.shape))
-                   for chunk, x in zip(_split_last(column, flat_in), flat_in)]
+                   for chunk, x in zip(_chunks(column, flat_in, column.ndim - 1), flat_in)]
                   for column in flat_columns]
         jac = _assemble(blocks, out_tree, in_tree)
         return (jac, aux) if has_aux else jac
     return jacobian
-
-
-def _reshape(x, shape):
-    from jaxlite import lax
-    return lax.reshape(x, shape)
-
-
-def _split_last(column, leaves):
-    """Split the trailing basis axis of a JVP output into one chunk per input leaf."""
-    from jaxlite import lax
-    chunks, offset = [], 0
-    for leaf in leaves:
-        size = int(np.prod(leaf.shape))
-        chunks.append(lax.slice_in_dim(column, offset, offset + size, axis=column.ndim - 1))
-        offset += size
-    return chunks
 
 
 def jacrev(fun, argnums=0, has_aux=False):
@@ -102,7 +89,8 @@ def jacrev(fun, argnums=0, has_aux=False):
         flat_out, out_tree = tree_flatten(out)
         basis = tree_unflatten(out_tree, _standard_basis(flat_out))
         rows = tree_flatten(vmap(vjp_fun)(basis)[0])[0]
-        per_input = [_row_blocks(r, flat_out) for r in rows]
+        per_input = [[_reshape(chunk, tuple(y.shape) + tuple(row.shape[1:]))
+                      for chunk, y in zip(_chunks(row, flat_out, 0), flat_out)] for row in rows]
         blocks = [[per_input[j][i] for j in range(len(rows))] for i in range(len(flat_out))]
         jac = _assemble(blocks, out_tree, in_tree)
         return (jac, aux[0]) if has_aux else jac
