@@ -156,7 +156,7 @@ def test_linear_primitives_have_transpose_rules():
     missing = set()
     for fun, args in PRIMITIVE_CASES.values():
         _, f_jvp = jaxlite.linearize(fun, *[jnp.asarray(a) for a in args])
-        linear = jaxlite.make_jaxpr(f_jvp)(*[jnp.asarray(a) for a in args])
+        linear = typecheck(jaxlite.make_jaxpr(f_jvp)(*[jnp.asarray(a) for a in args]))
         missing |= {e.primitive.name for e in linear.eqns if e.primitive not in ad.transpose_rules}
     assert not missing
 
