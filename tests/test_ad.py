@@ -388,3 +388,10 @@ def test_gradients_over_generated_shapes(shape_axes, op):
     }
     x = distinct(shape, seed=len(axes)) + 0.5   # distinct values keep max differentiable
     check_grads(funs[op], (jnp.asarray(x),), order=2)
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32])
+def test_low_precision_gradients(dtype):
+    x = jnp.asarray(np.array([0.5, 1.0, -0.7]).astype(dtype))
+    check_grads(lambda x: jnp.exp(x) * x + jnp.sin(x), (x,), order=1)
+    assert jaxlite.grad(lambda x: jnp.sum(x * x))(x).dtype == dtype
