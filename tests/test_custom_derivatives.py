@@ -225,3 +225,31 @@ def test_nondiff_argnums_with_functools_partial():
 
     assert float(jaxlite.grad(power)(2.0, 3)) == 120.0
     assert jaxlite.vmap(lambda x: power(x, 2))(jnp.ones(3)).shape == (3,)
+
+
+def test_vmap_of_custom_functions_with_unbatched_outputs():
+    @jaxlite.custom_jvp
+    def f(x):
+        return jnp.sin(x), jnp.ones(2)
+
+    f.defjvp(lambda p, t: (f(p[0]), (jnp.cos(p[0]) * t[0], jnp.zeros(2))))
+
+    @jaxlite.custom_vjp
+    def g(x):
+        return x * 2.0, jnp.ones(2)
+
+    g.defvjp(lambda x: (g(x), None), lambda res, ct: (ct[0] * 2.0,))
+    xs = jnp.asarray(np.array([0.1, 0.2, 0.3], np.float32))
+    for fun in (f, g):
+        first, second = jaxlite.vmap(fun)(xs)
+        assert first.shape == (3,) and second.shape == (3, 2)
+        grads = jaxlite.grad(lambda v: jnp.sum(jaxlite.vmap(fun)(v)[0] + jaxlite.vmap(fun)(v)[1][:, 0]))(xs)
+        assert grads.shape == (3,)
+    np.testing.assert_allclose(np.asarray(jaxlite.grad(lambda v: jnp.sum(jaxlite.vmap(g)(v)[0]))(xs)), 2.0)
+
+
+def test_checkpoint_with_an_output_independent_of_the_input():
+    f = jaxlite.checkpoint(lambda x: (jnp.sin(x), jnp.ones(2)))
+    assert float(jaxlite.grad(lambda x: f(x)[0] + jnp.sum(f(x)[1]))(0.5)) == pytest.approx(np.cos(0.5))
+    _, tangents = jaxlite.jvp(f, (0.5,), (1.0,))
+    assert np.asarray(tangents[1]).tolist() == [0.0, 0.0]

@@ -13,6 +13,8 @@ computed at once and the tangent computation is staged into a linear jaxpr whose
 consts are the residuals; `backward_pass` transposes that jaxpr equation by
 equation, in reverse. vjp and grad are these two steps in sequence.
 """
+import functools
+
 import numpy as np
 
 from jaxlite.core import dtypes
@@ -258,6 +260,36 @@ def _check_tangent_type(primal, tangent):
         raise TypeError("jvp: primal and tangent arguments must have equal shapes and dtypes, "
                         f"got primal {p_aval.str_short()} and tangent {t_aval.str_short()}")
 
+# ---------------------------------------------------------------- transforming closed jaxprs
+
+def jvp_jaxpr(closed, nonzero_tangents):
+    """The JVP of a closed jaxpr as a new closed jaxpr, and which output tangents are nonzero.
+
+    The new jaxpr takes (*primals, *tangents for the inputs marked nonzero) and returns
+    (*primal outputs, *nonzero output tangents). Used by call-like primitives (jit,
+    control flow) whose JVP rule transforms their body.
+    """
+    return _jvp_jaxpr_cached(closed, tuple(bool(nz) for nz in nonzero_tangents))
+
+
+@functools.lru_cache(maxsize=256)
+def _jvp_jaxpr_cached(closed, nonzero_tangents):
+    from jaxlite.core.staging import eval_jaxpr, trace_to_jaxpr
+    in_avals = closed.in_avals
+    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero_tangents) if nz]
+    out_nonzero = []
+
+    def jvp_fun(*args):
+        primals, given = args[:len(in_avals)], iter(args[len(in_avals):])
+        tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero_tangents)]
+        outs, out_tangents = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                      primals, tangents)
+        out_nonzero[:] = [not is_zero(t) for t in out_tangents]
+        return list(outs) + [t for t in out_tangents if not is_zero(t)]
+
+    new = trace_to_jaxpr(jvp_fun, list(in_avals) + tangent_avals, "jvp of a jaxpr")
+    return new, tuple(out_nonzero)
+
 
 def is_differentiable(aval):
     """Only floating-point values carry tangents; integer and boolean ones are constant."""
@@ -267,22 +299,6 @@ def is_differentiable(aval):
 # ---------------------------------------------------------------- call primitives
 # Rules shared by every primitive whose `jaxpr` parameter (a ClosedJaxpr) is
 # applied to all of its operands: checkpoint here, jit-style calls elsewhere.
-
-def jvp_jaxpr(closed, nonzeros):
-    """A jaxpr (primals, nonzero tangents) -> (primal outputs, tangent outputs)."""
-    avals = closed.in_avals
-
-    def jvp_of_body(*args):
-        primals, nonzero_tangents = args[:len(avals)], iter(args[len(avals):])
-        tangents = [next(nonzero_tangents) if nonzero else Zero(tangent_aval(a))
-                    for a, nonzero in zip(avals, nonzeros)]
-        outs, out_tangents = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                      primals, tangents)
-        return outs + [instantiate(t) for t in out_tangents]
-
-    tangent_avals = [tangent_aval(a) for a, nonzero in zip(avals, nonzeros) if nonzero]
-    return trace_to_jaxpr(jvp_of_body, avals + tangent_avals, "jvp of a call")
-
 
 def trace_call(fun, args, description):
     """Trace fun(*args) for a higher-order primitive: (body, operands, out_tree).
@@ -308,11 +324,13 @@ def trace_call(fun, args, description):
 
 def call_jvp_rule(primitive):
     def rule(primals, tangents, jaxpr, **params):
-        nonzeros = [not is_zero(t) for t in tangents]
+        jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, [not is_zero(t) for t in tangents])
         outs = primitive.bind(*primals, *[t for t in tangents if not is_zero(t)],
-                              jaxpr=jvp_jaxpr(jaxpr, nonzeros), **params)
+                              jaxpr=jvp_closed, **params)
         num_primals = len(jaxpr.out_avals)
-        return outs[:num_primals], outs[num_primals:]
+        nonzero_tangents = iter(outs[num_primals:])
+        return outs[:num_primals], [next(nonzero_tangents) if nonzero else Zero(tangent_aval(a))
+                                    for a, nonzero in zip(jaxpr.out_avals, out_nonzero)]
     return rule
 
 

@@ -6,6 +6,8 @@ each primitive:
   batch_rules[p](args, dims, **params) -> (out, out_dim)   (lists for multiple results)
 Rules are called only when at least one argument is batched.
 """
+import functools
+
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 
@@ -223,25 +225,37 @@ def _place(x, dim, target, size):
     return move_dim(x, dim, target)
 
 
-# ---------------------------------------------------------------- call primitives
+# ---------------------------------------------------------------- transforming closed jaxprs
 
-def batch_jaxpr(closed, dims, axis_size):
-    """The jaxpr of vmap(closed) for inputs batched along `dims`; every output batched at 0."""
-    from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
+def batch_jaxpr(closed, in_dims, axis_size):
+    """A closed jaxpr vectorized over `axis_size`, and the batch dim of each output.
+
+    Arguments with a dim take a batch axis at that position (None: unbatched). Used by
+    call-like primitives (jit, control flow) whose batching rule batches their body.
+    """
+    return _batch_jaxpr_cached(closed, tuple(in_dims), int(axis_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _batch_jaxpr_cached(closed, in_dims, axis_size):
+    from jaxlite.core.staging import eval_jaxpr, trace_to_jaxpr
     avals = [a if d is None else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
-             for a, d in zip(closed.in_avals, dims)]
+             for a, d in zip(closed.in_avals, in_dims)]
+    out_dims = []
 
-    def batched_body(*args):
-        outs, out_dims = batch_flat(jaxpr_as_fun(closed), args, dims, axis_size)
-        return [bdim_at_front(o, d, axis_size) for o, d in zip(outs, out_dims)]
+    def batched_fun(*args):
+        outs, dims = batch_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                args, in_dims, axis_size)
+        out_dims[:] = dims
+        return outs
 
-    return trace_to_jaxpr(batched_body, avals, "vmap of a call")
+    new = trace_to_jaxpr(batched_fun, avals, "vmap of a jaxpr")
+    return new, tuple(out_dims)
 
 
 def call_batch_rule(primitive):
     """The batching rule of a primitive whose `jaxpr` param is applied to all operands."""
     def rule(args, dims, jaxpr, **params):
-        batched = batch_jaxpr(jaxpr, dims, batch_size(args, dims))
-        outs = primitive.bind(*args, jaxpr=batched, **params)
-        return outs, [0] * len(outs)
+        batched, out_dims = batch_jaxpr(jaxpr, dims, batch_size(args, dims))
+        return primitive.bind(*args, jaxpr=batched, **params), list(out_dims)
     return rule

@@ -17,6 +17,7 @@ import functools
 import inspect
 
 from jaxlite.core.primitive import Primitive
+from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, vmap
@@ -74,6 +75,19 @@ def _broadcast_all(args, dims):
     """Give every operand a leading batch axis, so the batched rules need no dims bookkeeping."""
     size = batching.batch_size(args, dims)
     return [bdim_at_front(x, d, size) for x, d in zip(args, dims)], size
+
+
+def _batch_at_front(closed, size):
+    """The body batched along axis 0 of every input and every output, like the batched rule."""
+    batched, out_dims = batching.batch_jaxpr(closed, [0] * len(closed.in_avals), size)
+    if all(d == 0 for d in out_dims):
+        return batched
+
+    def moved(*args):
+        outs = jaxpr_as_fun(batched)(*args)
+        return [bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
+
+    return trace_to_jaxpr(moved, batched.in_avals, "vmap of a custom rule's function")
 
 
 # ---------------------------------------------------------------- custom_jvp
@@ -189,7 +203,7 @@ def _custom_jvp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
 
 def _custom_jvp_call_batch(args, dims, jaxpr, rule, num_consts):
     args, size = _broadcast_all(args, dims)
-    outs = custom_jvp_call_p.bind(*args, jaxpr=batching.batch_jaxpr(jaxpr, [0] * len(args), size),
+    outs = custom_jvp_call_p.bind(*args, jaxpr=_batch_at_front(jaxpr, size),
                                   rule=_BatchedRule(rule), num_consts=num_consts)
     return outs, [0] * len(outs)
 
@@ -322,7 +336,7 @@ def _custom_vjp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
 
 def _custom_vjp_call_batch(args, dims, jaxpr, rule, num_consts):
     args, size = _broadcast_all(args, dims)
-    outs = custom_vjp_call_p.bind(*args, jaxpr=batching.batch_jaxpr(jaxpr, [0] * len(args), size),
+    outs = custom_vjp_call_p.bind(*args, jaxpr=_batch_at_front(jaxpr, size),
                                   rule=_BatchedRule(rule), num_consts=num_consts)
     return outs, [0] * len(outs)
 
