@@ -288,6 +288,15 @@ def test_jvp_of_cond_and_switch():
         check_jvp(lambda x, y: three_way(k, x, y), rand(4), rand(4))
 
 
+def test_jvp_of_cond_through_closed_over_values_and_constant_branches():
+    check_jvp(lambda w: lax.cond(w > 0, lambda: w * w, lambda: -w), np.float32(1.5))
+    check_jvp(lambda w: lax.cond(w > 0, lambda: w * w, lambda: -w), np.float32(-1.5))
+    # One branch ignores the operand: its tangent is a symbolic zero the other branch lacks.
+    constant_or_sin = lambda p, x: lax.cond(p > 0, lambda v: jnp.ones(3), jnp.sin, x)
+    for p in (np.float32(1), np.float32(-1)):
+        check_jvp(lambda x: constant_or_sin(p, x), rand(3))
+
+
 def test_jvp_of_while_and_fori():
     check_jvp(lambda a: newton_sqrt(a)["x"], np.float32(3.0))
     check_jvp(power_series, rand(3))
@@ -320,6 +329,12 @@ def test_vmap_of_cond_with_batched_and_unbatched_predicates():
     unbatched_pred = lambda p, x: lax.cond(p > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
     check_vmap(unbatched_pred, np.float32(1.0), xs, in_axes=(None, 0))
     assert "cond" in str(jaxlite.make_jaxpr(jaxlite.vmap(unbatched_pred, (None, 0)))(np.float32(1.0), xs))
+
+
+def test_vmap_of_cond_over_closed_over_values():
+    f = lambda w, x: lax.cond(x > 0, lambda v: v * w, lambda v: v - w, x)
+    check_vmap(f, rand(4), np.float32(0.5), in_axes=(0, None))
+    check_vmap(f, np.float32(2.0), rand(4), in_axes=(None, 0))
 
 
 def test_vmap_of_switch_with_batched_index():
