@@ -176,6 +176,7 @@ def _axis_index_batch(axis, args, dims, axis_name):
 axis_index_p = Primitive("axis_index")
 axis_index_p.def_impl(_unbound)
 axis_index_p.def_abstract_eval(lambda axis_name: ShapedArray((), dtypes.int32))
+ad.defjvp_zero(axis_index_p)
 batching.axis_batch_rules[axis_index_p] = _axis_index_batch
 
 
