@@ -70,7 +70,8 @@ def same_types(xs, ys):
     return len(xs) == len(ys) and all(same_type(a, b) for a, b in zip(xs, ys))
 
 
-def _difference(a, b):
+def difference(a, b):
+    """Why two types differ, as JAX's messages say it."""
     if a.shape != b.shape and a.dtype != b.dtype:
         return "the shapes and dtypes do not match"
     return "the shapes do not match" if a.shape != b.shape else "the dtypes do not match"
@@ -81,7 +82,8 @@ def check_carry_types(fun_name, in_tree, in_avals, out_tree, out_avals):
     if in_tree != out_tree:
         raise TypeError(f"{fun_name} function carry input and carry output must have the same "
                         f"pytree structure, but they differ: the input carry has structure "
-                        f"{in_tree} and the output carry has structure {out_tree}")
+                        f"{in_tree} and the output carry has structure {out_tree}. Revise the "
+                        "function so that the carry output has the structure of the carry input.")
     paths = [path for path, _ in tree_leaves_with_path(tree_unflatten(in_tree, in_avals))]
     for path, a, b in zip(paths, in_avals, out_avals):
         if not same_type(a, b):
@@ -89,7 +91,8 @@ def check_carry_types(fun_name, in_tree, in_avals, out_tree, out_avals):
                 f"{fun_name} function carry input and carry output must have equal types, but "
                 f"they differ: the input carry component carry{path} has type {type_text(a)} "
                 f"but the corresponding output carry component has type {type_text(b)}, "
-                f"so {_difference(a, b)}")
+                f"so {difference(a, b)}. Revise the function so that all output types match "
+                "the corresponding input types.")
 
 
 def promote_weak_carry(init, out_avals):

@@ -12,7 +12,7 @@ from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import jaxpr_as_fun
 from jaxlite.core.tree_util import tree_leaves_with_path, tree_unflatten
 from jaxlite.lax.control_flow.common import (
-    args_tree, batch_axis_jaxpr, check_jaxpr_inputs, flat_operands,
+    args_tree, batch_axis_jaxpr, check_jaxpr_inputs, difference, flat_operands,
     jvp_jaxpr, nonzero_tangents, run_jaxpr, same_type, same_types, tangents_out, trace_hoisted, type_text)
 from jaxlite.lax.elementwise import clamp, convert_element_type, ne, select_n
 from jaxlite.lax.shapes import broadcast_in_dim
@@ -87,10 +87,10 @@ def switch(index, branches, *operands):
         raise ValueError("Empty branch sequence")
     if any(not callable(b) for b in branches):
         raise TypeError(f"switch: branches must be callable, got {branches}")
-    index = _as_index(index, "switch", "index")
+    index = _as_index(index)
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     names = [f"branch {i}" for i in range(len(branches))]
-    return _bind_cond(index, branches, names, operands)
+    return _bind_cond(index, branches, names, operands, reference=0)
 
 
 def cond(pred, true_fun, false_fun, *operands):
@@ -105,39 +105,43 @@ def cond(pred, true_fun, false_fun, *operands):
     if not dtypes.is_bool(pred.dtype):
         pred = ne(pred, 0)
     index = convert_element_type(pred, np.int32)
-    return _bind_cond(index, (false_fun, true_fun), ["false_fun", "true_fun"], operands)
+    return _bind_cond(index, (false_fun, true_fun), ["false_fun", "true_fun"], operands, reference=1)
 
 
-def _as_index(index, fun_name, what):
+def _as_index(index):
     index = flat_operands(index)[0][0]
     if index.shape != () or not dtypes.is_int(index.dtype):
-        raise TypeError(f"{fun_name}: {what} must be a scalar integer, got {type_text(index.aval)}")
+        raise TypeError(f"switch: the index must be a scalar integer, got {type_text(index.aval)}")
     return convert_element_type(index, np.int32)
 
 
-def _bind_cond(index, funs, names, operands):
-    flat, in_tree = flat_operands(operands)
+def _bind_cond(index, funs, names, operands, reference):
+    flat, _ = flat_operands(operands)
     avals = [x.aval for x in flat]
     traced = [trace_hoisted(f, args_tree(*operands), avals, f"lax.cond {name}")
               for f, name in zip(funs, names)]
-    _check_branch_outputs(traced, names)
+    _check_branch_outputs(traced, names, reference)
     branches, consts = _join_consts(traced)
     outs = cond_p.bind(index, *consts, *flat, branches=branches)
     return tree_unflatten(traced[0][2], outs)
 
 
-def _check_branch_outputs(traced, names):
-    jaxpr0, _, tree0 = traced[0]
+def _check_branch_outputs(traced, names, reference):
+    """Every branch must return what branch `reference` (the one messages name first) does."""
+    jaxpr0, _, tree0 = traced[reference]
     paths = [p for p, _ in tree_leaves_with_path(tree_unflatten(tree0, jaxpr0.out_avals))]
-    for (jaxpr, _, tree), name in zip(traced[1:], names[1:]):
+    for (jaxpr, _, tree), name in zip(traced, names):
         if tree != tree0:
-            raise TypeError(f"{names[0]} and {name} output must have same type structure, "
+            raise TypeError(f"{names[reference]} and {name} output must have same type structure, "
                             f"got {tree0} and {tree}")
         for path, a, b in zip(paths, jaxpr0.out_avals, jaxpr.out_avals):
             if not same_type(a, b):
-                raise TypeError(f"{names[0]} and {name} output must have identical types, but "
-                                f"the output{path or ' value'} has type {type_text(a)} in "
-                                f"{names[0]} and type {type_text(b)} in {name}")
+                raise TypeError(
+                    f"cond branches must have equal output types but they differ: the output "
+                    f"of {names[reference]} at path {path or '()'} has type {type_text(a)} but the "
+                    f"corresponding output of {name} has type {type_text(b)}, so "
+                    f"{difference(a, b)}. Revise {names[reference]} and/or {name} so that all output "
+                    "types match.")
 
 
 def _join_consts(traced):

@@ -147,7 +147,7 @@ def while_loop(cond_fun, body_fun, init_val):
     """Run body_fun on the carry while cond_fun(carry) is True; return the final carry."""
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("while_loop: cond_fun and body_fun must be callable")
-    body, body_consts, _, init, carry_tree = _trace_carry_fun(body_fun, "body_fun", init_val)
+    body, body_consts, _, init, carry_tree = _trace_carry_fun(body_fun, "while_loop body", init_val)
     carry = tree_unflatten(carry_tree, init)
     cond, cond_consts, _ = trace_hoisted(cond_fun, args_tree(carry), [x.aval for x in init],
                                          "cond_fun")
