@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var
-from jaxlite.core.staging import abstractify, flatten_fun, jaxpr_as_fun, trace_to_jaxpr
+from jaxlite.core.staging import flatten_fun, jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_leaves_with_path, tree_unflatten
 from jaxlite.transforms import ad, batching
 
@@ -259,7 +259,3 @@ def at_front_where(values, dims, mask, size):
 
 def front_dims(mask):
     return [0 if b else None for b in mask]
-
-
-def abstract_of(values):
-    return [abstractify(v) for v in values]

@@ -14,7 +14,7 @@ from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.trace import Tracer
 from jaxlite.core.tree_util import tree_unflatten
 from jaxlite.lax.control_flow.common import (
-    abstract_of, args_tree, at_front_where, batch_axis_jaxpr, carry_fixpoint, check_carry_types,
+    args_tree, at_front_where, batch_axis_jaxpr, carry_fixpoint, check_carry_types,
     check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave, jvp_jaxpr,
     nonzero_tangents, promote_weak_carry, reorder_jaxpr, run_jaxpr, same_types, split,
     tangents_out, trace_hoisted, type_text, with_unused_inputs)
@@ -104,31 +104,30 @@ def _while_batch(axis, args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nc
     cond_b, _ = batch_axis_jaxpr(axis, cond_jaxpr, cond_dims + carry_dims)
     body_b, _ = batch_axis_jaxpr(axis, body_jaxpr, body_dims + carry_dims, carry_batched)
     if pred_batched(carry_batched):
-        cond_b, body_b, body_consts = _run_until_all_lanes_done(cond_b, body_b, cond_consts, body_consts, init)
+        cond_b, body_b = _run_until_all_lanes_done(cond_b, body_b, cond_nconsts)
+        body_consts = cond_consts + body_consts
     outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_b, body_jaxpr=body_b,
                         cond_nconsts=cond_nconsts, body_nconsts=len(body_consts))
     return outs, carry_dims
 
 
-def _run_until_all_lanes_done(cond_b, body_b, cond_consts, body_consts, init):
+def _run_until_all_lanes_done(cond_b, body_b, cond_nconsts):
     """A loop over lanes with their own predicates: loop while any lane runs, and
-    keep a finished lane's carry unchanged. The body needs the cond's consts too."""
-    n_cond, n_body = len(cond_consts), len(body_consts)
+    keep a finished lane's carry unchanged. The body takes the cond's consts first."""
+    body_nconsts = len(body_b.in_avals) - (len(cond_b.in_avals) - cond_nconsts)
 
     def any_running(*args):
         return [reduce_or(jaxpr_as_fun(cond_b)(*args)[0], (0,))]
 
     def masked_step(*args):
-        cc, bc, carry = split(args, n_cond, n_body)
-        running = jaxpr_as_fun(cond_b)(*cc, *carry)[0]
-        new = jaxpr_as_fun(body_b)(*bc, *carry)
+        cond_consts, body_consts, carry = split(args, cond_nconsts, body_nconsts)
+        running = jaxpr_as_fun(cond_b)(*cond_consts, *carry)[0]
+        new = jaxpr_as_fun(body_b)(*body_consts, *carry)
         return [select_n(broadcast_in_dim(running, c.shape, (0,)), c, n) for c, n in zip(carry, new)]
 
-    cond_avals = abstract_of(cond_consts + init)
-    body_avals = abstract_of(cond_consts + body_consts + init)
-    return (trace_to_jaxpr(any_running, cond_avals, "the batched while predicate"),
-            trace_to_jaxpr(masked_step, body_avals, "the batched while body"),
-            cond_consts + body_consts)
+    body_avals = cond_b.in_avals[:cond_nconsts] + body_b.in_avals
+    return (trace_to_jaxpr(any_running, cond_b.in_avals, "the batched while predicate"),
+            trace_to_jaxpr(masked_step, body_avals, "the batched while body"))
 
 
 while_p.def_impl(_while_impl)
@@ -249,7 +248,10 @@ batching.axis_batch_rules[scan_p] = _scan_batch
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
-    """Loop f(carry, x) -> (carry, y) over the leading axis of xs; return (carry, stacked ys)."""
+    """Loop f(carry, x) -> (carry, y) over the leading axis of xs; return (carry, stacked ys).
+
+    `unroll` is recorded on the equation for code generators; it never changes results.
+    """
     if not callable(f):
         raise TypeError(f"scan: f must be callable, got {f!r}")
     xs_flat, xs_tree = flat_operands(xs)
