@@ -102,7 +102,8 @@ class EvalTrace(Trace):
         from jaxlite.core.array import Array, wrap_numpy_outputs
         values = [_numpy_value(x, Array) for x in args]
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
-        outputs = primitive.impl(*values, **params)
+        with np.errstate(all="ignore"):  # IEEE results (inf, nan) without numpy's warnings, as in JAX
+            outputs = primitive.impl(*values, **params)
         return wrap_numpy_outputs(outputs, out_avals, primitive.multiple_results)
 
     def describe(self):

@@ -1,0 +1,161 @@
+"""cond and switch: one primitive, `cond`, choosing among branches by an int32 index.
+
+Operands are (index, consts of every branch, operands); each stored branch takes
+all the consts (ignoring the other branches') followed by the operands, so one
+equation passes one operand list whatever branch runs.
+"""
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var
+from jaxlite.core.primitive import Primitive
+from jaxlite.core.staging import jaxpr_as_fun
+from jaxlite.core.tree_util import tree_leaves_with_path, tree_unflatten
+from jaxlite.lax.control_flow.common import (
+    args_tree, batch_axis_jaxpr, check_jaxpr_inputs, difference, flat_operands,
+    jvp_jaxpr, nonzero_tangents, run_jaxpr, same_type, same_types, tangents_out, trace_hoisted, type_text)
+from jaxlite.lax.elementwise import clamp, convert_element_type, ne, select_n
+from jaxlite.lax.shapes import broadcast_in_dim
+from jaxlite.transforms import ad, batching
+
+cond_p = Primitive("cond", multiple_results=True)
+
+
+def _cond_impl(index, *args, branches):
+    return run_jaxpr(branches[int(index)], args)
+
+
+def _cond_abstract_eval(index, *args, branches):
+    if index.shape != () or index.dtype != np.int32:
+        raise TypeError(f"cond: the branch index must be an int32 scalar, got {type_text(index)}")
+    for branch in branches:
+        check_jaxpr_inputs("cond", branch, args)
+    first = branches[0].out_avals
+    for branch in branches[1:]:
+        if not same_types(first, branch.out_avals):
+            raise TypeError("cond: all branches must return the same types")
+    weak = [all(b.out_avals[i].weak_type for b in branches) for i in range(len(first))]
+    return [a.update(weak_type=w) for a, w in zip(first, weak)]
+
+
+def _cond_jvp(primals, tangents, branches):
+    index, operands, operand_tangents = primals[0], primals[1:], tangents[1:]
+    nonzeros = [not ad.is_zero(t) for t in operand_tangents]
+    out_nonzeros = [any(m) for m in zip(*(jvp_jaxpr(b, nonzeros)[1] for b in branches))]
+    jvp_branches = tuple(jvp_jaxpr(b, nonzeros, out_nonzeros)[0] for b in branches)
+    outs = cond_p.bind(index, *operands, *nonzero_tangents(operand_tangents), branches=jvp_branches)
+    return tangents_out(outs, out_nonzeros, branches[0].out_avals)
+
+
+def _cond_batch(axis, args, dims, branches):
+    index, operands = args[0], args[1:]
+    index_dim, operand_dims = dims[0], dims[1:]
+    if index_dim is not None:
+        return _cond_as_select(axis, index, index_dim, operands, operand_dims, branches)
+    out_batched = [any(d is not None for d in ds)
+                   for ds in zip(*(batch_axis_jaxpr(axis, b, operand_dims)[1] for b in branches))]
+    batched = [batch_axis_jaxpr(axis, b, operand_dims, out_batched) for b in branches]
+    outs = cond_p.bind(index, *operands, branches=tuple(b for b, _ in batched))
+    return outs, batched[0][1]
+
+
+def _cond_as_select(axis, index, index_dim, operands, operand_dims, branches):
+    """A batched index picks a branch per lane: run every branch, then select per lane."""
+    index = batching.move_dim(index, index_dim, 0)
+    results = [jaxpr_as_fun(batch_axis_jaxpr(axis, b, operand_dims, True)[0])(*operands)
+               for b in branches]
+    outs = [select_n(broadcast_in_dim(index, cases[0].shape, (0,)), *cases) for cases in zip(*results)]
+    return outs, [0] * len(outs)
+
+
+cond_p.def_impl(_cond_impl)
+cond_p.def_abstract_eval(_cond_abstract_eval)
+ad.jvp_rules[cond_p] = _cond_jvp
+batching.axis_batch_rules[cond_p] = _cond_batch
+# Reverse mode (on the `ad` branch) adds here: a partial-eval rule that splits
+# every branch into its known and unknown parts (residuals as extra outputs of
+# the known cond), and a transpose rule that transposes each branch of the
+# linear cond and binds cond on the cotangents.
+
+
+# ---------------------------------------------------------------- the API
+
+def switch(index, branches, *operands):
+    """branches[index](*operands), with index clamped to [0, len(branches) - 1]."""
+    branches = tuple(branches)
+    if not branches:
+        raise ValueError("Empty branch sequence")
+    if any(not callable(b) for b in branches):
+        raise TypeError(f"switch: branches must be callable, got {branches}")
+    index = _as_index(index)
+    index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    names = [f"branch {i}" for i in range(len(branches))]
+    return _bind_cond(index, branches, names, operands, reference=0)
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """true_fun(*operands) if pred else false_fun(*operands), with both traced once."""
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("cond: true_fun and false_fun arguments should be callable.")
+    pred = flat_operands(pred)[0][0]
+    if pred.shape != ():
+        raise TypeError(f"Pred must be a scalar, got {pred!r} of type {type_text(pred.aval)}")
+    if not (dtypes.is_bool(pred.dtype) or dtypes.is_int(pred.dtype) or dtypes.is_float(pred.dtype)):
+        raise TypeError(f"Pred type must be either boolean or number, got {pred.dtype}")
+    if not dtypes.is_bool(pred.dtype):
+        pred = ne(pred, 0)
+    index = convert_element_type(pred, np.int32)
+    return _bind_cond(index, (false_fun, true_fun), ["false_fun", "true_fun"], operands, reference=1)
+
+
+def _as_index(index):
+    index = flat_operands(index)[0][0]
+    if index.shape != () or not dtypes.is_int(index.dtype):
+        raise TypeError(f"switch: the index must be a scalar integer, got {type_text(index.aval)}")
+    return convert_element_type(index, np.int32)
+
+
+def _bind_cond(index, funs, names, operands, reference):
+    flat, _ = flat_operands(operands)
+    avals = [x.aval for x in flat]
+    traced = [trace_hoisted(f, args_tree(*operands), avals, f"lax.cond {name}")
+              for f, name in zip(funs, names)]
+    _check_branch_outputs(traced, names, reference)
+    branches, consts = _join_consts(traced)
+    outs = cond_p.bind(index, *consts, *flat, branches=branches)
+    return tree_unflatten(traced[0][2], outs)
+
+
+def _check_branch_outputs(traced, names, reference):
+    """Every branch must return what branch `reference` (the one messages name first) does."""
+    jaxpr0, _, tree0 = traced[reference]
+    paths = [p for p, _ in tree_leaves_with_path(tree_unflatten(tree0, jaxpr0.out_avals))]
+    for (jaxpr, _, tree), name in zip(traced, names):
+        if tree != tree0:
+            raise TypeError(f"{names[reference]} and {name} output must have same type structure, "
+                            f"got {tree0} and {tree}")
+        for path, a, b in zip(paths, jaxpr0.out_avals, jaxpr.out_avals):
+            if not same_type(a, b):
+                raise TypeError(
+                    f"cond branches must have equal output types but they differ: the output "
+                    f"of {names[reference]} at path {path or '()'} has type {type_text(a)} but the "
+                    f"corresponding output of {name} has type {type_text(b)}, so "
+                    f"{difference(a, b)}. Revise {names[reference]} and/or {name} so that all output "
+                    "types match.")
+
+
+def _join_consts(traced):
+    """One operand list for every branch: all branches' consts, each branch ignoring the others'."""
+    all_consts = [c for _, consts, _ in traced for c in consts]
+    const_avals = [c.aval for c in all_consts]
+    branches, start = [], 0
+    for jaxpr, consts, _ in traced:
+        end = start + len(consts)
+        inner = jaxpr.jaxpr
+        ignored_before = [Var(a) for a in const_avals[:start]]
+        ignored_after = [Var(a) for a in const_avals[end:]]
+        own_consts, own_args = inner.invars[:len(consts)], inner.invars[len(consts):]
+        invars = ignored_before + own_consts + ignored_after + own_args
+        branches.append(ClosedJaxpr(Jaxpr([], invars, inner.eqns, inner.outvars), []))
+        start = end
+    return tuple(branches), all_consts

@@ -1,0 +1,335 @@
+"""Loops: while_loop and scan as primitives; fori_loop and map built on them.
+
+Eagerly, a loop interprets its stored body jaxpr once per iteration: the user's
+Python function is traced once, never once per iteration.
+"""
+import operator
+
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.array import Array
+from jaxlite.core.primitive import Primitive
+from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
+from jaxlite.core.trace import Tracer
+from jaxlite.core.tree_util import tree_unflatten
+from jaxlite.lax.control_flow.common import (
+    args_tree, at_front_where, batch_axis_jaxpr, carry_fixpoint, check_carry_types,
+    check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave, jvp_jaxpr,
+    nonzero_tangents, promote_weak_carry, reorder_jaxpr, run_jaxpr, same_types, split,
+    tangents_out, trace_hoisted, type_text, with_unused_inputs)
+from jaxlite.lax.elementwise import add, convert_element_type, lt, select_n
+from jaxlite.lax.reductions import reduce_or
+from jaxlite.lax.shapes import broadcast_in_dim
+from jaxlite.transforms import ad, batching
+
+
+def _trace_carry_fun(fun, fun_name, init, extra_avals=(), carry_part=None):
+    """Trace a loop body on the carry (plus per-iteration inputs), checking the carry's type.
+
+    `fun` maps (carry, *extras) to its output, whose structure `carry_part` maps to
+    the output carry's. Returns (jaxpr, consts, out_tree, init leaves, carry tree),
+    the init leaves after a weakly typed initial carry took the body's types.
+    """
+    leaves, carry_tree = flat_operands(init)
+    while True:
+        in_tree = args_tree(tree_unflatten(carry_tree, leaves), *extra_avals)
+        avals = [x.aval for x in leaves] + list(extra_avals)
+        jaxpr, consts, out_tree = trace_hoisted(fun, in_tree, avals, fun_name)
+        carry_out_avals = jaxpr.out_avals[:len(leaves)]
+        leaves, promoted = promote_weak_carry(leaves, carry_out_avals)
+        if not promoted:
+            out_carry_tree = carry_part(out_tree) if carry_part else out_tree
+            check_carry_types(fun_name, carry_tree, [x.aval for x in leaves],
+                              out_carry_tree, carry_out_avals)
+            return jaxpr, consts, out_tree, leaves, carry_tree
+
+
+# ---------------------------------------------------------------- while
+
+while_p = Primitive("while", multiple_results=True)
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, carry = split(args, cond_nconsts, body_nconsts)
+    while run_jaxpr(cond_jaxpr, cond_consts + carry)[0]:
+        carry = run_jaxpr(body_jaxpr, body_consts + carry)
+    return carry
+
+
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, carry = split(avals, cond_nconsts, body_nconsts)
+    check_jaxpr_inputs("while", cond_jaxpr, cond_consts + carry)
+    check_jaxpr_inputs("while", body_jaxpr, body_consts + carry)
+    if not same_types(carry, body_jaxpr.out_avals):
+        raise TypeError("while: the body must return the carry's types")
+    return body_jaxpr.in_avals[body_nconsts:]
+
+
+def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, init = split(primals, cond_nconsts, body_nconsts)
+    _, body_const_tangents, init_tangents = split(tangents, cond_nconsts, body_nconsts)
+    const_nz = [not ad.is_zero(t) for t in body_const_tangents]
+    carry_nz = carry_fixpoint(lambda nz: jvp_jaxpr(body_jaxpr, const_nz + nz, nz)[1],
+                              [not ad.is_zero(t) for t in init_tangents])
+    body_jvp, _ = jvp_jaxpr(body_jaxpr, const_nz + carry_nz, carry_nz)
+    n_carry_tangents = sum(carry_nz)
+    body_jvp = reorder_jaxpr(body_jvp, interleave([body_nconsts, len(init)],
+                                                  [sum(const_nz), n_carry_tangents]))
+    carry_tangent_avals = body_jvp.out_avals[len(init):]
+    cond_jvp = with_unused_inputs(cond_jaxpr, [], carry_tangent_avals)
+    outs = while_p.bind(*cond_consts, *body_consts, *nonzero_tangents(body_const_tangents),
+                        *init, *instantiated(init_tangents, carry_nz),
+                        cond_jaxpr=cond_jvp, body_jaxpr=body_jvp, cond_nconsts=cond_nconsts,
+                        body_nconsts=body_nconsts + sum(const_nz))
+    return tangents_out(outs, carry_nz, body_jaxpr.out_avals)
+
+
+def _while_batch(axis, args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, init = split(args, cond_nconsts, body_nconsts)
+    cond_dims, body_dims, init_dims = split(dims, cond_nconsts, body_nconsts)
+
+    def pred_batched(mask):
+        return batch_axis_jaxpr(axis, cond_jaxpr, cond_dims + front_dims(mask))[1][0] is not None
+
+    def step(mask):
+        # Lanes that stop at different iterations make every carry differ across lanes.
+        if pred_batched(mask):
+            return [True] * len(mask)
+        return [d is not None for d in batch_axis_jaxpr(axis, body_jaxpr, body_dims + front_dims(mask))[1]]
+
+    carry_batched = carry_fixpoint(step, [d is not None for d in init_dims])
+    carry_dims = front_dims(carry_batched)
+    init = at_front_where(init, init_dims, carry_batched, axis.axis_size)
+    cond_b, _ = batch_axis_jaxpr(axis, cond_jaxpr, cond_dims + carry_dims)
+    body_b, _ = batch_axis_jaxpr(axis, body_jaxpr, body_dims + carry_dims, carry_batched)
+    if pred_batched(carry_batched):
+        cond_b, body_b = _run_until_all_lanes_done(cond_b, body_b, cond_nconsts)
+        body_consts = cond_consts + body_consts
+    outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                        cond_nconsts=cond_nconsts, body_nconsts=len(body_consts))
+    return outs, carry_dims
+
+
+def _run_until_all_lanes_done(cond_b, body_b, cond_nconsts):
+    """A loop over lanes with their own predicates: loop while any lane runs, and
+    keep a finished lane's carry unchanged. The body takes the cond's consts first."""
+    body_nconsts = len(body_b.in_avals) - (len(cond_b.in_avals) - cond_nconsts)
+
+    def any_running(*args):
+        return [reduce_or(jaxpr_as_fun(cond_b)(*args)[0], (0,))]
+
+    def masked_step(*args):
+        cond_consts, body_consts, carry = split(args, cond_nconsts, body_nconsts)
+        running = jaxpr_as_fun(cond_b)(*cond_consts, *carry)[0]
+        new = jaxpr_as_fun(body_b)(*body_consts, *carry)
+        return [select_n(broadcast_in_dim(running, c.shape, (0,)), c, n) for c, n in zip(carry, new)]
+
+    body_avals = cond_b.in_avals[:cond_nconsts] + body_b.in_avals
+    return (trace_to_jaxpr(any_running, cond_b.in_avals, "the batched while predicate"),
+            trace_to_jaxpr(masked_step, body_avals, "the batched while body"))
+
+
+while_p.def_impl(_while_impl)
+while_p.def_abstract_eval(_while_abstract_eval)
+ad.jvp_rules[while_p] = _while_jvp
+batching.axis_batch_rules[while_p] = _while_batch
+# Reverse mode is impossible for while (the trip count is unknown when tracing):
+# its partial-eval rule must raise the error that points users to scan or to a
+# fori_loop with static bounds, reusing WHILE_REVERSE_MODE_MESSAGE.
+WHILE_REVERSE_MODE_MESSAGE = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+    "dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """Run body_fun on the carry while cond_fun(carry) is True; return the final carry."""
+    if not (callable(cond_fun) and callable(body_fun)):
+        raise TypeError("while_loop: cond_fun and body_fun must be callable")
+    body, body_consts, _, init, carry_tree = _trace_carry_fun(body_fun, "while_loop body", init_val)
+    carry = tree_unflatten(carry_tree, init)
+    cond, cond_consts, _ = trace_hoisted(cond_fun, args_tree(carry), [x.aval for x in init],
+                                         "cond_fun")
+    outs_avals = cond.out_avals
+    if len(outs_avals) != 1 or outs_avals[0].shape != () or outs_avals[0].dtype != np.bool_:
+        shown = ", ".join(type_text(a) for a in outs_avals)
+        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) [{shown}].")
+    outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+    return tree_unflatten(carry_tree, outs)
+
+
+# ---------------------------------------------------------------- scan
+
+scan_p = Primitive("scan", multiple_results=True)
+
+
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = split(args, num_consts, num_carry)
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    for i in (reversed(range(length)) if reverse else range(length)):
+        outs = run_jaxpr(jaxpr, consts + carry + [x[i] for x in xs])
+        carry = outs[:num_carry]
+        for y, value in zip(ys, outs[num_carry:]):
+            y[i] = value
+    return carry + ys
+
+
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, carry, xs = split(avals, num_consts, num_carry)
+    if any(x.shape[:1] != (length,) for x in xs):
+        raise TypeError(f"scan: every scanned operand needs leading axis {length}, got "
+                        + ", ".join(type_text(x) for x in xs))
+    x_slices = [x.update(shape=x.shape[1:]) for x in xs]
+    check_jaxpr_inputs("scan", jaxpr, consts + carry + x_slices)
+    carry_out, ys = split(jaxpr.out_avals, num_carry)
+    if not same_types(carry, carry_out):
+        raise TypeError("scan: the body must return the carry's types")
+    return jaxpr.in_avals[num_consts:num_consts + num_carry] + [
+        y.update(shape=(length,) + y.shape) for y in ys]
+
+
+def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, **params):
+    consts, init, xs = split(primals, num_consts, num_carry)
+    const_t, init_t, xs_t = split(tangents, num_consts, num_carry)
+    const_nz, xs_nz = [[not ad.is_zero(t) for t in ts] for ts in (const_t, xs_t)]
+    num_ys = len(jaxpr.out_avals) - num_carry
+
+    def jvp_body(carry_nz):
+        return jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * num_ys)
+
+    carry_nz = carry_fixpoint(lambda nz: jvp_body(nz)[1][:num_carry],
+                              [not ad.is_zero(t) for t in init_t])
+    body, out_nz = jvp_body(carry_nz)
+    n_tangents = [sum(const_nz), sum(carry_nz), sum(xs_nz)]
+    body = reorder_jaxpr(body, interleave([num_consts, num_carry, len(xs)], n_tangents),
+                         interleave([num_carry, num_ys], [sum(carry_nz), sum(out_nz[num_carry:])]))
+    outs = scan_p.bind(*consts, *nonzero_tangents(const_t), *init, *instantiated(init_t, carry_nz),
+                       *xs, *nonzero_tangents(xs_t), jaxpr=body,
+                       num_consts=num_consts + n_tangents[0], num_carry=num_carry + n_tangents[1],
+                       **params)
+    carry_outs, ys = split(outs, num_carry + n_tangents[1])
+    carry, carry_dot = tangents_out(carry_outs, carry_nz, jaxpr.out_avals[:num_carry])
+    y, y_dot = tangents_out(ys, out_nz[num_carry:], jaxpr.out_avals[num_carry:])
+    return carry + y, carry_dot + y_dot
+
+
+def _scan_batch(axis, args, dims, jaxpr, num_consts, num_carry, **params):
+    consts, init, xs = split(args, num_consts, num_carry)
+    const_dims, init_dims, xs_dims = split(dims, num_consts, num_carry)
+    # Axis 0 of xs is the scanned one, so a batch dim goes to 1; a slice has it at 0.
+    xs = [x if d is None else batching.move_dim(x, d, 1) for x, d in zip(xs, xs_dims)]
+    slice_dims = [None if d is None else 0 for d in xs_dims]
+    num_ys = len(jaxpr.out_avals) - num_carry
+
+    def batch_body(mask):
+        return batch_axis_jaxpr(axis, jaxpr, const_dims + front_dims(mask) + slice_dims,
+                                mask + [False] * num_ys)
+
+    carry_batched = carry_fixpoint(lambda mask: [d is not None for d in batch_body(mask)[1][:num_carry]],
+                                   [d is not None for d in init_dims])
+    body, out_dims = batch_body(carry_batched)
+    init = at_front_where(init, init_dims, carry_batched, axis.axis_size)
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, num_consts=num_consts, num_carry=num_carry,
+                       **params)
+    y_dims = [None if d is None else 1 for d in out_dims[num_carry:]]
+    return outs, front_dims(carry_batched) + y_dims
+
+
+scan_p.def_impl(_scan_impl)
+scan_p.def_abstract_eval(_scan_abstract_eval)
+ad.jvp_rules[scan_p] = _scan_jvp
+batching.axis_batch_rules[scan_p] = _scan_batch
+# Reverse mode (on the `ad` branch) adds here: a partial-eval rule that splits the
+# body into a known scan (which also emits the residuals as extra ys) and an
+# unknown, linear one, and a transpose rule that runs the linear body's transpose
+# as a scan in the opposite direction, carrying the carry cotangents.
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+    """Loop f(carry, x) -> (carry, y) over the leading axis of xs; return (carry, stacked ys).
+
+    `unroll` is recorded on the equation for code generators; it never changes results.
+    """
+    if not callable(f):
+        raise TypeError(f"scan: f must be callable, got {f!r}")
+    xs_flat, xs_tree = flat_operands(xs)
+    length = _scan_length(xs_flat, length)
+    x_avals = [x.aval.update(shape=x.shape[1:]) for x in xs_flat]
+
+    def body(carry, x_leaves):
+        out = f(carry, tree_unflatten(xs_tree, x_leaves))
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"scan body output must be a pair (carry, y), got {out!r}")
+        return tuple(out)
+
+    jaxpr, consts, out_tree, init_flat, carry_tree = _trace_carry_fun(
+        lambda carry, *x: body(carry, list(x)), "scan body", init, x_avals,
+        carry_part=lambda tree: tree.children[0])
+    outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=jaxpr, num_consts=len(consts),
+                       num_carry=len(init_flat), length=length, reverse=bool(reverse),
+                       unroll=int(unroll))
+    carry, ys = split(outs, len(init_flat))
+    return tree_unflatten(carry_tree, carry), tree_unflatten(out_tree.children[1], ys)
+
+
+def _scan_length(xs_flat, length):
+    lengths = {x.shape[0] if x.ndim else None for x in xs_flat}
+    if None in lengths:
+        raise ValueError("scan got value with no leading axis to scan over: every leaf of xs "
+                         "must be an array with at least one dimension")
+    if length is not None:
+        lengths.add(operator.index(length))
+    if len(lengths) > 1:
+        raise ValueError(f"scan got values with different leading axis sizes: {sorted(lengths)}")
+    if not lengths:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    return lengths.pop()
+
+
+def map(f, xs):
+    """[f(x) for x in xs] along the leading axis, traced once (a scan with no carry)."""
+    return scan(lambda _, x: ((), f(x)), (), xs)[1]
+
+
+# ---------------------------------------------------------------- fori_loop
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """Run val = body_fun(i, val) for i in [lower, upper).
+
+    Static (concrete) bounds make it a scan, which reverse mode can differentiate;
+    traced bounds need a while_loop.
+    """
+    if _is_static(lower) and _is_static(upper):
+        return _fori_as_scan(int(lower), int(upper), body_fun, init_val)
+    return _fori_as_while(lower, upper, body_fun, init_val)
+
+
+def _is_static(bound):
+    return not isinstance(bound, Tracer) and (
+        isinstance(bound, (int, np.integer)) or (isinstance(bound, Array) and dtypes.is_int(bound.dtype)))
+
+
+def _fori_as_scan(lower, upper, body_fun, init_val):
+    def step(carry, _):
+        i, val = carry
+        return (add(i, 1), body_fun(i, val)), ()
+
+    start = flat_operands(lower)[0][0]
+    (_, result), _ = scan(step, (start, init_val), None, length=max(upper - lower, 0))
+    return result
+
+
+def _fori_as_while(lower, upper, body_fun, init_val):
+    (lower, upper), _ = flat_operands((lower, upper))
+    if lower.dtype != upper.dtype:
+        lower, upper = [convert_element_type(b, dtypes.promote_types(lower.dtype, upper.dtype))
+                        for b in (lower, upper)]
+
+    def body(carry):
+        i, stop, val = carry
+        return add(i, 1), stop, body_fun(i, val)
+
+    _, _, result = while_loop(lambda carry: lt(carry[0], carry[1]), body, (lower, upper, init_val))
+    return result
