@@ -1,5 +1,6 @@
 """Partial evaluation, residuals, dead-code elimination, checkpoint and call primitives."""
 import numpy as np
+import pytest
 
 import jaxlite
 import jaxlite.numpy as jnp
@@ -95,19 +96,15 @@ def test_split_jaxpr_can_force_outputs_unknown():
 
 # ---------------------------------------------------------------- checkpoint
 
+@pytest.mark.usefixtures("enable_x64")
 def test_checkpoint_values_and_gradients():
     f = lambda x: jnp.sum(jnp.sin(jnp.sin(x)) * x)
     x = jnp.asarray(np.array([0.3, -0.2, 1.1]))
-    jaxlite.config.update("jax_enable_x64", True)
-    try:
-        x = jnp.asarray(np.array([0.3, -0.2, 1.1]))
-        for policy in (None, jaxlite.checkpoint_policies.dots_saveable,
-                       jaxlite.checkpoint_policies.everything_saveable):
-            g = jaxlite.checkpoint(f, policy=policy)
-            assert float(g(x)) == float(f(x))
-            check_grads(g, (x,), order=2)
-    finally:
-        jaxlite.config.update("jax_enable_x64", False)
+    for policy in (None, jaxlite.checkpoint_policies.dots_saveable,
+                   jaxlite.checkpoint_policies.everything_saveable):
+        g = jaxlite.checkpoint(f, policy=policy)
+        assert float(g(x)) == float(f(x))
+        check_grads(g, (x,), order=2)
 
 
 def test_checkpoint_saves_only_its_inputs_by_default():
@@ -174,16 +171,11 @@ def call(fun):
     return called
 
 
+@pytest.mark.usefixtures("enable_x64")
 def test_generic_call_primitive_rules():
-    f = lambda x, y: jnp.sin(x) * y + jnp.exp(y)
-    g = call(f)
+    g = call(lambda x, y: jnp.sin(x) * y + jnp.exp(y))
     x, y = jnp.asarray(np.array([0.1, 0.5])), jnp.asarray(np.array([1.0, -1.0]))
-    jaxlite.config.update("jax_enable_x64", True)
-    try:
-        x, y = jnp.asarray(np.array([0.1, 0.5])), jnp.asarray(np.array([1.0, -1.0]))
-        check_grads(g, (x, y), order=2)
-    finally:
-        jaxlite.config.update("jax_enable_x64", False)
+    check_grads(g, (x, y), order=2)
     batched = jaxlite.vmap(g, in_axes=(0, None))(jnp.ones((3, 2)), jnp.asarray([1.0, 2.0]))
     assert batched.shape == (3, 2)
     # Linearizing in x only: the call splits; the staged part is a call on (residual, dx).

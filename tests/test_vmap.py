@@ -62,6 +62,14 @@ def ints(rng, shape):
     return rng.integers(-8, 8, shape).astype(np.int32)
 
 
+def unit(rng, shape):
+    return rng.uniform(-0.9, 0.9, shape).astype(np.float32)
+
+
+def shift_amounts(rng, shape):
+    return rng.integers(0, 31, shape).astype(np.int32)
+
+
 def bools(rng, shape):
     return rng.random(shape) < 0.5
 
@@ -94,7 +102,7 @@ def _scan_loop(x, xs):
 CASES = {
     **{name: unary(getattr(lax, name)) for name in
        ["abs", "ceil", "cos", "exp", "exp2", "expm1", "floor", "is_finite", "logistic", "neg",
-        "round", "sign", "sin", "square", "tanh", "cbrt"]},
+        "round", "sign", "sin", "square", "tanh", "cbrt", "stop_gradient"]},
     **{name: unary(getattr(lax, name), positive) for name in ["log", "log1p", "rsqrt", "sqrt"]},
     "integer_pow": unary(lambda x: lax.integer_pow(x, 3)),
     "convert_element_type": unary(lambda x: lax.convert_element_type(x, np.int32)),
@@ -134,6 +142,17 @@ CASES = {
              [(scalar, bools), (same, floats)]),
     "while": unary(_scalar_loop),
     "scan": (_scan_loop, [(lambda s: s[1:], floats), (same, floats)]),
+    **{name: unary(getattr(lax, name)) for name in
+       ["tan", "atan", "sinh", "cosh", "asinh", "erf", "erfc"]},
+    **{name: unary(getattr(lax, name), unit) for name in ["asin", "acos", "atanh", "erf_inv"]},
+    **{name: unary(getattr(lax, name), positive) for name in ["lgamma", "digamma"]},
+    "acosh": unary(lambda x: lax.acosh(x + 1.0), positive),
+    "polygamma": unary(lambda x: lax.polygamma(1, x), positive),
+    **{name: unary(lambda x, op=getattr(lax, name): op(x, axis=0)) for name in
+       ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"]},
+    **{name: binary(getattr(lax, name), ints, shift_amounts) for name in
+       ["shift_left", "shift_right_logical", "shift_right_arithmetic"]},
+    **{name: unary(getattr(lax, name), ints) for name in ["population_count", "clz"]},
 }
 
 

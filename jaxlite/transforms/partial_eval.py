@@ -33,9 +33,9 @@ UndefinedPrimal for linear operands), as `ad.call_transpose_rule` does. Its
 JVP rule usually binds the primitive again on `ad.jvp_jaxpr(body, nonzeros)`
 (see `ad.call_jvp_rule`), and batching on `batching.batch_jaxpr`.
 """
-from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var, dce
-from jaxlite.core.staging import JaxprTrace, JaxprTracer
-from jaxlite.core.trace import set_current_trace
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var, constvars_as_invars, dce_closed
+from jaxlite.core.staging import JaxprTrace, JaxprTracer, eval_jaxpr, trace_to_jaxpr
+from jaxlite.core.trace import current_trace, set_current_trace
 
 partial_eval_rules = {}
 
@@ -92,63 +92,111 @@ def split_jaxpr(closed, unknowns, saveable=everything_saveable, instantiate=Fals
     unknown: (residuals, unknown invars)    -> (unknown outputs)
     Returns (known, unknown, out_unknowns, num_residuals), both parts closed.
 
-    A known equation needed by the unknown side is normally run on the known
-    side and its outputs saved as residuals. When `saveable(eqn)` says no, the
-    unknown side recomputes it instead, from its own inputs: this is how
-    checkpoint policies trade memory for recomputation. Equations computing
-    constants (from literals only, like instantiated zero tangents) are always
-    recomputed: saving them would cost memory to spare a broadcast.
+    The split is partial evaluation itself, run over the jaxpr while the known
+    part is being staged: so a higher-order equation inside (a cond in a scan
+    body, a checkpoint in a loop) is split by its own rule, not kept whole.
+
+    A known value the unknown side needs is normally saved as a residual. When
+    `saveable(eqn)` says no for the equation computing it, the unknown side
+    recomputes it from the known inputs instead: this is how checkpoint
+    policies trade memory for recomputation. Values computed from literals only
+    (instantiated zero tangents, say) are always recomputed: saving them would
+    cost memory to spare a broadcast.
 
     `instantiate` (a bool, or one per output) forces outputs onto the unknown
     side even when they are known, as a loop needs for a carry that is unknown
     on the way in: the known value then reaches it as a residual.
     """
-    jaxpr = closed.jaxpr
-    unknown_vars = {v for v, unknown in zip(jaxpr.invars, unknowns) if unknown}
-    constant_vars = set()
-    eqn_unknown = []
-    for eqn in jaxpr.eqns:
-        unknown = any(isinstance(v, Var) and v in unknown_vars for v in eqn.inputs)
-        eqn_unknown.append(unknown)
-        if unknown:
-            unknown_vars.update(eqn.outputs)
-        elif all(not isinstance(v, Var) or v in constant_vars for v in eqn.inputs):
-            constant_vars.update(eqn.outputs)
-    if isinstance(instantiate, bool):
-        instantiate = [instantiate] * len(jaxpr.outvars)
-    out_unknowns = [force or (isinstance(v, Var) and v in unknown_vars)
-                    for v, force in zip(jaxpr.outvars, instantiate)]
-    staged, needed = _unknown_side(jaxpr, eqn_unknown, out_unknowns,
-                                   lambda eqn: eqn.outputs[0] not in constant_vars and saveable(eqn))
-    defined_later = {v for eqn in staged for v in eqn.outputs} | unknown_vars.intersection(jaxpr.invars)
-    candidates = jaxpr.constvars + jaxpr.invars + [v for eqn in jaxpr.eqns for v in eqn.outputs]
-    residuals = [v for v in candidates if v in needed and v not in defined_later]
-    known = _known_side(closed, unknowns, out_unknowns, residuals)
-    unknown_invars = [v for v, unknown in zip(jaxpr.invars, unknowns) if unknown]
-    unknown_outvars = [v for v, unknown in zip(jaxpr.outvars, out_unknowns) if unknown]
-    unknown = ClosedJaxpr(Jaxpr([], residuals + unknown_invars, staged, unknown_outvars), [])
-    return known, unknown, out_unknowns, len(residuals)
+    known, staged, out_unknowns = _trace_split(closed, unknowns, instantiate)
+    unknown, _ = constvars_as_invars(staged)
+    known, unknown = _recompute_residuals(known, unknown, len(staged.consts), saveable)
+    num_res = len(unknown.in_avals) - sum(unknowns)
+    return known, unknown, out_unknowns, num_res
 
 
-def _unknown_side(jaxpr, eqn_unknown, out_unknowns, saveable):
-    """The equations the unknown part runs, found backward from its outputs, and the vars they read."""
-    needed = {v for v, unknown in zip(jaxpr.outvars, out_unknowns) if unknown}
-    staged = []
-    for eqn, unknown in zip(reversed(jaxpr.eqns), reversed(eqn_unknown)):
-        if not any(v in needed for v in eqn.outputs):
-            continue
-        if unknown or not saveable(eqn):
-            staged.append(eqn)
+def _trace_split(closed, unknowns, instantiate):
+    """(known jaxpr, unknown jaxpr whose consts are the residuals, out_unknowns)."""
+    avals = closed.in_avals
+    force = [instantiate] * len(closed.out_avals) if isinstance(instantiate, bool) else instantiate
+    parts = {}
+
+    def known_part(*known_args):
+        trace = PartialEvalTrace(current_trace(), "partial evaluation of a jaxpr")
+        try:
+            known_args = iter(known_args)
+            args = [trace.new_arg(a) if u else next(known_args) for a, u in zip(avals, unknowns)]
+            with set_current_trace(trace):
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+            parts["out_unknowns"] = [trace.is_unknown(o) or f for o, f in zip(outs, force)]
+            parts["staged"] = trace.to_closed_jaxpr(
+                [o for o, u in zip(outs, parts["out_unknowns"]) if u])
+        finally:
+            trace.finish()
+        return [o for o, u in zip(outs, parts["out_unknowns"]) if not u] + parts["staged"].consts
+
+    known_avals = [a for a, u in zip(avals, unknowns) if not u]
+    known = trace_to_jaxpr(known_part, known_avals, "the known part of a jaxpr")
+    return known, parts["staged"], parts["out_unknowns"]
+
+
+def _recompute_residuals(known, unknown, num_res, saveable):
+    """Move the computation of the residuals that may not be saved to the unknown side.
+
+    Walking back from them through the known part, the unknown side recomputes
+    each value until it reaches one it may read instead: a known input, a kept
+    residual, or an intermediate value the policy lets us save; those it needs
+    become residuals in turn. The two jaxprs may share variables: each is
+    self-contained, so a variable of the known part can be defined again here.
+    """
+    kj, uj = known.jaxpr, unknown.jaxpr
+    num_outs = len(kj.outvars) - num_res
+    res_known, res_unknown = kj.outvars[num_outs:], uj.invars[:num_res]
+    constant = _constant_vars(kj)
+
+    def may_save(eqn):
+        return eqn.outputs[0] not in constant and saveable(eqn)
+
+    producer = {v: eqn for eqn in kj.eqns for v in eqn.outputs}
+    keep = [v not in constant and (v not in producer or may_save(producer[v])) for v in res_known]
+    if all(keep):
+        return known, unknown
+    kept = {v for v, k in zip(res_known, keep) if k}
+    needed = {v for v, k in zip(res_known, keep) if not k}
+    recompute, saved = [], set()
+    for eqn in reversed(kj.eqns):
+        wanted = [v for v in eqn.outputs if v in needed and v not in kept]
+        if wanted and may_save(eqn):
+            saved.update(wanted)
+        elif wanted:
+            recompute.append(eqn)
             needed.update(v for v in eqn.inputs if isinstance(v, Var))
-    return staged[::-1], needed
+    defined = kj.constvars + kj.invars + [v for eqn in kj.eqns for v in eqn.outputs]
+    extra = [v for v in defined if v not in kept and (v in saved or (v in needed and v not in producer))]
+    new_known = dce_closed(ClosedJaxpr(
+        Jaxpr(kj.constvars, kj.invars, kj.eqns, kj.outvars[:num_outs] + extra
+              + [v for v, k in zip(res_known, keep) if k]), known.consts))
+    # Recomputed values keep their known-side variables; kept residuals are read
+    # through the unknown side's variables for them.
+    to_recomputed = {u: k for u, k, keep_it in zip(res_unknown, res_known, keep) if not keep_it}
+    to_kept = {k: u for u, k, keep_it in zip(res_unknown, res_known, keep) if keep_it}
+    eqns = ([_renamed(eqn, to_kept) for eqn in recompute[::-1]]
+            + [_renamed(eqn, to_recomputed) for eqn in uj.eqns])
+    invars = extra + [u for u, k in zip(res_unknown, keep) if k] + uj.invars[num_res:]
+    outvars = [to_recomputed.get(v, v) for v in uj.outvars]
+    return new_known, ClosedJaxpr(Jaxpr([], invars, eqns, outvars), [])
 
 
-def _known_side(closed, unknowns, out_unknowns, residuals):
-    jaxpr = closed.jaxpr
-    invars = [v for v, unknown in zip(jaxpr.invars, unknowns) if not unknown]
-    outvars = [v for v, unknown in zip(jaxpr.outvars, out_unknowns) if not unknown] + residuals
-    known, used_consts, _ = dce(Jaxpr(jaxpr.constvars, invars, jaxpr.eqns, outvars))
-    return ClosedJaxpr(known, [c for c, used in zip(closed.consts, used_consts) if used])
+def _constant_vars(jaxpr):
+    """Variables computed from literals alone."""
+    constant = set()
+    for eqn in jaxpr.eqns:
+        if all(not isinstance(v, Var) or v in constant for v in eqn.inputs):
+            constant.update(eqn.outputs)
+    return constant
+
+
+def _renamed(eqn, renaming):
+    return eqn.replace(inputs=[renaming.get(v, v) if isinstance(v, Var) else v for v in eqn.inputs])
 
 
 def call_partial_eval_rule(primitive, saveable_of=lambda params: everything_saveable):
@@ -166,19 +214,20 @@ def call_partial_eval_rule(primitive, saveable_of=lambda params: everything_save
             known_results = primitive.bind(*[x for x, u in zip(args, unknowns) if not u],
                                            **dict(params, jaxpr=known))
         num_known = len(known_results) - num_res
-        residuals = _forward_inputs(params["jaxpr"], unknown, args, known_results[num_known:])
+        residuals = forward_inputs(known, [x for x, u in zip(args, unknowns) if not u],
+                                   known_results[num_known:])
         unknown_args = [x for x, u in zip(args, unknowns) if u]
         staged = trace.stage(primitive, residuals + unknown_args, dict(params, jaxpr=unknown))
         return _merge(out_unknowns, known_results[:num_known], staged)
     return rule
 
 
-def _forward_inputs(closed, unknown, args, residuals):
-    """Residuals that are inputs of the call, taken from the arguments themselves:
+def forward_inputs(known, known_args, residuals):
+    """Residuals that are inputs of the known part, taken from its arguments themselves:
     then an array passed to many calls (a weight) stays one residual, not one per call."""
-    position = {v: i for i, v in enumerate(closed.jaxpr.invars)}
-    res_vars = unknown.jaxpr.invars[:len(residuals)]
-    return [args[position[v]] if v in position else r for v, r in zip(res_vars, residuals)]
+    position = {v: i for i, v in enumerate(known.jaxpr.invars)}
+    res_vars = known.jaxpr.outvars[len(known.jaxpr.outvars) - len(residuals):]
+    return [known_args[position[v]] if v in position else r for v, r in zip(res_vars, residuals)]
 
 
 def _merge(mask, if_false, if_true):

@@ -9,7 +9,8 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var
 from jaxlite.core.primitive import Primitive
-from jaxlite.core.staging import jaxpr_as_fun
+from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
+from jaxlite.core.trace import set_current_trace
 from jaxlite.core.tree_util import tree_leaves_with_path, tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, batch_axis_jaxpr, check_jaxpr_inputs, difference, flat_operands,
@@ -17,6 +18,7 @@ from jaxlite.lax.control_flow.common import (
 from jaxlite.lax.elementwise import clamp, convert_element_type, ne, select_n
 from jaxlite.lax.shapes import broadcast_in_dim
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms.partial_eval import partial_eval_rules, split_jaxpr
 
 cond_p = Primitive("cond", multiple_results=True)
 
@@ -72,10 +74,84 @@ cond_p.def_impl(_cond_impl)
 cond_p.def_abstract_eval(_cond_abstract_eval)
 ad.jvp_rules[cond_p] = _cond_jvp
 batching.axis_batch_rules[cond_p] = _cond_batch
-# Reverse mode (on the `ad` branch) adds here: a partial-eval rule that splits
-# every branch into its known and unknown parts (residuals as extra outputs of
-# the known cond), and a transpose rule that transposes each branch of the
-# linear cond and binds cond on the cotangents.
+
+
+# Reverse mode. Partial evaluation splits every branch into a known and an unknown
+# part; the known cond returns, beside the known outputs, the residuals of every
+# branch (zeros for the branches not taken), and the unknown cond takes all of them.
+
+
+def _cond_partial_eval(trace, args, branches):
+    index, operands = args[0], args[1:]
+    if trace.is_unknown(index):
+        return trace.stage(cond_p, args, dict(branches=branches))
+    unknowns = [trace.is_unknown(x) for x in operands]
+    out_unknowns = [any(flags) for flags in zip(*(split_jaxpr(b, unknowns)[2] for b in branches))]
+    splits = [split_jaxpr(b, unknowns, instantiate=out_unknowns) for b in branches]
+    res_avals = [unknown.in_avals[:num_res] for _, unknown, _, num_res in splits]
+    known_branches = tuple(_known_branch(known, i, res_avals) for i, (known, *_) in enumerate(splits))
+    unknown_branches = tuple(_unknown_branch(unknown, i, res_avals)
+                             for i, (_, unknown, *_) in enumerate(splits))
+    with set_current_trace(trace.parent):
+        known_results = cond_p.bind(index, *[x for x, u in zip(operands, unknowns) if not u],
+                                    branches=known_branches)
+    num_known = out_unknowns.count(False)
+    unknown_operands = [x for x, u in zip(operands, unknowns) if u]
+    staged = trace.stage(cond_p, [index, *known_results[num_known:], *unknown_operands],
+                         dict(branches=unknown_branches))
+    known_outs, staged_outs = iter(known_results[:num_known]), iter(staged)
+    return [next(staged_outs) if u else next(known_outs) for u in out_unknowns]
+
+
+def _known_branch(known, i, res_avals):
+    """Branch i's known part, returning every branch's residuals: its own, zeros for the rest."""
+    num_res = len(res_avals[i])
+
+    def branch(*args):
+        outs = jaxpr_as_fun(known)(*args)
+        own_outs, own_res = outs[:len(outs) - num_res], outs[len(outs) - num_res:]
+        residuals = [own_res if j == i else [ad.zeros(a) for a in avals]
+                     for j, avals in enumerate(res_avals)]
+        return own_outs + [r for group in residuals for r in group]
+
+    return trace_to_jaxpr(branch, known.in_avals, "the known part of a cond branch")
+
+
+def _unknown_branch(unknown, i, res_avals):
+    """Branch i's unknown part, taking every branch's residuals and reading only its own."""
+    jaxpr, num_res = unknown.jaxpr, len(res_avals[i])
+    before = [Var(a) for avals in res_avals[:i] for a in avals]
+    after = [Var(a) for avals in res_avals[i + 1:] for a in avals]
+    invars = before + jaxpr.invars[:num_res] + after + jaxpr.invars[num_res:]
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, invars, jaxpr.eqns, jaxpr.outvars), unknown.consts)
+
+
+def _cond_transpose(cts, index, *operands, branches):
+    linear = [ad.is_undefined(x) for x in operands]
+    residuals = [x for x, lin in zip(operands, linear) if not lin]
+    transposed = tuple(_transpose_branch(b, linear) for b in branches)
+    cts = [ad.materialize(ct) for ct in cts]   # every branch takes the same operands
+    operand_cts = iter(cond_p.bind(index, *residuals, *cts, branches=transposed))
+    return [None] + [next(operand_cts) if lin else None for lin in linear]
+
+
+def _transpose_branch(branch, linear):
+    """(residuals, output cotangents) -> cotangents of the linear operands."""
+    res_avals = [a for a, lin in zip(branch.in_avals, linear) if not lin]
+
+    def transposed(*args):
+        residuals, cts = iter(args[:len(res_avals)]), args[len(res_avals):]
+        primals = [ad.UndefinedPrimal(a) if lin else next(residuals)
+                   for a, lin in zip(branch.in_avals, linear)]
+        cts_in = ad.backward_pass(branch.jaxpr, branch.consts, primals, list(cts))
+        return [ad.materialize(ct) for ct, lin in zip(cts_in, linear) if lin]
+
+    ct_avals = [ad.tangent_aval(a) for a in branch.out_avals]
+    return trace_to_jaxpr(transposed, res_avals + ct_avals, "the transpose of a cond branch")
+
+
+partial_eval_rules[cond_p] = _cond_partial_eval
+ad.transpose_rules[cond_p] = _cond_transpose
 
 
 # ---------------------------------------------------------------- the API

@@ -9,9 +9,10 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, dce_closed
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
-from jaxlite.core.trace import Tracer
+from jaxlite.core.trace import Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, at_front_where, batch_axis_jaxpr, carry_fixpoint, check_carry_types,
@@ -22,6 +23,7 @@ from jaxlite.lax.elementwise import add, convert_element_type, lt, select_n
 from jaxlite.lax.reductions import reduce_or
 from jaxlite.lax.shapes import broadcast_in_dim
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms.partial_eval import partial_eval_rules, split_jaxpr
 
 
 def _trace_carry_fun(fun, fun_name, init, extra_avals=(), carry_part=None):
@@ -134,9 +136,50 @@ while_p.def_impl(_while_impl)
 while_p.def_abstract_eval(_while_abstract_eval)
 ad.jvp_rules[while_p] = _while_jvp
 batching.axis_batch_rules[while_p] = _while_batch
-# Reverse mode is impossible for while (the trip count is unknown when tracing):
-# its partial-eval rule must raise the error that points users to scan or to a
-# fori_loop with static bounds, reusing WHILE_REVERSE_MODE_MESSAGE.
+
+
+# Reverse mode is impossible for while: the trip count is unknown when tracing, so
+# no residuals can be stored per iteration. Partial evaluation still works, as in
+# JAX: a loop over the known carries computes them now, and the whole loop is
+# staged again for the unknown ones (so linearize works); transposing that loop
+# is the error that points users to scan or to a fori_loop with static bounds.
+
+
+def _while_partial_eval(trace, args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                  body_nconsts=body_nconsts)
+    cond_uk, body_const_uk, init_uk = split([trace.is_unknown(x) for x in args],
+                                            cond_nconsts, body_nconsts)
+    carry_uk = carry_fixpoint(lambda uk: split_jaxpr(body_jaxpr, body_const_uk + uk)[2], init_uk)
+    if any(split_jaxpr(cond_jaxpr, cond_uk + carry_uk)[2]) or all(carry_uk):
+        return trace.stage(while_p, args, params)
+    known_body = split_jaxpr(body_jaxpr, body_const_uk + carry_uk)[0]
+    known_body = dce_closed(known_body, [True] * carry_uk.count(False)
+                            + [False] * (len(known_body.out_avals) - carry_uk.count(False)))
+    # The predicate reads only known values, so its other inputs can go (after DCE,
+    # no equation left reads them).
+    cond = dce_closed(cond_jaxpr)
+    known_invars = [v for v, u in zip(cond.jaxpr.invars, cond_uk + carry_uk) if not u]
+    known_cond = ClosedJaxpr(Jaxpr(cond.jaxpr.constvars, known_invars, cond.jaxpr.eqns,
+                                   cond.jaxpr.outvars), cond.consts)
+    cond_consts, body_consts, init = split(args, cond_nconsts, body_nconsts)
+    with set_current_trace(trace.parent):
+        known_outs = while_p.bind(*[x for x, u in zip(cond_consts, cond_uk) if not u],
+                                  *[x for x, u in zip(body_consts, body_const_uk) if not u],
+                                  *[x for x, u in zip(init, carry_uk) if not u],
+                                  cond_jaxpr=known_cond, body_jaxpr=known_body,
+                                  cond_nconsts=cond_uk.count(False),
+                                  body_nconsts=body_const_uk.count(False))
+    staged, known_outs = trace.stage(while_p, args, params), iter(known_outs)
+    return [out if u else next(known_outs) for out, u in zip(staged, carry_uk)]
+
+
+def _while_transpose(cts, *args, **params):
+    raise ValueError(WHILE_REVERSE_MODE_MESSAGE)
+
+
+partial_eval_rules[while_p] = _while_partial_eval
+ad.transpose_rules[while_p] = _while_transpose
 WHILE_REVERSE_MODE_MESSAGE = (
     "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
     "dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
@@ -241,10 +284,112 @@ scan_p.def_impl(_scan_impl)
 scan_p.def_abstract_eval(_scan_abstract_eval)
 ad.jvp_rules[scan_p] = _scan_jvp
 batching.axis_batch_rules[scan_p] = _scan_batch
-# Reverse mode (on the `ad` branch) adds here: a partial-eval rule that splits the
-# body into a known scan (which also emits the residuals as extra ys) and an
-# unknown, linear one, and a transpose rule that runs the linear body's transpose
-# as a scan in the opposite direction, carrying the carry cotangents.
+
+
+# Reverse mode. Partial evaluation splits the body into a known scan, which also
+# emits the residuals of every iteration as extra ys, and an unknown (linear) scan
+# that reads them back per iteration; residuals that are consts or xs of the loop
+# are passed as they are. The transpose runs the linear body's transpose as a
+# scan in the opposite direction, carrying the carry cotangents and summing the
+# consts' cotangents.
+
+
+def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
+    unknowns = [trace.is_unknown(x) for x in args]
+    const_uk, init_uk, xs_uk = split(unknowns, num_consts, num_carry)
+    num_ys = len(jaxpr.out_avals) - num_carry
+    carry_uk = carry_fixpoint(
+        lambda uk: split_jaxpr(jaxpr, const_uk + uk + xs_uk)[2][:num_carry], init_uk)
+    unknowns = const_uk + carry_uk + xs_uk
+    known, unknown, out_uk, num_res = split_jaxpr(jaxpr, unknowns,
+                                                  instantiate=carry_uk + [False] * num_ys)
+    # Where each residual comes from: a known const or xs of the loop is passed as
+    # it is; anything else differs per iteration and is stacked by the known scan.
+    known_positions = [i for i, u in enumerate(unknowns) if not u]
+    position = {v: known_positions[j] for j, v in enumerate(known.jaxpr.invars)}
+    num_known = out_uk.count(False)
+    res_vars = known.jaxpr.outvars[num_known:]
+    is_const = [position.get(v, num_consts) < num_consts for v in res_vars]
+    is_xs = [position.get(v, 0) >= num_consts + num_carry for v in res_vars]
+    stacked = [v for v, c, x in zip(res_vars, is_const, is_xs) if not (c or x)]
+    known_body = dce_closed(ClosedJaxpr(
+        Jaxpr(known.jaxpr.constvars, known.jaxpr.invars, known.jaxpr.eqns,
+              known.jaxpr.outvars[:num_known] + stacked), known.consts))
+    with set_current_trace(trace.parent):
+        known_results = scan_p.bind(*[x for x, u in zip(args, unknowns) if not u], jaxpr=known_body,
+                                    num_consts=const_uk.count(False),
+                                    num_carry=carry_uk.count(False), **params)
+    stacked_res = iter(known_results[num_known:])
+    residuals = [args[position[v]] if c or x else next(stacked_res)
+                 for v, c, x in zip(res_vars, is_const, is_xs)]
+    # The unknown body takes (residuals, unknown consts, carry, xs); a scan wants its
+    # consts first and the per-iteration inputs last, so loop-invariant residuals
+    # move to the front and the others join the xs.
+    uk_consts, uk_carry, uk_xs = split(range(num_res, len(unknown.jaxpr.invars)),
+                                       sum(const_uk), sum(carry_uk))
+    order = ([i for i, c in enumerate(is_const) if c] + uk_consts + uk_carry
+             + [i for i, c in enumerate(is_const) if not c] + uk_xs)
+    operands = residuals + [x for x, u in zip(args, unknowns) if u]
+    staged = trace.stage(scan_p, [operands[i] for i in order],
+                         dict(params, jaxpr=reorder_jaxpr(unknown, order),
+                              num_consts=sum(is_const) + sum(const_uk), num_carry=sum(carry_uk)))
+    known_outs, staged_outs = iter(known_results[:num_known]), iter(staged)
+    return [next(staged_outs) if u else next(known_outs) for u in out_uk]
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts, init, xs = split(args, num_consts, num_carry)
+    const_lin, xs_lin = [ad.is_undefined(c) for c in consts], [ad.is_undefined(x) for x in xs]
+    ct_carry, ct_ys = split([ad.materialize(ct) for ct in cts], num_carry)
+    ct_consts = [ad.zeros(c.aval) for c in consts if ad.is_undefined(c)]
+    outs = scan_p.bind(*[c for c in consts if not ad.is_undefined(c)], *ct_consts, *ct_carry,
+                       *[x for x in xs if not ad.is_undefined(x)], *ct_ys,
+                       jaxpr=_transposed_scan_body(jaxpr, const_lin, num_carry, xs_lin),
+                       num_consts=const_lin.count(False), num_carry=len(ct_consts) + num_carry,
+                       length=length, reverse=not reverse, unroll=unroll)
+    ct_consts, ct_init, ct_xs = split(outs, len(ct_consts), num_carry)
+    return (_where(const_lin, ct_consts) + [ct if ad.is_undefined(x) else None
+                                            for x, ct in zip(init, ct_init)] + _where(xs_lin, ct_xs))
+
+
+def _where(mask, values):
+    """values at the positions marked in mask, None elsewhere."""
+    values = iter(values)
+    return [next(values) if flag else None for flag in mask]
+
+
+def _transposed_scan_body(jaxpr, const_lin, num_carry, xs_lin):
+    """(residual consts, consts' cotangent sums, carry cotangents, residual xs, y cotangents)
+    -> (new sums, cotangents of the previous carry, cotangents of the linear xs)."""
+    const_avals, carry_avals, x_avals = split(jaxpr.in_avals, len(const_lin), num_carry)
+    groups = [[a for a, lin in zip(const_avals, const_lin) if not lin],
+              [ad.tangent_aval(a) for a, lin in zip(const_avals, const_lin) if lin],
+              [ad.tangent_aval(a) for a in carry_avals],
+              [a for a, lin in zip(x_avals, xs_lin) if not lin],
+              [ad.tangent_aval(a) for a in jaxpr.out_avals[num_carry:]]]
+
+    def body(*args):
+        res_consts, sums, ct_carry, res_xs, ct_ys = split(args, *[len(group) for group in groups[:4]])
+        primals = (_undefined_where(const_avals, const_lin, res_consts)
+                   + [ad.UndefinedPrimal(a) for a in carry_avals]
+                   + _undefined_where(x_avals, xs_lin, res_xs))
+        cts = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, primals, ct_carry + ct_ys)
+        ct_consts, ct_prev_carry, ct_xs = split(cts, len(const_lin), num_carry)
+        sums = [ad.add_tangents(total, ct) for total, ct in
+                zip(sums, [ct for ct, lin in zip(ct_consts, const_lin) if lin])]
+        ct_xs = [ct for ct, lin in zip(ct_xs, xs_lin) if lin]
+        return [ad.materialize(ct) for ct in sums + ct_prev_carry + ct_xs]
+
+    return trace_to_jaxpr(body, [a for group in groups for a in group], "the transpose of a scan body")
+
+
+def _undefined_where(avals, linear, values):
+    values = iter(values)
+    return [ad.UndefinedPrimal(a) if lin else next(values) for a, lin in zip(avals, linear)]
+
+
+partial_eval_rules[scan_p] = _scan_partial_eval
+ad.transpose_rules[scan_p] = _scan_transpose
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
