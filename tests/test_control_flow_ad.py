@@ -152,3 +152,18 @@ def test_cond_inside_scan_and_scan_inside_cond():
                                jnp.sin, h)
     check_grads(inner, (jnp.asarray(0.7),), order=2)
     check_grads(inner, (jnp.asarray(-0.7),), order=2)
+
+
+def test_loop_invariant_residuals_are_kept_once():
+    w, h0, xs = rand(3, 3) * 0.5, rand(3, seed=1), rand(6, 3, seed=2)
+
+    def loss(w):
+        step = lambda h, x: (jnp.tanh(h @ (w.T * 2.0) + x), ())   # w.T * 2 is loop invariant
+        return jnp.sum(lax.scan(step, h0, xs)[0])
+
+    _, _, linear, _ = ad.linearize_flat(lambda w: ([loss(w)], []), [w])
+    invariant = [c for c in linear.consts if c.shape == (3, 3)]
+    assert len(invariant) == 1 and not any(c.shape[:1] == (6,) and c.ndim == 3 and c.shape[1:] == (3, 3)
+                                           for c in linear.consts)
+    np.testing.assert_allclose(np.asarray(invariant[0]), 2.0 * np.asarray(w).T)
+    check_grads(loss, (w,), order=1)

@@ -9,9 +9,9 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
-from jaxlite.core.ir import ClosedJaxpr, Jaxpr, dce_closed
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var, dce_closed
 from jaxlite.core.primitive import Primitive
-from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
+from jaxlite.core.staging import eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.trace import Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_unflatten
 from jaxlite.lax.control_flow.common import (
@@ -303,24 +303,31 @@ def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
     unknowns = const_uk + carry_uk + xs_uk
     known, unknown, out_uk, num_res = split_jaxpr(jaxpr, unknowns,
                                                   instantiate=carry_uk + [False] * num_ys)
-    # Where each residual comes from: a known const or xs of the loop is passed as
-    # it is; anything else differs per iteration and is stacked by the known scan.
-    known_positions = [i for i, u in enumerate(unknowns) if not u]
-    position = {v: known_positions[j] for j, v in enumerate(known.jaxpr.invars)}
-    num_known = out_uk.count(False)
+    known_args = [x for x, u in zip(args, unknowns) if not u]
+    num_known, num_known_consts = out_uk.count(False), const_uk.count(False)
     res_vars = known.jaxpr.outvars[num_known:]
-    is_const = [position.get(v, num_consts) < num_consts for v in res_vars]
-    is_xs = [position.get(v, 0) >= num_consts + num_carry for v in res_vars]
+    # Where each residual comes from: loop invariants (known consts, and values
+    # computed from them alone) are computed once and passed as consts; known xs
+    # are passed as they are; anything else differs per iteration and is
+    # stacked by the known scan.
+    invariant = _loop_invariants(known.jaxpr, num_known_consts)
+    xs_vars = set(known.jaxpr.invars[num_known_consts + carry_uk.count(False):])
+    is_const = [v in invariant for v in res_vars]
+    is_xs = [v in xs_vars for v in res_vars]
     stacked = [v for v, c, x in zip(res_vars, is_const, is_xs) if not (c or x)]
+    kj = known.jaxpr
     known_body = dce_closed(ClosedJaxpr(
-        Jaxpr(known.jaxpr.constvars, known.jaxpr.invars, known.jaxpr.eqns,
-              known.jaxpr.outvars[:num_known] + stacked), known.consts))
+        Jaxpr(kj.constvars, kj.invars, kj.eqns, kj.outvars[:num_known] + stacked), known.consts))
+    hoisted = dce_closed(ClosedJaxpr(
+        Jaxpr(kj.constvars, kj.invars[:num_known_consts], kj.eqns,
+              [v for v, c in zip(res_vars, is_const) if c]), known.consts))
     with set_current_trace(trace.parent):
-        known_results = scan_p.bind(*[x for x, u in zip(args, unknowns) if not u], jaxpr=known_body,
-                                    num_consts=const_uk.count(False),
+        known_results = scan_p.bind(*known_args, jaxpr=known_body, num_consts=num_known_consts,
                                     num_carry=carry_uk.count(False), **params)
+        invariants = iter(eval_jaxpr(hoisted.jaxpr, hoisted.consts, *known_args[:num_known_consts]))
     stacked_res = iter(known_results[num_known:])
-    residuals = [args[position[v]] if c or x else next(stacked_res)
+    xs_position = {v: i for i, v in enumerate(kj.invars)}
+    residuals = [next(invariants) if c else known_args[xs_position[v]] if x else next(stacked_res)
                  for v, c, x in zip(res_vars, is_const, is_xs)]
     # The unknown body takes (residuals, unknown consts, carry, xs); a scan wants its
     # consts first and the per-iteration inputs last, so loop-invariant residuals
@@ -335,6 +342,15 @@ def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
                               num_consts=sum(is_const) + sum(const_uk), num_carry=sum(carry_uk)))
     known_outs, staged_outs = iter(known_results[:num_known]), iter(staged)
     return [next(staged_outs) if u else next(known_outs) for u in out_uk]
+
+
+def _loop_invariants(jaxpr, num_consts):
+    """The variables of a loop body that depend on its consts (and literals) alone."""
+    invariant = set(jaxpr.constvars) | set(jaxpr.invars[:num_consts])
+    for eqn in jaxpr.eqns:
+        if all(not isinstance(v, Var) or v in invariant for v in eqn.inputs):
+            invariant.update(eqn.outputs)
+    return invariant
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
