@@ -23,8 +23,9 @@ split; `call_partial_eval_rule(p)` is the complete rule for a primitive whose
 calls, checkpoint): register it with
   partial_eval_rules[my_call_p] = call_partial_eval_rule(my_call_p)
 Control flow with its own operand layout (cond's index, scan's carry) builds
-on split_jaxpr in the same way; a loop whose carry becomes unknown must
-iterate the split until the set of unknown carries stops growing.
+on split_jaxpr in the same way (see lax/control_flow); a loop whose carry
+becomes unknown must iterate the split until the set of unknown carries stops
+growing.
 
 The unknown part then meets `ad.backward_pass`: the primitive needs a
 transpose rule, which typically runs `ad.backward_pass(body.jaxpr,
@@ -79,10 +80,6 @@ class PartialEvalTrace(JaxprTrace):
 
 def everything_saveable(eqn):
     return True
-
-
-def nothing_saveable(eqn):
-    return False
 
 
 def split_jaxpr(closed, unknowns, saveable=everything_saveable, instantiate=False):
