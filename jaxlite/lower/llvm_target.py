@@ -4,6 +4,7 @@ Every compiled function in jaxlite goes through `compile_ir`. The facts behind t
 choices below (host features, pass manager rules, vector width) were measured on
 the development machine and are recorded in DESIGN.md.
 """
+import ctypes.util
 import threading
 
 import llvmlite.binding as llvm
@@ -18,6 +19,8 @@ def _ensure_initialized():
         if not _initialized:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
+            # Python does not export libm's symbols to the JIT; kernels calling libm need them.
+            llvm.load_library_permanently(ctypes.util.find_library("m"))
             _initialized = True
 
 
@@ -53,6 +56,16 @@ def function_attributes():
     """Attributes every generated function carries so the vectorizer uses full-width registers."""
     return {"prefer-vector-width": str(vector_width_bits()),
             "min-legal-vector-width": str(vector_width_bits())}
+
+
+def add_function_attributes(function):
+    """Put `function_attributes()` on an llvmlite.ir.Function.
+
+    llvmlite.ir only accepts a fixed list of attribute names, so the string attributes
+    are added to the underlying set directly; they print as `"key"="value"`.
+    """
+    for key, value in function_attributes().items():
+        set.add(function.attributes, '"%s"="%s"' % (key, value))
 
 
 def optimize(module_ref, tm, speed_level=3):
