@@ -5,9 +5,11 @@ choices below (host features, pass manager rules, vector width) were measured on
 the development machine and are recorded in DESIGN.md.
 """
 import ctypes.util
+import re
 import threading
 
 import llvmlite.binding as llvm
+from llvmlite import ir
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -52,20 +54,30 @@ def new_target_machine(opt=3):
         reloc="default", codemodel="jitdefault")
 
 
-def function_attributes():
-    """Attributes every generated function carries so the vectorizer uses full-width registers."""
-    return {"prefer-vector-width": str(vector_width_bits()),
-            "min-legal-vector-width": str(vector_width_bits())}
+def function_attributes(bits=None):
+    """Attributes every generated function carries so the vectorizer uses full-width registers.
 
-
-def add_function_attributes(function):
-    """Put `function_attributes()` on an llvmlite.ir.Function.
-
-    llvmlite.ir only accepts a fixed list of attribute names, so the string attributes
-    are added to the underlying set directly; they print as `"key"="value"`.
+    Without "min-legal-vector-width" the backend splits explicit 512-bit vector ops in two.
     """
-    for key, value in function_attributes().items():
-        set.add(function.attributes, '"%s"="%s"' % (key, value))
+    bits = bits or vector_width_bits()
+    return {"prefer-vector-width": str(bits), "min-legal-vector-width": str(bits)}
+
+
+def add_function_attributes(target, bits=None):
+    """Put `function_attributes(bits)` on generated code.
+
+    llvmlite.ir only accepts a fixed list of attribute names. Given an llvmlite.ir.Function,
+    the string attributes go into its attribute set directly (they print as "key"="value");
+    given a module or IR text, the IR text is returned with them on every definition.
+    """
+    if isinstance(target, ir.Function):
+        for key, value in function_attributes(bits).items():
+            set.add(target.attributes, '"%s"="%s"' % (key, value))
+        return target
+    attrs = " ".join(f'"{key}"="{value}"' for key, value in function_attributes(bits).items())
+    return re.sub(r"^(define [^{\n]*?)(\s*\{)?$",
+                  lambda line: f"{line.group(1)} {attrs}{line.group(2) or ''}",
+                  str(target), flags=re.MULTILINE)
 
 
 def optimize(module_ref, tm, speed_level=3):
