@@ -6,6 +6,7 @@ from jaxlite.core.config import config
 from jaxlite.core.staging import eval_shape, make_jaxpr
 from jaxlite.transforms.ad import jvp
 from jaxlite.transforms.batching import vmap
+from jaxlite.transforms.jit import disable_jit, jit
 
 __version__ = "0.1.0"
 

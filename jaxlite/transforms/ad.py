@@ -7,6 +7,8 @@ Rule tables (filled in by each primitive's module, next to its definition):
       where the linear arguments arrive as UndefinedPrimal.
 Zero tangents and cotangents are the symbolic `Zero(aval)`: never arrays of zeros.
 """
+import functools
+
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
@@ -228,3 +230,34 @@ def _check_tangent_type(primal, tangent):
     if p_aval.shape != t_aval.shape or p_aval.dtype != t_aval.dtype:
         raise TypeError("jvp: primal and tangent arguments must have equal shapes and dtypes, "
                         f"got primal {p_aval.str_short()} and tangent {t_aval.str_short()}")
+
+
+# ---------------------------------------------------------------- transforming closed jaxprs
+
+def jvp_jaxpr(closed, nonzero_tangents):
+    """The JVP of a closed jaxpr as a new closed jaxpr, and which output tangents are nonzero.
+
+    The new jaxpr takes (*primals, *tangents for the inputs marked nonzero) and returns
+    (*primal outputs, *nonzero output tangents). Used by call-like primitives (jit,
+    control flow) whose JVP rule transforms their body.
+    """
+    return _jvp_jaxpr_cached(closed, tuple(bool(nz) for nz in nonzero_tangents))
+
+
+@functools.lru_cache(maxsize=256)
+def _jvp_jaxpr_cached(closed, nonzero_tangents):
+    from jaxlite.core.staging import eval_jaxpr, trace_to_jaxpr
+    in_avals = closed.in_avals
+    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero_tangents) if nz]
+    out_nonzero = []
+
+    def jvp_fun(*args):
+        primals, given = args[:len(in_avals)], iter(args[len(in_avals):])
+        tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero_tangents)]
+        outs, out_tangents = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                      primals, tangents)
+        out_nonzero[:] = [not is_zero(t) for t in out_tangents]
+        return list(outs) + [t for t in out_tangents if not is_zero(t)]
+
+    new = trace_to_jaxpr(jvp_fun, list(in_avals) + tangent_avals, "jvp of a jaxpr")
+    return new, tuple(out_nonzero)

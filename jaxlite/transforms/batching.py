@@ -6,6 +6,8 @@ each primitive:
   batch_rules[p](args, dims, **params) -> (out, out_dim)   (lists for multiple results)
 Rules are called only when at least one argument is batched.
 """
+import functools
+
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 
@@ -221,3 +223,31 @@ def _place(x, dim, target, size):
         x = bdim_at_front(x, None, size)
         dim = 0
     return move_dim(x, dim, target)
+
+
+# ---------------------------------------------------------------- transforming closed jaxprs
+
+def batch_jaxpr(closed, in_dims, axis_size):
+    """A closed jaxpr vectorized over `axis_size`, and the batch dim of each output.
+
+    Arguments with a dim take a batch axis at that position (None: unbatched). Used by
+    call-like primitives (jit, control flow) whose batching rule batches their body.
+    """
+    return _batch_jaxpr_cached(closed, tuple(in_dims), int(axis_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _batch_jaxpr_cached(closed, in_dims, axis_size):
+    from jaxlite.core.staging import eval_jaxpr, trace_to_jaxpr
+    avals = [a if d is None else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
+             for a, d in zip(closed.in_avals, in_dims)]
+    out_dims = []
+
+    def batched_fun(*args):
+        outs, dims = batch_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                args, in_dims, axis_size)
+        out_dims[:] = dims
+        return outs
+
+    new = trace_to_jaxpr(batched_fun, avals, "vmap of a jaxpr")
+    return new, tuple(out_dims)
