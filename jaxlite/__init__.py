@@ -9,6 +9,7 @@ from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
+from jaxlite.transforms.jit import disable_jit, jit
 
 __version__ = "0.1.0"
 

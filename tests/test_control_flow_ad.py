@@ -167,3 +167,16 @@ def test_loop_invariant_residuals_are_kept_once():
                                            for c in linear.consts)
     np.testing.assert_allclose(np.asarray(invariant[0]), 2.0 * np.asarray(w).T)
     check_grads(loss, (w,), order=1)
+
+
+def test_reverse_mode_through_jit():
+    f = lambda x, w: jnp.sum(jnp.tanh(x @ w) ** 2)
+    x, w = rand(4, 3), rand(3, 2, seed=1)
+    expected = np.asarray(jaxlite.grad(f, argnums=1)(x, w))
+    for g in (jaxlite.grad(jaxlite.jit(f), argnums=1), jaxlite.jit(jaxlite.grad(f, argnums=1)),
+              jaxlite.jit(jaxlite.grad(jaxlite.jit(f), argnums=1))):
+        np.testing.assert_allclose(np.asarray(g(x, w)), expected, rtol=1e-10)
+    per_example = jaxlite.vmap(jaxlite.grad(jaxlite.jit(f), argnums=1), in_axes=(0, None))(
+        jnp.stack([x, 2.0 * x]), w)
+    np.testing.assert_allclose(np.asarray(per_example[0]), expected, rtol=1e-10)
+    check_grads(jaxlite.jit(lambda v: jnp.sin(v) ** 3 * v), (rand(3),), order=2)
