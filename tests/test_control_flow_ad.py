@@ -180,3 +180,36 @@ def test_reverse_mode_through_jit():
         jnp.stack([x, 2.0 * x]), w)
     np.testing.assert_allclose(np.asarray(per_example[0]), expected, rtol=1e-10)
     check_grads(jaxlite.jit(lambda v: jnp.sin(v) ** 3 * v), (rand(3),), order=2)
+
+
+def test_custom_rules_and_stop_gradient_inside_scan():
+    @jaxlite.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (jnp.minimum(jnp.maximum(g, -0.1), 0.1),))
+
+    @jaxlite.custom_jvp
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+
+    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] / (1 + jnp.exp(-p[0]))))
+
+    def cell(w, h, x):
+        h = clip_gradient(softplus(w * h + x))
+        return h, lax.stop_gradient(h) * h
+
+    def scanned(w, xs):
+        h, ys = lax.scan(lambda h, x: cell(w, h, x), jnp.ones(2), xs)
+        return jnp.sum(ys) + jnp.sum(h)
+
+    def unrolled(w, xs):
+        h, total = jnp.ones(2), 0.0
+        for x in xs:
+            h, y = cell(w, h, x)
+            total = total + jnp.sum(y)
+        return total + jnp.sum(h)
+
+    w, xs = rand(2), rand(5, 2, seed=1)
+    np.testing.assert_allclose(np.asarray(jaxlite.grad(scanned)(w, xs)),
+                               np.asarray(jaxlite.grad(unrolled)(w, xs)), rtol=1e-12)
