@@ -5,12 +5,22 @@ import pytest
 import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
-from jaxlite.core.ir import typecheck
+from jaxlite.core.ir import ClosedJaxpr, typecheck
 from jaxlite.test_util import check_grads
 from jaxlite.transforms import ad
 
 
 pytestmark = pytest.mark.usefixtures("enable_x64")   # gradient checks in float64
+
+
+def typecheck_all(closed):
+    """Typecheck a jaxpr and every jaxpr held by its equations' parameters."""
+    typecheck(closed)
+    for eqn in closed.jaxpr.eqns:
+        for value in eqn.params.values():
+            for inner in (value if isinstance(value, tuple) else (value,)):
+                if isinstance(inner, ClosedJaxpr):
+                    typecheck_all(inner)
 
 
 def rand(*shape, seed=0):
@@ -29,7 +39,7 @@ def test_switch_and_cond_through_closures():
                                                  lambda a: jnp.exp(a)], x), (rand(3), w), order=2)
         g = jaxlite.grad(lambda x: jnp.sum(f(k, x)))(rand(3))
         assert g.shape == (3,)
-    typecheck(jaxlite.make_jaxpr(jaxlite.grad(lambda x: jnp.sum(f(1, x))))(rand(3)))
+    typecheck_all(jaxlite.make_jaxpr(jaxlite.grad(lambda x: jnp.sum(f(1, x))))(rand(3)))
 
 
 def test_grad_of_cond_under_vmap_picks_each_lanes_branch():
@@ -63,6 +73,8 @@ def test_grad_of_scan_matches_the_unrolled_loop():
     for a, b in zip(got, expected):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10)
     check_grads(rnn_loss, (w, h0, xs), order=2, modes=("rev",))
+    typecheck_all(jaxlite.make_jaxpr(jaxlite.grad(rnn_loss))(w, h0, xs))
+    typecheck_all(jaxlite.make_jaxpr(jaxlite.hessian(rnn_loss))(w, h0, xs))
     hess = jaxlite.hessian(rnn_loss)(w, h0, xs)
     np.testing.assert_allclose(np.asarray(hess), np.asarray(jaxlite.hessian(rnn_loss_python)(w, h0, xs)),
                                rtol=1e-8, atol=1e-10)
@@ -71,7 +83,7 @@ def test_grad_of_scan_matches_the_unrolled_loop():
 def test_scan_stacks_one_set_of_residuals_per_iteration():
     w, h0, xs = rand(3, 3) * 0.5, rand(3, seed=1), rand(6, 3, seed=2)
     _, _, linear, _ = ad.linearize_flat(lambda w: ([rnn_loss(w, h0, xs)], []), [w])
-    typecheck(linear)
+    typecheck_all(linear)
     # The known scan emits, per step, the carry entering it (for dW @ h, already
     # reshaped to a column), tanh's derivative 1 - h**2, and the new h (for the
     # derivative of h * h): three arrays stacked over the 6 steps. The weight
