@@ -225,3 +225,23 @@ def test_custom_rules_and_stop_gradient_inside_scan():
     w, xs = rand(2), rand(5, 2, seed=1)
     np.testing.assert_allclose(np.asarray(jaxlite.grad(scanned)(w, xs)),
                                np.asarray(jaxlite.grad(unrolled)(w, xs)), rtol=1e-12)
+
+
+def test_higher_order_reverse_mode_through_scan_cond_and_checkpoint():
+    ys = [0.5, 1.5, -0.7]
+    scanned = lambda x: lax.scan(lambda c, y: (jnp.sin(c) * y, c * c), x, jnp.asarray(np.array(ys)))[0]
+
+    def unrolled(x):
+        for y in ys:
+            x = jnp.sin(x) * y
+        return x
+
+    cases = [(scanned, unrolled),
+             (jaxlite.checkpoint(lambda x: jnp.sin(jnp.cos(x))), lambda x: jnp.sin(jnp.cos(x))),
+             (lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x), jnp.sin)]
+    for fun, reference in cases:
+        for order in (2, 3):
+            derivative, expected = fun, reference
+            for _ in range(order):
+                derivative, expected = jaxlite.grad(derivative), jaxlite.grad(expected)
+            np.testing.assert_allclose(float(derivative(0.3)), float(expected(0.3)), rtol=1e-12)
