@@ -87,42 +87,63 @@ def _cond_partial_eval(trace, args, branches):
         return trace.stage(cond_p, args, dict(branches=branches))
     unknowns = [trace.is_unknown(x) for x in operands]
     out_unknowns = [any(flags) for flags in zip(*(split_jaxpr(b, unknowns)[2] for b in branches))]
-    splits = [split_jaxpr(b, unknowns, instantiate=out_unknowns) for b in branches]
-    res_avals = [unknown.in_avals[:num_res] for _, unknown, _, num_res in splits]
-    known_branches = tuple(_known_branch(known, i, res_avals) for i, (known, *_) in enumerate(splits))
-    unknown_branches = tuple(_unknown_branch(unknown, i, res_avals)
-                             for i, (_, unknown, *_) in enumerate(splits))
+    splits = [split_jaxpr(b, unknowns, instantiate=out_unknowns)[:2] for b in branches]
+    known_operands = [x for x, u in zip(operands, unknowns) if not u]
+    # A residual that is a known operand is passed to the unknown cond directly
+    # (once, whichever branches read it); the others are computed by the known
+    # cond, each branch filling the other branches' slots with zeros.
+    sources = [_residual_sources(known, len(unknown.in_avals) - sum(unknowns))
+               for known, unknown in splits]
+    shared = sorted({j for branch in sources for j in branch if j is not None})
+    computed = [[a for a, j in zip(unknown.in_avals, branch) if j is None]
+                for (_, unknown), branch in zip(splits, sources)]
+    known_branches = tuple(_known_branch(known, i, computed, sources[i])
+                           for i, (known, _) in enumerate(splits))
+    unknown_branches = tuple(
+        _unknown_branch(unknown, i, computed, sources[i], shared, [x.aval for x in known_operands])
+        for i, (_, unknown) in enumerate(splits))
     with set_current_trace(trace.parent):
-        known_results = cond_p.bind(index, *[x for x, u in zip(operands, unknowns) if not u],
-                                    branches=known_branches)
+        known_results = cond_p.bind(index, *known_operands, branches=known_branches)
     num_known = out_unknowns.count(False)
     unknown_operands = [x for x, u in zip(operands, unknowns) if u]
-    staged = trace.stage(cond_p, [index, *known_results[num_known:], *unknown_operands],
+    staged = trace.stage(cond_p, [index, *[known_operands[j] for j in shared],
+                                  *known_results[num_known:], *unknown_operands],
                          dict(branches=unknown_branches))
     known_outs, staged_outs = iter(known_results[:num_known]), iter(staged)
     return [next(staged_outs) if u else next(known_outs) for u in out_unknowns]
 
 
-def _known_branch(known, i, res_avals):
-    """Branch i's known part, returning every branch's residuals: its own, zeros for the rest."""
-    num_res = len(res_avals[i])
+def _residual_sources(known, num_res):
+    """For each residual of a branch, the known operand it is (or None if computed)."""
+    position = {v: j for j, v in enumerate(known.jaxpr.invars)}
+    return [position.get(v) for v in known.jaxpr.outvars[len(known.jaxpr.outvars) - num_res:]]
+
+
+def _known_branch(known, i, computed, sources):
+    """Branch i's known part, returning every branch's computed residuals: its own,
+    zeros for the rest."""
+    num_res = len(sources)
 
     def branch(*args):
         outs = jaxpr_as_fun(known)(*args)
-        own_outs, own_res = outs[:len(outs) - num_res], outs[len(outs) - num_res:]
-        residuals = [own_res if j == i else [ad.zeros(a) for a in avals]
-                     for j, avals in enumerate(res_avals)]
-        return own_outs + [r for group in residuals for r in group]
+        own = [r for r, j in zip(outs[len(outs) - num_res:], sources) if j is None]
+        residuals = [own if k == i else [ad.zeros(a) for a in avals] for k, avals in enumerate(computed)]
+        return outs[:len(outs) - num_res] + [r for group in residuals for r in group]
 
     return trace_to_jaxpr(branch, known.in_avals, "the known part of a cond branch")
 
 
-def _unknown_branch(unknown, i, res_avals):
-    """Branch i's unknown part, taking every branch's residuals and reading only its own."""
-    jaxpr, num_res = unknown.jaxpr, len(res_avals[i])
-    before = [Var(a) for avals in res_avals[:i] for a in avals]
-    after = [Var(a) for avals in res_avals[i + 1:] for a in avals]
-    invars = before + jaxpr.invars[:num_res] + after + jaxpr.invars[num_res:]
+def _unknown_branch(unknown, i, computed, sources, shared, operand_avals):
+    """Branch i's unknown part, taking the shared known operands and every branch's
+    computed residuals, and reading only its own."""
+    jaxpr, num_res = unknown.jaxpr, len(sources)
+    res_vars = jaxpr.invars[:num_res]
+    forwarded = {j: v for v, j in zip(res_vars, sources) if j is not None}
+    shared_vars = [forwarded.get(j) or Var(operand_avals[j]) for j in shared]
+    before = [Var(a) for avals in computed[:i] for a in avals]
+    after = [Var(a) for avals in computed[i + 1:] for a in avals]
+    own = [v for v, j in zip(res_vars, sources) if j is None]
+    invars = shared_vars + before + own + after + jaxpr.invars[num_res:]
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, invars, jaxpr.eqns, jaxpr.outvars), unknown.consts)
 
 
