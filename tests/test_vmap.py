@@ -1,0 +1,364 @@
+"""vmap: every lax primitive against a Python loop, collectives over named axes,
+per-example gradients, and batching over PRNG-style uint32 keys."""
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+from jaxlite.core.primitive import Primitive
+from jaxlite.core.tree_util import tree_flatten, tree_leaves
+from jaxlite.transforms import batching
+
+
+def all_lax_primitives():
+    found = {}
+    for module_info in pkgutil.walk_packages(lax.__path__, "jaxlite.lax."):
+        module = importlib.import_module(module_info.name)
+        found.update({p.name: p for p in vars(module).values() if isinstance(p, Primitive)})
+    return found
+
+
+# Primitives whose batching rule is never called, with the reason.
+NO_BATCHING_RULE = {
+    "iota": "takes no operands, so under vmap it is never batched and binds as it is",
+}
+
+# Primitives not compared against a Python loop over the batch, with the reason.
+NOT_LOOPABLE = {
+    "iota": NO_BATCHING_RULE["iota"],
+    "psum": "a collective combines the lanes, so a loop over lanes cannot express it: "
+            "tested against numpy in the collective tests below",
+    "pmax": "collective: see psum",
+    "pmin": "collective: see psum",
+    "all_gather": "collective: see psum",
+    "axis_index": "collective: see psum",
+}
+
+
+def test_every_lax_primitive_has_a_batching_rule():
+    missing = [name for name, p in all_lax_primitives().items()
+               if p not in batching.batch_rules and p not in batching.axis_batch_rules
+               and name not in NO_BATCHING_RULE]
+    assert not missing, f"primitives without a batching rule: {sorted(missing)}"
+
+
+# ---------------------------------------------------------------- vmap vs Python loop, per primitive
+
+def floats(rng, shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def positive(rng, shape):
+    return rng.uniform(0.5, 2.0, shape).astype(np.float32)
+
+
+def ints(rng, shape):
+    return rng.integers(-8, 8, shape).astype(np.int32)
+
+
+def unit(rng, shape):
+    return rng.uniform(-0.9, 0.9, shape).astype(np.float32)
+
+
+def shift_amounts(rng, shape):
+    return rng.integers(0, 31, shape).astype(np.int32)
+
+
+def bools(rng, shape):
+    return rng.random(shape) < 0.5
+
+
+def same(shape):
+    return shape
+
+
+def scalar(shape):
+    return ()
+
+
+def unary(fun, values=floats):
+    return fun, [(same, values)]
+
+
+def binary(fun, values=floats, second=None):
+    return fun, [(same, values), (same, second or values)]
+
+
+def _scalar_loop(x):
+    return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.sin(c[1]) + x), (0, x))[1]
+
+
+def _scan_loop(x, xs):
+    return lax.scan(lambda c, y: (c * 0.5 + y, c * y), x, xs)
+
+
+# name -> (function of the operands, [(operand shape from the base shape, value generator)])
+CASES = {
+    **{name: unary(getattr(lax, name)) for name in
+       ["abs", "ceil", "cos", "exp", "exp2", "expm1", "floor", "is_finite", "logistic", "neg",
+        "round", "sign", "sin", "square", "tanh", "cbrt", "stop_gradient"]},
+    **{name: unary(getattr(lax, name), positive) for name in ["log", "log1p", "rsqrt", "sqrt"]},
+    "integer_pow": unary(lambda x: lax.integer_pow(x, 3)),
+    "convert_element_type": unary(lambda x: lax.convert_element_type(x, np.int32)),
+    "bitcast_convert_type": unary(lambda x: lax.bitcast_convert_type(x, np.int32)),
+    "not": unary(lax.bitwise_not, ints),
+    **{name: binary(getattr(lax, name)) for name in
+       ["add", "add_any", "sub", "mul", "max", "min", "nextafter", "atan2",
+        "eq", "ne", "lt", "le", "gt", "ge"]},
+    "div": binary(lax.div, floats, positive),
+    "rem": binary(lax.rem, floats, positive),
+    "pow": binary(lax.pow, positive, floats),
+    "and": binary(lax.bitwise_and, ints),
+    "or": binary(lax.bitwise_or, ints),
+    "xor": binary(lax.bitwise_xor, ints),
+    "select_n": (lax.select_n, [(same, bools), (same, floats), (same, floats)]),
+    "reduce_sum": unary(lambda x: lax.reduce_sum(x, (0,))),
+    "reduce_prod": unary(lambda x: lax.reduce_prod(x, (0,))),
+    "reduce_max": unary(lambda x: lax.reduce_max(x, tuple(range(x.ndim)))),
+    "reduce_min": unary(lambda x: lax.reduce_min(x, (x.ndim - 1,))),
+    "reduce_and": unary(lambda x: lax.reduce_and(x, (0,)), bools),
+    "reduce_or": unary(lambda x: lax.reduce_or(x, (x.ndim - 1,)), bools),
+    "argmax": unary(lambda x: lax.argmax(x, 0)),
+    "argmin": unary(lambda x: lax.argmin(x, x.ndim - 1)),
+    "broadcast_in_dim": unary(lambda x: lax.broadcast_in_dim(
+        x, (2,) + x.shape, tuple(range(1, x.ndim + 1)))),
+    "reshape": unary(lambda x: lax.reshape(x, (x.size,))),
+    "rev": unary(lambda x: lax.rev(x, (0,))),
+    "slice": unary(lambda x: lax.slice(x, (0,) * x.ndim, x.shape, (2,) + (1,) * (x.ndim - 1))),
+    "squeeze": (lambda x: lax.squeeze(x, (x.ndim - 1,)), [(lambda s: s + (1,), floats)]),
+    "transpose": unary(lambda x: lax.transpose(x, tuple(reversed(range(x.ndim))))),
+    "pad": (lambda x, v: lax.pad(x, v, ((1, 2, 1),) + ((0, 0, 0),) * (x.ndim - 1)),
+            [(same, floats), (scalar, floats)]),
+    "concatenate": (lambda x, y: lax.concatenate([x, y], 0), [(same, floats), (same, floats)]),
+    "dot_general": (lambda x, y: lax.dot_general(x, y, (((x.ndim - 1,), (0,)), ((), ()))),
+                    [(same, floats), (lambda s: s[-1:] + (3,), floats)]),
+    "cond": (lambda p, x: lax.cond(p, lambda v: v * 2.0, jnp.sin, x),
+             [(scalar, bools), (same, floats)]),
+    "while": unary(_scalar_loop),
+    "scan": (_scan_loop, [(lambda s: s[1:], floats), (same, floats)]),
+    **{name: unary(getattr(lax, name)) for name in
+       ["tan", "atan", "sinh", "cosh", "asinh", "erf", "erfc"]},
+    **{name: unary(getattr(lax, name), unit) for name in ["asin", "acos", "atanh", "erf_inv"]},
+    **{name: unary(getattr(lax, name), positive) for name in ["lgamma", "digamma"]},
+    "acosh": unary(lambda x: lax.acosh(x + 1.0), positive),
+    "polygamma": unary(lambda x: lax.polygamma(1, x), positive),
+    **{name: unary(lambda x, op=getattr(lax, name): op(x, axis=0)) for name in
+       ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"]},
+    **{name: binary(getattr(lax, name), ints, shift_amounts) for name in
+       ["shift_left", "shift_right_logical", "shift_right_arithmetic"]},
+    **{name: unary(getattr(lax, name), ints) for name in ["population_count", "clz"]},
+}
+
+
+def test_every_primitive_is_compared_with_a_loop():
+    names = set(all_lax_primitives())
+    missing = names - set(NOT_LOOPABLE) - set(CASES)
+    assert not missing, f"add a CASES entry (or an explained NOT_LOOPABLE one) for {sorted(missing)}"
+    assert not set(CASES) - names, f"CASES names unknown primitives: {sorted(set(CASES) - names)}"
+
+
+def looped(fun, args, axes, size):
+    rows = [fun(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, axes)])
+            for i in range(size)]
+    return [np.stack(leaves) for leaves in zip(*map(tree_leaves, rows))]
+
+
+@st.composite
+def vmap_problems(draw):
+    name = draw(st.sampled_from(sorted(CASES)))
+    fun, operands = CASES[name]
+    base = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    if name == "scan":
+        base = (draw(st.integers(0, 3)),) + base
+    size = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**16))
+    axes = []
+    for shape_of, _ in operands:
+        rank = len(shape_of(base))
+        axes.append(draw(st.sampled_from([None] + list(range(-rank - 1, rank + 1)))))
+    if all(a is None for a in axes):
+        axes[draw(st.integers(0, len(axes) - 1))] = 0
+    return name, base, size, seed, tuple(axes)
+
+
+@settings(deadline=None, max_examples=150)
+@given(vmap_problems())
+def test_vmap_agrees_with_a_python_loop(problem):
+    name, base, size, seed, axes = problem
+    fun, operands = CASES[name]
+    rng = np.random.default_rng(seed)
+    args = []
+    for (shape_of, values), axis in zip(operands, axes):
+        shape = shape_of(base)
+        if axis is None:
+            args.append(values(rng, shape))
+        else:
+            args.append(np.moveaxis(values(rng, (size,) + shape), 0, axis))
+    expected = looped(fun, args, axes, size)
+    actual = tree_leaves(jaxlite.vmap(fun, in_axes=axes)(*args))
+    for a, e in zip(actual, expected):
+        assert np.asarray(a).dtype == e.dtype
+        np.testing.assert_allclose(np.asarray(a), e, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@settings(deadline=None, max_examples=20)
+@given(st.integers(0, 2), st.integers(-3, 2), st.integers(1, 3))
+def test_out_axes_places_the_batch_dim(in_axis, out_axis, size):
+    x = np.arange(size * 6, dtype=np.float32).reshape(np.roll((size, 2, 3), in_axis))
+    out = jaxlite.vmap(lambda v: lax.scan(lambda c, r: (c + r, c), jnp.zeros(v.shape[1:]), v)[1],
+                       in_axes=in_axis, out_axes=out_axis)(x)
+    rows = np.moveaxis(x, in_axis, 0)
+    expected = np.stack([np.concatenate([np.zeros_like(r[:1]), np.cumsum(r, 0)[:-1]]) for r in rows])
+    np.testing.assert_allclose(np.asarray(out), np.moveaxis(expected, 0, out_axis))
+
+
+# ---------------------------------------------------------------- collectives
+
+def test_collectives_reduce_over_the_named_axis():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    row = lambda f: jaxlite.vmap(f, axis_name="i")(x)
+    np.testing.assert_allclose(row(lambda v: lax.psum(v, "i")), np.broadcast_to(x.sum(0), x.shape))
+    np.testing.assert_allclose(row(lambda v: v - lax.pmean(v, "i")), x - x.mean(0))
+    np.testing.assert_allclose(row(lambda v: lax.pmax(v, "i")), np.broadcast_to(x.max(0), x.shape))
+    np.testing.assert_allclose(row(lambda v: lax.pmin(v, "i")), np.broadcast_to(x.min(0), x.shape))
+    np.testing.assert_allclose(row(lambda v: lax.all_gather(v, "i")), np.broadcast_to(x, (4,) + x.shape))
+    np.testing.assert_allclose(row(lambda v: lax.all_gather(v, "i", axis=1)),
+                               np.broadcast_to(x.T, (4,) + x.T.shape))
+    np.testing.assert_allclose(row(lambda v: lax.all_gather(v, "i", tiled=True)),
+                               np.broadcast_to(x.reshape(-1), (4, 12)))
+    np.testing.assert_array_equal(row(lambda v: lax.axis_index("i")), np.arange(4))
+    counts = jaxlite.vmap(lambda v: lax.psum(1, "i"), axis_name="i")(x)
+    np.testing.assert_array_equal(counts, [4] * 4)
+
+
+def test_collective_of_unbatched_value_and_pytree():
+    out = jaxlite.vmap(lambda v, c: lax.psum({"v": v, "c": c}, "i"), in_axes=(0, None),
+                       axis_name="i")(np.ones(5, np.float32), np.float32(2.0))
+    np.testing.assert_allclose(out["v"], [5.0] * 5)
+    np.testing.assert_allclose(out["c"], [10.0] * 5)
+
+
+def test_nested_vmaps_find_the_axis_by_name():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    nested = lambda f: jaxlite.vmap(jaxlite.vmap(f, axis_name="j"), axis_name="i")(x)
+    np.testing.assert_allclose(nested(lambda v: lax.psum(v, "i")), np.broadcast_to(x.sum(0), x.shape))
+    np.testing.assert_allclose(nested(lambda v: lax.psum(v, "j")),
+                               np.broadcast_to(x.sum(1, keepdims=True), x.shape))
+    np.testing.assert_allclose(nested(lambda v: lax.psum(v, ("i", "j"))),
+                               np.broadcast_to(x.sum((0, 1)), x.shape))
+    np.testing.assert_allclose(nested(lambda v: lax.pmax(v, "i") - lax.pmin(v, "j")),
+                               x.max(0) - x.min(1, keepdims=True))
+    index = nested(lambda v: lax.axis_index("i") * 10 + lax.axis_index("j"))
+    np.testing.assert_array_equal(index, np.add.outer(np.arange(2) * 10, np.arange(3)))
+    gathered = nested(lambda v: lax.all_gather(v, "i"))
+    np.testing.assert_allclose(gathered, np.broadcast_to(np.moveaxis(x, 0, 1)[:, None], (3, 2, 2, 4))
+                               .transpose(1, 0, 2, 3))
+
+
+def test_shadowed_axis_names_refer_to_the_innermost_vmap():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = jaxlite.vmap(jaxlite.vmap(lambda v: lax.psum(v, "i"), axis_name="i"), axis_name="i")(x)
+    np.testing.assert_allclose(out, np.broadcast_to(x.sum(1, keepdims=True), x.shape))
+
+
+def test_unbound_axis_name_is_a_name_error():
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        lax.psum(np.float32(1), "i")
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        jaxlite.vmap(lambda v: lax.pmean(v, "i"), axis_name="j")(np.ones(3, np.float32))
+    with pytest.raises(NameError, match="unbound axis name: k"):
+        jaxlite.vmap(lambda v: lax.axis_index("k"))(np.ones(3, np.float32))
+
+
+def test_collectives_inside_control_flow_and_under_jvp():
+    xs = np.arange(6, dtype=np.float32).reshape(3, 2)
+
+    def normalized_scan(x):
+        def step(c, y):
+            return c + y * x / lax.psum(x, "i"), lax.axis_index("i")
+        return lax.scan(step, jnp.zeros_like(x), jnp.ones(4))
+
+    carry, idx = jaxlite.vmap(normalized_scan, axis_name="i")(xs)
+    np.testing.assert_allclose(carry, 4 * xs / xs.sum(0), rtol=1e-6)
+    np.testing.assert_array_equal(idx, np.broadcast_to(np.arange(3)[:, None], (3, 4)))
+    # d/dx psum(x^2) along t is psum(2 x t).
+    t = np.ones_like(xs)
+    _, tangent = jaxlite.vmap(lambda x, t: jaxlite.jvp(lambda v: lax.psum(v * v, "i"), (x,), (t,)),
+                              axis_name="i")(xs, t)
+    np.testing.assert_allclose(tangent, np.broadcast_to((2 * xs).sum(0), xs.shape))
+    closed = jaxlite.make_jaxpr(jaxlite.vmap(lambda v: lax.pmean(v, "i"), axis_name="i"))(xs)
+    assert "psum" not in str(closed) and "reduce_sum" in str(closed)
+
+
+# ---------------------------------------------------------------- per-example gradients
+
+def mlp_params(rng):
+    return {"w1": rng.standard_normal((4, 8)).astype(np.float32) * 0.5,
+            "b1": rng.standard_normal(8).astype(np.float32) * 0.1,
+            "w2": rng.standard_normal((8,)).astype(np.float32) * 0.5,
+            "b2": np.float32(0.1)}
+
+
+def mlp_loss(params, x, y):
+    hidden = jnp.tanh(x @ params["w1"] + params["b1"])
+    return (hidden @ params["w2"] + params["b2"] - y) ** 2
+
+
+def gradient_by_directional_derivatives(loss, params, *data):
+    """grad via vmap over one jvp per basis direction of the flattened parameters."""
+    leaves, tree = tree_flatten(params)
+    sizes = [int(np.size(leaf)) for leaf in leaves]
+    basis = np.eye(sum(sizes), dtype=np.float32)
+
+    def directional(direction):
+        pieces, start = [], 0
+        for leaf, n in zip(leaves, sizes):
+            pieces.append(jnp.reshape(direction[start:start + n], np.shape(leaf)))
+            start += n
+        tangent = tree.unflatten(pieces)
+        return jaxlite.jvp(lambda p: loss(p, *data), (params,), (tangent,))[1]
+
+    return jaxlite.vmap(directional)(basis)
+
+
+def numpy_mlp_gradient(params, x, y):
+    hidden = np.tanh(x @ params["w1"] + params["b1"])
+    err = 2 * (hidden @ params["w2"] + params["b2"] - y)
+    d_hidden = err * params["w2"] * (1 - hidden ** 2)
+    grads = {"b1": d_hidden, "b2": err, "w1": np.outer(x, d_hidden), "w2": err * hidden}
+    return np.concatenate([np.ravel(grads[k]) for k in sorted(grads)])
+
+
+def test_per_example_gradients_of_an_mlp():
+    rng = np.random.default_rng(1)
+    params = mlp_params(rng)
+    xs = rng.standard_normal((5, 4)).astype(np.float32)
+    ys = rng.standard_normal(5).astype(np.float32)
+    per_example = jaxlite.vmap(lambda x, y: gradient_by_directional_derivatives(mlp_loss, params, x, y))(xs, ys)
+    expected = np.stack([numpy_mlp_gradient(params, x, y) for x, y in zip(xs, ys)])
+    np.testing.assert_allclose(np.asarray(per_example), expected, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- keys
+
+def mix_key(key):
+    """A stand-in for a PRNG consumer: uint32 arithmetic on a key inside a loop."""
+    def round_(i, words):
+        a, b = words
+        a = a * np.uint32(0x9E3779B1) + b
+        return b ^ a, a
+    a, b = lax.fori_loop(0, 4, round_, (key[0], key[1]))
+    return a ^ b
+
+
+def test_vmap_over_split_keys():
+    keys = np.random.default_rng(2).integers(0, 2**32, (6, 2), dtype=np.uint64).astype(np.uint32)
+    out = jaxlite.vmap(mix_key)(keys)
+    assert out.dtype == np.uint32
+    np.testing.assert_array_equal(out, [np.asarray(mix_key(k)) for k in keys])
