@@ -63,6 +63,10 @@ class JaxprTypeError(TypeError):
     pass
 
 
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask used as an index was traced: the result's shape would depend on it."""
+
+
 def _origin(tracer):
     info = getattr(tracer, "_source_info", None)
     context = tracer._trace.describe() if hasattr(tracer, "_trace") else "a transformation"

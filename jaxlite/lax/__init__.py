@@ -17,3 +17,14 @@ from jaxlite.lax.dot import dot, dot_general
 
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
+from jaxlite.lax.random_bits import fma, threefry2x32
+from jaxlite.lax.key_sort import sort_by_key
+from jaxlite.lax.slicing import (
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_index_in_dim,
+    dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim, dynamic_update_slice,
+    dynamic_update_slice_in_dim, gather, scatter,
+    scatter_add, scatter_max, scatter_min, scatter_mul)
+from jaxlite.lax.sorting import sort, sort_key_val, top_k
+from jaxlite.lax.linalg import cholesky, lu, triangular_solve
+from jaxlite.lax.convolution import conv_general_dilated
+from jaxlite.lax.windowed import reduce_window

@@ -1,4 +1,6 @@
 """Elementwise primitives. Each block declares a primitive and registers its rules."""
+import builtins
+
 import numpy as np
 
 from jaxlite.core import dtypes
@@ -445,7 +447,23 @@ def _select_n_aval(which, *cases):
 select_n_p = Primitive("select_n")
 select_n_p.def_impl(_select_n)
 select_n_p.def_abstract_eval(_select_n_aval)
-batching.broadcasting_rule(select_n_p)
+
+
+def _select_n_batch(args, dims):
+    """Every operand gets the batch dimension in front and the full shape: unlike
+    arithmetic, select_n only lets the *selector* be a scalar beside array cases."""
+    from jaxlite.lax.shapes import broadcast_in_dim
+    size = batching.batch_size(args, dims)
+    case_shape = builtins.max((batching.logical_shape(x, d) for x, d in zip(args, dims)), key=len)
+    full = (size,) + case_shape
+    moved = []
+    for x, d in zip(args, dims):
+        x = batching.bdim_at_front(x, d, size)
+        moved.append(x if x.shape == full else broadcast_in_dim(x, full, tuple(range(x.ndim))))
+    return select_n_p.bind(*moved), 0
+
+
+batching.batch_rules[select_n_p] = _select_n_batch
 
 
 def select_n(which, *cases):

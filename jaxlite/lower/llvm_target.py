@@ -4,9 +4,12 @@ Every compiled function in jaxlite goes through `compile_ir`. The facts behind t
 choices below (host features, pass manager rules, vector width) were measured on
 the development machine and are recorded in DESIGN.md.
 """
+import ctypes.util
+import re
 import threading
 
 import llvmlite.binding as llvm
+from llvmlite import ir
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -18,6 +21,8 @@ def _ensure_initialized():
         if not _initialized:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
+            # Python does not export libm's symbols to the JIT; kernels calling libm need them.
+            llvm.load_library_permanently(ctypes.util.find_library("m"))
             _initialized = True
 
 
@@ -49,10 +54,30 @@ def new_target_machine(opt=3):
         reloc="default", codemodel="jitdefault")
 
 
-def function_attributes():
-    """Attributes every generated function carries so the vectorizer uses full-width registers."""
-    return {"prefer-vector-width": str(vector_width_bits()),
-            "min-legal-vector-width": str(vector_width_bits())}
+def function_attributes(bits=None):
+    """Attributes every generated function carries so the vectorizer uses full-width registers.
+
+    Without "min-legal-vector-width" the backend splits explicit 512-bit vector ops in two.
+    """
+    bits = bits or vector_width_bits()
+    return {"prefer-vector-width": str(bits), "min-legal-vector-width": str(bits)}
+
+
+def add_function_attributes(target, bits=None):
+    """Put `function_attributes(bits)` on generated code.
+
+    llvmlite.ir only accepts a fixed list of attribute names. Given an llvmlite.ir.Function,
+    the string attributes go into its attribute set directly (they print as "key"="value");
+    given a module or IR text, the IR text is returned with them on every definition.
+    """
+    if isinstance(target, ir.Function):
+        for key, value in function_attributes(bits).items():
+            set.add(target.attributes, '"%s"="%s"' % (key, value))
+        return target
+    attrs = " ".join(f'"{key}"="{value}"' for key, value in function_attributes(bits).items())
+    return re.sub(r"^(define [^{\n]*?)(\s*\{)?$",
+                  lambda line: f"{line.group(1)} {attrs}{line.group(2) or ''}",
+                  str(target), flags=re.MULTILINE)
 
 
 def optimize(module_ref, tm, speed_level=3):

@@ -4,7 +4,7 @@ from jaxlite import lax
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
 from jaxlite.numpy import (cumulative, indexing, joining, math_functions, products, reductions,
-                           shape_ops, ufuncs)
+                           shape_ops, sorting, ufuncs)
 
 
 def _swap(fn):
@@ -75,6 +75,8 @@ _METHODS = {
     "repeat": joining.repeat, "trace": products.trace, "conj": math_functions.conj,
     "conjugate": math_functions.conj, "real": property(math_functions.real),
     "imag": property(math_functions.imag),
+    "sort": sorting.sort, "argsort": sorting.argsort, "searchsorted": sorting.searchsorted,
+    "nonzero": sorting.nonzero, "take": indexing.take,
 }
 
 

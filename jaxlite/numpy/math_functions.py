@@ -190,10 +190,8 @@ def clip(arr=None, min=None, max=None, a=None, a_min=None, a_max=None):
 def where(condition, x=None, y=None, *, size=None, fill_value=None):
     """x where condition holds, else y. The one-argument form is nonzero(condition)."""
     if x is None and y is None:
-        from jaxlite import numpy as jnp
-        if not hasattr(jnp, "nonzero"):
-            raise NotImplementedError("jnp.where(condition) needs jnp.nonzero, which is not available")
-        return jnp.nonzero(condition, size=size, fill_value=fill_value)
+        from jaxlite.numpy.sorting import nonzero
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided to jnp.where")
     check_arraylike("where", condition, x, y)

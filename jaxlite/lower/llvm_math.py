@@ -1,0 +1,712 @@
+"""Transcendental functions emitted as LLVM IR, written so the loop vectorizer can widen them.
+
+libm calls stay scalar inside a vectorized loop, so the elementwise code generator uses these
+emitters instead. Every emitter takes an `llvmlite.ir.IRBuilder` and a value whose type is
+float, double or a vector of either, and returns a value of the same type.
+
+float32 functions are branch-free: range reduction, then a polynomial, then fix-ups for special
+values done with `select`. Only IR the vectorizer widens is used (arithmetic carrying the
+`contract` flag so FMAs form, fcmp/select, bitcasts, integer ops, and the fma/fabs/floor/rint/
+copysign/sqrt intrinsics). Where float32 arithmetic is not accurate enough (sin/cos reduction of
+huge arguments, erf/erfc) the computation widens to double, which still vectorizes.
+
+float64: exp, exp2, expm1, tanh and logistic share the float32 algorithms with double-precision
+polynomials; the other float64 functions call libm on scalars (vectors are split into lanes).
+That is correct but slow; it is the documented tradeoff until double kernels matter.
+
+The less common primitives (tan, asin, ..., pow, nextafter, lgamma) call libm in both precisions.
+erf_inv and digamma are not in libm and are written here (in double precision).
+
+Polynomial coefficients are fitted at import by Chebyshev interpolation (near-minimax) so each
+table states the function and interval it approximates instead of a column of magic numbers.
+"""
+import math
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+
+import numpy as np
+from llvmlite import ir
+from numpy.polynomial import Chebyshev, Polynomial
+
+from jaxlite.lower import llvm_target
+
+_FAST = ("contract",)
+
+
+@dataclass(frozen=True)
+class _Format:
+    """The bit layout of an IEEE binary format."""
+    bits: int
+    mantissa_bits: int
+    bias: int
+    numpy_type: type
+
+    def round(self, value):
+        return float(self.numpy_type(value))
+
+    def bits_of(self, value):
+        int_type = np.int32 if self.bits == 32 else np.int64
+        return int(np.array(value, self.numpy_type).view(int_type))
+
+    @property
+    def min_normal(self):
+        return 2.0 ** (1 - self.bias)
+
+
+F32 = _Format(32, 23, 127, np.float32)
+F64 = _Format(64, 52, 1023, np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Constants and polynomial tables
+
+def _fit(func, lo, hi, degree):
+    """Power-basis coefficients, lowest first, of the Chebyshev interpolant of func on [lo, hi]."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        interpolant = Chebyshev.interpolate(func, degree, domain=[lo, hi])
+    return tuple(interpolant.convert(kind=Polynomial).coef)
+
+
+def _divided_by(func, t, value_at_zero):
+    """func(t) / t with the removable singularity at 0 filled in."""
+    safe_t = np.where(t == 0, 1.0, t)
+    return np.where(t == 0, value_at_zero, func(safe_t) / safe_t)
+
+
+def _split(exact, fmt):
+    """(hi, lo): hi is `exact` rounded to fmt, lo the rest, for extra-precise Cody-Waite steps."""
+    hi = fmt.round(float(exact))
+    return hi, float(exact - Decimal(hi))
+
+
+with localcontext() as _ctx:
+    _ctx.prec = 50
+    _LN2_EXACT = Decimal(2).ln()
+    _LOG2E_EXACT = 1 / _LN2_EXACT
+
+def _scaled_exp_taylor(scale, degree):
+    """Coefficients of (exp(scale * r) - 1) / r, computed in decimal so each rounds once."""
+    return tuple(float(scale ** (k + 1) / math.factorial(k + 1)) for k in range(degree + 1))
+
+
+_LN2 = math.log(2)
+# (e^r - 1) / r and (2^r - 1) / r on the reduced ranges |r| <= ln2/2 and |r| <= 1/2 (widened
+# for the rounding of n). A double-precision fit is limited to ~1e-15 by the power-basis
+# conversion, so float64 uses the Taylor series to a degree where its remainder is < 1e-18.
+_EXPM1_OVER_X = {F32: _fit(lambda r: _divided_by(np.expm1, r, 1.0), -0.36, 0.36, 6),
+                 F64: _scaled_exp_taylor(Decimal(1), 13)}
+_EXP2M1_OVER_X = {F32: _fit(lambda r: _divided_by(lambda t: np.expm1(t * _LN2), r, _LN2),
+                            -0.51, 0.51, 6),
+                  F64: _scaled_exp_taylor(_LN2_EXACT, 13)}
+
+# log(1 + f) = f + f^2 * L(f) on the mantissa interval [sqrt(1/2), sqrt(2)) minus one.
+_LOG1P_F_TERM = _fit(lambda f: _divided_by(lambda t: (np.log1p(t) - t) / t, f, -0.5),
+                     math.sqrt(0.5) - 1, math.sqrt(2) - 1, 9)
+
+# sin and cos of |r| <= pi/4 in double: Taylor series, far below float32 rounding at this degree.
+_SIN_OVER_R = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(7))
+_COS = tuple((-1) ** k / math.factorial(2 * k) for k in range(8))
+
+# erf(x) = x * P(x^2) for |x| < 0.9; erfc(x) = exp(-x^2) * t * H(t), t = 1/x, for 0.9 <= x <= 10.1
+# (beyond 10.1 erfc underflows float32). H(t) = erfc(1/t) exp(1/t^2) / t is smooth near t = 0.
+_ERF_SPLIT, _ERFC_LIMIT = 0.9, 10.1
+_vector_erf, _vector_erfc = np.vectorize(math.erf), np.vectorize(math.erfc)
+_ERF_OVER_X = _fit(lambda s: _divided_by(lambda t: _vector_erf(np.sqrt(t)) * np.sqrt(t), s,
+                                         2 / math.sqrt(math.pi)),
+                   0.0, _ERF_SPLIT ** 2, 9)
+_ERFC_TAIL = _fit(lambda t: _vector_erfc(1 / t) * np.exp(1 / t ** 2) / t,
+                  1 / _ERFC_LIMIT, 1 / _ERF_SPLIT, 15)
+
+
+def _two_over_pi_chunks(count, chunk_bits):
+    """2/pi as a sum of doubles holding chunk_bits consecutive bits each (Machin's formula for pi)."""
+    bits = count * chunk_bits
+    scale = 1 << (bits + 32)
+
+    def scaled_atan_inverse(n):
+        total, term, k, sign = 0, scale // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term //= n * n
+            k, sign = k + 2, -sign
+        return total
+
+    scaled_pi = 16 * scaled_atan_inverse(5) - 4 * scaled_atan_inverse(239)
+    two_over_pi = (2 * scale << bits) // scaled_pi
+    mask = (1 << chunk_bits) - 1
+    return tuple(math.ldexp((two_over_pi >> (bits - chunk_bits * (i + 1))) & mask,
+                            -chunk_bits * (i + 1)) for i in range(count))
+
+
+# 29-bit chunks times a float32 (24-bit significand) are exact in double. Seven chunks (203 bits)
+# leave an error below 2^-75 in x * 2/pi for the largest float32, far below the closest
+# approach of any float32 to a multiple of pi/2.
+_TWO_OVER_PI = _two_over_pi_chunks(7, 29)
+
+
+# ---------------------------------------------------------------------------------------------
+# The IR builder wrapper
+
+def _format_of(scalar_type):
+    return F64 if isinstance(scalar_type, ir.DoubleType) else F32
+
+
+class _Ops:
+    """IR construction for one float type (scalar or vector): splatted constants, float ops with
+    the `contract` flag, intrinsics, and the integer view of the same width."""
+
+    def __init__(self, builder, ty):
+        self.b = builder
+        self.ty = ty
+        self.lanes = ty.count if isinstance(ty, ir.VectorType) else None
+        self.scalar = ty.element if self.lanes else ty
+        self.fmt = _format_of(self.scalar)
+        self.int_ty = self.shaped(ir.IntType(self.fmt.bits))
+
+    def shaped(self, scalar_type):
+        return _same_shape(self.ty, scalar_type)
+
+    def with_scalar(self, scalar_type):
+        return _Ops(self.b, self.shaped(scalar_type))
+
+    # constants
+    def c(self, value):
+        return splat(self.ty, value)
+
+    def i(self, value):
+        return splat(self.int_ty, value)
+
+    # float arithmetic
+    def add(self, a, b):
+        return self.b.fadd(a, b, flags=_FAST)
+
+    def sub(self, a, b):
+        return self.b.fsub(a, b, flags=_FAST)
+
+    def mul(self, a, b):
+        return self.b.fmul(a, b, flags=_FAST)
+
+    def div(self, a, b):
+        return self.b.fdiv(a, b, flags=_FAST)
+
+    def neg(self, a):
+        return self.b.fneg(a)
+
+    def intrinsic(self, name, *args):
+        module = self.b.module
+        suffix = self.scalar.intrinsic_name
+        full_name = "%s.%s" % (name, "v%d%s" % (self.lanes, suffix) if self.lanes else suffix)
+        function = module.globals.get(full_name)
+        if function is None:
+            function = ir.Function(module, ir.FunctionType(self.ty, [self.ty] * len(args)),
+                                   full_name)
+        return self.b.call(function, args)
+
+    def fma(self, a, b, c):
+        return self.intrinsic("llvm.fma", a, b, c)
+
+    def fabs(self, a):
+        return self.intrinsic("llvm.fabs", a)
+
+    def floor(self, a):
+        return self.intrinsic("llvm.floor", a)
+
+    def rint(self, a):
+        return self.intrinsic("llvm.rint", a)
+
+    def sqrt(self, a):
+        return self.intrinsic("llvm.sqrt", a)
+
+    def copysign(self, magnitude, sign):
+        return self.intrinsic("llvm.copysign", magnitude, sign)
+
+    # comparisons and selection; ordered comparisons are false for NaN
+    def lt(self, a, b):
+        return self.b.fcmp_ordered("<", a, b)
+
+    def le(self, a, b):
+        return self.b.fcmp_ordered("<=", a, b)
+
+    def gt(self, a, b):
+        return self.b.fcmp_ordered(">", a, b)
+
+    def eq(self, a, b):
+        return self.b.fcmp_ordered("==", a, b)
+
+    def isnan(self, a):
+        return self.b.fcmp_unordered("uno", a, a)
+
+    def select(self, condition, a, b):
+        return self.b.select(condition, a, b)
+
+    def clamp(self, x, lo, hi):
+        """Clamp into [lo, hi]; NaN becomes hi, so callers restore NaN afterwards."""
+        below_hi = self.select(self.lt(x, self.c(hi)), x, self.c(hi))
+        return self.select(self.gt(below_hi, self.c(lo)), below_hi, self.c(lo))
+
+    # integer view
+    def bits(self, x):
+        return self.b.bitcast(x, self.int_ty)
+
+    def from_bits(self, i):
+        return self.b.bitcast(i, self.ty)
+
+    def to_int(self, x):
+        return self.b.fptosi(x, self.int_ty)
+
+    def to_float(self, i):
+        return self.b.sitofp(i, self.ty)
+
+    def convert(self, x, target):
+        """x converted to the float type of `target` (an _Ops of the same shape)."""
+        if target.fmt.bits > self.fmt.bits:
+            return self.b.fpext(x, target.ty)
+        if target.fmt.bits < self.fmt.bits:
+            return self.b.fptrunc(x, target.ty)
+        return x
+
+    # building blocks
+    def polynomial(self, t, coefficients):
+        """Horner's rule with FMAs; coefficients lowest degree first."""
+        acc = self.c(coefficients[-1])
+        for coefficient in reversed(coefficients[:-1]):
+            acc = self.fma(acc, t, self.c(coefficient))
+        return acc
+
+    def pow2(self, n):
+        """2**n for integer n in the normal exponent range, built from its bits."""
+        biased = self.b.add(n, self.i(self.fmt.bias))
+        return self.from_bits(self.b.shl(biased, self.i(self.fmt.mantissa_bits)))
+
+    def ldexp(self, v, n):
+        """v * 2**n in two steps, so 2**n may exceed the exponent range and subnormal results
+        are rounded only once."""
+        half = self.b.ashr(n, self.i(1))
+        rest = self.b.sub(n, half)
+        return self.mul(self.mul(v, self.pow2(half)), self.pow2(rest))
+
+
+def _same_shape(ty, scalar_type):
+    """scalar_type, as a vector with as many lanes as ty when ty is a vector."""
+    return ir.VectorType(scalar_type, ty.count) if isinstance(ty, ir.VectorType) else scalar_type
+
+
+def splat(ty, value):
+    """A constant of type ty (scalar or vector) with every lane equal to value."""
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
+    return ir.Constant(ty, value)
+
+
+def _keep_nan(e, x, result):
+    return e.select(e.isnan(x), x, result)
+
+
+def _identity_near_zero(e, x, result):
+    """f(x) = x for |x| below 2^-(p+1): keeps the sign of zero and exact subnormal results."""
+    tiny = e.lt(e.fabs(x), e.c(2.0 ** -(e.fmt.mantissa_bits + 2)))
+    return e.select(tiny, x, result)
+
+
+def _flip_sign_like(e, value, x):
+    """value with its sign flipped where x is negative (including -0): f(-x) = -f(x)."""
+    sign = e.b.and_(e.bits(x), e.i(-(1 << (e.fmt.bits - 1))))
+    return e.from_bits(e.b.xor(e.bits(value), sign))
+
+
+# ---------------------------------------------------------------------------------------------
+# exp family
+
+def _exp2_range(fmt):
+    """Exponents beyond which 2**x is 0 or inf in this format."""
+    return -(fmt.bias + fmt.mantissa_bits + 2), fmt.bias + 2
+
+
+def _reduce_by_ln2(e, x):
+    """(n, r) with x = n ln2 + r, |r| <= ln2/2; two-part ln2 keeps r accurate."""
+    ln2_hi, ln2_lo = _split(_LN2_EXACT, e.fmt)
+    n = e.rint(e.mul(x, e.c(1 / _LN2)))
+    r = e.fma(e.neg(n), e.c(ln2_hi), x)
+    return n, e.fma(e.neg(n), e.c(ln2_lo), r)
+
+
+def _exp(e, x):
+    lo, hi = _exp2_range(e.fmt)
+    n, r = _reduce_by_ln2(e, e.clamp(x, lo * _LN2, hi * _LN2))
+    exp_r = e.fma(r, e.polynomial(r, _EXPM1_OVER_X[e.fmt]), e.c(1.0))
+    return _keep_nan(e, x, e.ldexp(exp_r, e.to_int(n)))
+
+
+def _exp2(e, x):
+    clamped = e.clamp(x, *_exp2_range(e.fmt))
+    n = e.rint(clamped)
+    r = e.sub(clamped, n)
+    exp2_r = e.fma(r, e.polynomial(r, _EXP2M1_OVER_X[e.fmt]), e.c(1.0))
+    return _keep_nan(e, x, e.ldexp(exp2_r, e.to_int(n)))
+
+
+def _expm1(e, x):
+    """2^n (e^r - 1) + (2^n - 1), with e^r - 1 from the polynomial directly (no cancellation)."""
+    precision = e.fmt.mantissa_bits + 1
+    # Below -(p+1) ln2 the result rounds to -1.
+    lowest = -(precision + 1) * _LN2
+    n, r = _reduce_by_ln2(e, e.clamp(x, lowest, _exp2_range(e.fmt)[1] * _LN2))
+    expm1_r = e.mul(r, e.polynomial(r, _EXPM1_OVER_X[e.fmt]))
+    k = e.to_int(n)
+    # 2^n - 1 is exact while n <= p; for larger n the -1 vanishes and 2^n may overflow, so
+    # scale carefully. pow2(k) is meaningless there but harmless: that lane takes `large`.
+    two_n = e.pow2(k)
+    moderate = e.fma(two_n, expm1_r, e.sub(two_n, e.c(1.0)))
+    large = e.ldexp(e.add(expm1_r, e.c(1.0)), k)
+    result = e.select(e.gt(n, e.c(precision)), large, moderate)
+    return _keep_nan(e, x, _identity_near_zero(e, x, result))
+
+
+def _tanh(e, x):
+    """tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation near 0."""
+    saturation = (e.fmt.mantissa_bits + 4) * _LN2 / 2    # tanh rounds to 1 beyond this
+    abs_x = e.clamp(e.fabs(x), 0.0, saturation)
+    expm1_2x = _expm1(e, e.add(abs_x, abs_x))
+    tanh_abs = e.div(expm1_2x, e.add(expm1_2x, e.c(2.0)))
+    result = e.copysign(tanh_abs, x)
+    return _keep_nan(e, x, _identity_near_zero(e, x, result))
+
+
+def _logistic(e, x):
+    """1/(1+e^-x) for x >= 0 and e^x/(1+e^x) for x < 0: exp never overflows."""
+    t = _exp(e, e.neg(e.fabs(x)))
+    numerator = e.select(e.lt(x, e.c(0.0)), t, e.c(1.0))
+    return e.div(numerator, e.add(e.c(1.0), t))
+
+
+# ---------------------------------------------------------------------------------------------
+# log family (float32)
+
+def _log_reduce(e, x):
+    """(k, f) with x = 2^k (1 + f) and 1 + f in [sqrt(1/2), sqrt(2)); x positive and finite."""
+    fmt = e.fmt
+    subnormal = e.lt(x, e.c(fmt.min_normal))
+    normal_x = e.select(subnormal, e.mul(x, e.c(2.0 ** fmt.mantissa_bits)), x)
+    k_adjust = e.select(subnormal, e.i(-fmt.mantissa_bits), e.i(0))
+    sqrt_half = e.i(fmt.bits_of(math.sqrt(0.5)))
+    offset_bits = e.b.sub(e.bits(normal_x), sqrt_half)
+    k = e.b.add(e.b.ashr(offset_bits, e.i(fmt.mantissa_bits)), k_adjust)
+    mantissa_mask = e.i((1 << fmt.mantissa_bits) - 1)
+    m = e.from_bits(e.b.add(e.b.and_(offset_bits, mantissa_mask), sqrt_half))
+    return e.to_float(k), e.sub(m, e.c(1.0))
+
+
+def _log1p_reduced(e, f):
+    return e.fma(e.mul(f, f), e.polynomial(f, _LOG1P_F_TERM), f)
+
+
+def _add_k_ln2(e, k, small):
+    """k ln2 + small with ln2 in two parts so the large term carries no rounding error."""
+    ln2_hi, ln2_lo = _split(_LN2_EXACT, e.fmt)
+    return e.fma(k, e.c(ln2_hi), e.fma(k, e.c(ln2_lo), small))
+
+
+def _log_special_cases(e, x, result):
+    """log-like functions of x: +inf at +inf, -inf at 0, NaN below 0 and at NaN."""
+    result = e.select(e.eq(x, e.c(math.inf)), e.c(math.inf), result)
+    result = e.select(e.eq(x, e.c(0.0)), e.c(-math.inf), result)
+    negative_or_nan = e.b.fcmp_unordered("<", x, e.c(0.0))
+    return e.select(negative_or_nan, e.c(math.nan), result)
+
+
+def _log(e, x):
+    k, f = _log_reduce(e, x)
+    return _log_special_cases(e, x, _add_k_ln2(e, k, _log1p_reduced(e, f)))
+
+
+def _log2(e, x):
+    k, f = _log_reduce(e, x)
+    log2e = e.fmt.round(float(_LOG2E_EXACT))
+    return _log_special_cases(e, x, e.fma(_log1p_reduced(e, f), e.c(log2e), k))
+
+
+def _log1p(e, x):
+    """log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the quotient restores what the
+    rounding of u lost."""
+    one = e.c(1.0)
+    u = e.add(one, x)
+    correction = e.div(e.sub(x, e.sub(u, one)), u)
+    k, f = _log_reduce(e, u)
+    result = _add_k_ln2(e, k, e.add(_log1p_reduced(e, f), correction))
+    return _identity_near_zero(e, x, _log_special_cases(e, u, result))
+
+
+# ---------------------------------------------------------------------------------------------
+# sin and cos (float32, reduced in double)
+
+def _two_sum(e, a, b):
+    """(s, err) with s + err == a + b exactly (Knuth)."""
+    s = e.add(a, b)
+    b_virtual = e.sub(s, a)
+    a_virtual = e.sub(s, b_virtual)
+    return s, e.add(e.sub(a, a_virtual), e.sub(b, b_virtual))
+
+
+def _reduce_by_half_pi(d, abs_x):
+    """(n, f) with abs_x * 2/pi = n + f (mod 4), n an integer, |f| <= 1/2 (Payne-Hanek style).
+
+    Each product of abs_x (a float32 value in double) with a 29-bit chunk of 2/pi is exact, and
+    so is its remainder mod 4; summing the remainders in double-double keeps the fraction exact
+    to far below what any float32 input needs, however large abs_x is.
+    """
+    hi, lo = d.c(0.0), d.c(0.0)
+    for chunk in _TWO_OVER_PI:
+        product = d.mul(abs_x, d.c(chunk))
+        whole_fours = d.mul(d.c(4.0), d.floor(d.mul(product, d.c(0.25))))
+        hi, err = _two_sum(d, hi, d.sub(product, whole_fours))
+        lo = d.add(lo, err)
+    n = d.rint(hi)
+    return n, d.add(d.sub(hi, n), lo)
+
+
+def _sin_quadrant(d, abs_x, quadrant_offset):
+    """sin(abs_x + quadrant_offset * pi/2) in double."""
+    n, f = _reduce_by_half_pi(d, abs_x)
+    r = d.mul(f, d.c(math.pi / 2))
+    r2 = d.mul(r, r)
+    sin_r = d.mul(r, d.polynomial(r2, _SIN_OVER_R))
+    cos_r = d.polynomial(r2, _COS)
+    # n is NaN for inf/NaN input; keep fptosi defined (the result is NaN through r anyway).
+    safe_n = d.select(d.isnan(n), d.c(0.0), n)
+    quadrant = d.b.add(d.to_int(safe_n), d.i(quadrant_offset))
+    odd = d.b.icmp_signed("!=", d.b.and_(quadrant, d.i(1)), d.i(0))
+    negated = d.b.icmp_signed("!=", d.b.and_(quadrant, d.i(2)), d.i(0))
+    value = d.select(odd, cos_r, sin_r)
+    return d.select(negated, d.neg(value), value)
+
+
+def _sin(e, x):
+    d = e.with_scalar(ir.DoubleType())
+    abs_x = e.convert(e.fabs(x), d)
+    return _flip_sign_like(e, d.convert(_sin_quadrant(d, abs_x, 0), e), x)
+
+
+def _cos(e, x):
+    d = e.with_scalar(ir.DoubleType())
+    abs_x = e.convert(e.fabs(x), d)
+    return d.convert(_sin_quadrant(d, abs_x, 1), e)
+
+
+# ---------------------------------------------------------------------------------------------
+# erf and erfc (float32, computed in double)
+
+def _erf_pieces(d, x):
+    """(|x|, erf(x) for |x| < 0.9, erfc(|x|) for |x| >= 0.9) in double."""
+    abs_x = d.fabs(x)
+    near_zero = d.mul(x, d.polynomial(d.mul(x, x), _ERF_OVER_X))
+    t = d.div(d.c(1.0), d.clamp(abs_x, _ERF_SPLIT, _ERFC_LIMIT))
+    gaussian = _exp(d, d.neg(d.mul(abs_x, abs_x)))
+    tail = d.mul(gaussian, d.mul(t, d.polynomial(t, _ERFC_TAIL)))
+    return abs_x, near_zero, tail
+
+
+def _erf(e, x):
+    d = e.with_scalar(ir.DoubleType())
+    xd = e.convert(x, d)
+    abs_x, near_zero, tail = _erf_pieces(d, xd)
+    far = d.copysign(d.sub(d.c(1.0), tail), xd)
+    result = d.select(d.lt(abs_x, d.c(_ERF_SPLIT)), near_zero, far)
+    return _keep_nan(e, x, d.convert(result, e))
+
+
+def _erfc(e, x):
+    d = e.with_scalar(ir.DoubleType())
+    xd = e.convert(x, d)
+    abs_x, near_zero, tail = _erf_pieces(d, xd)
+    far = d.select(d.lt(xd, d.c(0.0)), d.sub(d.c(2.0), tail), tail)
+    result = d.select(d.lt(abs_x, d.c(_ERF_SPLIT)), d.sub(d.c(1.0), near_zero), far)
+    return _keep_nan(e, x, d.convert(result, e))
+
+
+# ---------------------------------------------------------------------------------------------
+# libm calls (scalarized for vectors)
+
+def _libm(builder, name, *args):
+    """Call libm's `name` (the `f`-suffixed variant for float) lane by lane."""
+    e = _Ops(builder, args[0].type)
+    symbol = name + ("f" if e.fmt is F32 else "")
+    function = builder.module.globals.get(symbol)
+    if function is None:
+        function = ir.Function(builder.module,
+                               ir.FunctionType(e.scalar, [e.scalar] * len(args)), symbol)
+    if not e.lanes:
+        return builder.call(function, args)
+    result = ir.Constant(e.ty, ir.Undefined)
+    for lane in range(e.lanes):
+        index = ir.Constant(ir.IntType(32), lane)
+        lane_args = [builder.extract_element(arg, index) for arg in args]
+        result = builder.insert_element(result, builder.call(function, lane_args), index)
+    return result
+
+
+def _libm_emitter(name):
+    def emit(builder, *args):
+        return _libm(builder, name, *args)
+    emit.__name__ = "emit_" + name
+    return emit
+
+
+# ---------------------------------------------------------------------------------------------
+# erf_inv and digamma (double precision inside, for both float types)
+
+def _in_double(impl):
+    """An emitter computing impl in double and rounding back to the input's type."""
+    def emit(builder, x):
+        e = _Ops(builder, x.type)
+        d = e.with_scalar(ir.DoubleType())
+        return d.convert(impl(d, e.convert(x, d)), e)
+    return emit
+
+
+def _erf_inv_double(d, y):
+    """Winitzki's closed-form estimate (relative error ~2e-3), then Newton steps on erf, or on
+    erfc beyond 1/2 where erf(x) - y would cancel."""
+    one = d.c(1.0)
+    a = d.fabs(y)
+    w = d.neg(_libm(d.b, "log", d.mul(d.sub(one, a), d.add(one, a))))
+    shape = 0.147
+    t = d.sub(d.c(2 / (math.pi * shape)), d.mul(w, d.c(0.5)))
+    x = d.sqrt(d.sub(d.sqrt(d.fma(t, t, d.mul(w, d.c(1 / shape)))), t))
+    use_erfc = d.gt(a, d.c(0.5))
+    for _ in range(4):
+        erf_residual = d.sub(_libm(d.b, "erf", x), a)
+        erfc_residual = d.sub(d.sub(one, a), _libm(d.b, "erfc", x))
+        residual = d.select(use_erfc, erfc_residual, erf_residual)
+        slope = d.mul(d.c(2 / math.sqrt(math.pi)), _exp(d, d.neg(d.mul(x, x))))
+        x = d.sub(x, d.div(residual, slope))
+    result = d.select(d.eq(a, one), d.c(math.inf), x)
+    result = d.select(d.b.fcmp_unordered(">", a, one), d.c(math.nan), result)
+    return d.copysign(result, y)
+
+
+_DIGAMMA_SHIFT = 10
+# psi(w) ~ log w - 1/(2w) - sum B_2k / (2k w^2k); coefficients of w^-2 powers, sign included.
+_DIGAMMA_ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
+
+
+def _digamma_double(d, x):
+    """Shift the argument up by recurrence, use the asymptotic series, reflect below 1/2."""
+    one = d.c(1.0)
+    reflect = d.lt(x, d.c(0.5))
+    z = d.select(reflect, d.sub(one, x), x)
+    shift_sum = d.c(0.0)
+    for k in range(_DIGAMMA_SHIFT):
+        shift_sum = d.add(shift_sum, d.div(one, d.add(z, d.c(float(k)))))
+    w = d.add(z, d.c(float(_DIGAMMA_SHIFT)))
+    inverse_w2 = d.div(one, d.mul(w, w))
+    series = d.mul(inverse_w2, d.polynomial(inverse_w2, _DIGAMMA_ASYMPTOTIC))
+    psi = d.sub(d.sub(d.sub(_libm(d.b, "log", w), d.div(d.c(0.5), w)), series), shift_sum)
+    # cot(pi x) has period 1; reducing first keeps pi * x from losing the fraction.
+    fraction = d.sub(x, d.floor(x))
+    cot_term = d.div(d.c(math.pi), _libm(d.b, "tan", d.mul(d.c(math.pi), fraction)))
+    result = d.select(reflect, d.sub(psi, cot_term), psi)
+    pole = d.b.and_(d.le(x, d.c(0.0)), d.eq(fraction, d.c(0.0)))
+    return d.select(pole, d.c(math.nan), result)
+
+
+# ---------------------------------------------------------------------------------------------
+# bfloat16 conversion
+
+def emit_f32_to_bf16_bits(builder, x):
+    """float32 -> bfloat16 bits (i16) rounding to nearest even; NaN stays a quiet NaN."""
+    e = _Ops(builder, x.type)
+    bits = e.bits(x)
+    lowest_kept_bit = builder.and_(builder.lshr(bits, e.i(16)), e.i(1))
+    rounded = builder.add(bits, builder.add(e.i(0x7FFF), lowest_kept_bit))
+    quiet_nan = builder.or_(bits, e.i(0x00400000))
+    kept = e.select(e.isnan(x), quiet_nan, rounded)
+    return builder.trunc(builder.lshr(kept, e.i(16)), e.shaped(ir.IntType(16)))
+
+
+def emit_bf16_bits_to_f32(builder, bits16):
+    """bfloat16 bits (i16) -> float32: the bits are the top half of the float32."""
+    e = _Ops(builder, _same_shape(bits16.type, ir.FloatType()))
+    widened = builder.zext(bits16, e.int_ty)
+    return e.from_bits(builder.shl(widened, e.i(16)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Public emitters and the registry
+
+def _emitter(impl, double_libm_name=None):
+    """An emitter from an _Ops-level impl; double inputs go to libm when a name is given."""
+    def emit(builder, x):
+        e = _Ops(builder, x.type)
+        if double_libm_name and e.fmt is F64:
+            return _libm(builder, double_libm_name, x)
+        return impl(e, x)
+    emit.__name__ = "emit_" + impl.__name__.lstrip("_")
+    return emit
+
+
+emit_exp = _emitter(_exp)
+emit_exp2 = _emitter(_exp2)
+emit_expm1 = _emitter(_expm1)
+emit_tanh = _emitter(_tanh)
+emit_logistic = _emitter(_logistic)
+emit_log = _emitter(_log, "log")
+emit_log2 = _emitter(_log2, "log2")
+emit_log1p = _emitter(_log1p, "log1p")
+emit_sin = _emitter(_sin, "sin")
+emit_cos = _emitter(_cos, "cos")
+emit_erf = _emitter(_erf, "erf")
+emit_erfc = _emitter(_erfc, "erfc")
+emit_erf_inv = _in_double(_erf_inv_double)
+emit_digamma = _in_double(_digamma_double)
+
+_LIBM_UNARY = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+               "cbrt", "lgamma")
+_LIBM_BINARY = ("atan2", "pow", "nextafter")
+
+EMITTERS = {
+    "exp": emit_exp, "exp2": emit_exp2, "expm1": emit_expm1,
+    "log": emit_log, "log2": emit_log2, "log1p": emit_log1p,
+    "tanh": emit_tanh, "logistic": emit_logistic,
+    "sin": emit_sin, "cos": emit_cos,
+    "erf": emit_erf, "erfc": emit_erfc, "erf_inv": emit_erf_inv, "digamma": emit_digamma,
+    **{name: _libm_emitter(name) for name in _LIBM_UNARY + _LIBM_BINARY},
+}
+BINARY_PRIMITIVES = frozenset(_LIBM_BINARY)
+
+
+# ---------------------------------------------------------------------------------------------
+# A reference elementwise loop, used by the tests and benchmarks
+
+def define_map_kernel(module, name, emitter, in_type, out_type=None, arity=1):
+    """Define `void name(in_type* in_0, ..., out_type* out, i64 n)` computing
+    out[i] = emitter(builder, in_0[i], ...); the types may be scalars or vectors."""
+    out_type = out_type or in_type
+    i64 = ir.IntType(64)
+    pointer_types = [ir.PointerType(in_type)] * arity + [ir.PointerType(out_type)]
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), pointer_types + [i64]), name)
+    llvm_target.add_function_attributes(function)
+    for argument in function.args[:-1]:
+        argument.add_attribute("noalias")
+    *inputs, output, n = function.args
+    entry, loop, done = (function.append_basic_block(label) for label in ("entry", "loop", "done"))
+    builder = ir.IRBuilder(entry)
+    builder.cbranch(builder.icmp_signed("<=", n, ir.Constant(i64, 0)), done, loop)
+    builder.position_at_end(loop)
+    index = builder.phi(i64)
+    index.add_incoming(ir.Constant(i64, 0), entry)
+    # Element alignment only: numpy buffers are not aligned to whole vectors.
+    values = [builder.load(builder.gep(pointer_in, [index], inbounds=True),
+                           align=_element_bytes(in_type)) for pointer_in in inputs]
+    builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True),
+                  align=_element_bytes(out_type))
+    following = builder.add(index, ir.Constant(i64, 1))
+    index.add_incoming(following, loop)
+    builder.cbranch(builder.icmp_signed("==", following, n), done, loop)
+    builder.position_at_end(done)
+    builder.ret_void()
+    return function
+
+
+def _element_bytes(ty):
+    element = ty.element if isinstance(ty, ir.VectorType) else ty
+    return {"float": 4, "double": 8}.get(str(element)) or element.width // 8
