@@ -62,6 +62,18 @@ def ints(rng, shape):
     return rng.integers(-8, 8, shape).astype(np.int32)
 
 
+def shifts(rng, shape):
+    return rng.integers(0, 32, shape).astype(np.int32)
+
+
+def unit_interval(rng, shape):
+    return rng.uniform(-0.9, 0.9, shape).astype(np.float32)
+
+
+def above_one(rng, shape):
+    return rng.uniform(1.1, 3.0, shape).astype(np.float32)
+
+
 def bools(rng, shape):
     return rng.random(shape) < 0.5
 
@@ -95,7 +107,23 @@ CASES = {
     **{name: unary(getattr(lax, name)) for name in
        ["abs", "ceil", "cos", "exp", "exp2", "expm1", "floor", "is_finite", "logistic", "neg",
         "round", "sign", "sin", "square", "tanh", "cbrt"]},
-    **{name: unary(getattr(lax, name), positive) for name in ["log", "log1p", "rsqrt", "sqrt"]},
+    **{name: unary(getattr(lax, name), positive) for name in
+       ["log", "log1p", "rsqrt", "sqrt", "lgamma", "digamma"]},
+    **{name: unary(getattr(lax, name)) for name in
+       ["asinh", "atan", "cosh", "sinh", "tan", "erf", "erfc"]},
+    **{name: unary(getattr(lax, name), unit_interval) for name in
+       ["acos", "asin", "atanh", "erf_inv"]},
+    "acosh": unary(lax.acosh, above_one),
+    "polygamma": unary(lambda x: lax.polygamma(1, x), positive),
+    "clz": unary(lax.clz, ints),
+    "population_count": unary(lax.population_count, ints),
+    **{name: binary(getattr(lax, name), ints, shifts) for name in
+       ["shift_left", "shift_right_arithmetic", "shift_right_logical"]},
+    "cumsum": unary(lambda x: lax.cumsum(x, 0)),
+    "cumprod": unary(lambda x: lax.cumprod(x, x.ndim - 1, reverse=True)),
+    "cummax": unary(lambda x: lax.cummax(x, 0, reverse=True)),
+    "cummin": unary(lambda x: lax.cummin(x, x.ndim - 1)),
+    "cumlogsumexp": unary(lambda x: lax.cumlogsumexp(x, 0)),
     "integer_pow": unary(lambda x: lax.integer_pow(x, 3)),
     "convert_element_type": unary(lambda x: lax.convert_element_type(x, np.int32)),
     "bitcast_convert_type": unary(lambda x: lax.bitcast_convert_type(x, np.int32)),
