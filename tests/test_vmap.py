@@ -1,5 +1,5 @@
 """vmap: every lax primitive against a Python loop, collectives over named axes,
-per-example gradients, and batching over PRNG-style uint32 keys."""
+per-example gradients, and batching over split PRNG keys."""
 import importlib
 import pkgutil
 
@@ -62,6 +62,10 @@ def ints(rng, shape):
     return rng.integers(-8, 8, shape).astype(np.int32)
 
 
+def words(rng, shape):
+    return rng.integers(0, 2**32, shape, dtype=np.uint64).astype(np.uint32)
+
+
 def shifts(rng, shape):
     return rng.integers(0, 32, shape).astype(np.int32)
 
@@ -119,6 +123,9 @@ CASES = {
     "population_count": unary(lax.population_count, ints),
     **{name: binary(getattr(lax, name), ints, shifts) for name in
        ["shift_left", "shift_right_arithmetic", "shift_right_logical"]},
+    "threefry2x32": (lax.threefry2x32, [(same, words)] * 4),
+    "fma": (lax.fma, [(same, floats)] * 3),
+    "sort_by_key": (lambda k, v: lax.sort_by_key(k, v, 0), [(same, ints), (same, floats)]),
     "cumsum": unary(lambda x: lax.cumsum(x, 0)),
     "cumprod": unary(lambda x: lax.cumprod(x, x.ndim - 1, reverse=True)),
     "cummax": unary(lambda x: lax.cummax(x, 0, reverse=True)),
@@ -356,18 +363,28 @@ def test_per_example_gradients_of_an_mlp():
 
 # ---------------------------------------------------------------- keys
 
-def mix_key(key):
-    """A stand-in for a PRNG consumer: uint32 arithmetic on a key inside a loop."""
-    def round_(i, words):
-        a, b = words
-        a = a * np.uint32(0x9E3779B1) + b
-        return b ^ a, a
-    a, b = lax.fori_loop(0, 4, round_, (key[0], key[1]))
-    return a ^ b
-
-
 def test_vmap_over_split_keys():
-    keys = np.random.default_rng(2).integers(0, 2**32, (6, 2), dtype=np.uint64).astype(np.uint32)
-    out = jaxlite.vmap(mix_key)(keys)
-    assert out.dtype == np.uint32
-    np.testing.assert_array_equal(out, [np.asarray(mix_key(k)) for k in keys])
+    keys = jaxlite.random.split(jaxlite.random.PRNGKey(0), 5)
+    draws = jaxlite.vmap(lambda k: jaxlite.random.normal(k, (3,)))(keys)
+    np.testing.assert_array_equal(draws, np.stack([jaxlite.random.normal(k, (3,)) for k in keys]))
+
+
+def test_vmap_over_keys_consumed_inside_loops():
+    def noisy_walk(key):
+        def step(carry, i):
+            carry = carry + jaxlite.random.uniform(jaxlite.random.fold_in(key, i))
+            return carry, carry
+        return lax.scan(step, 0.0, jnp.arange(4))
+
+    def resample_until_positive(key):
+        return lax.while_loop(lambda c: c[1] < 0.5,
+                              lambda c: (jaxlite.random.split(c[0])[0],
+                                         jaxlite.random.uniform(jaxlite.random.split(c[0])[1])),
+                              (key, 0.0))[1]
+
+    keys = jaxlite.random.split(jaxlite.random.PRNGKey(1), 4)
+    for f in (noisy_walk, resample_until_positive):
+        batched = tree_leaves(jaxlite.vmap(f)(keys))
+        looped = [np.stack(leaves) for leaves in zip(*(tree_leaves(f(k)) for k in keys))]
+        for b, l in zip(batched, looped):
+            np.testing.assert_allclose(np.asarray(b), l, rtol=1e-6)
