@@ -66,6 +66,12 @@ def words(rng, shape):
     return rng.integers(0, 2**32, shape, dtype=np.uint64).astype(np.uint32)
 
 
+def spd(rng, shape):
+    """Symmetric positive definite matrices in the last two axes (well conditioned)."""
+    a = rng.standard_normal(shape)
+    return (a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(np.float32)
+
+
 def shifts(rng, shape):
     return rng.integers(0, 32, shape).astype(np.int32)
 
@@ -102,6 +108,39 @@ def _scalar_loop(x):
     return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.sin(c[1]) + x), (0, x))[1]
 
 
+def _take_rows(x, rows):
+    dnums = lax.GatherDimensionNumbers(offset_dims=tuple(range(1, x.ndim)),
+                                       collapsed_slice_dims=(0,), start_index_map=(0,))
+    return lax.gather(x, rows[:, None], dnums, (1,) + x.shape[1:], mode="clip")
+
+
+def _scatter_rows(scatter):
+    def f(x, rows, updates):
+        dnums = lax.ScatterDimensionNumbers(update_window_dims=tuple(range(1, x.ndim)),
+                                            inserted_window_dims=(0,),
+                                            scatter_dims_to_operand_dims=(0,))
+        return scatter(x, rows[:, None], updates, dnums, mode="clip")
+    return f
+
+
+def _leading(x):
+    """Starts that move along axis 0 only, for the dynamic slices."""
+    return lambda i: (i,) + (0,) * (x.ndim - 1)
+
+
+def _window(reducer, init):
+    return lambda x: lax.reduce_window(x, init, reducer, (min(2, x.shape[0]),) + (1,) * (x.ndim - 1),
+                                       (1,) * x.ndim, "VALID")
+
+
+def _rows_like(count):
+    return lambda s: (count,) + s[1:]
+
+
+def _square(s):
+    return (s[0], s[0])
+
+
 def _scan_loop(x, xs):
     return lax.scan(lambda c, y: (c * 0.5 + y, c * y), x, xs)
 
@@ -126,6 +165,27 @@ CASES = {
     "threefry2x32": (lax.threefry2x32, [(same, words)] * 4),
     "fma": (lax.fma, [(same, floats)] * 3),
     "sort_by_key": (lambda k, v: lax.sort_by_key(k, v, 0), [(same, ints), (same, floats)]),
+    "gather": (_take_rows, [(same, floats), (lambda s: (3,), ints)]),
+    "scatter": (_scatter_rows(lax.scatter),
+                [(same, floats), (lambda s: (1,), ints), (_rows_like(1), floats)]),
+    **{name: (_scatter_rows(getattr(lax, name.replace("-", "_"))),
+              [(same, floats), (lambda s: (3,), ints), (_rows_like(3), floats)])
+       for name in ["scatter-add", "scatter-mul", "scatter-min", "scatter-max"]},
+    "dynamic_slice": (lambda x, i: lax.dynamic_slice(x, _leading(x)(i), (1,) + x.shape[1:]),
+                      [(same, floats), (scalar, ints)]),
+    "dynamic_update_slice": (lambda x, u, i: lax.dynamic_update_slice(x, u, _leading(x)(i)),
+                             [(same, floats), (_rows_like(1), floats), (scalar, ints)]),
+    "sort": unary(lambda x: lax.sort(x, 0)),
+    "top_k": unary(lambda x: lax.top_k(x, 1)),
+    "cholesky": (lax.cholesky, [(_square, spd)]),
+    "lu": (lax.lu, [(_square, spd)]),
+    "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
+                         [(_square, spd), (lambda s: (s[0], 2), floats)]),
+    "conv_general_dilated": (lambda lhs, rhs: lax.conv_general_dilated(lhs, rhs, (1,), "VALID"),
+                             [(lambda s: (2, 3, 5), floats), (lambda s: (4, 3, 2), floats)]),
+    "reduce_window_sum": unary(_window(lax.add, 0.0)),
+    "reduce_window_max": unary(_window(lax.max, -np.inf)),
+    "reduce_window_min": unary(_window(lax.min, np.inf)),
     "cumsum": unary(lambda x: lax.cumsum(x, 0)),
     "cumprod": unary(lambda x: lax.cumprod(x, x.ndim - 1, reverse=True)),
     "cummax": unary(lambda x: lax.cummax(x, 0, reverse=True)),
@@ -203,7 +263,7 @@ def vmap_problems(draw):
     return name, base, size, seed, tuple(axes)
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=300)
 @given(vmap_problems())
 def test_vmap_agrees_with_a_python_loop(problem):
     name, base, size, seed, axes = problem
