@@ -5,7 +5,14 @@ import pathlib
 
 import pytest
 
-NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _kernel_environment(monkeypatch):
+    """Plot without a display, and import this checkout's jaxlite even when not installed."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -19,7 +26,7 @@ def test_notebook_is_stored_without_outputs(path):
 def test_notebook_runs(path, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    _kernel_environment(monkeypatch)
     notebook = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
@@ -31,7 +38,7 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
 def test_a_raising_notebook_fails(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    _kernel_environment(monkeypatch)
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("raise ValueError('boom')")])
     client = nbclient.NotebookClient(notebook, timeout=60, kernel_name="python3")
     with pytest.raises(nbclient.exceptions.CellExecutionError, match="boom"):

@@ -125,11 +125,12 @@ def _float_dtype(a, dtype):
 
 
 def _count(a, axes, where, keepdims, dtype):
+    """How many elements each reduction sees; a static count stays a Python scalar (a literal)."""
     if where is None:
         count = 1
         for i in axes:
             count *= a.shape[i]
-        return lax.convert_element_type(count, dtype)
+        return float(count)
     mask = broadcast_to(promote_and_broadcast("where", where)[0], a.shape)
     return sum(mask, axes, dtype=dtype, keepdims=keepdims)
 

@@ -1,0 +1,583 @@
+"""LLVM code generation from kernel IR.
+
+One LLVM module per compiled function: each kernel becomes an internal function
+taking its buffers as `noalias` pointers (buffers never overlap, which is what lets
+the loop vectorizer widen the loops without runtime checks), and each native
+segment of the program becomes an entry point `void entry(ptr buffers)` that loads
+the pointers from one array, sets FTZ/DAZ in MXCSR, calls the kernels and restores
+MXCSR.
+
+Scalar types in registers: bool is i1, integers iN, float16 `half`, float32/64 as
+themselves. bfloat16 has no LLVM type here: it is carried as float32 and rounded
+to bfloat16 (integer round-to-nearest-even) after every operation, which matches
+eager numpy/ml_dtypes arithmetic; in memory it is the 16-bit pattern. bool is one
+byte in memory.
+
+Float arithmetic carries the `contract` flag so FMAs form; reductions add `reassoc`
+so the vectorizer may reorder the sum (results differ from numpy's pairwise sum in
+the last bits, as XLA's do). Loops are emitted in rotated do-while form over static
+extents; a loop of extent 0 is not emitted at all.
+"""
+import numpy as np
+from llvmlite import ir
+
+from jaxlite.core import dtypes
+from jaxlite.lower import llvm_math, llvm_target
+from jaxlite.lower.kernel_ir import Reduce
+
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+PTR = ir.PointerType()
+_FAST = ("contract",)
+_REDUCE_FAST = ("reassoc", "contract")
+
+
+def _is_bf16(dtype):
+    return dtype == dtypes.bfloat16
+
+
+def register_type(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return I1
+    if _is_bf16(dtype) or dtype == np.float32:
+        return ir.FloatType()
+    if dtype == np.float16:
+        return ir.HalfType()
+    if dtype == np.float64:
+        return ir.DoubleType()
+    return ir.IntType(dtype.itemsize * 8)
+
+
+def memory_type(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return I8
+    if _is_bf16(dtype):
+        return I16
+    return register_type(dtype)
+
+
+def _is_float(dtype):
+    return dtypes.is_float(dtype)
+
+
+def _is_signed(dtype):
+    return np.dtype(dtype).kind == "i"
+
+
+def _intrinsic(builder, name, ret_type, args):
+    module = builder.module
+    function = module.globals.get(name)
+    if function is None:
+        function = ir.Function(module, ir.FunctionType(ret_type, [a.type for a in args]), name)
+    return builder.call(function, args)
+
+
+def _suffix(ty):
+    return ty.intrinsic_name
+
+
+def _float_intrinsic(builder, name, x):
+    return _intrinsic(builder, f"llvm.{name}.{_suffix(x.type)}", x.type, [x])
+
+
+# ---------------------------------------------------------------- bfloat16 rounding
+
+def round_to_bf16(builder, x):
+    """A float32 value rounded to the nearest bfloat16 (still held as float32)."""
+    bits = llvm_math.emit_f32_to_bf16_bits(builder, x)
+    return llvm_math.emit_bf16_bits_to_f32(builder, bits)
+
+
+# ---------------------------------------------------------------- scalar expressions
+
+class ExprEmitter:
+    """Emits the expressions of one loop body; each DAG node once."""
+
+    def __init__(self, builder, loop_values, buffers, accumulators):
+        self.b = builder
+        self.loop_values, self.buffers, self.accumulators = loop_values, buffers, accumulators
+        self.memo = {}
+
+    def emit(self, root):
+        """Post-order without recursion: expression chains can be thousands deep."""
+        stack = [(root, False)]
+        while stack:
+            e, children_done = stack.pop()
+            if id(e) in self.memo:
+                continue
+            if children_done:
+                self.memo[id(e)] = self._emit_node(e, [self.memo[id(a)] for a in e.args])
+                continue
+            stack.append((e, True))
+            stack.extend((a, False) for a in e.args if id(a) not in self.memo)
+        return self.memo[id(root)]
+
+    def _emit_node(self, e, args):
+        if e.op == "const":
+            return _constant(e.dtype, e.attr[1])
+        if e.op == "loop":
+            return self.loop_values[e.attr]
+        if e.op == "load":
+            return self._load(e, args[0])
+        if e.op == "acc":
+            value = self.b.load(self.accumulators[e.attr])
+            return round_to_bf16(self.b, value) if _is_bf16(e.dtype) else value
+        value = OPS[e.op](self.b, e, args)
+        if _is_bf16(e.dtype) and e.op not in _EXACT_IN_BF16:
+            value = round_to_bf16(self.b, value)
+        return value
+
+    def _load(self, e, offset):
+        buffer = e.attr
+        pointer = self.b.gep(self.buffers[buffer], [offset], inbounds=True,
+                             source_etype=memory_type(buffer.dtype))
+        raw = self.b.load(pointer, typ=memory_type(buffer.dtype))
+        return from_memory(self.b, raw, buffer.dtype)
+
+
+# Operations whose bf16 result needs no rounding (exact, or not a bf16 value at all).
+_EXACT_IN_BF16 = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "select_n", "max",
+                            "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast"})
+
+
+def from_memory(builder, raw, dtype):
+    if dtype == np.bool_:
+        return builder.icmp_unsigned("!=", raw, ir.Constant(I8, 0))
+    if _is_bf16(dtype):
+        return llvm_math.emit_bf16_bits_to_f32(builder, raw)
+    return raw
+
+
+def to_memory(builder, value, dtype):
+    if dtype == np.bool_:
+        return builder.zext(value, I8)
+    if _is_bf16(dtype):
+        return llvm_math.emit_f32_to_bf16_bits(builder, value)
+    return value
+
+
+def _constant(dtype, value):
+    ty = register_type(dtype)
+    if isinstance(ty, ir.IntType):
+        return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
+    return ir.Constant(ty, float(value))
+
+
+# ---------------------------------------------------------------- operation table
+
+OPS = {}
+
+
+def op(*names):
+    def register(fn):
+        for name in names:
+            OPS[name] = fn
+        return fn
+    return register
+
+
+def _operand_dtype(e):
+    return e.args[0].dtype
+
+
+@op("add")
+def _add(b, e, args):
+    return b.fadd(*args, flags=_FAST) if _is_float(e.dtype) else b.add(*args)
+
+
+@op("sub")
+def _sub(b, e, args):
+    return b.fsub(*args, flags=_FAST) if _is_float(e.dtype) else b.sub(*args)
+
+
+@op("mul")
+def _mul(b, e, args):
+    if _is_float(e.dtype):
+        return b.fmul(*args, flags=_FAST)
+    return b.and_(*args) if e.dtype == np.bool_ else b.mul(*args)
+
+
+@op("square")
+def _square(b, e, args):
+    return _mul(b, e, [args[0], args[0]])
+
+
+@op("div")
+def _div(b, e, args):
+    x, y = args
+    if _is_float(e.dtype):
+        return b.fdiv(x, y, flags=_FAST)
+    if e.dtype == np.int64 and e.args[1].op == "const" and e.args[1].attr[1] > 0:
+        return b.udiv(x, y)     # index arithmetic: never negative, divisor a positive constant
+    zero, safe_y = _safe_divisor(b, e.dtype, y)
+    if not _is_signed(e.dtype):
+        return b.select(zero, y, b.udiv(x, safe_y))
+    quotient = b.sdiv(x, safe_y)
+    minus_one = b.icmp_signed("==", y, ir.Constant(y.type, -1))
+    return b.select(zero, ir.Constant(y.type, 0), b.select(minus_one, b.sub(ir.Constant(y.type, 0), x), quotient))
+
+
+def _safe_divisor(b, dtype, y):
+    """(y == 0, a divisor that never traps: 1 where y is 0 or -1)."""
+    one = ir.Constant(y.type, 1)
+    zero = b.icmp_signed("==", y, ir.Constant(y.type, 0))
+    bad = zero
+    if _is_signed(dtype):
+        bad = b.or_(zero, b.icmp_signed("==", y, ir.Constant(y.type, -1)))
+    return zero, b.select(bad, one, y)
+
+
+@op("rem")
+def _rem(b, e, args):
+    x, y = args
+    if _is_float(e.dtype):
+        return b.frem(x, y)
+    if e.dtype == np.int64 and e.args[1].op == "const" and e.args[1].attr[1] > 0:
+        return b.urem(x, y)
+    zero, safe_y = _safe_divisor(b, e.dtype, y)
+    if not _is_signed(e.dtype):
+        return b.select(zero, x, b.urem(x, safe_y))
+    remainder = b.srem(x, safe_y)
+    minus_one = b.icmp_signed("==", y, ir.Constant(y.type, -1))
+    return b.select(zero, x, b.select(minus_one, ir.Constant(y.type, 0), remainder))
+
+
+def _compare(b, dtype, predicate, x, y):
+    if _is_float(dtype):
+        if predicate == "!=":
+            return b.fcmp_unordered("!=", x, y)
+        return b.fcmp_ordered(predicate, x, y)
+    if _is_signed(dtype):
+        return b.icmp_signed(predicate, x, y)
+    return b.icmp_unsigned(predicate, x, y)
+
+
+for _name, _predicate in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+    OPS[_name] = (lambda predicate: lambda b, e, args: _compare(b, _operand_dtype(e), predicate, *args))(_predicate)
+
+
+def _extremum(b, dtype, x, y, predicate):
+    """numpy's maximum/minimum: NaN wins, ties keep the first operand."""
+    wins = _compare(b, dtype, predicate, x, y)
+    if _is_float(dtype):
+        wins = b.or_(wins, b.fcmp_unordered("uno", x, x))
+    return b.select(wins, x, y)
+
+
+OPS["max"] = lambda b, e, args: _extremum(b, e.dtype, *args, ">=")
+OPS["min"] = lambda b, e, args: _extremum(b, e.dtype, *args, "<=")
+
+
+@op("neg")
+def _neg(b, e, args):
+    return b.fneg(args[0]) if _is_float(e.dtype) else b.sub(ir.Constant(args[0].type, 0), args[0])
+
+
+@op("abs")
+def _abs(b, e, args):
+    x = args[0]
+    if _is_float(e.dtype):
+        return _float_intrinsic(b, "fabs", x)
+    if not _is_signed(e.dtype):
+        return x
+    negative = b.icmp_signed("<", x, ir.Constant(x.type, 0))
+    return b.select(negative, b.sub(ir.Constant(x.type, 0), x), x)
+
+
+@op("sign")
+def _sign(b, e, args):
+    x = args[0]
+    one, minus_one = _constant(e.dtype, 1), _constant(e.dtype, -1)
+    zero = _constant(e.dtype, 0)
+    positive = _compare(b, e.dtype, ">", x, zero)
+    if not (_is_float(e.dtype) or _is_signed(e.dtype)):
+        return b.select(positive, one, zero)
+    negative = _compare(b, e.dtype, "<", x, zero)
+    # Floats keep x itself for 0, -0 and NaN, as numpy does.
+    rest = x if _is_float(e.dtype) else zero
+    return b.select(positive, one, b.select(negative, minus_one, rest))
+
+
+OPS["floor"] = lambda b, e, args: _float_intrinsic(b, "floor", args[0])
+OPS["ceil"] = lambda b, e, args: _float_intrinsic(b, "ceil", args[0])
+OPS["sqrt"] = lambda b, e, args: _float_intrinsic(b, "sqrt", args[0])
+
+
+@op("round")
+def _round(b, e, args):
+    method = dict(e.attr or ()).get("rounding_method", 0)
+    return _float_intrinsic(b, "round" if method == 0 else "roundeven", args[0])
+
+
+@op("rsqrt")
+def _rsqrt(b, e, args):
+    root = _float_intrinsic(b, "sqrt", args[0])
+    return b.fdiv(ir.Constant(root.type, 1.0), root)
+
+
+@op("is_finite")
+def _is_finite(b, e, args):
+    magnitude = _float_intrinsic(b, "fabs", args[0])
+    return b.fcmp_ordered("<", magnitude, ir.Constant(magnitude.type, float("inf")))
+
+
+def _math(name):
+    """A transcendental from llvm_math; half-precision inputs compute in float32."""
+    def emit(b, e, args):
+        if isinstance(args[0].type, ir.HalfType):
+            wide = [b.fpext(a, ir.FloatType()) for a in args]
+            return b.fptrunc(llvm_math.EMITTERS[name](b, *wide), ir.HalfType())
+        return llvm_math.EMITTERS[name](b, *args)
+    return emit
+
+
+for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
+              "pow", "atan2", "nextafter"):
+    OPS[_name] = _math(_name)
+
+
+@op("not")
+def _not(b, e, args):
+    return b.xor(args[0], ir.Constant(args[0].type, -1 if e.dtype != np.bool_ else 1))
+
+
+OPS["and"] = lambda b, e, args: b.and_(*args)
+OPS["or"] = lambda b, e, args: b.or_(*args)
+OPS["xor"] = lambda b, e, args: b.xor(*args)
+
+
+@op("select_n")
+def _select_n(b, e, args):
+    which, cases = args[0], args[1:]
+    if len(cases) == 1:
+        return cases[0]
+    if which.type == I1:
+        return b.select(which, cases[1], cases[0])
+    result = cases[0]
+    for k, case in enumerate(cases[1:], start=1):
+        result = b.select(b.icmp_signed("==", which, ir.Constant(which.type, k)), case, result)
+    return result
+
+
+@op("convert")
+def _convert(b, e, args):
+    return convert(b, args[0], e.args[0].dtype, e.dtype)
+
+
+def convert(b, x, source, target):
+    source, target = np.dtype(source), np.dtype(target)
+    target_type = register_type(target)
+    if target == np.bool_:
+        return _compare(b, source, "!=", x, _constant(source, 0))
+    if source == np.bool_:
+        return b.uitofp(x, target_type) if _is_float(target) else b.zext(x, target_type)
+    if _is_float(source) and _is_float(target):
+        return _convert_float(b, x, source, target, target_type)
+    if _is_float(source):
+        kind = "fptosi" if _is_signed(target) else "fptoui"
+        # Saturating conversion: NaN -> 0 and out-of-range values clamp, like the eager impl.
+        return _intrinsic(b, f"llvm.{kind}.sat.{_suffix(target_type)}.{_suffix(x.type)}", target_type, [x])
+    if _is_float(target):
+        return b.sitofp(x, target_type) if _is_signed(source) else b.uitofp(x, target_type)
+    if target_type.width < x.type.width:
+        return b.trunc(x, target_type)
+    if target_type.width > x.type.width:
+        return b.sext(x, target_type) if _is_signed(source) else b.zext(x, target_type)
+    return x
+
+
+def _convert_float(b, x, source, target, target_type):
+    if x.type == target_type:
+        return round_to_bf16(b, x) if _is_bf16(target) and not _is_bf16(source) else x
+    if _is_bf16(target):    # via float32, one rounding (float64 first rounds to float32, as ml_dtypes does)
+        return round_to_bf16(b, b.fptrunc(x, target_type) if isinstance(x.type, ir.DoubleType) else b.fpext(x, target_type))
+    wider = _float_bits(target_type) > _float_bits(x.type)
+    return b.fpext(x, target_type) if wider else b.fptrunc(x, target_type)
+
+
+def _float_bits(ty):
+    return {"half": 16, "float": 32, "double": 64}[str(ty)]
+
+
+@op("bitcast")
+def _bitcast(b, e, args):
+    x, source, target = args[0], e.args[0].dtype, e.dtype
+    raw = to_memory(b, x, source) if _is_bf16(source) else x
+    if not _is_bf16(target):
+        return b.bitcast(raw, register_type(target))
+    return llvm_math.emit_bf16_bits_to_f32(b, b.bitcast(raw, I16))
+
+
+# ---------------------------------------------------------------- reductions
+
+def reduction_identity(kind, dtype):
+    dtype = np.dtype(dtype)
+    if kind == "sum":
+        return 0
+    if kind == "prod":
+        return 1
+    largest = kind in ("min", "argmin")
+    if dtype == np.bool_:
+        return int(largest)
+    if _is_float(dtype):
+        return float("inf") if largest else float("-inf")
+    info = np.iinfo(dtype)
+    return int(info.max if largest else info.min)
+
+
+def _combine(b, kind, dtype, acc, value):
+    if kind == "sum":
+        return b.fadd(acc, value, flags=_REDUCE_FAST) if _is_float(dtype) else b.add(acc, value)
+    if kind == "prod":
+        if _is_float(dtype):
+            return b.fmul(acc, value, flags=_REDUCE_FAST)
+        return b.and_(acc, value) if dtype == np.bool_ else b.mul(acc, value)
+    # max/min: the new value first so NaN propagates and the accumulator keeps ties.
+    return _extremum(b, dtype, value, acc, ">" if kind == "max" else "<")
+
+
+def _arg_better(b, dtype, kind, value, best):
+    predicate = ">" if kind == "argmax" else "<"
+    better = _compare(b, dtype, predicate, value, best)
+    if _is_float(dtype):
+        # The first NaN wins, as numpy's argmax/argmin.
+        value_nan = b.fcmp_unordered("uno", value, value)
+        best_nan = b.fcmp_unordered("uno", best, best)
+        better = b.or_(better, b.and_(value_nan, b.not_(best_nan)))
+    return better
+
+
+# ---------------------------------------------------------------- kernels
+
+class KernelEmitter:
+    def __init__(self, module, kernel):
+        self.module, self.kernel = module, kernel
+        types = [PTR] * len(kernel.params)
+        self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), types), kernel.name)
+        self.function.linkage = "internal"
+        llvm_target.add_function_attributes(self.function)
+        for argument in self.function.args:
+            argument.add_attribute("noalias")
+        self.buffers = dict(zip(kernel.params, self.function.args))
+        entry = self.function.append_basic_block("entry")
+        self.allocas = ir.IRBuilder(entry)
+        self.body_block = self.function.append_basic_block("body")
+        self.b = ir.IRBuilder(self.body_block)
+        self.loop_values, self.accumulators, self.positions = {}, {}, {}
+
+    def emit(self):
+        self._declare_accumulators()
+        if all(loop.extent > 0 for loop in self.kernel.outer):
+            self._loops(self.kernel.outer, self._stages)
+        self.b.ret_void()
+        self.allocas.branch(self.body_block)
+        return self.function
+
+    def _declare_accumulators(self):
+        for stage in self.kernel.stages:
+            if isinstance(stage, Reduce):
+                value_type = register_type(stage.value.dtype)
+                acc_id = stage.result.attr
+                if stage.kind.startswith("arg"):
+                    self.positions[acc_id] = self.allocas.alloca(value_type)
+                    self.accumulators[acc_id] = self.allocas.alloca(I64)
+                else:
+                    self.accumulators[acc_id] = self.allocas.alloca(value_type)
+
+    def _loops(self, loops, body):
+        """Nested do-while loops over static extents (all > 0), then `body()` innermost."""
+        if not loops:
+            body()
+            return
+        loop, rest = loops[0], loops[1:]
+        before = self.b.block
+        header = self.function.append_basic_block(loop.name)
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        counter = self.b.phi(I64, name=loop.name)
+        counter.add_incoming(ir.Constant(I64, 0), before)
+        self.loop_values[loop] = counter
+        self._loops(rest, body)
+        following = self.b.add(counter, ir.Constant(I64, 1), flags=("nuw", "nsw"))
+        counter.add_incoming(following, self.b.block)
+        done = self.function.append_basic_block(loop.name + ".done")
+        self.b.cbranch(self.b.icmp_unsigned("<", following, ir.Constant(I64, loop.extent)), header, done)
+        self.b.position_at_end(done)
+
+    def _stages(self):
+        for stage in self.kernel.stages:
+            if isinstance(stage, Reduce):
+                self._reduce(stage)
+            else:
+                self._store(stage)
+
+    def _emitter(self):
+        return ExprEmitter(self.b, self.loop_values, self.buffers, self.accumulators)
+
+    def _runs(self, stage):
+        return all(loop.extent > 0 for loop in stage.loops)
+
+    def _reduce(self, stage):
+        dtype, acc_id = stage.value.dtype, stage.result.attr
+        is_arg = stage.kind.startswith("arg")
+        best = self.positions[acc_id] if is_arg else self.accumulators[acc_id]
+        self.b.store(_constant(dtype, reduction_identity(stage.kind, dtype)), best)
+        if is_arg:
+            self.b.store(ir.Constant(I64, 0), self.accumulators[acc_id])
+        if not self._runs(stage):
+            return
+
+        def body():
+            emitter = self._emitter()
+            value = emitter.emit(stage.value)
+            current = self.b.load(best)
+            if not is_arg:
+                self.b.store(_combine(self.b, stage.kind, dtype, current, value), best)
+                return
+            better = _arg_better(self.b, dtype, stage.kind, value, current)
+            self.b.store(self.b.select(better, value, current), best)
+            position = emitter.emit(stage.index)
+            old = self.b.load(self.accumulators[acc_id])
+            self.b.store(self.b.select(better, position, old), self.accumulators[acc_id])
+        self._loops(stage.loops, body)
+
+    def _store(self, stage):
+        if not self._runs(stage):
+            return
+
+        def body():
+            emitter = self._emitter()
+            for buffer, index, value in stage.writes:
+                offset, result = emitter.emit(index), emitter.emit(value)
+                pointer = self.b.gep(self.buffers[buffer], [offset], inbounds=True,
+                                     source_etype=memory_type(buffer.dtype))
+                self.b.store(to_memory(self.b, result, buffer.dtype), pointer)
+        self._loops(stage.loops, body)
+
+
+# ---------------------------------------------------------------- entry points
+
+def save_and_flush_denormals(b):
+    """Set FTZ/DAZ in MXCSR; returns the slot holding the caller's MXCSR for restore_mxcsr.
+
+    Subnormals slow float code by an order of magnitude here, so kernels run with
+    flush-to-zero; the caller's floating-point state is restored on the way out.
+    """
+    saved, flushed = b.alloca(I32), b.alloca(I32)
+    _intrinsic(b, "llvm.x86.sse.stmxcsr", ir.VoidType(), [saved])
+    b.store(b.or_(b.load(saved), ir.Constant(I32, 0x8040)), flushed)
+    _intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [flushed])
+    return saved
+
+
+def restore_mxcsr(b, saved):
+    _intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [saved])
+
+
+def new_module(name):
+    return ir.Module(name=name)
+
+
+def emit_kernel(module, kernel):
+    return KernelEmitter(module, kernel).emit()

@@ -1,0 +1,635 @@
+"""Fusion: partition an optimized jaxpr into kernels and lower each to kernel IR.
+
+Every variable is either *materialized* (it lives in a buffer: arguments, outputs,
+values crossing kernels) or *inlined* (recomputed inside each consumer's loop nest
+as part of its scalar expression). A kernel computes one or more materialized
+"roots" over a common iteration domain; everything the roots need that is not
+materialized is inlined, with broadcasts, transposes, reshapes, slices and pads
+turned into index arithmetic on the loads.
+
+Reductions inside a kernel become stages computed once per outer point (the kept
+axes): softmax is one kernel `for row: max-stage, sum-stage, store-stage` that reads
+each row from memory once and twice more from cache.
+
+Choosing what to materialize, greedily:
+  1. jaxpr outputs, operands and results of equations without a fused lowering,
+     and dot_general results (a matmul is its own kernel);
+  2. a value needed by roots of different kernels, unless those roots can share
+     one kernel (same domain, compatible reductions, independent of each other);
+  3. a reduction whose result would have to be recomputed per inner point
+     (its kept index does not cover exactly the kernel's outer loops).
+Rule 3 is discovered while lowering, which then restarts with the larger set.
+"""
+from jaxlite.core import dtypes
+from jaxlite.core.ir import Literal, Var
+from jaxlite.lower import kernel_ir
+from jaxlite.lower.kernel_ir import INDEX, Buffer, ExprBuilder, Kernel, Reduce, Store
+
+LOWERINGS = {}          # primitive name -> rule(lowering, eqn, index) -> Expr
+
+
+class Materialize(Exception):
+    """Raised during lowering when `var` cannot be inlined where it is used."""
+
+    def __init__(self, var):
+        super().__init__(var)
+        self.var = var
+
+
+# ---------------------------------------------------------------- the plan
+
+class KernelStep:
+    """Run a fused kernel: reads `inputs`, writes `outputs` (jaxpr variables)."""
+
+    def __init__(self, kernel, inputs, outputs):
+        self.kernel, self.inputs, self.outputs = kernel, inputs, outputs
+
+    def describe(self):
+        return str(self.kernel)
+
+
+class EqnStep:
+    """An equation run outside the fused kernels (dot_general via GEMM, or a fallback)."""
+
+    def __init__(self, eqn, kind):
+        self.eqn, self.kind = eqn, kind
+        self.inputs = [v for v in eqn.inputs if isinstance(v, Var)]
+        self.outputs = list(eqn.outputs)
+
+    def describe(self):
+        from jaxlite.core.ir import _Namer, pretty_print_eqn
+        return f"{self.kind}: {pretty_print_eqn(self.eqn, _Namer())}"
+
+
+def is_fusible(eqn):
+    rule = LOWERINGS.get(eqn.primitive.name)
+    if rule is None or not all(_supported_dtype(v.aval.dtype) for v in eqn.inputs + eqn.outputs):
+        return False
+    constraint = _CONSTRAINTS.get(eqn.primitive.name)
+    return constraint is None or constraint(eqn)
+
+
+def _in_dtype(eqn):
+    return eqn.inputs[0].aval.dtype
+
+
+# Cases a lowering does not cover (they run as logged fallbacks).
+_CONSTRAINTS = {
+    # On integers these are "all nonzero"/"any nonzero", not min/max: bool only.
+    "reduce_and": lambda eqn: _in_dtype(eqn) == dtypes.bool_,
+    "reduce_or": lambda eqn: _in_dtype(eqn) == dtypes.bool_,
+    # libm's nextafter steps in float32/float64, not in the narrow formats.
+    "nextafter": lambda eqn: _in_dtype(eqn).itemsize >= 4,
+    "bitcast_convert_type": lambda eqn: dtypes.bool_ not in (_in_dtype(eqn), eqn.params["new_dtype"]),
+}
+
+
+def _supported_dtype(dtype):
+    return dtype.kind in "biuf" or dtype == dtypes.bfloat16
+
+
+def partition(jaxpr, eqn_step_kind):
+    """Steps (KernelStep/EqnStep) in execution order for a flat jaxpr.
+
+    `eqn_step_kind(eqn)` names how a non-fused equation runs ("gemm", "fallback"), or
+    returns None when the equation should be fused.
+    """
+    producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outputs}
+    external = {v for eqn in jaxpr.eqns if eqn_step_kind(eqn) for v in eqn.outputs}
+    roots = _initial_roots(jaxpr, producers, eqn_step_kind) | external
+    allow_merging = True
+    while True:
+        groups = _group_roots(jaxpr, producers, roots, external, allow_merging)
+        try:
+            steps = [_lower_group(group, producers, roots) for group in groups]
+        except Materialize as request:
+            if request.var in roots:
+                raise RuntimeError(f"fusion cannot lower {request.var}") from None
+            roots.add(request.var)
+            continue
+        steps += [EqnStep(eqn, eqn_step_kind(eqn)) for eqn in jaxpr.eqns if eqn_step_kind(eqn)]
+        ordered = _topological_order(steps, producers)
+        if ordered is not None:
+            return ordered
+        allow_merging = False   # merged siblings formed a cycle between kernels
+
+
+def _initial_roots(jaxpr, producers, eqn_step_kind):
+    roots = {v for v in jaxpr.outvars if isinstance(v, Var) and v in producers}
+    for eqn in jaxpr.eqns:
+        if eqn_step_kind(eqn) or eqn.primitive.name == "dot_general":
+            roots.update(v for v in eqn.inputs if isinstance(v, Var) and v in producers)
+            roots.update(eqn.outputs)
+    return {v for v in roots if not eqn_step_kind(producers[v])}
+
+
+# ---------------------------------------------------------------- grouping roots into kernels
+
+def _domain(var, producers):
+    """(iteration shape, reduced axes or None) of the kernel computing root `var`."""
+    eqn = producers[var]
+    if eqn.primitive.name in REDUCTIONS and eqn.params["axes"]:
+        return eqn.inputs[0].aval.shape, tuple(eqn.params["axes"])
+    if eqn.primitive.name == "dot_general":
+        return var.aval.shape, "dot"
+    return var.aval.shape, None
+
+
+def _compatible(domains):
+    shapes = {shape for shape, _ in domains}
+    reduced = {axes for _, axes in domains if axes is not None}
+    return len(shapes) == 1 and len(reduced) <= 1 and "dot" not in reduced
+
+
+class _UnionFind:
+    def __init__(self):
+        self.parent = {}
+
+    def find(self, x):
+        while self.parent.get(x, x) is not x:
+            x = self.parent[x]
+        return x
+
+    def union(self, a, b):
+        self.parent[self.find(a)] = self.find(b)
+
+
+def _root_ancestors(jaxpr, producers, roots):
+    """For each variable, the roots it depends on (to avoid merging dependent roots)."""
+    ancestors = {}
+    for eqn in jaxpr.eqns:
+        found = set()
+        for v in eqn.inputs:
+            if isinstance(v, Var) and v in producers:
+                found |= ancestors[v] | ({v} if v in roots else set())
+        for out in eqn.outputs:
+            ancestors[out] = found
+    return ancestors
+
+
+def _group_roots(jaxpr, producers, roots, external, allow_merging):
+    """Groups of roots sharing a kernel; may add roots (values shared across kernels)."""
+    while True:
+        users = _root_users(jaxpr, producers, roots)
+        ancestors = _root_ancestors(jaxpr, producers, roots)
+        groups = _UnionFind()
+        shared = None
+        for var, var_users in users.items():
+            if len(var_users) > 1 and not _merge(groups, var_users, producers, ancestors, allow_merging):
+                shared = var
+                break
+        if shared is None:
+            break
+        roots.add(shared)
+    kernel_roots = roots - external
+    if allow_merging:
+        _merge_siblings(producers, roots, kernel_roots, groups, ancestors)
+    members = {}
+    for root in sorted(kernel_roots, key=lambda v: _eqn_position(jaxpr, producers, v)):
+        members.setdefault(groups.find(root), []).append(root)
+    return list(members.values())
+
+
+def _merge(groups, roots, producers, ancestors, allow_merging):
+    roots = list(roots)
+    if not allow_merging or not _compatible([_domain(r, producers) for r in roots]):
+        return False
+    if any(a in ancestors[b] for a in roots for b in roots):
+        return False
+    for other in roots[1:]:
+        groups.union(other, roots[0])
+    return True
+
+
+def _merge_siblings(producers, roots, kernel_roots, groups, ancestors):
+    """Roots reading the same buffer over the same domain share a loop (one read of it)."""
+    readers = {}
+    for root in kernel_roots:
+        for var in _materialized_inputs(root, producers, roots):
+            readers.setdefault(var, []).append(root)
+    for siblings in readers.values():
+        leaders = {groups.find(r): r for r in siblings}
+        candidates = list(leaders.values())
+        if len(candidates) > 1:
+            members = [r for r in kernel_roots if groups.find(r) in leaders]
+            if _compatible([_domain(r, producers) for r in members]) and \
+                    not any(a in ancestors[b] for a in members for b in members):
+                for other in candidates[1:]:
+                    groups.union(other, candidates[0])
+
+
+def _materialized_inputs(root, producers, roots):
+    seen, stack, found = set(), [root], set()
+    while stack:
+        var = stack.pop()
+        for v in producers[var].inputs:
+            if not isinstance(v, Var) or v in seen:
+                continue
+            seen.add(v)
+            if v in roots or v not in producers:
+                found.add(v)
+            else:
+                stack.append(v)
+    return found
+
+
+def _root_users(jaxpr, producers, roots):
+    """For each inlined variable, the roots whose expressions contain it."""
+    users = {}
+    for eqn in reversed(jaxpr.eqns):
+        targets = set()
+        for out in eqn.outputs:
+            targets |= {out} if out in roots else users.get(out, set())
+        for v in eqn.inputs:
+            if isinstance(v, Var) and v in producers and v not in roots:
+                users.setdefault(v, set()).update(targets)
+    return users
+
+
+def _eqn_position(jaxpr, producers, var):
+    return jaxpr.eqns.index(producers[var])
+
+
+def _topological_order(steps, producers):
+    """Steps ordered so every input is computed before use; None if they form a cycle."""
+    made_by = {v: step for step in steps for v in step.outputs}
+    pending = {id(step): {made_by[v] for v in step.inputs if v in made_by} for step in steps}
+    ordered, done = [], set()
+    while len(ordered) < len(steps):
+        ready = [s for s in steps if id(s) not in done and all(id(d) in done for d in pending[id(s)])]
+        if not ready:
+            return None
+        ordered.extend(ready)
+        done.update(id(s) for s in ready)
+    return ordered
+
+
+# ---------------------------------------------------------------- lowering a group to kernel IR
+
+_kernel_counter = [0]
+
+
+def _lower_group(group, producers, roots):
+    shape, reduced = _compatible_domain(group, producers)
+    first = _GroupLowering(producers, roots, shape, reduced, outer=None)
+    first.build(group)
+    outer = first.required_outer()
+    lowering = _GroupLowering(producers, roots, shape, reduced, outer=outer)
+    stages = lowering.build(group)
+    lowering.check_reductions()
+    _kernel_counter[0] += 1
+    outputs = [lowering.buffer(v) for v in group]
+    kernel = Kernel(f"fused_{_kernel_counter[0]}", [lowering.loops[a] for a in outer], stages,
+                    list(lowering.inputs.values()), outputs)
+    return KernelStep(kernel, list(lowering.inputs), list(group))
+
+
+def _compatible_domain(group, producers):
+    domains = [_domain(v, producers) for v in group]
+    reduced = next((axes for _, axes in domains if axes is not None), None)
+    return domains[0][0], reduced
+
+
+class _GroupLowering:
+    """Builds the stages of one kernel; `value(var, index)` is the heart of it."""
+
+    def __init__(self, producers, roots, shape, reduced, outer):
+        self.producers, self.roots = producers, roots
+        self.eb = ExprBuilder()
+        self.loops = [self.eb.new_loop(n) for n in shape]
+        self.reduced = reduced
+        if outer is None:   # first pass: find which loops the reductions need outside
+            outer = [a for a in range(len(shape)) if not isinstance(reduced, tuple) or a not in reduced]
+        self.outer_axes = outer
+        self.allowed = {self.loops[a] for a in outer}
+        self.stages, self.inputs, self.hoisted = [], {}, []
+        self._memo, self._buffers = {}, {}
+
+    def buffer(self, var):
+        found = self._buffers.get(var)
+        if found is None:
+            found = self._buffers[var] = Buffer(f"b{len(self._buffers)}", var.aval.shape, var.aval.dtype)
+        return found
+
+    # -- building the stages
+    def build(self, group):
+        index = [self.eb.loop_var(loop) for loop in self.loops]
+        per_point, per_element = [], []
+        for root in group:
+            if _domain(root, self.producers)[1] is None:
+                per_element.append((root, index))
+            else:
+                kept = self._kept_index(root, index)
+                per_point.append((root, kept))
+        writes = [(self.buffer(v), self.eb.linearize(i, v.aval.shape), self._compute(v, i))
+                  for v, i in per_point]
+        if writes:
+            self.stages.append(Store([], writes))
+        writes = [(self.buffer(v), self.eb.linearize(i, v.aval.shape), self._compute(v, i))
+                  for v, i in per_element]
+        if writes:
+            inner = [l for a, l in enumerate(self.loops) if a not in self.outer_axes]
+            self.stages.append(Store(inner, writes))
+        return self.stages
+
+    def _kept_index(self, root, index):
+        eqn = self.producers[root]
+        if eqn.primitive.name == "dot_general":
+            return index
+        axes = eqn.params["axes"]
+        return [i for a, i in enumerate(index) if a not in axes]
+
+    def required_outer(self):
+        """Axes every hoisted reduction needs as outer loops (natural order)."""
+        needed = set()
+        for _, kept_loops in self.hoisted:
+            needed |= kept_loops
+        if isinstance(self.reduced, tuple):
+            needed |= {l for a, l in enumerate(self.loops) if a not in self.reduced}
+        if self.reduced == "dot":
+            needed = set(self.loops)
+        return [a for a, l in enumerate(self.loops) if l in needed]
+
+    def check_reductions(self):
+        outer = {self.loops[a] for a in self.outer_axes}
+        for var, kept_loops in self.hoisted:
+            if kept_loops != outer:
+                raise Materialize(var)
+
+    # -- values
+    def _compute(self, var, index):
+        """The root's own value (its equation inlined even though it is materialized)."""
+        eqn = self.producers[var]
+        return LOWERINGS[eqn.primitive.name](self, eqn, list(index))
+
+    def value(self, var, index):
+        if isinstance(var, Literal):
+            return self.eb.const(var.val, var.aval.dtype)
+        key = (var, tuple(id(i) for i in index))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._value(var, list(index))
+        return found
+
+    def _value(self, var, index):
+        if var in self.roots or var not in self.producers:
+            buffer = self.inputs.setdefault(var, self.buffer(var))
+            return self.eb.node("load", var.aval.dtype, (self.eb.linearize(index, var.aval.shape),), buffer)
+        eqn = self.producers[var]
+        return LOWERINGS[eqn.primitive.name](self, eqn, index)
+
+    def operand(self, var, index):
+        """An elementwise operand: rank-0 operands broadcast against the rest."""
+        return self.value(var, [] if var.aval.ndim == 0 else index)
+
+    def hoist(self, var, kept_index, kind, reduced_extents, body):
+        """A reduction computed once per outer point; `body(new_loop_vars)` -> (value, position)."""
+        kept_loops = set()
+        memo = {}
+        for i in kept_index:
+            kept_loops |= kernel_ir.free_loops(i, memo)
+        if not kept_loops <= self.allowed:
+            raise Materialize(var)
+        loops = [self.eb.new_loop(n) for n in reduced_extents]
+        value, position = body([self.eb.loop_var(l) for l in loops])
+        dtype = INDEX if kind.startswith("arg") else value.dtype
+        result = self.eb.node("acc", dtype, (), len(self.hoisted))
+        self.hoisted.append((var, kept_loops))
+        self.stages.append(Reduce(result, kind, loops, value, position))
+        return result
+
+
+# ---------------------------------------------------------------- lowering rules
+
+def _elementwise(op):
+    def rule(lw, eqn, index):
+        args = [lw.operand(v, index) for v in eqn.inputs]
+        return lw.eb.node(op, eqn.outputs[0].aval.dtype, args, _param_attr(eqn))
+    return rule
+
+
+def _param_attr(eqn):
+    return tuple(sorted(eqn.params.items())) or None
+
+
+_ELEMENTWISE = ("add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "nextafter",
+                "atan2", "neg", "sign", "floor", "ceil", "round", "is_finite", "abs", "exp",
+                "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt", "tanh", "logistic",
+                "sin", "cos", "not", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge",
+                "select_n", "square")
+for _name in _ELEMENTWISE:
+    LOWERINGS[_name] = _elementwise("add" if _name == "add_any" else _name)
+
+
+def _convert_rule(lw, eqn, index):
+    x = lw.operand(eqn.inputs[0], index)
+    return lw.eb.node("convert", eqn.params["new_dtype"], (x,))
+
+
+def _bitcast_rule(lw, eqn, index):
+    x = lw.operand(eqn.inputs[0], index)
+    return lw.eb.node("bitcast", eqn.params["new_dtype"], (x,))
+
+
+def _integer_pow_rule(lw, eqn, index):
+    """x**y by repeated squaring, as exact as numpy's (which also multiplies)."""
+    x = lw.operand(eqn.inputs[0], index)
+    y, dtype = eqn.params["y"], x.dtype
+    result, base, n = lw.eb.const(1, dtype), x, abs(y)
+    while n:
+        if n & 1:
+            result = base if result.op == "const" and result.attr[1] == 1 else lw.eb.node("mul", dtype, (result, base))
+        n >>= 1
+        if n:
+            base = lw.eb.node("mul", dtype, (base, base))
+    return lw.eb.node("div", dtype, (lw.eb.const(1, dtype), result)) if y < 0 else result
+
+
+LOWERINGS["convert_element_type"] = _convert_rule
+LOWERINGS["bitcast_convert_type"] = _bitcast_rule
+LOWERINGS["integer_pow"] = _integer_pow_rule
+
+
+# Indexing primitives: each maps the output index to the operand index.
+
+def _broadcast_in_dim_rule(lw, eqn, index):
+    x = eqn.inputs[0]
+    operand_index = [lw.eb.index(0) if size == 1 else index[d]
+                     for size, d in zip(x.aval.shape, eqn.params["broadcast_dimensions"])]
+    return lw.value(x, operand_index)
+
+
+def _transpose_rule(lw, eqn, index):
+    permutation = eqn.params["permutation"]
+    operand_index = [None] * len(index)
+    for out_axis, in_axis in enumerate(permutation):
+        operand_index[in_axis] = index[out_axis]
+    return lw.value(eqn.inputs[0], operand_index)
+
+
+def _reshape_rule(lw, eqn, index):
+    x = eqn.inputs[0]
+    dimensions = eqn.params.get("dimensions")
+    in_shape = x.aval.shape if dimensions is None else tuple(x.aval.shape[d] for d in dimensions)
+    offset = lw.eb.linearize(index, eqn.outputs[0].aval.shape)
+    permuted_index = lw.eb.delinearize(offset, in_shape) if in_shape else []
+    if dimensions is None:
+        return lw.value(x, permuted_index)
+    operand_index = [None] * len(dimensions)
+    for position, axis in enumerate(dimensions):
+        operand_index[axis] = permuted_index[position]
+    return lw.value(x, operand_index)
+
+
+def _squeeze_rule(lw, eqn, index):
+    rest = iter(index)
+    dims = eqn.params["dimensions"]
+    operand_index = [lw.eb.index(0) if a in dims else next(rest) for a in range(eqn.inputs[0].aval.ndim)]
+    return lw.value(eqn.inputs[0], operand_index)
+
+
+def _rev_rule(lw, eqn, index):
+    shape, dims = eqn.inputs[0].aval.shape, eqn.params["dimensions"]
+    operand_index = [lw.eb.node("sub", INDEX, (lw.eb.index(shape[a] - 1), i)) if a in dims else i
+                     for a, i in enumerate(index)]
+    return lw.value(eqn.inputs[0], operand_index)
+
+
+def _slice_rule(lw, eqn, index):
+    starts, strides = eqn.params["start_indices"], eqn.params["strides"] or (1,) * len(index)
+    operand_index = [lw.eb.add(lw.eb.index(lo), lw.eb.mul(i, lw.eb.index(step)))
+                     for i, lo, step in zip(index, starts, strides)]
+    return lw.value(eqn.inputs[0], operand_index)
+
+
+def _iota_rule(lw, eqn, index):
+    return lw.eb.node("convert", eqn.params["dtype"], (index[eqn.params["dimension"]],))
+
+
+def _pad_rule(lw, eqn, index):
+    """Inside the operand: load it (at a clamped, always valid index); else the pad value."""
+    x, pad_value = eqn.inputs
+    eb = lw.eb
+    inside, operand_index = None, []
+    for i, n, (lo, _, interior) in zip(index, x.aval.shape, eqn.params["padding_config"]):
+        shifted = eb.node("sub", INDEX, (i, eb.index(lo)))
+        step = interior + 1
+        position = eb.node("div", INDEX, (shifted, eb.index(step))) if step > 1 else shifted
+        conditions = [eb.node("ge", dtypes.bool_, (shifted, eb.index(0))),
+                      eb.node("lt", dtypes.bool_, (position, eb.index(n)))]
+        if step > 1:
+            conditions.append(eb.node("eq", dtypes.bool_, (eb.node("rem", INDEX, (shifted, eb.index(step))), eb.index(0))))
+        for condition in conditions:
+            inside = condition if inside is None else eb.node("and", dtypes.bool_, (inside, condition))
+        operand_index.append(_clamp_index(eb, position, n))
+    fill = lw.value(pad_value, [])
+    if inside is None or x.aval.size == 0:
+        return fill if x.aval.size == 0 else lw.value(x, operand_index)
+    return eb.node("select_n", x.aval.dtype, (inside, fill, lw.value(x, operand_index)))
+
+
+def _clamp_index(eb, i, n):
+    upper = eb.index(max(n - 1, 0))
+    low = eb.node("select_n", INDEX, (eb.node("lt", dtypes.bool_, (i, eb.index(0))), i, eb.index(0)))
+    return eb.node("select_n", INDEX, (eb.node("gt", dtypes.bool_, (low, upper)), low, upper))
+
+
+def _concatenate_rule(lw, eqn, index):
+    dim, eb = eqn.params["dimension"], lw.eb
+    offsets, offset = [], 0
+    for x in eqn.inputs:
+        offsets.append(offset)
+        offset += x.aval.shape[dim]
+    result = None
+    for x, start in zip(eqn.inputs, offsets):
+        if x.aval.shape[dim] == 0:
+            continue
+        local = list(index)
+        local[dim] = _clamp_index(eb, eb.node("sub", INDEX, (index[dim], eb.index(start))), x.aval.shape[dim])
+        piece = lw.value(x, local)
+        if result is None:
+            result = piece
+        else:
+            before = eb.node("lt", dtypes.bool_, (index[dim], eb.index(start)))
+            result = eb.node("select_n", piece.dtype, (before, piece, result))
+    return result
+
+
+LOWERINGS.update({
+    "broadcast_in_dim": _broadcast_in_dim_rule, "transpose": _transpose_rule,
+    "reshape": _reshape_rule, "squeeze": _squeeze_rule, "rev": _rev_rule, "slice": _slice_rule,
+    "iota": _iota_rule, "pad": _pad_rule, "concatenate": _concatenate_rule,
+})
+
+
+# Reductions: hoisted to a stage per outer point.
+
+REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max",
+              "reduce_min": "min", "reduce_and": "min", "reduce_or": "max",
+              "argmax": "argmax", "argmin": "argmin"}
+
+
+def _reduction_rule(lw, eqn, kept_index):
+    x, axes = eqn.inputs[0], eqn.params["axes"]
+    if not axes:
+        return lw.value(x, kept_index)
+    kind = REDUCTIONS[eqn.primitive.name]
+
+    def body(reduce_vars):
+        kept, reduced = iter(kept_index), iter(reduce_vars)
+        operand_index = [next(reduced) if a in axes else next(kept) for a in range(x.aval.ndim)]
+        return lw.value(x, operand_index), (reduce_vars[0] if kind.startswith("arg") else None)
+
+    result = lw.hoist(eqn.outputs[0], kept_index, kind, [x.aval.shape[a] for a in axes], body)
+    if kind.startswith("arg"):
+        return lw.eb.node("convert", eqn.params["index_dtype"], (result,))
+    return result
+
+
+for _name in REDUCTIONS:
+    LOWERINGS[_name] = _reduction_rule
+
+
+def dot_compute_dtype(lhs_dtype, out_dtype):
+    """The accumulation dtype, as the numpy implementation chooses it."""
+    import numpy as np
+    compute = np.promote_types(out_dtype, lhs_dtype)
+    if compute in (dtypes.bfloat16, dtypes.float16):
+        return np.dtype(np.float32)
+    return compute
+
+
+def _dot_general_rule(lw, eqn, out_index):
+    lhs, rhs = eqn.inputs
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    out_dtype = eqn.outputs[0].aval.dtype
+    compute = dot_compute_dtype(lhs.aval.dtype, out_dtype)
+    n_lhs_free = lhs.aval.ndim - len(lc) - len(lb)
+    batch_index = out_index[:len(lb)]
+    lhs_free = iter(out_index[len(lb):len(lb) + n_lhs_free])
+    rhs_free = iter(out_index[len(lb) + n_lhs_free:])
+
+    def operand_index(ndim, contracting, batch, free, reduce_vars):
+        index = []
+        for axis in range(ndim):
+            if axis in contracting:
+                index.append(reduce_vars[contracting.index(axis)])
+            elif axis in batch:
+                index.append(batch_index[batch.index(axis)])
+            else:
+                index.append(next(free))
+        return index
+
+    def body(reduce_vars):
+        a = lw.value(lhs, operand_index(lhs.aval.ndim, lc, lb, lhs_free, reduce_vars))
+        b = lw.value(rhs, operand_index(rhs.aval.ndim, rc, rb, rhs_free, reduce_vars))
+        product = lw.eb.node("mul", compute, (lw.eb.node("convert", compute, (a,)),
+                                              lw.eb.node("convert", compute, (b,))))
+        return product, None
+
+    extents = [lhs.aval.shape[a] for a in lc]
+    result = lw.hoist(eqn.outputs[0], out_index, "sum", extents, body)
+    return lw.eb.node("convert", out_dtype, (result,))
+
+
+LOWERINGS["dot_general"] = _dot_general_rule

@@ -1,0 +1,282 @@
+"""The low-level IR: loop nests over static shapes with scalar expression DAGs.
+
+A `Kernel` is one loop nest the code generator turns into one LLVM function:
+
+    for outer point (loops `outer`, static extents):
+        stage 1: reduce over its own inner loops -> one scalar per outer point
+        stage 2: ...                               (may read earlier stages' results)
+        stage k: store values over its inner loops (or at the outer point)
+
+This shape covers elementwise chains (no outer loops, one store stage), row and
+column reductions (the kept axes are outer), and softmax/layernorm-style kernels
+where per-row reductions feed an elementwise store, all reading each row of the
+input from cache. Control flow (while/scan) can later become another kind of stage
+whose body is a list of stages; nothing here assumes stages are only reduce/store.
+
+Expressions are hash-consed: building the same node twice returns the same object,
+so a value used many times is computed once (CSE inside a kernel for free).
+Index arithmetic uses the same nodes with dtype int64; the builder folds constants
+and the identities x+0, x*1, x*0 so index expressions stay small.
+"""
+import numpy as np
+
+from jaxlite.core import dtypes
+
+INDEX = np.dtype(np.int64)
+
+
+class Expr:
+    """One scalar operation. `attr` holds the static part (a constant's value, a loop, ...)."""
+
+    __slots__ = ("op", "dtype", "args", "attr")
+
+    def __init__(self, op, dtype, args, attr):
+        self.op, self.dtype, self.args, self.attr = op, dtype, args, attr
+
+    def __repr__(self):
+        return ExprPrinter().name(self)
+
+
+class Loop:
+    __slots__ = ("name", "extent")
+
+    def __init__(self, name, extent):
+        self.name, self.extent = name, int(extent)
+
+    def __repr__(self):
+        return f"{self.name}<{self.extent}"
+
+
+class Buffer:
+    """A kernel parameter: a contiguous array in memory (row-major)."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, tuple(shape), np.dtype(dtype)
+
+    def strides(self):
+        strides, step = [], 1
+        for extent in reversed(self.shape):
+            strides.append(step if extent != 1 else 0)
+            step *= extent
+        return strides[::-1]
+
+    def __repr__(self):
+        return f"{self.name}:{dtypes.short_name(self.dtype)}{list(self.shape)}"
+
+
+class Reduce:
+    """acc = kind-reduction of `value` over `loops`; for arg kinds, `index` is the position."""
+
+    __slots__ = ("result", "kind", "loops", "value", "index")
+
+    def __init__(self, result, kind, loops, value, index=None):
+        self.result, self.kind, self.loops, self.value, self.index = result, kind, loops, value, index
+
+
+class Store:
+    """buffer[index] = value for every point of `loops` (inside the current outer point)."""
+
+    __slots__ = ("loops", "writes")
+
+    def __init__(self, loops, writes):
+        self.loops, self.writes = loops, writes   # writes: list of (Buffer, index Expr, value Expr)
+
+
+class Kernel:
+    __slots__ = ("name", "outer", "stages", "inputs", "outputs")
+
+    def __init__(self, name, outer, stages, inputs, outputs):
+        self.name, self.outer, self.stages = name, outer, stages
+        self.inputs, self.outputs = inputs, outputs
+
+    @property
+    def params(self):
+        return self.inputs + self.outputs
+
+    def __str__(self):
+        return print_kernel(self)
+
+
+class ExprBuilder:
+    """Makes hash-consed expressions for one kernel."""
+
+    def __init__(self):
+        self._memo = {}
+        self._loops = 0
+
+    def node(self, op, dtype, args=(), attr=None):
+        key = (op, dtype, tuple(id(a) for a in args), attr)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = Expr(op, np.dtype(dtype), tuple(args), attr)
+        return found
+
+    def const(self, value, dtype):
+        dtype = np.dtype(dtype)
+        value = np.array(value).astype(dtype)[()]
+        python_value = float(value) if dtypes.is_float(dtype) else int(value)
+        # Keyed by bits too, so 0.0 and -0.0 stay distinct constants.
+        return self.node("const", dtype, (), (value.tobytes(), python_value))
+
+    def index(self, value):
+        return self.const(int(value), INDEX)
+
+    def new_loop(self, extent):
+        self._loops += 1
+        return Loop(f"i{self._loops}", extent)
+
+    def loop_var(self, loop):
+        return self.node("loop", INDEX, (), loop)
+
+    # Index arithmetic with the simplifications that keep indices readable.
+    def add(self, a, b):
+        if _is_const(a, 0):
+            return b
+        if _is_const(b, 0):
+            return a
+        if a.op == b.op == "const":
+            return self.index(a.attr[1] + b.attr[1])
+        return self.node("add", INDEX, (a, b))
+
+    def mul(self, a, b):
+        if _is_const(a, 0) or _is_const(b, 1):
+            return a
+        if _is_const(b, 0) or _is_const(a, 1):
+            return b
+        if a.op == b.op == "const":
+            return self.index(a.attr[1] * b.attr[1])
+        return self.node("mul", INDEX, (a, b))
+
+    def floordiv(self, a, divisor):
+        if divisor == 1:
+            return a
+        if upper_bound(a) < divisor:
+            return self.index(0)
+        split = self._split_multiple(a, divisor)
+        if split is not None:
+            return split[0]
+        return self.node("div", INDEX, (a, self.index(divisor)))
+
+    def mod(self, a, divisor):
+        if divisor == 1:
+            return self.index(0)
+        if upper_bound(a) < divisor:
+            return a
+        split = self._split_multiple(a, divisor)
+        if split is not None:
+            return split[1]
+        return self.node("rem", INDEX, (a, self.index(divisor)))
+
+    def _split_multiple(self, a, divisor):
+        """(q, r) for a = r + q*divisor with 0 <= r < divisor, when a has that form."""
+        if a.op != "add":
+            return None
+        for low, high in ((a.args[0], a.args[1]), (a.args[1], a.args[0])):
+            if high.op == "mul" and high.args[1].op == "const" and upper_bound(low) < divisor:
+                factor = high.args[1].attr[1]
+                if factor % divisor == 0:
+                    return self.mul(high.args[0], self.index(factor // divisor)), low
+        return None
+
+    def linearize(self, index, shape):
+        """Row-major linear offset of a multi-index; axes of extent 1 contribute nothing."""
+        offset = self.index(0)
+        step = 1
+        for i, extent in reversed(list(zip(index, shape))):
+            if extent != 1:
+                offset = self.add(offset, self.mul(i, self.index(step)))
+            step *= extent
+        return offset
+
+    def delinearize(self, offset, shape):
+        index, step = [], 1
+        for extent in reversed(shape):
+            index.append(self.index(0) if extent == 1 else self.mod(self.floordiv(offset, step), extent))
+            step *= extent
+        return index[::-1]
+
+
+def _is_const(e, value):
+    return e.op == "const" and e.attr[1] == value
+
+
+def upper_bound(e):
+    """The largest value a non-negative index expression can take (inf when unknown)."""
+    if e.op == "const":
+        return e.attr[1]
+    if e.op == "loop":
+        return e.attr.extent - 1
+    if e.op == "add":
+        return upper_bound(e.args[0]) + upper_bound(e.args[1])
+    if e.op == "mul":
+        return upper_bound(e.args[0]) * upper_bound(e.args[1])
+    if e.op == "div":
+        return upper_bound(e.args[0]) // e.args[1].attr[1]
+    if e.op == "rem":
+        return min(upper_bound(e.args[0]), e.args[1].attr[1] - 1)
+    return float("inf")
+
+
+def free_loops(expr, memo=None):
+    """The loops an expression depends on (stage results count as depending on nothing)."""
+    memo = {} if memo is None else memo
+    found = memo.get(id(expr))
+    if found is None:
+        found = {expr.attr} if expr.op == "loop" else set()
+        for arg in expr.args:
+            found = found | free_loops(arg, memo)
+        memo[id(expr)] = found
+    return found
+
+
+# ---------------------------------------------------------------- printing
+
+class ExprPrinter:
+    """Prints a DAG as numbered lines, each shared node once."""
+
+    def __init__(self):
+        self.names, self.lines = {}, []
+
+    def name(self, e):
+        if id(e) in self.names:
+            return self.names[id(e)]
+        if e.op == "const":
+            text = f"{e.attr[1]}"
+        elif e.op == "loop":
+            text = e.attr.name
+        else:
+            args = ", ".join(self.name(a) for a in e.args)
+            attr = "" if e.attr is None else f"[{_attr_text(e.attr)}]"
+            text = f"t{len(self.names)}"
+            self.lines.append(f"{text}:{dtypes.short_name(e.dtype)} = {e.op}{attr}({args})")
+        self.names[id(e)] = text
+        return text
+
+
+def _attr_text(attr):
+    return attr.name if isinstance(attr, (Buffer, np.dtype)) else str(attr)
+
+
+def print_kernel(kernel):
+    printer = ExprPrinter()
+    out = [f"kernel {kernel.name}({', '.join(map(repr, kernel.inputs))}) -> "
+           f"({', '.join(map(repr, kernel.outputs))})"]
+    indent = "  "
+    if kernel.outer:
+        out.append(f"{indent}for {', '.join(map(repr, kernel.outer))}:")
+        indent += "  "
+    for stage in kernel.stages:
+        body = []
+        if isinstance(stage, Reduce):
+            value = printer.name(stage.value)
+            body.append(f"{printer.name(stage.result)} = {stage.kind}-reduce {value}")
+        else:
+            for buffer, index, value in stage.writes:
+                body.append(f"{buffer.name}[{printer.name(index)}] = {printer.name(value)}")
+        loops = f"for {', '.join(map(repr, stage.loops))}: " if stage.loops else ""
+        out.extend(f"{indent}  {line}" for line in printer.lines)
+        printer.lines.clear()
+        out.extend(f"{indent}{loops}{line}" for line in body)
+    return "\n".join(out)

@@ -1,0 +1,297 @@
+"""Graph passes: named ClosedJaxpr -> ClosedJaxpr functions run before fusion.
+
+Each pass rebuilds the equation list through a substitution map (`env`) from old
+variables to the atoms replacing them, so a pass never mutates its input. With
+config "jaxlite_dump_passes" set, the jaxpr is logged after every pass.
+
+  inline_calls   nested jit calls become the inner equations
+  dce            equations whose results are unused disappear
+  cse            an equation equal to an earlier one (same primitive, inputs and
+                 params) reuses its results
+  fold_constants equations on literals and small constants are evaluated now;
+                 a scalar result becomes a literal (bigger results would bloat the code)
+  simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
+                 x-0, since -0.0+0.0 is +0.0), neg(neg x), transpose of transpose,
+                 reshape of reshape, and elementwise ops on a broadcast scalar literal
+                 use the literal directly (lax elementwise ops broadcast rank 0)
+"""
+import logging
+
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.config import config
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var, pretty_print
+
+logger = logging.getLogger("jaxlite.jit")
+
+SMALL_CONSTANT = 1      # elements: folded results up to this size become literals
+
+
+class Rewriter:
+    """Rebuilds a jaxpr: `read` resolves substitutions, `emit` appends equations."""
+
+    def __init__(self, closed):
+        self.closed, self.env, self.eqns = closed, {}, []
+        self.constvars, self.consts = list(closed.jaxpr.constvars), list(closed.consts)
+
+    def read(self, atom):
+        while isinstance(atom, Var) and atom in self.env:
+            atom = self.env[atom]
+        return atom
+
+    def emit(self, eqn):
+        self.eqns.append(eqn.replace(inputs=[self.read(v) for v in eqn.inputs]))
+
+    def result(self):
+        jaxpr = self.closed.jaxpr
+        outvars = [self.read(v) for v in jaxpr.outvars]
+        return ClosedJaxpr(Jaxpr(self.constvars, jaxpr.invars, self.eqns, outvars), self.consts)
+
+
+# ---------------------------------------------------------------- inlining
+
+def inline_calls(closed):
+    """Replace every jit call (any equation with a `jaxpr` param and call semantics) by its body."""
+    rewriter = Rewriter(closed)
+    for eqn in closed.jaxpr.eqns:
+        if eqn.primitive.name == "jit":
+            _inline(rewriter, eqn)
+        else:
+            rewriter.emit(eqn)
+    return rewriter.result()
+
+
+def _inline(rewriter, eqn):
+    inner = inline_calls(eqn.params["jaxpr"])
+    jaxpr = inner.jaxpr
+    rewriter.constvars += jaxpr.constvars
+    rewriter.consts += inner.consts
+    rewriter.env.update(zip(jaxpr.invars, [rewriter.read(v) for v in eqn.inputs]))
+    for inner_eqn in jaxpr.eqns:
+        rewriter.emit(inner_eqn)
+    for out, inner_out in zip(eqn.outputs, jaxpr.outvars):
+        rewriter.env[out] = rewriter.read(inner_out)
+
+
+# ---------------------------------------------------------------- dead code
+
+def dce(closed):
+    jaxpr = closed.jaxpr
+    live = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outputs) or getattr(eqn.primitive, "effectful", False):
+            kept.append(eqn)
+            live.update(v for v in eqn.inputs if isinstance(v, Var))
+    used = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if v in live]
+    constvars, consts = [v for v, _ in used], [c for _, c in used]
+    return ClosedJaxpr(Jaxpr(constvars, jaxpr.invars, kept[::-1], jaxpr.outvars), consts)
+
+
+# ---------------------------------------------------------------- common subexpressions
+
+def cse(closed):
+    rewriter = Rewriter(closed)
+    seen = {}
+    for eqn in closed.jaxpr.eqns:
+        inputs = [rewriter.read(v) for v in eqn.inputs]
+        key = _eqn_key(eqn, inputs)
+        if key is not None and key in seen:
+            for out, previous in zip(eqn.outputs, seen[key]):
+                rewriter.env[out] = previous
+            continue
+        rewriter.emit(eqn)
+        if key is not None:
+            seen[key] = eqn.outputs
+    return rewriter.result()
+
+
+def _atom_key(atom):
+    if isinstance(atom, Literal):
+        value = np.asarray(atom.val)
+        return ("literal", value.tobytes(), value.dtype, atom.aval.weak_type)
+    return atom
+
+
+def _eqn_key(eqn, inputs):
+    try:
+        key = (eqn.primitive, tuple(map(_atom_key, inputs)), tuple(sorted(eqn.params.items())))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+# ---------------------------------------------------------------- constant folding
+
+def fold_constants(closed):
+    """Evaluate equations whose inputs are all literals or small constants."""
+    rewriter = Rewriter(closed)
+    known = {v: np.asarray(c) for v, c in zip(closed.jaxpr.constvars, closed.consts)
+             if np.size(c) <= SMALL_CONSTANT}
+    for eqn in closed.jaxpr.eqns:
+        inputs = [rewriter.read(v) for v in eqn.inputs]
+        values = [_known_value(v, known) for v in inputs]
+        foldable = (not eqn.primitive.multiple_results and all(v is not None for v in values)
+                    and all(out.aval.size <= SMALL_CONSTANT and out.aval.ndim == 0 for out in eqn.outputs)
+                    and not _has_subjaxpr(eqn))
+        if not foldable:
+            rewriter.emit(eqn)
+            continue
+        out = eqn.outputs[0]
+        value = np.asarray(eqn.primitive.impl(*values, **eqn.params)).astype(out.aval.dtype)
+        rewriter.env[out] = Literal(value[()], out.aval)
+    return rewriter.result()
+
+
+def _known_value(atom, known):
+    if isinstance(atom, Literal):
+        return np.asarray(atom.val, atom.aval.dtype)
+    return known.get(atom)
+
+
+def _has_subjaxpr(eqn):
+    return any(isinstance(p, (ClosedJaxpr, Jaxpr)) for p in eqn.params.values())
+
+
+# ---------------------------------------------------------------- algebraic simplification
+
+def simplify(closed):
+    rewriter = Rewriter(closed)
+    producers = {}
+    for eqn in closed.jaxpr.eqns:
+        eqn = eqn.replace(inputs=[_scalar_literal_operand(rewriter.read(v), producers, eqn) for v in eqn.inputs])
+        replacement = _identity(eqn, producers)
+        if replacement is not None and _same_aval(replacement, eqn.outputs[0]):
+            rewriter.env[eqn.outputs[0]] = replacement
+            continue
+        eqn = _merge_chain(eqn, producers)
+        rewriter.emit(eqn)
+        for out in eqn.outputs:
+            producers[out] = rewriter.eqns[-1]
+    return rewriter.result()
+
+
+_ELEMENTWISE_BINARY = {"add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "and",
+                       "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "atan2", "nextafter"}
+
+
+def _scalar_literal_operand(atom, producers, consumer):
+    """broadcast_in_dim of a scalar literal feeding an elementwise op: use the literal."""
+    if consumer.primitive.name not in _ELEMENTWISE_BINARY or not isinstance(atom, Var):
+        return atom
+    producer = producers.get(atom)
+    if producer is None or producer.primitive.name != "broadcast_in_dim":
+        return atom
+    source = producer.inputs[0]
+    others = [v for v in consumer.inputs if v is not atom]
+    keeps_shape = any(v.aval.shape == atom.aval.shape for v in others)
+    if isinstance(source, Literal) and keeps_shape and source.aval.dtype == atom.aval.dtype:
+        return Literal(source.val, source.aval.update(weak_type=atom.aval.weak_type))
+    return atom
+
+
+def _is_literal(atom, value):
+    return isinstance(atom, Literal) and np.asarray(atom.val).tobytes() == \
+        np.asarray(value, atom.aval.dtype).tobytes()
+
+
+def _identity(eqn, producers):
+    """An existing atom equal to the equation's result, or None."""
+    name, inputs = eqn.primitive.name, eqn.inputs
+    if name == "mul":
+        return _other_if(inputs, lambda a: _is_literal(a, 1))
+    if name in ("add", "add_any"):
+        return _other_if(inputs, lambda a: _is_additive_identity(a))
+    if name == "sub" and _is_zero_literal(inputs[1]):
+        return inputs[0]
+    if name == "neg" and _produced_by(inputs[0], producers, "neg"):
+        return producers[inputs[0]].inputs[0]
+    return None
+
+
+def _other_if(inputs, is_identity):
+    x, y = inputs
+    if is_identity(y):
+        return x
+    if is_identity(x):
+        return y
+    return None
+
+
+def _is_zero_literal(atom):
+    return isinstance(atom, Literal) and np.asarray(atom.val) == 0
+
+
+def _is_additive_identity(atom):
+    if not isinstance(atom, Literal):
+        return False
+    if dtypes.is_float(atom.aval.dtype):
+        return _is_literal(atom, -0.0)      # x + (+0.0) changes -0.0 to +0.0
+    return _is_zero_literal(atom)
+
+
+def _produced_by(atom, producers, name):
+    return isinstance(atom, Var) and atom in producers and producers[atom].primitive.name == name
+
+
+def _same_aval(atom, var):
+    a, b = atom.aval, var.aval
+    return a.shape == b.shape and a.dtype == b.dtype and a.weak_type == b.weak_type
+
+
+def _merge_chain(eqn, producers):
+    """transpose(transpose x) and reshape(reshape x) become one equation on x."""
+    name, x = eqn.primitive.name, eqn.inputs[0] if eqn.inputs else None
+    if name == "transpose" and _produced_by(x, producers, "transpose"):
+        inner = producers[x]
+        first, second = inner.params["permutation"], eqn.params["permutation"]
+        composed = tuple(first[p] for p in second)
+        return eqn.replace(inputs=[inner.inputs[0]], params={"permutation": composed})
+    if name == "reshape" and _produced_by(x, producers, "reshape") and eqn.params.get("dimensions") is None \
+            and producers[x].params.get("dimensions") is None:
+        return eqn.replace(inputs=[producers[x].inputs[0]])
+    return eqn
+
+
+def _drop_identity_reshapes(closed):
+    """Transposes by the identity permutation and reshapes to the same shape (left by
+    merging chains) are their input."""
+    rewriter = Rewriter(closed)
+    for eqn in closed.jaxpr.eqns:
+        if _is_identity_reshape(eqn):
+            rewriter.env[eqn.outputs[0]] = rewriter.read(eqn.inputs[0])
+            continue
+        rewriter.emit(eqn)
+    return rewriter.result()
+
+
+def _is_identity_reshape(eqn):
+    if eqn.primitive.name == "transpose":
+        permutation = eqn.params["permutation"]
+        return permutation == tuple(range(len(permutation)))
+    if eqn.primitive.name == "reshape":
+        return eqn.params.get("dimensions") is None and eqn.inputs[0].aval.shape == eqn.outputs[0].aval.shape
+    return False
+
+
+# ---------------------------------------------------------------- the pipeline
+
+def _simplify_all(closed):
+    return _drop_identity_reshapes(simplify(closed))
+
+
+_simplify_all.__name__ = "simplify"
+
+PIPELINE = (inline_calls, fold_constants, _simplify_all, cse, dce)
+
+
+def run_passes(closed, passes=PIPELINE):
+    if config.jaxlite_dump_passes:
+        logger.info("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
+    for graph_pass in passes:
+        closed = graph_pass(closed)
+        if config.jaxlite_dump_passes:
+            logger.info("after %s:\n%s", graph_pass.__name__, pretty_print(closed.jaxpr))
+    return closed

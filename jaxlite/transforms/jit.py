@@ -1,0 +1,415 @@
+"""jit: trace once per argument signature, compile to machine code, cache, dispatch.
+
+`jit(f)(*args)` flattens the arguments, keys the cache by (function, tree structure,
+each leaf's shape/dtype/weak type, static argument values, x64 flag), traces `f`
+into a ClosedJaxpr on a miss, and runs the compiled program.
+
+Under another transformation (jvp, vmap, an enclosing jit or make_jaxpr) the traced
+jaxpr is bound as the `jit` call primitive instead: its JVP rule differentiates the
+body (`ad.jvp_jaxpr`) and calls jit again, its batching rule batches the body
+(`batching.batch_jaxpr`), and staging records it as one equation that the inline
+pass later flattens. Evaluating `jit_p` eagerly compiles its body (cached by the
+jaxpr object, which those helpers memoize so repeated transforms reuse it).
+"""
+import collections
+import inspect
+import logging
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from jaxlite.core import dtypes, errors
+from jaxlite.core.array import Array
+from jaxlite.core.config import config
+from jaxlite.core.primitive import Primitive
+from jaxlite.core.staging import abstractify, flatten_fun, trace_to_jaxpr
+from jaxlite.core.trace import EVAL_TRACE, Tracer, current_trace
+from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+from jaxlite.transforms import ad, batching
+from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
+
+logger = logging.getLogger("jaxlite.jit")
+
+CACHE_SIZE = 256
+
+
+# ---------------------------------------------------------------- the compile cache
+
+class _LRUCache:
+    """A bounded mapping; evicted executables drop their machine code."""
+
+    def __init__(self, capacity):
+        self.capacity, self.entries = capacity, collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is not None:
+                self.entries.move_to_end(key)
+            return entry
+
+    def put(self, key, entry):
+        with self.lock:
+            self.entries[key] = entry
+            while len(self.entries) > self.capacity:
+                _, evicted = self.entries.popitem(last=False)
+                evicted.free()
+
+    def clear(self):
+        with self.lock:
+            for entry in self.entries.values():
+                entry.free()
+            self.entries.clear()
+
+
+_calls_cache = _LRUCache(CACHE_SIZE)     # call signature -> _CacheEntry
+_jaxpr_cache = _LRUCache(CACHE_SIZE)     # ClosedJaxpr (jit_p evaluated eagerly) -> _CacheEntry
+_stats = collections.Counter()
+
+
+def compile_count():
+    """How many programs have been compiled in this process (for tests and tuning)."""
+    return _stats["compiles"]
+
+
+def clear_caches():
+    _calls_cache.clear()
+    _jaxpr_cache.clear()
+    _recent_keys.clear()
+
+
+config.on_change(lambda name, value: clear_caches() if name == "jax_enable_x64" else None)
+
+
+class _CacheEntry:
+    """A traced function and, once run eagerly, its executable."""
+
+    def __init__(self, closed, out_tree, name):
+        self.closed, self.out_tree, self.name = closed, out_tree, name
+        self.executable = None
+        self.lock = threading.Lock()
+
+    def get_executable(self):
+        with self.lock:
+            if self.executable is None:
+                self.executable = _compile(self.closed, self.name)
+            return self.executable
+
+    def free(self):
+        if self.executable is not None:
+            self.executable.free()
+            self.executable = None
+
+
+def _compile(closed, name):
+    from jaxlite.lower import pipeline
+    if config.jax_log_compiles:
+        shown = ", ".join(a.str_short() for a in closed.in_avals)
+        logger.warning("Compiling %s with arguments (%s)", name, shown)
+    _stats["compiles"] += 1
+    return pipeline.compile_program(pipeline.lower_jaxpr(closed), name)
+
+
+# ---------------------------------------------------------------- the jit primitive
+
+jit_p = Primitive("jit", multiple_results=True)
+jit_p.def_abstract_eval(lambda *avals, jaxpr, name: list(jaxpr.out_avals))
+
+
+def _jit_impl(*args, jaxpr, name):
+    entry = _jaxpr_cache.get(jaxpr)
+    if entry is None:
+        entry = _CacheEntry(jaxpr, None, name)
+        _jaxpr_cache.put(jaxpr, entry)
+    return entry.get_executable()(list(args))
+
+
+jit_p.def_impl(_jit_impl)
+
+
+def _jit_jvp(primals, tangents, jaxpr, name):
+    nonzero = [not ad.is_zero(t) for t in tangents]
+    jvp_closed, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
+    given = [t for t in tangents if not ad.is_zero(t)]
+    outs = jit_p.bind(*primals, *given, jaxpr=jvp_closed, name=f"jvp({name})")
+    count = len(jaxpr.out_avals)
+    primal_out, nonzero_out = outs[:count], iter(outs[count:])
+    tangent_out = [next(nonzero_out) if nz else ad.Zero(ad.tangent_aval(a))
+                   for a, nz in zip(jaxpr.out_avals, out_nonzero)]
+    return primal_out, tangent_out
+
+
+def _jit_batch(args, dims, jaxpr, name):
+    size = batching.batch_size(args, dims)
+    batched, out_dims = batching.batch_jaxpr(jaxpr, dims, size)
+    return jit_p.bind(*args, jaxpr=batched, name=f"vmap({name})"), list(out_dims)
+
+
+ad.jvp_rules[jit_p] = _jit_jvp
+batching.batch_rules[jit_p] = _jit_batch
+# Reverse mode: the known part of the body runs now as one jitted call, the
+# unknown part is staged as another, and transposing it transposes its body.
+partial_eval_rules[jit_p] = call_partial_eval_rule(jit_p)
+ad.transpose_rules[jit_p] = ad.call_transpose_rule
+
+
+# ---------------------------------------------------------------- disable_jit
+
+@contextmanager
+def disable_jit(disable=True):
+    """Run jitted functions as plain Python (for debugging with print and pdb)."""
+    previous = config.jax_disable_jit
+    config.update("jax_disable_jit", disable)
+    try:
+        yield
+    finally:
+        config.update("jax_disable_jit", previous)
+
+
+# ---------------------------------------------------------------- the API
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=()):
+    """Compile `fun` on first call for each argument signature (usable as a decorator)."""
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
+    return JittedFunction(fun, static_argnums, static_argnames, donate_argnums)
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+class JittedFunction:
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+        self.fun = fun
+        self.static_argnums, self.static_argnames = _infer_static(fun, _as_tuple(static_argnums),
+                                                                  _as_tuple(static_argnames))
+        # Donation is accepted for API compatibility; outputs are always fresh buffers.
+        self.donate_argnums = _as_tuple(donate_argnums)
+        self.__name__ = getattr(fun, "__name__", "jitted")
+        self.__doc__ = getattr(fun, "__doc__", None)
+        self.__wrapped__ = fun
+
+    def __call__(self, *args, **kwargs):
+        if config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        entry, flat_args = self._entry(args, kwargs)
+        if current_trace() is EVAL_TRACE:
+            outs = _run_eagerly(entry, flat_args)
+        else:
+            outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=entry.name)
+        return tree_unflatten(entry.out_tree, outs)
+
+    def lower(self, *args, **kwargs):
+        entry, _ = self._entry(args, kwargs)
+        from jaxlite.lower import pipeline
+        return Lowered(pipeline.lower_jaxpr(entry.closed), entry.name, entry.out_tree)
+
+    def eval_shape(self, *args, **kwargs):
+        from jaxlite.core.staging import eval_shape
+        return eval_shape(self.fun, *args, **kwargs)
+
+    # -- tracing and the cache
+    def _entry(self, args, kwargs):
+        dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
+        flat_args, in_tree = tree_flatten((dynamic_args, dynamic_kwargs))
+        signature = tuple(_leaf_signature(x) for x in flat_args)
+        key = (self.fun, in_tree, signature, static, config.jax_enable_x64)
+        entry = _calls_cache.get(key)
+        if entry is None:
+            _explain_miss(self.fun, key)
+            entry = self._trace(in_tree, flat_args, static)
+            if entry.cacheable:
+                _calls_cache.put(key, entry)
+        return entry, flat_args
+
+    def _trace(self, in_tree, flat_args, static):
+        static_positional = [(i, v) for kind, i, v in static if kind == "position"]
+        static_keywords = {name: v for kind, name, v in static if kind == "name"}
+
+        def with_static(*dynamic, **kwargs):
+            full = list(dynamic)
+            for i, value in sorted(static_positional):
+                full.insert(i, value)
+            return self.fun(*full, **kwargs, **static_keywords)
+
+        flat_fun, out_tree = flatten_fun(with_static, in_tree)
+        name = f"jit({self.__name__})"
+        closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args], name)
+        return _TracedCall(closed, out_tree[0], name)
+
+    def _split(self, args, kwargs):
+        static = []
+        for i in self.static_argnums:
+            if i >= len(args):
+                continue
+            static.append(("position", i, _hashable(args[i], f"position {i}")))
+        dynamic_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+        dynamic_kwargs = {}
+        for name, value in kwargs.items():
+            if name in self.static_argnames:
+                static.append(("name", name, _hashable(value, f"name {name!r}")))
+            else:
+                dynamic_kwargs[name] = value
+        return dynamic_args, dynamic_kwargs, tuple(static)
+
+
+class _TracedCall(_CacheEntry):
+    """A cache entry whose closed-over tracers (from an enclosing trace) become arguments."""
+
+    def __init__(self, closed, out_tree, name):
+        outer = [isinstance(c, Tracer) for c in closed.consts]
+        self.cacheable = not any(outer)
+        self.extra_args = [c for c, is_tracer in zip(closed.consts, outer) if is_tracer]
+        if self.extra_args:
+            closed = _lift_tracer_consts(closed, outer)
+        super().__init__(closed, out_tree, name)
+
+    def call_args(self, flat_args):
+        return self.extra_args + list(flat_args)
+
+
+def _lift_tracer_consts(closed, is_tracer):
+    """Turn constvars bound to outer tracers into leading arguments."""
+    from jaxlite.core.ir import ClosedJaxpr, Jaxpr
+    jaxpr = closed.jaxpr
+    lifted = [v for v, t in zip(jaxpr.constvars, is_tracer) if t]
+    kept = [(v, c) for v, c, t in zip(jaxpr.constvars, closed.consts, is_tracer) if not t]
+    new = Jaxpr([v for v, _ in kept], lifted + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
+    return ClosedJaxpr(new, [c for _, c in kept])
+
+
+def _run_eagerly(entry, flat_args):
+    values = [_numpy_argument(x, aval) for x, aval in zip(flat_args, entry.closed.in_avals)]
+    outs = entry.get_executable()(entry.extra_args + values)
+    return [Array(np.asarray(o), aval.weak_type) for o, aval in zip(outs, entry.closed.out_avals)]
+
+
+def _numpy_argument(x, aval):
+    if type(x) is Array:
+        return x._value
+    if isinstance(x, Tracer):
+        raise errors.escaped_tracer_error(x)
+    return np.asarray(x, aval.dtype)
+
+
+def _leaf_signature(x):
+    if type(x) is Array:
+        value = x._value
+        return (value.shape, value.dtype, x.weak_type)
+    aval = abstractify(x)
+    return (aval.shape, aval.dtype, aval.weak_type)
+
+
+def _hashable(value, where):
+    try:
+        hash(value)
+    except TypeError as err:
+        raise TypeError(f"Non-hashable static arguments are not supported. The static argument at "
+                        f"{where} is of type {type(value).__name__} ({value!r}), and hashing it "
+                        f"failed: {err}. Pass a hashable value (e.g. a tuple instead of a list), "
+                        f"or make the argument non-static.") from None
+    return value
+
+
+def _infer_static(fun, argnums, argnames):
+    """Static positions and names, each completed from the other through the signature."""
+    try:
+        parameters = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return tuple(argnums), tuple(argnames)
+    positional = [p.name for p in parameters
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    argnums = {i % len(positional) if positional and i < 0 else i for i in argnums}
+    names = set(argnames) | {positional[i] for i in argnums if i < len(positional)}
+    argnums |= {positional.index(n) for n in argnames if n in positional}
+    return tuple(sorted(argnums)), tuple(sorted(names))
+
+
+# ---------------------------------------------------------------- explaining cache misses
+
+_recent_keys = {}      # code object (or function) -> the last key traced for it
+
+
+def _explain_miss(fun, key):
+    code = getattr(fun, "__code__", fun)
+    previous = _recent_keys.get(code)
+    _recent_keys[code] = key
+    if not config.jax_explain_cache_misses:
+        return
+    name = getattr(fun, "__name__", repr(fun))
+    if previous is None:
+        logger.warning("TRACING CACHE MISS at %s: never seen a function with this code before", name)
+        return
+    logger.warning("TRACING CACHE MISS at %s because %s", name, _difference(previous, key))
+
+
+def _difference(old, new):
+    old_fun, old_tree, old_sig, old_static, old_x64 = old
+    new_fun, new_tree, new_sig, new_static, new_x64 = new
+    if old_fun is not new_fun:
+        return "it is a different function object with the same code (e.g. a new lambda or closure)"
+    if old_x64 != new_x64:
+        return f"jax_enable_x64 changed from {old_x64} to {new_x64}"
+    if old_tree != new_tree:
+        return f"the argument tree structure changed from {old_tree} to {new_tree}"
+    if old_static != new_static:
+        return f"a static argument changed: {old_static} -> {new_static}"
+    for i, (a, b) in enumerate(zip(old_sig, new_sig)):
+        if a[0] != b[0]:
+            return f"argument leaf {i} has a new shape {b[0]} (was {a[0]})"
+        if a[1] != b[1]:
+            return f"argument leaf {i} has a new dtype {b[1]} (was {a[1]})"
+        if a[2] != b[2]:
+            return f"argument leaf {i} changed weak type from {a[2]} to {b[2]}"
+    return "the signature was evicted from the cache"
+
+
+# ---------------------------------------------------------------- ahead-of-time stages
+
+class Lowered:
+    """`jit(f).lower(*args)`: the optimized jaxpr and its fused kernels."""
+
+    def __init__(self, program, name, out_tree):
+        self.program, self.name, self.out_tree = program, name, out_tree
+
+    def as_text(self):
+        return self.program.as_text()
+
+    def compile(self):
+        from jaxlite.lower import pipeline
+        _stats["compiles"] += 1
+        return Compiled(self.program, pipeline.compile_program(self.program, self.name), self.out_tree)
+
+
+class Compiled:
+    """Machine code for one signature: `as_text()` is the LLVM IR, `asm()` the assembly."""
+
+    def __init__(self, program, executable, out_tree):
+        self.program, self.executable, self.out_tree = program, executable, out_tree
+
+    def as_text(self):
+        compiled = self.executable.compiled
+        return compiled.optimized_ir if compiled is not None else self.executable.llvm_ir
+
+    def asm(self):
+        return self.executable.asm()
+
+    def cost_analysis(self):
+        from jaxlite.lower import pipeline
+        return pipeline.cost_analysis(self.program)
+
+    def __call__(self, *args):
+        flat_args, _ = tree_flatten(args)
+        closed = self.program.closed
+        values = [_numpy_argument(x, aval) for x, aval in zip(flat_args, closed.in_avals)]
+        outs = self.executable(values)
+        arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, closed.out_avals)]
+        return tree_unflatten(self.out_tree, arrays)
