@@ -212,6 +212,54 @@ def test_loss_gradients_through_lowering_are_close_to_float32(lowering, toleranc
     assert abs(float(lowered) - squared_norm) <= tolerance * squared_norm
 
 
+@pytest.mark.parametrize("lowering, tolerance", [(precision.bf16, 0.02), (precision.int8, 0.05)])
+def test_grad_through_lowering_is_close_to_float32_in_either_order(lowering, tolerance):
+    params = mlp.init_params([2, 64, 64, 2], seed=3)
+    x, labels = mlp.two_spirals(200, seed=2)
+    y = mlp.one_hot(labels, 2)
+    _, expected = mlp.numpy_loss_and_grads(params, x, y)
+    loss = lambda p: mlp.loss(jnp, p, x, y)
+    flat = lambda grads: np.concatenate([np.ravel(g) for layer in grads for g in layer])
+    for grads in (jaxlite.grad(lowering(loss))(params), lowering(jaxlite.grad(loss))(params)):
+        error = np.linalg.norm(flat(grads) - flat(expected)) / np.linalg.norm(flat(expected))
+        assert error <= tolerance
+
+
+def test_int8_grad_is_the_straight_through_estimator():
+    x, w, ct = normal(4, 8), normal(8, 3), normal(4, 3)
+    gx, gw = jaxlite.grad(lambda x, w: jnp.sum(precision.int8(jnp.matmul)(x, w) * ct), (0, 1))(x, w)
+    np.testing.assert_allclose(gx, ct @ w.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gw, x.T @ ct, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_jit_in_either_order_agrees_with_eager(lowering):
+    args = (normal(3, 8), normal(8, 16), normal(16, 4))
+    eager = lowering(small_net)(*args)
+    np.testing.assert_allclose(jaxlite.jit(lowering(small_net))(*args), eager, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lowering(jaxlite.jit(small_net))(*args), eager, rtol=1e-5, atol=1e-5)
+    grad = jaxlite.grad(lambda *a: jnp.sum(lowering(small_net)(*a)))
+    np.testing.assert_allclose(jaxlite.jit(grad)(*args), grad(*args), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_lowering_reaches_into_control_flow(lowering):
+    x, w = normal(4, 8), normal(8, 8)
+
+    def f(x, w):
+        step = lambda h, _: (jnp.tanh(h @ w), None)
+        h, _ = lax.scan(step, x, None, length=3)
+        return lax.cond(True, lambda h: h @ w, lambda h: h, h)
+
+    def unrolled(x, w):
+        for _ in range(3):
+            x = jnp.tanh(x @ w)
+        return x @ w
+    np.testing.assert_allclose(lowering(f)(x, w), lowering(unrolled)(x, w), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(lowering(f)(x, w), f(x, w), rtol=1e-6, atol=0)
+    typecheck(jaxlite.make_jaxpr(lowering(f))(x, w))
+
+
 def test_make_jaxpr_of_jvp_of_int8_typechecks():
     f = lambda x, w: jaxlite.jvp(precision.int8(small_net), (x, w, w.T), (x, w, w.T))
     typecheck(jaxlite.make_jaxpr(f)(normal(2, 5), normal(5, 5)))

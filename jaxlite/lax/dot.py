@@ -91,6 +91,11 @@ def _transpose_lhs(ct, x, y, dimension_numbers, preferred_element_type=None):
     nb = len(lb)
     ct_y_free = tuple(range(nb + len(x_kept), ct.ndim))
     dims = ((ct_y_free, tuple(y_kept)), (tuple(range(nb)), tuple(rb)))
+    if ct.dtype != y.dtype:
+        # A product with a wider preferred_element_type (bf16 operands, float32 result):
+        # widening the narrow side is exact, and keeps the float32 cotangent unrounded.
+        wide = dtypes.promote_types(ct.dtype, y.dtype)
+        ct, y = convert_element_type(ct, wide), convert_element_type(y, wide)
     out = dot_general(ct, y, dims, preferred_element_type=x_aval.dtype)
     # out axes: batch, x's free dims, then y's contracting dims in rhs order (== lc order).
     out_order = list(lb) + x_kept + [lc[list(rc).index(r)] for r in sorted(rc)]

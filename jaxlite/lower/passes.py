@@ -208,6 +208,10 @@ def _identity(eqn, producers):
         return inputs[0]
     if name == "neg" and _produced_by(inputs[0], producers, "neg"):
         return producers[inputs[0]].inputs[0]
+    if name == "straight_through":
+        # precision.int8's quantized product: its value is its third operand (only its
+        # derivative differs, and differentiation is over by the time jit lowers).
+        return inputs[2]
     return None
 
 

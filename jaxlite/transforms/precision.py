@@ -20,6 +20,7 @@ bf16. Everything else -- reductions, and exp/log/div/sqrt and the other
 transcendentals that softmax and normalization are made of -- sees its operands
 at the function's own precision (float32), as mixed-precision training does.
 """
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,8 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.primitive import Primitive
-from jaxlite.core.staging import flatten_fun
+from jaxlite.core.ir import ClosedJaxpr
+from jaxlite.core.staging import eval_jaxpr, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 from jaxlite.lax import elementwise as ew
@@ -98,18 +100,40 @@ def as_dtype(val, nominal):
     return lax.convert_element_type(val, nominal.dtype, nominal.weak_type)
 
 
+def lower_flat(flat_fun, flat_args, policy):
+    """Run flat_fun lowered by `policy`; its outputs come back at their own dtypes."""
+    trace = PrecisionTrace(current_trace(), policy)
+    try:
+        with set_current_trace(trace):
+            outs = flat_fun(*flat_args)
+        return [trace.to_nominal(o) for o in outs]
+    finally:
+        trace.finish()
+
+
+@functools.lru_cache(maxsize=256)
+def lower_jaxpr(closed, policy):
+    """A closed jaxpr with the same types, its products lowered by `policy`: how the
+    lowering reaches into the bodies of jit, cond, while and scan."""
+    body = lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return trace_to_jaxpr(lambda *args: lower_flat(body, args, policy), closed.in_avals,
+                          f"{policy.name} of a jaxpr")
+
+
+def _lower_param(value, policy):
+    if isinstance(value, ClosedJaxpr):
+        return lower_jaxpr(value, policy)
+    if isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value):
+        return tuple(lower_jaxpr(v, policy) for v in value)
+    return value
+
+
 def _lowered(fun, policy):
     def lowered(*args, **kwargs):
         flat_args, in_tree = tree_flatten((args, kwargs))
         flat_args = [as_array_argument(x) for x in flat_args]
         flat_fun, out_tree = flatten_fun(fun, in_tree)
-        trace = PrecisionTrace(current_trace(), policy)
-        try:
-            with set_current_trace(trace):
-                outs = flat_fun(*flat_args)
-            outs = [trace.to_nominal(o) for o in outs]
-        finally:
-            trace.finish()
+        outs = lower_flat(flat_fun, flat_args, policy)
         return tree_unflatten(out_tree[0], outs)
 
     lowered.__name__ = f"{policy.name}({getattr(fun, '__name__', 'fun')})"
@@ -117,7 +141,9 @@ def _lowered(fun, policy):
     return lowered
 
 
-def _pass_through(primitive, vals, nominals, params):
+def _pass_through(primitive, vals, nominals, params, policy):
+    """Operands at the function's own dtypes; the bodies of higher-order primitives lowered."""
+    params = {name: _lower_param(value, policy) for name, value in params.items()}
     return primitive.bind(*map(as_dtype, vals, nominals), **params)
 
 
@@ -144,7 +170,7 @@ class Bf16Policy:
             return _bf16_product(primitive, vals, nominals, params)
         if self.elementwise and primitive in _BF16_ELEMENTWISE and any(map(_lowers, nominals)):
             return primitive.bind(*map(_to_bf16, vals, nominals), **params)
-        return _pass_through(primitive, vals, nominals, params)
+        return _pass_through(primitive, vals, nominals, params, self)
 
 
 def _bf16_product(primitive, vals, nominals, params):
@@ -238,7 +264,7 @@ class Int8Policy:
             else:
                 quantized = _int8_conv(x, w, params, out_dtype)
             return straight_through(x, w, quantized, primitive, params)
-        return _pass_through(primitive, vals, nominals, params)
+        return _pass_through(primitive, vals, nominals, params, self)
 
 
 def _int8_supported(primitive, params):
