@@ -411,3 +411,17 @@ def test_int8_quantizer_and_dequantizing_epilogue_match_the_transform(portable):
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     int_kernel = gemm_lowp.compile_gemm_int8(m, n, k, portable=portable)
     np.testing.assert_array_equal(int_kernel.run_words(words, q_w), q_ref.astype(np.int32) @ q_w.astype(np.int32))
+
+
+@pytest.mark.parametrize("lowering, key", [(precision.bf16, ("bfloat16", "float32")),
+                                           (precision.int8, ("int8", "int32"))])
+def test_jit_runs_lowered_products_on_the_low_precision_gemms(lowering, key, monkeypatch):
+    from jaxlite.lower import runtime
+    compiled = []
+    original = runtime._LOW_PRECISION_GEMMS[key]
+    monkeypatch.setitem(runtime._LOW_PRECISION_GEMMS, key,
+                        lambda *shape: compiled.append(shape) or original(*shape))
+    x, w = normal(64, 96), normal(96, 40)
+    f = lambda x, w: jnp.maximum(x @ w, 0.0)
+    np.testing.assert_allclose(jaxlite.jit(lowering(f))(x, w), lowering(f)(x, w), rtol=1e-5, atol=1e-4)
+    assert compiled == [(64, 40, 96)]

@@ -22,7 +22,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, llvm_target
+from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target
 from jaxlite.lower.fusion import EqnStep, KernelStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -263,10 +263,26 @@ def log_fallbacks(steps):
             logger.warning("jit: running %s with its numpy implementation between kernels (%s)", name, reason)
 
 
+# Narrow operands with a wide accumulator (what precision.bf16/int8 produce) run on the
+# dot-product-instruction GEMMs; they take one matrix per call, so no batch dimensions.
+_LOW_PRECISION_GEMMS = {("bfloat16", "float32"): gemm_lowp.compile_gemm_bf16,
+                        ("int8", "int32"): gemm_lowp.compile_gemm_int8}
+
+
+def _low_precision_gemm(eqn):
+    lhs, rhs = eqn.inputs
+    if lhs.aval.dtype != rhs.aval.dtype:
+        return None
+    return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, eqn.outputs[0].aval.dtype.name))
+
+
 def _gemm_applies(eqn):
     lhs, rhs = eqn.inputs
     out = eqn.outputs[0]
     dtype = lhs.aval.dtype
+    if _low_precision_gemm(eqn) is not None:
+        m, n, k, batch = _gemm_sizes(eqn)
+        return batch == 1 and min(m, n, k) >= 1 and m * n * k >= 4096
     if dtype not in (np.float32, np.float64) or out.aval.dtype != dtype or rhs.aval.dtype != dtype:
         return False
     if dot_compute_dtype(dtype, out.aval.dtype) != dtype:
@@ -295,6 +311,10 @@ def run_gemm(eqn, inputs, out):
     rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
     a = np.ascontiguousarray(np.transpose(lhs, list(lb) + lhs_free + list(lc))).reshape(batch, m, k)
     b = np.ascontiguousarray(np.transpose(rhs, list(rb) + list(rc) + rhs_free)).reshape(batch, k, n)
-    kernel = gemm.compile_gemm(m, n, k, lhs.dtype, batch=batch)
     target = out.reshape((m, n) if batch == 1 else (batch, m, n))
+    compile_low_precision = _low_precision_gemm(eqn)
+    if compile_low_precision is not None:
+        compile_low_precision(m, n, k).run(a.reshape(m, k), b.reshape(k, n), out=target)
+        return
+    kernel = gemm.compile_gemm(m, n, k, lhs.dtype, batch=batch)
     kernel.run(a.reshape(m, k) if batch == 1 else a, b.reshape(k, n) if batch == 1 else b, out=target)
