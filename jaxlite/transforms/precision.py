@@ -2,9 +2,11 @@
 
 Both are traces, like jvp and vmap, rather than jaxpr interpreters. A trace sees
 every primitive the function binds, whatever traces sit above or below it, so
-`jvp(bf16(f))`, `bf16(vmap(f))` and `make_jaxpr(int8(f))` compose with no staging
-step; an interpreter would first have to stage `f` to a jaxpr, which loses nothing
-here but costs a trace per call in eager code.
+`jvp(bf16(f))`, `bf16(vmap(f))`, `grad(int8(f))` and `make_jaxpr(int8(f))` compose
+with no staging step; an interpreter would first have to stage `f` to a jaxpr, which
+loses nothing here but costs a trace per call in eager code. Higher-order primitives
+(jit, cond, while, scan) carry their bodies as jaxprs: those are lowered by running
+the same trace over them (`lower_jaxpr`), keeping their types.
 
 The trace rewrites matrix products (dot_general, conv_general_dilated) and, for
 `bf16(f, elementwise=True)`, a fixed set of arithmetic elementwise ops; every other
@@ -14,11 +16,15 @@ such a value travels in a `PrecisionTracer` that remembers the dtype f sees
 ("nominal"), so f's Python code, jnp's promotion and its outputs all keep f's own
 types. Values computed at their nominal type travel unwrapped.
 
-The rule for `elementwise=True`: only the ops in `_BF16_ELEMENTWISE` (add, mul,
-max, ... : the cheap, well-conditioned arithmetic between matrix products) run in
-bf16. Everything else -- reductions, and exp/log/div/sqrt and the other
-transcendentals that softmax and normalization are made of -- sees its operands
-at the function's own precision (float32), as mixed-precision training does.
+The rule for `elementwise=True`: only the ops in `_BF16_ELEMENTWISE` (add, sub,
+mul, max, select, ... : the cheap arithmetic between matrix products: biases,
+activations like relu, residual sums) run in bf16. Everything else -- reductions,
+and exp/log/div/sqrt/tanh and the other transcendentals that softmax and
+normalization are made of -- sees its operands at the function's own precision
+(float32), as mixed-precision training does.
+
+Under jit, the narrow products these transforms emit (bf16 x bf16 -> float32,
+int8 x int8 -> int32) run on lower/gemm_lowp.py's vdpbf16ps / vpdpbusd kernels.
 """
 import functools
 from dataclasses import dataclass
@@ -40,7 +46,7 @@ from jaxlite.transforms import ad, batching
 
 _BF16_ELEMENTWISE = frozenset([
     ew.add_p, ew.add_any_p, ew.sub_p, ew.mul_p, ew.neg_p, ew.max_p, ew.min_p, ew.abs_p,
-    ew.sign_p, ew.square_p, ew.integer_pow_p, ew.select_n_p, ew.tanh_p])
+    ew.sign_p, ew.square_p, ew.integer_pow_p, ew.select_n_p])
 _PRODUCTS = (dot_general_p, conv_general_dilated_p)
 _INT8_MAX = 127
 
