@@ -97,16 +97,16 @@ class PrecisionTrace(Trace):
     def to_nominal(self, x):
         """x as a parent-trace value of the dtype the function sees."""
         val, nominal = self.value_and_nominal(x)
-        return as_dtype(val, nominal)
+        return _as_dtype(val, nominal)
 
 
-def as_dtype(val, nominal):
+def _as_dtype(val, nominal):
     if ad.aval_of(val).dtype == nominal.dtype:
         return val
     return lax.convert_element_type(val, nominal.dtype, nominal.weak_type)
 
 
-def lower_flat(flat_fun, flat_args, policy):
+def _lower_flat(flat_fun, flat_args, policy):
     """Run flat_fun lowered by `policy`; its outputs come back at their own dtypes."""
     trace = PrecisionTrace(current_trace(), policy)
     try:
@@ -122,7 +122,7 @@ def lower_jaxpr(closed, policy):
     """A closed jaxpr with the same types, its products lowered by `policy`: how the
     lowering reaches into the bodies of jit, cond, while and scan."""
     body = lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    return trace_to_jaxpr(lambda *args: lower_flat(body, args, policy), closed.in_avals,
+    return trace_to_jaxpr(lambda *args: _lower_flat(body, args, policy), closed.in_avals,
                           f"{policy.name} of a jaxpr")
 
 
@@ -139,7 +139,7 @@ def _lowered(fun, policy):
         flat_args, in_tree = tree_flatten((args, kwargs))
         flat_args = [as_array_argument(x) for x in flat_args]
         flat_fun, out_tree = flatten_fun(fun, in_tree)
-        outs = lower_flat(flat_fun, flat_args, policy)
+        outs = _lower_flat(flat_fun, flat_args, policy)
         return tree_unflatten(out_tree[0], outs)
 
     lowered.__name__ = f"{policy.name}({getattr(fun, '__name__', 'fun')})"
@@ -150,7 +150,7 @@ def _lowered(fun, policy):
 def _pass_through(primitive, vals, nominals, params, policy):
     """Operands at the function's own dtypes; the bodies of higher-order primitives lowered."""
     params = {name: _lower_param(value, policy) for name, value in params.items()}
-    return primitive.bind(*map(as_dtype, vals, nominals), **params)
+    return primitive.bind(*map(_as_dtype, vals, nominals), **params)
 
 
 def _lowers(aval):
@@ -167,7 +167,7 @@ def _to_bf16(val, nominal):
 
 
 @dataclass(frozen=True)
-class Bf16Policy:
+class _Bf16Policy:
     elementwise: bool
     name: str = "bf16"
 
@@ -197,7 +197,7 @@ def bf16(fun, elementwise=False):
     bfloat16, while reductions, exp/log/div (softmax, normalization) stay float32.
     Outputs keep `fun`'s own dtypes.
     """
-    return _lowered(fun, Bf16Policy(bool(elementwise)))
+    return _lowered(fun, _Bf16Policy(bool(elementwise)))
 
 
 # ----------------------------------------------------------------------------- int8
@@ -258,12 +258,12 @@ def _int8_conv(x, w, params, out_dtype):
 
 
 @dataclass(frozen=True)
-class Int8Policy:
+class _Int8Policy:
     name: str = "int8"
 
     def lower(self, primitive, vals, nominals, params):
         if primitive in _PRODUCTS and all(map(_lowers, nominals)) and _int8_supported(primitive, params):
-            x, w = map(as_dtype, vals, nominals)
+            x, w = map(_as_dtype, vals, nominals)
             out_dtype = primitive.abstract_eval(*nominals, **params).dtype
             if primitive is dot_general_p:
                 quantized = _int8_dot(x, w, params["dimension_numbers"], out_dtype)
@@ -286,7 +286,7 @@ def int8(fun):
     in int32 and are dequantized by the product of scales. Derivatives use the
     straight-through estimator: they are the float product's derivatives.
     """
-    return _lowered(fun, Int8Policy())
+    return _lowered(fun, _Int8Policy())
 
 
 # ----------------------------------------------------------------------------- straight-through
