@@ -90,7 +90,8 @@ class Epilogue:
     C[ctx.row, ctx.col : ctx.col + lanes] and returns the vector to store. It runs once,
     after the last K slice. Each entry of `arg_kinds` adds one pointer argument to the
     kernel: "columns" (N values, one per column of C), "rows" (M values, one per row of C,
-    shared by the batch), "tile" (shaped like C) or "scalar" (one value). Epilogues compare by identity, which keys the kernel cache.
+    shared by the batch), "tile" (shaped like C) or "scalar" (one value). Epilogues
+    compare by identity, which keys the kernel cache.
     """
     name: str
     arg_kinds: tuple

@@ -55,7 +55,7 @@ def _bf16_halves(emitter, builder, vector):
 def _bf16_portable(emitter, builder, a, b, acc):
     # The products are exact in float32, so each FMA rounds only its sum, as vdpbf16ps does.
     for a_half, b_half in zip(_bf16_halves(emitter, builder, a), _bf16_halves(emitter, builder, b)):
-        acc = gemm._fma(emitter, builder, a_half, b_half, acc)
+        acc = gemm.FMA["float32"].multiply_add(emitter, builder, a_half, b_half, acc)
     return acc
 
 
@@ -97,7 +97,7 @@ def _dequantizing(relu):
         value = builder.fmul(builder.fmul(builder.sitofp(acc, floats), argument(0)), argument(1))
         value = builder.fadd(value, argument(2))
         if relu:
-            value = gemm._relu(ctx, value)
+            value = gemm.RELU.apply(ctx, value)
         return builder.bitcast(value, acc.type)
     return Epilogue("dequantize" + ("+relu" if relu else ""), ("rows", "columns", "columns"), apply)
 
