@@ -39,7 +39,8 @@ def test_nan_reductions(name, case):
 
 
 @settings(deadline=None, max_examples=50)
-@given(array_and_axis(nan=False), st.sampled_from(["median", "ptp", "count_nonzero", "average"]))
+@given(array_and_axis(nan=False),
+       st.sampled_from(["median", "ptp", "count_nonzero", "average", "var", "std"]))
 def test_other_reductions(case, name):
     x, axis, keepdims = case
     x = np.round(x) if name == "count_nonzero" else x

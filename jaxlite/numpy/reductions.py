@@ -98,16 +98,16 @@ def _to_bool(a):
 
 def mean(a, axis=None, dtype=None, keepdims=False, where=None):
     a, axes = _prepare("mean", a, axis)
-    if dtype is None:
-        dtype = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float_dtype()
-    total = sum(lax.convert_element_type(a, dtype), axes, keepdims=keepdims, where=where)
+    total = sum(lax.convert_element_type(a, _float_dtype(a, dtype)), axes, keepdims=keepdims,
+                where=where)
     return lax.div(total, _count(a, axes, where, keepdims, total.dtype))
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
     a, axes = _prepare("var", a, axis)
+    # lax.sub does not broadcast: the kept unit axes of the mean must be widened.
     centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
-                       mean(a, axes, dtype=dtype, keepdims=True, where=where))
+                       broadcast_to(mean(a, axes, dtype=dtype, keepdims=True, where=where), a.shape))
     squares = lax.square(centered)
     total = sum(squares, axes, keepdims=keepdims, where=where)
     count = _count(a, axes, where, keepdims, total.dtype)
