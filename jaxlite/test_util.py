@@ -13,7 +13,7 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.tree_util import tree_flatten, tree_map
-from jaxlite.transforms.ad import jvp, vjp
+from jaxlite.transforms.ad import UndefinedPrimal, jvp, tangent_aval, transpose_rules, vjp
 from jaxlite.transforms.batching import vmap
 
 # Central differences lose digits to rounding as eps shrinks and gain truncation
@@ -135,3 +135,20 @@ def check_vmap(f, args, in_axes=0, atol=1e-6, rtol=1e-6):
             for i in range(size)]
     stacked = tree_map(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *rows)
     _assert_close(vmap(f, in_axes=axes)(*args), stacked, atol, rtol, "vmap against a loop")
+
+
+def check_transpose(primitive, args, linear, params, atol=1e-6, rtol=1e-6, seed=1):
+    """The transpose rule of `primitive`, linear in the argument positions `linear`:
+    <ct, p(x)> = sum_i <ct_i, x_i> for random x_i there and a random ct.
+
+    For rules no JVP emits, which check_grads's reverse mode therefore never reaches.
+    """
+    rng = np.random.default_rng(seed)
+    args = [as_array_argument(a) for a in args]
+    xs = {i: _random_like(args[i], rng) for i in linear}
+    out = primitive.bind(*[xs.get(i, a) for i, a in enumerate(args)], **params)
+    ct = _random_like(out, rng)
+    undefined = [UndefinedPrimal(tangent_aval(a.aval)) if i in xs else a for i, a in enumerate(args)]
+    cts = transpose_rules[primitive](ct, *undefined, **params)
+    _assert_close(_inner(ct, out), sum(_inner(cts[i], xs[i]) for i in linear), atol, rtol,
+                  f"transpose of {primitive.name}: <ct, p(x)> against <p^T(ct), x>")

@@ -134,17 +134,10 @@ def test_every_reference_value_has_a_call():
     assert set(REFERENCES) == set(REFERENCE_CALLS)
 
 
-@pytest.fixture
-def x64():
-    jaxlite.config.update("jax_enable_x64", True)
-    yield
-    jaxlite.config.update("jax_enable_x64", False)
-
-
 @pytest.mark.parametrize("name", sorted(REFERENCE_CALLS))
 def test_matches_jax(name, request):
     if name.startswith("x64: "):
-        request.getfixturevalue("x64")
+        request.getfixturevalue("enable_x64")
     expected, dtype = _decode(REFERENCES[name])
     got = np.asarray(REFERENCE_CALLS[name]())
     if dtype is None:  # the first file records values only, some of them flattened
