@@ -223,7 +223,7 @@ def test_seed_keeps_low_32_bits_without_x64():
     np.testing.assert_array_equal(random.PRNGKey(np.uint32(4000000000)), [0, 4000000000])
 
 
-def test_seed_high_word_with_x64(x64):
+def test_seed_high_word_with_x64(enable_x64):
     np.testing.assert_array_equal(random.PRNGKey(2 ** 32 + 5), [1, 5])
     np.testing.assert_array_equal(random.PRNGKey(jnp.asarray(np.int64(-1))), [2 ** 32 - 1, 2 ** 32 - 1])
     np.testing.assert_array_equal(random.PRNGKey(jnp.asarray(np.int64(2 ** 40 + 3))), [256, 3])
@@ -592,7 +592,7 @@ def test_fma_rounds_once():
     assert float(lax.add(lax.mul(x, x), np.float32(-1))) == 2 ** -11
 
 
-def test_fma_rounds_float64_once(x64):
+def test_fma_rounds_float64_once(enable_x64):
     x = np.float64(1 + 2 ** -30)
     assert float(lax.fma(x, x, np.float64(-1))) == 2 ** -29 + 2 ** -60
     rng = np.random.default_rng(0)
