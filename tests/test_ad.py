@@ -333,6 +333,7 @@ def test_reduce_prod_with_zeros():
         g = jaxlite.grad(lambda x: lax.reduce_prod(x, (0,)))(x)
         expected = [np.prod(np.delete(values, i)) for i in range(3)]
         np.testing.assert_allclose(np.asarray(g), expected)
+        check_grads(lambda x: lax.reduce_prod(x, (0,)), (x,), order=3)
 
 
 def test_max_ties_share_the_gradient():
