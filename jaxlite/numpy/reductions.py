@@ -37,22 +37,21 @@ def _sum_dtype(a, dtype):
     return a.dtype
 
 
-def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    a, axes = _prepare("sum", a, axis)
-    a = lax.convert_element_type(_masked(a, where, 0), _sum_dtype(a, dtype))
-    result = lax.reduce_sum(a, axes)
-    if initial is not None:
-        result = lax.add(result, initial)
-    return _keep(result, a.shape, axes, keepdims)
+def _accumulation(name, reduce, combine, identity):
+    """sum or prod: masked entries count as the identity; `initial` joins the result."""
+    def accumulate(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+        a, axes = _prepare(name, a, axis)
+        a = lax.convert_element_type(_masked(a, where, identity), _sum_dtype(a, dtype))
+        result = reduce(a, axes)
+        if initial is not None:
+            result = combine(result, initial)
+        return _keep(result, a.shape, axes, keepdims)
+    accumulate.__name__ = accumulate.__qualname__ = name
+    return accumulate
 
 
-def prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    a, axes = _prepare("prod", a, axis)
-    a = lax.convert_element_type(_masked(a, where, 1), _sum_dtype(a, dtype))
-    result = lax.reduce_prod(a, axes)
-    if initial is not None:
-        result = lax.mul(result, initial)
-    return _keep(result, a.shape, axes, keepdims)
+sum = _accumulation("sum", lax.reduce_sum, lax.add, 0)
+prod = _accumulation("prod", lax.reduce_prod, lax.mul, 1)
 
 
 def _extremum(name, reducer, combine, a, axis, keepdims, initial, where):
