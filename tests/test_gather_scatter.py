@@ -176,12 +176,12 @@ def test_scatter_mul_derivative_with_repeated_indices_and_zeros(enable_x64):
     x = np.array([1.5, -2.0, 3.0])
     indices = np.array([[0], [0], [2], [2], [2]], np.int32)
     dnums = ScatterDimensionNumbers((), (0,), (0,))
-    scatter_mul = lambda x, u: lax.scatter_mul(x, indices, u, dnums)
-    check_grads(scatter_mul, [x, np.array([2.0, -3.0, 0.5, 4.0, 1.5])], order=2)
-    # With zero updates only the first derivatives are right: the JVP's product of
-    # the other updates selects 0 where one of them is 0, which has no derivative.
-    for updates in ([0.0, -3.0, 0.0, 4.0, 1.5], [0.0, 2.0, 0.0, 0.0, 1.0]):
-        check_grads(scatter_mul, [x, np.array(updates)], order=1)
+    for updates in ([2.0, -3.0, 0.5, 4.0, 1.5], [0.0, -3.0, 0.0, 4.0, 1.5], [0.0, 2.0, 0.0, 0.0, 1.0]):
+        check_grads(lambda x, u: lax.scatter_mul(x, indices, u, dnums), [x, np.array(updates)], order=2)
+    # A dropped update must not join the products of an entry it would clamp onto.
+    dropped = np.array([[0], [0], [7]], np.int32)
+    check_grads(lambda x, u: lax.scatter_mul(x, dropped, u, dnums, mode="drop"), [x, np.array([0.0, 2.0, 0.0])],
+                order=2)
 
 
 def test_in_dim_helpers():
