@@ -457,16 +457,9 @@ def _categorical_without_replacement(key, logits, axis, shape, prefix, mode):
         raise ValueError(f"Number of samples without replacement ({count}) cannot exceed "
                          f"number of categories ({logits.shape[axis]}).")
     perturbed = jnp.add(logits, _gumbel(key, logits.shape, logits.dtype, mode))
-    indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), count)
+    _, indices = lax.top_k(jnp.moveaxis(perturbed, axis, -1), count)
     last = indices.ndim - 1
     return lax.reshape(indices, shape, (last,) + tuple(range(last)))
-
-
-def _top_k_indices(x, k):
-    """Indices of the k largest entries along the last axis, largest first (ties: lower index)."""
-    positions = lax.broadcasted_iota(dtypes.int32, x.shape, x.ndim - 1)
-    order = lax.sort_by_key(lax.neg(x), positions, x.ndim - 1)
-    return lax.slice_in_dim(order, 0, k, axis=x.ndim - 1)
 
 
 # ---------------------------------------------------------------- permutations and choice
@@ -507,7 +500,7 @@ def _shuffle(key, x, axis, key_shape=None):
     for _ in range(rounds):
         key, subkey = _split_pair(key)
         sort_keys = lax.broadcast_in_dim(_random_bits(subkey, 32, key_shape), x.shape, key_axes)
-        x = lax.sort_by_key(sort_keys, x, axis)
+        _, x = lax.sort_key_val(sort_keys, x, axis)
     return x
 
 
@@ -537,7 +530,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
         result = lax.slice_in_dim(permutation(key, arr, axis), 0, n_draws, axis=axis)
     else:
         indices = _choice_indices(key, shape, n_inputs, replace, p)
-        result = indices if scalar_input else _take(arr, indices, axis)
+        result = indices if scalar_input else jnp.take(arr, indices, axis)
     out_shape = shape if scalar_input else arr.shape[:axis] + shape + arr.shape[axis + 1:]
     return lax.reshape(result, out_shape)
 
@@ -550,48 +543,10 @@ def _choice_indices(key, shape, n_inputs, replace, p):
         raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]. "
                          f"p has shape {p.shape} and a.shape[axis] is {n_inputs}.")
     if replace:
-        cumulative = _cumsum(p)
+        cumulative = jnp.cumsum(p)
         total = lax.index_in_dim(cumulative, n_inputs - 1, keepdims=False)
         r = lax.mul(total, lax.sub(1.0, uniform(key, shape, p.dtype)))
-        return _count_below(cumulative, r)
+        return jnp.searchsorted(cumulative, r)
     noisy = jnp.add(_gumbel(key, (n_inputs,), p.dtype, "low"), jnp.log(p))
-    return lax.reshape(_top_k_indices(noisy, math.prod(shape)), shape)
-
-
-def _cumsum(v):
-    """Running sums of a vector, as a masked sum: a stand-in for jnp.cumsum that is
-    quadratic in the length, which is fine for vectors of probabilities."""
-    n = v.shape[0]
-    rows = lax.broadcasted_iota(dtypes.int32, (n, n), 0)
-    cols = lax.broadcasted_iota(dtypes.int32, (n, n), 1)
-    terms = lax.select_n(lax.le(cols, rows), lax.full((n, n), 0, v.dtype),
-                         lax.broadcast(v, (n,)))
-    return lax.reduce_sum(terms, (1,))
-
-
-def _count_below(sorted_values, r):
-    """For each r, how many sorted_values are < r: numpy's searchsorted(side='left'),
-    by comparing with every value (a stand-in for jnp.searchsorted)."""
-    below = lax.lt(jnp.broadcast_to(sorted_values, r.shape + sorted_values.shape),
-                   lax.broadcast_in_dim(r, r.shape + sorted_values.shape, tuple(range(r.ndim))))
-    return jnp.sum(below, axis=-1)
-
-
-def _take(arr, indices, axis):
-    """arr's entries at the traced `indices` along axis: a one-hot selection, summed.
-
-    A stand-in for a gather primitive, with memory linear in indices.size * arr.size.
-    """
-    n = arr.shape[axis]
-    moved = jnp.moveaxis(arr, axis, 0)
-    rest = moved.shape[1:]
-    full = indices.shape + (n,) + rest
-    hot = lax.eq(lax.broadcast_in_dim(indices, full, tuple(range(indices.ndim))),
-                 lax.broadcasted_iota(indices.dtype, full, indices.ndim))
-    values = lax.broadcast_in_dim(moved, full, tuple(range(indices.ndim, len(full))))
-    as_number = dtypes.int32 if dtypes.is_bool(arr.dtype) else arr.dtype
-    values = lax.convert_element_type(values, as_number)
-    picked = lax.select_n(hot, lax.full(full, 0, as_number), values)
-    taken = lax.convert_element_type(lax.reduce_sum(picked, (indices.ndim,)), arr.dtype)
-    # taken has the index axes first; put them where `axis` was.
-    return jnp.moveaxis(taken, tuple(range(indices.ndim)), tuple(range(axis, axis + indices.ndim)))
+    _, indices = lax.top_k(noisy, math.prod(shape))
+    return lax.reshape(indices, shape)

@@ -1,9 +1,10 @@
-"""Numerical checks of derivatives, for tests: `check_grads` as in jax.test_util.
+"""Numerical checks for tests: `check_grads` as in jax.test_util, and `check_vmap`.
 
 Forward mode is compared with central differences along a random direction;
 reverse mode with the inner-product identity <v, J u> = <J^T v, u>, where J u
 comes from central differences and, when forward mode is checked too, from jvp. Higher orders repeat the
-checks on the derivative functions themselves.
+checks on the derivative functions themselves. Integer and boolean arguments
+(indices, masks) are held fixed: their tangents and cotangents are zero.
 """
 import functools
 
@@ -12,7 +13,8 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.tree_util import tree_flatten, tree_map
-from jaxlite.transforms.ad import jvp, vjp
+from jaxlite.transforms.ad import UndefinedPrimal, jvp, tangent_aval, transpose_rules, vjp
+from jaxlite.transforms.batching import vmap
 
 # Central differences lose digits to rounding as eps shrinks and gain truncation
 # error as it grows; these steps balance the two for each precision.
@@ -31,14 +33,18 @@ def _dtype_of_args(args):
 def _random_like(tree, rng):
     def draw(x):
         x = as_array_argument(x)
+        if not dtypes.is_float(x.dtype):
+            return as_array_argument(np.zeros(x.shape, x.dtype))
         return as_array_argument(rng.standard_normal(x.shape).astype(x.dtype))
     return tree_map(draw, tree)
 
 
 def _axpy(a, x, y):
-    """y + a * x leafwise, computed in numpy in each leaf's dtype."""
+    """y + a * x leafwise, computed in numpy in each leaf's dtype; non-float leaves stay y."""
     def one(xi, yi):
         yv = np.asarray(as_array_argument(yi))
+        if not dtypes.is_float(yv.dtype):
+            return yi
         return as_array_argument((yv + a * np.asarray(as_array_argument(xi))).astype(yv.dtype))
     return tree_map(one, x, y)
 
@@ -118,3 +124,31 @@ def _check_grads(f, args, order, modes, atol, rtol, eps, rng, context):
                 out, vjp_fun = vjp(f, *primals)
                 return vjp_fun(out)
             _check_grads(f_vjp, args, order - 1, modes, atol, rtol, eps, rng, f" of {what}")
+
+
+def check_vmap(f, args, in_axes=0, atol=1e-6, rtol=1e-6):
+    """vmap(f) over in_axes equals f applied to each slice of the batched arguments,
+    with the results stacked along axis 0."""
+    axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    size = next(np.shape(a)[d] for a, d in zip(args, axes) if d is not None)
+    rows = [f(*[a if d is None else np.take(a, i, axis=d) for a, d in zip(args, axes)])
+            for i in range(size)]
+    stacked = tree_map(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *rows)
+    _assert_close(vmap(f, in_axes=axes)(*args), stacked, atol, rtol, "vmap against a loop")
+
+
+def check_transpose(primitive, args, linear, params, atol=1e-6, rtol=1e-6, seed=1):
+    """The transpose rule of `primitive`, linear in the argument positions `linear`:
+    <ct, p(x)> = sum_i <ct_i, x_i> for random x_i there and a random ct.
+
+    For rules no JVP emits, which check_grads's reverse mode therefore never reaches.
+    """
+    rng = np.random.default_rng(seed)
+    args = [as_array_argument(a) for a in args]
+    xs = {i: _random_like(args[i], rng) for i in linear}
+    out = primitive.bind(*[xs.get(i, a) for i, a in enumerate(args)], **params)
+    ct = _random_like(out, rng)
+    undefined = [UndefinedPrimal(tangent_aval(a.aval)) if i in xs else a for i, a in enumerate(args)]
+    cts = transpose_rules[primitive](ct, *undefined, **params)
+    _assert_close(_inner(ct, out), sum(_inner(cts[i], xs[i]) for i in linear), atol, rtol,
+                  f"transpose of {primitive.name}: <ct, p(x)> against <p^T(ct), x>")

@@ -32,7 +32,34 @@ def distinct(shape=(2, 3), seed=0):
     return values.reshape(shape)
 
 
+def spd(n=3, seed=0):
+    """A symmetric positive definite matrix, well away from singular."""
+    a = normal((n, n), seed)
+    return a @ a.T + n * np.eye(n)
+
+
+def well_conditioned(shape=(3, 3), seed=0):
+    """A matrix dominated by its diagonal: its LU pivots never change under small steps."""
+    return normal(shape, seed) + 3 * np.eye(*shape[-2:])
+
+
 MASK = np.array([True, False, True])
+ROWS = np.array([[2], [0], [2]], np.int32)        # a repeated row: scatters combine there
+UNIQUE_ROWS = np.array([[2], [0]], np.int32)
+OUT_OF_BOUNDS_ROWS = np.array([[2], [5], [-1], [0]], np.int32)
+GATHER_ROWS = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                         start_index_map=(0,))
+SCATTER_ROWS = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                           scatter_dims_to_operand_dims=(0,))
+
+
+def scatter_case(scatter, operand, updates, indices=ROWS, mode=None):
+    return (lambda x, u: scatter(x, indices, u, SCATTER_ROWS, mode=mode), [operand, updates])
+
+
+def window_case(reducer, init, x, strides=(1, 2), padding="SAME", **dilations):
+    return (lambda x: lax.reduce_window(x, init, reducer, (2, 2), strides, padding, **dilations), [x])
+
 
 # primitive name -> (function of arrays, argument values). Every differentiable
 # primitive of jaxlite.lax appears here (see test_every_primitive_is_checked).
@@ -114,6 +141,65 @@ PRIMITIVE_CASES = {
              [uniform(0.1, 1), normal(seed=1)]),
     "scan": (lambda h, w, xs: lax.scan(lambda c, x: (jnp.tanh(w * c + x), c * x), h, xs),
              [normal((2,)), normal((2,), seed=1), normal((4, 2), seed=2)]),
+    "fma": (lax.fma, [normal(), normal(seed=1), normal(seed=2)]),
+    "gather": (lambda x: lax.gather(x, ROWS, GATHER_ROWS, (1, 2)), [normal((3, 2))]),
+    # Unique rows: which of several writes to one row survives is unspecified.
+    "scatter": scatter_case(lax.scatter, normal((3, 2)), normal((2, 2), seed=1), UNIQUE_ROWS),
+    "scatter-add": scatter_case(lax.scatter_add, normal((3, 2)), normal((3, 2), seed=1)),
+    "scatter-mul": scatter_case(lax.scatter_mul, normal((3, 2)), normal((3, 2), seed=1)),
+    "scatter-min": scatter_case(lax.scatter_min, distinct((3, 2)), distinct((3, 2), seed=1) + 0.02),
+    "scatter-max": scatter_case(lax.scatter_max, distinct((3, 2)), distinct((3, 2), seed=1) + 0.02),
+    "dynamic_slice": (lambda x: lax.dynamic_slice(x, (1, 0), (2, 2)), [normal((3, 2))]),
+    "dynamic_update_slice": (lambda x, u: lax.dynamic_update_slice(x, u, (1, 0)),
+                             [normal((3, 2)), normal((2, 2), seed=1)]),
+    "sort": (lambda x, y: lax.sort((x, y), dimension=1), [distinct(), normal((2, 3), seed=1)]),
+    "top_k": (lambda x: lax.top_k(x, 2)[0], [distinct()]),
+    "reduce_window_sum": window_case(lax.add, 0.0, normal((3, 4))),
+    "reduce_window_max": window_case(lax.max, -np.inf, distinct((3, 4))),
+    "reduce_window_min": window_case(lax.min, np.inf, distinct((3, 4))),
+    "conv_general_dilated": (lambda x, w: lax.conv_general_dilated(x, w, (2, 1), "SAME", rhs_dilation=(1, 2),
+                                                                   feature_group_count=2),
+                             [normal((1, 4, 5, 4)), normal((2, 2, 2, 2), seed=1)]),
+    "cholesky": (lax.cholesky, [spd()]),
+    "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
+                         [well_conditioned(), normal((3, 2), seed=1)]),
+    "lu": (lambda a: lax.lu(a)[0], [well_conditioned()]),
+}
+
+# More parameters of the primitives above: modes, layouts, dilations, batch axes.
+VARIANT_CASES = {
+    "gather_fill_out_of_bounds": (lambda x: lax.gather(x, OUT_OF_BOUNDS_ROWS, GATHER_ROWS, (1, 2),
+                                                       mode="fill", fill_value=0.0), [normal((3, 2))]),
+    "gather_clip": (lambda x: lax.gather(x, OUT_OF_BOUNDS_ROWS, GATHER_ROWS, (1, 2), mode="clip"),
+                    [normal((3, 2))]),
+    "scatter_add_drop": scatter_case(lax.scatter_add, normal((3, 2)), normal((4, 2), seed=1),
+                                     OUT_OF_BOUNDS_ROWS, mode="drop"),
+    "scatter_repeated_rows": scatter_case(lax.scatter, normal((3, 2)), normal((3, 2), seed=1)),
+    "dynamic_slice_traced_clamped_start": (lambda x, i: lax.dynamic_slice(x, (i, 0), (2, 2)),
+                                           [normal((3, 2)), np.int32(2)]),
+    "sort_two_keys": (lambda y, z: lax.sort((jnp.asarray(np.array([[1., 2, 1], [1, 0, 3]])), y, z),
+                                            dimension=0, num_keys=2)[1:],
+                      [distinct((2, 3)), normal((2, 3))]),
+    "top_k_with_indices": (lambda x: lax.top_k(x, 3), [distinct((2, 4))]),
+    "reduce_window_sum_dilated": window_case(lax.add, 0.0, normal((3, 4)), (2, 1), ((1, 0), (0, 1)),
+                                             base_dilation=(2, 1), window_dilation=(1, 2)),
+    "reduce_window_max_dilated": window_case(lax.max, -np.inf, distinct((3, 4)), (2, 1), ((1, 0), (0, 1)),
+                                             window_dilation=(1, 2)),
+    "conv_lhs_dilation_nwc": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1,), ((1, 2),), lhs_dilation=(2,), dimension_numbers=("NWC", "WIO", "NWC")),
+        [normal((2, 4, 3)), normal((3, 3, 2), seed=1)]),
+    "conv_batch_groups": (lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID", batch_group_count=2),
+                          [normal((4, 2, 5)), normal((4, 2, 2), seed=1)]),
+    "cholesky_batched": (lax.cholesky, [np.stack([spd(), spd(seed=1)])]),
+    "triangular_solve_right_transposed": (
+        lambda a, b: lax.triangular_solve(a, b, left_side=False, lower=False, transpose_a=True),
+        [well_conditioned(), normal((2, 3), seed=1)]),
+    "triangular_solve_unit_diagonal": (
+        lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True, unit_diagonal=True),
+        [well_conditioned(), normal((3, 2), seed=1)]),
+    "lu_wide": (lambda a: lax.lu(a)[0], [well_conditioned((2, 3))]),
+    "lu_tall": (lambda a: lax.lu(a)[0], [well_conditioned((3, 2))]),
+    "lu_batched": (lambda a: lax.lu(a)[0], [well_conditioned((2, 3, 3))]),
 }
 
 # Checked in forward mode only, and why.
@@ -142,6 +228,7 @@ NOT_CHECKED_NUMERICALLY = {
     "shift_right_arithmetic": "integer operands", "population_count": "integer operands",
     "clz": "integer operands",
     "axis_index": "integer output and no operands",
+    "threefry2x32": "a hash of uint32 words: integer operands and outputs",
 }
 
 # Primitives without a JVP rule, and why.
@@ -161,9 +248,9 @@ def lax_primitives():
     return found
 
 
-@pytest.mark.parametrize("name", sorted(PRIMITIVE_CASES))
+@pytest.mark.parametrize("name", sorted(PRIMITIVE_CASES) + sorted(VARIANT_CASES))
 def test_primitive_gradients(name):
-    fun, args = PRIMITIVE_CASES[name]
+    fun, args = {**PRIMITIVE_CASES, **VARIANT_CASES}[name]
     check_grads(fun, [jnp.asarray(a) for a in args], order=2)
 
 
@@ -193,7 +280,7 @@ def test_every_primitive_is_checked():
 def test_linear_primitives_have_transpose_rules():
     """Every primitive the JVPs emit on tangents must be transposable."""
     missing = set()
-    for fun, args in PRIMITIVE_CASES.values():
+    for fun, args in [*PRIMITIVE_CASES.values(), *VARIANT_CASES.values()]:
         _, f_jvp = jaxlite.linearize(fun, *[jnp.asarray(a) for a in args])
         linear = typecheck(jaxlite.make_jaxpr(f_jvp)(*[jnp.asarray(a) for a in args]))
         missing |= {e.primitive.name for e in linear.eqns if e.primitive not in ad.transpose_rules}
@@ -232,18 +319,7 @@ JNP_CASES = {
 }
 
 
-# jnp functions that fail even without differentiation on the current main branch
-# (var/std: mean with keepdims gives a (1, 1) array that lax.sub rejects).
-# Strict, so fixing them flags this list.
-BROKEN_ON_MAIN = {"var", "std"}
-
-
-def jnp_case(name):
-    mark = pytest.mark.xfail(reason="broken in jaxlite.numpy itself", strict=True)
-    return pytest.param(name, marks=mark) if name in BROKEN_ON_MAIN else name
-
-
-@pytest.mark.parametrize("name", [jnp_case(name) for name in sorted(JNP_CASES)])
+@pytest.mark.parametrize("name", sorted(JNP_CASES))
 def test_jnp_gradients(name):
     fun, args = JNP_CASES[name]
     check_grads(fun, [jnp.asarray(a) for a in args], order=2)
@@ -257,6 +333,7 @@ def test_reduce_prod_with_zeros():
         g = jaxlite.grad(lambda x: lax.reduce_prod(x, (0,)))(x)
         expected = [np.prod(np.delete(values, i)) for i in range(3)]
         np.testing.assert_allclose(np.asarray(g), expected)
+        check_grads(lambda x: lax.reduce_prod(x, (0,)), (x,), order=3)
 
 
 def test_max_ties_share_the_gradient():

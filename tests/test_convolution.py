@@ -12,9 +12,9 @@ from hypothesis import given, settings, strategies as st
 
 import jaxlite
 from jaxlite import lax
-from jaxlite.lax import convolution, windowed
+from jaxlite.lax import convolution
 from jaxlite.transforms import ad
-from fd_check import check_jvp, check_transpose, check_vmap
+from jaxlite.test_util import check_grads, check_vmap
 
 RECORDED = np.load(os.path.join(os.path.dirname(__file__), "data", "jax_windowed.npz"))
 CASES = json.loads(str(RECORDED["cases"]))
@@ -111,13 +111,13 @@ def test_conv_matches_direct_sum(data):
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
-def test_conv_same_padding_shape_and_derivatives():
+def test_conv_same_padding_shape_and_derivatives(enable_x64):
     rng = np.random.default_rng(1)
     lhs, rhs = rng.standard_normal((2, 7, 6, 4)), rng.standard_normal((3, 2, 2, 4))
     conv = lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                                  feature_group_count=2)
     assert conv(lhs.astype(np.float32), rhs.astype(np.float32)).shape == (2, 4, 3, 4)
-    check_jvp(conv, [lhs, rhs])
+    check_grads(conv, [lhs, rhs], order=2)
 
 
 @pytest.mark.parametrize("groups", [1, 2])
@@ -167,21 +167,16 @@ def test_reduce_window_matches_recorded_jax(name, i):
 
 
 @pytest.mark.parametrize("i", range(len(CASES["pool"])))
-def test_reduce_window_sum_transpose(i):
-    case, x = CASES["pool"][i], RECORDED["pool_x"]
-    base, window = tuple(case.get("bd") or (1,) * x.ndim), tuple(case.get("wd") or (1,) * x.ndim)
-    pads = windowed.padding_pairs(_padding(case["padding"]), windowed.dilate_shape(x.shape, base),
-                                  windowed.dilate_shape(case["w"], window), case["s"])
-    params = dict(window_dimensions=tuple(case["w"]), window_strides=tuple(case["s"]), padding=pads,
-                  base_dilation=base, window_dilation=window)
-    check_transpose(windowed.reduce_window_sum_p, RECORDED[f"pool{i}_sum_ct"], [x], [0], params)
+def test_reduce_window_sum_derivatives(i, enable_x64):
+    """Reverse mode runs the transpose rule for every recorded stride, padding and dilation."""
+    check_grads(_pool("sum", CASES["pool"][i]), [RECORDED["pool_x"].astype(np.float64)], order=2)
 
 
-def test_reduce_window_derivatives_and_vmap():
+def test_reduce_window_derivatives_and_vmap(enable_x64):
     x = np.random.default_rng(3).standard_normal((4, 6, 5))
     for op, init in POOLS.values():
         pool = lambda x: lax.reduce_window(x, init, op, (1, 2, 2), (1, 2, 1), "SAME", (1, 1, 2), (1, 2, 1))
-        check_jvp(pool, [x])
+        check_grads(pool, [x], order=2)
         check_vmap(lambda x: lax.reduce_window(x, init, op, (2, 2), (2, 1), "VALID"),
                    [x.astype(np.float32)], in_axes=1)
     with pytest.raises(ValueError, match="identity"):
@@ -189,7 +184,7 @@ def test_reduce_window_derivatives_and_vmap():
 
 
 @pytest.mark.parametrize("groups", [(1, 2), (2, 1), (1, 3)])
-def test_group_counts_transpose_and_vmap(groups):
+def test_group_counts_transpose_and_vmap(groups, enable_x64):
     """Batch groups appear in the rhs transpose of feature-grouped convolutions
     (so in second derivatives); both kinds must transpose and batch."""
     g, b = groups
@@ -197,14 +192,10 @@ def test_group_counts_transpose_and_vmap(groups):
     params = dict(window_strides=(2,), padding=((1, 0),), lhs_dilation=(1,), rhs_dilation=(2,),
                   feature_group_count=g, batch_group_count=b)
     lhs, rhs = rng.standard_normal((6, 2 * g, 7)), rng.standard_normal((6, 2, 3))
-    out_shape = convolution.conv_general_dilated_p.bind(jaxlite.numpy.asarray(lhs),
-                                                        jaxlite.numpy.asarray(rhs), **params).shape
-    ct = rng.standard_normal(out_shape)
-    for linear in ([0], [1]):
-        check_transpose(convolution.conv_general_dilated_p, ct, [lhs, rhs], linear, params)
+    conv = lambda x, w: convolution.conv_general_dilated_p.bind(x, w, **params)
+    check_grads(conv, [lhs, rhs], order=2)
     lhs_batch = rng.standard_normal((3,) + lhs.shape).astype(np.float32)
     rhs_batch = rng.standard_normal((3,) + rhs.shape).astype(np.float32)
-    conv = lambda x, w: convolution.conv_general_dilated_p.bind(x, w, **params)
     for in_axes in [(0, None), (None, 0), (0, 0)]:
         args = [a[0] if d is None else a for a, d in zip((lhs_batch, rhs_batch), in_axes)]
         check_vmap(conv, args, in_axes, rtol=1e-5)

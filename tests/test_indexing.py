@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite.core.errors import NonConcreteBooleanIndexError
-from fd_check import check_jvp, check_vmap
+from jaxlite.test_util import check_grads, check_vmap
 
 DTYPES = [np.float32, np.int32, np.bool_]
 
@@ -132,11 +132,11 @@ def test_index_errors():
         jaxlite.vmap(lambda row: row[row > 1])(x)
 
 
-def test_indexing_derivatives():
+def test_indexing_derivatives(enable_x64):
     x = np.random.default_rng(0).standard_normal((4, 5))
-    check_jvp(lambda x: jnp.asarray(x)[np.array([3, 0, 3]), 1:4:2], [x])
-    check_jvp(lambda x: jnp.asarray(x).at[np.array([1, 1]), :2].set(0.5), [x])
-    check_jvp(lambda x: jnp.asarray(x).at[::2].multiply(x[1::2]), [x])
+    check_grads(lambda x: jnp.asarray(x)[np.array([3, 0, 3]), 1:4:2], [x], order=2)
+    check_grads(lambda x: jnp.asarray(x).at[np.array([1, 1]), :2].set(0.5), [x], order=2)
+    check_grads(lambda x: jnp.asarray(x).at[::2].multiply(x[1::2]), [x], order=2)
 
 
 # ---------------------------------------------------------------- take

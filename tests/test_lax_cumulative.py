@@ -1,5 +1,5 @@
-"""Cumulative primitives: values against numpy, JVPs against central differences,
-cumsum's transpose by the inner-product identity, batching against a loop."""
+"""Cumulative primitives: values against numpy, derivatives (forward, and reverse
+through the transposes) against central differences, batching against a loop."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -7,10 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 import jaxlite
 from jaxlite import lax
-from jaxlite.core.abstract import ShapedArray
-from jaxlite.lax import cumulative
-from jaxlite.transforms import ad
-from finite_diff import check_jvp, x64  # noqa: F401  (x64 is a fixture)
+from jaxlite.test_util import check_grads, check_vmap
 
 rng = np.random.default_rng(0)
 
@@ -48,15 +45,15 @@ def test_matches_numpy(name, case):
 
 @pytest.mark.parametrize("name", sorted(OPS))
 @pytest.mark.parametrize("reverse", [False, True])
-def test_jvp(name, reverse, x64):
+def test_derivatives(name, reverse, enable_x64):
     # Distinct values keep cummax/cummin away from ties, where they are not differentiable.
     x = rng.permutation(12).reshape(3, 4) / 3.0 + 0.5
-    check_jvp(lambda v: OPS[name](v, 1, reverse), [x])
-    check_jvp(lambda v: OPS[name](v, 0, reverse), [x])
+    check_grads(lambda v: OPS[name](v, 1, reverse), [x], order=2)
+    check_grads(lambda v: OPS[name](v, 0, reverse), [x], order=2)
 
 
-def test_cumprod_jvp_with_zeros(x64):
-    check_jvp(lambda v: lax.cumprod(v, 0), [np.array([2.0, 0.0, 3.0, 0.0, 1.5])])
+def test_cumprod_derivatives_with_zeros(enable_x64):
+    check_grads(lambda v: lax.cumprod(v, 0), [np.array([2.0, 0.0, 3.0, 0.0, 1.5])], order=2)
 
 
 def test_cummax_ties_share_the_tangent():
@@ -72,16 +69,6 @@ def test_cumlogsumexp_handles_infinities():
     assert np.all(np.isfinite(np.asarray(tangent)))
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_cumsum_transpose_inner_product(reverse):
-    x = rng.normal(size=(3, 5)).astype(np.float32)
-    ct = rng.normal(size=(3, 5)).astype(np.float32)
-    (x_ct,) = ad.transpose_rules[cumulative.cumsum_p](
-        ct, ad.UndefinedPrimal(ShapedArray(x.shape, x.dtype)), axis=1, reverse=reverse)
-    lhs = np.sum(ct * np.asarray(lax.cumsum(x, 1, reverse)))
-    np.testing.assert_allclose(lhs, np.sum(np.asarray(x_ct) * x), rtol=1e-5)
-
-
 @settings(deadline=None, max_examples=25)
 @given(st.sampled_from(sorted(OPS)), array_and_axis(dtypes=(np.float32,)), st.integers(0, 3))
 def test_vmap_agrees_with_loop(name, case, in_axis):
@@ -94,9 +81,7 @@ def test_vmap_agrees_with_loop(name, case, in_axis):
         return
     axis = axis % logical_ndim
     fn = lambda v: OPS[name](v, axis, reverse)
-    batched = jaxlite.vmap(fn, in_axes=in_axis)(x)
-    loop = np.stack([np.asarray(fn(np.take(x, i, in_axis))) for i in range(x.shape[in_axis])])
-    np.testing.assert_allclose(batched, loop, rtol=1e-6)
+    check_vmap(fn, [x], in_axes=in_axis)
 
 
 def test_make_jaxpr_records_params():

@@ -1,4 +1,4 @@
-"""New elementwise lax primitives: values against numpy and math, JVPs against
+"""New elementwise lax primitives: values against numpy and math, derivatives against
 central differences, batching against a loop, XLA's shift semantics."""
 import math
 
@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 import jaxlite
 from jaxlite import lax
-from finite_diff import check_jvp, x64  # noqa: F401  (x64 is a fixture)
+from jaxlite.test_util import check_grads
 
 rng = np.random.default_rng(0)
 
@@ -44,27 +44,27 @@ def test_unary_matches_reference(name, dtype):
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
-def test_unary_jvp(name, x64):
+def test_unary_derivatives(name, enable_x64):
     fn, _, sample = UNARY[name]
-    check_jvp(fn, [sample(7)])
+    check_grads(fn, [sample(7)], order=2)
 
 
 @pytest.mark.parametrize("fn", [lax.digamma, lambda x: lax.polygamma(1, x),
                                 lambda x: lax.polygamma(2, x), lax.erf_inv])
-def test_special_jvp(fn, x64):
-    check_jvp(fn, [rng.uniform(-0.9, 0.9, 5)], rtol=1e-4)
-    check_jvp(fn, [-rng.uniform(0.1, 0.9, 5) - 3] if fn is not lax.erf_inv else [rng.uniform(-0.99, -0.9, 5)],
-              rtol=1e-4)
+def test_special_derivatives(fn, enable_x64):
+    check_grads(fn, [rng.uniform(-0.9, 0.9, 5)], order=2, rtol=1e-4)
+    tail = [-rng.uniform(0.1, 0.9, 5) - 3] if fn is not lax.erf_inv else [rng.uniform(-0.99, -0.9, 5)]
+    check_grads(fn, tail, order=2, rtol=1e-4)
 
 
-def test_erf_float64_accuracy(x64):
+def test_erf_float64_accuracy(enable_x64):
     x = np.concatenate([rng.normal(0, 3, 5000), np.linspace(-6, 6, 1001)])
     np.testing.assert_allclose(lax.erf(x), [math.erf(v) for v in x], rtol=1e-13, atol=1e-300)
     big = x[x < 25]
     np.testing.assert_allclose(lax.erfc(big), [math.erfc(v) for v in big], rtol=1e-12)
 
 
-def test_lgamma_float64_accuracy_and_poles(x64):
+def test_lgamma_float64_accuracy_and_poles(enable_x64):
     x = np.concatenate([rng.uniform(-30, 30, 3000), np.geomspace(1e-6, 1e6, 500)])
     x = x[x != np.floor(x)]
     expected = np.array([math.lgamma(v) for v in x])
@@ -72,7 +72,7 @@ def test_lgamma_float64_accuracy_and_poles(x64):
     assert np.all(np.isposinf(np.asarray(lax.lgamma(np.array([0.0, -1.0, -7.0, np.inf])))))
 
 
-def test_digamma_values(x64):
+def test_digamma_values(enable_x64):
     gamma = 0.5772156649015329
     np.testing.assert_allclose(lax.digamma(np.array([1.0, 0.5, 10.0])),
                                [-gamma, -gamma - 2 * math.log(2), -gamma + sum(1 / k for k in range(1, 10))],
@@ -83,7 +83,7 @@ def test_digamma_values(x64):
     assert np.all(np.isnan(np.asarray(lax.digamma(np.array([0.0, -3.0])))))
 
 
-def test_digamma_is_lgamma_derivative(x64):
+def test_digamma_is_lgamma_derivative(enable_x64):
     x = rng.uniform(-10, 10, 500)
     x = x[np.abs(x - np.round(x)) > 0.05]
     h = 1e-5
@@ -91,7 +91,7 @@ def test_digamma_is_lgamma_derivative(x64):
     np.testing.assert_allclose(lax.digamma(x), numeric, rtol=1e-7, atol=1e-7)
 
 
-def test_erf_inv_inverts_erf(x64):
+def test_erf_inv_inverts_erf(enable_x64):
     y = np.concatenate([rng.uniform(-1, 1, 3000), 1 - np.geomspace(1e-300, 0.5, 300)])
     x = np.asarray(lax.erf_inv(y))
     central = np.abs(y) <= 0.5

@@ -12,6 +12,7 @@ import jaxlite.numpy as jnp
 from jaxlite import nn, random
 from jaxlite.core.ir import typecheck
 from jaxlite.nn import initializers
+from jaxlite.test_util import check_grads
 
 _erf = np.vectorize(math.erf)
 
@@ -65,22 +66,10 @@ def test_activation_values(name):
     np.testing.assert_allclose(np.asarray(out), reference(x.astype(np.float64)), rtol=2e-6, atol=2e-6)
 
 
-@pytest.fixture
-def x64():
-    jaxlite.config.update("jax_enable_x64", True)
-    yield
-    jaxlite.config.update("jax_enable_x64", False)
-
-
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
-def test_activation_jvp_matches_finite_differences(name, x64):
+def test_activation_derivatives_match_finite_differences(name, enable_x64):
     fn, _ = ACTIVATIONS[name]
-    x = jnp.asarray(SMOOTH_POINTS)
-    direction = jnp.asarray(np.linspace(0.5, 1.5, SMOOTH_POINTS.size))
-    _, tangent = jaxlite.jvp(fn, (x,), (direction,))
-    h = 1e-6
-    numeric = (np.asarray(fn(x + h * direction)) - np.asarray(fn(x - h * direction))) / (2 * h)
-    np.testing.assert_allclose(np.asarray(tangent), numeric, rtol=1e-5, atol=1e-6)
+    check_grads(fn, [SMOOTH_POINTS], order=2)
 
 
 @pytest.mark.parametrize("fn, point, slope", [
@@ -178,7 +167,7 @@ def test_masked_softmax_family():
     np.testing.assert_allclose(nn.logsumexp(x, where=mask), np.log(np.e + np.e ** 3), rtol=1e-6)
 
 
-def test_softmax_jvp_matches_its_jacobian(x64):
+def test_softmax_jvp_matches_its_jacobian(enable_x64):
     x = jnp.asarray(np.array([0.3, -1.2, 2.0, 0.5]))
     t = jnp.asarray(np.array([1.0, 0.5, -0.25, 2.0]))
     s = np.asarray(nn.softmax(x))

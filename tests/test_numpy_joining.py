@@ -6,7 +6,7 @@ from hypothesis.extra import numpy as hnp
 
 import jaxlite
 import jaxlite.numpy as jnp
-from finite_diff import check_jvp, x64  # noqa: F401  (x64 is a fixture)
+from jaxlite.test_util import check_grads
 
 rng = np.random.default_rng(0)
 shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
@@ -44,9 +44,9 @@ def test_pad_width_forms_and_constants():
         jnp.pad(x, 1, mode="median")
 
 
-def test_pad_gradient(x64):
-    check_jvp(lambda v: jnp.pad(v, (2, 3), "reflect"), [rng.normal(size=4)])
-    check_jvp(lambda v: jnp.pad(v, 2, "symmetric"), [rng.normal(size=(2, 3))])
+def test_pad_gradient(enable_x64):
+    check_grads(lambda v: jnp.pad(v, (2, 3), "reflect"), [rng.normal(size=4)], order=2)
+    check_grads(lambda v: jnp.pad(v, 2, "symmetric"), [rng.normal(size=(2, 3))], order=2)
 
 
 @settings(deadline=None, max_examples=40)

@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 import jaxlite
 import jaxlite.numpy as jnp
-from finite_diff import check_jvp, x64  # noqa: F401  (x64 is a fixture)
+from jaxlite.test_util import check_grads
 
 rng = np.random.default_rng(0)
 LETTERS = "abcde"
@@ -67,10 +67,10 @@ def test_einsum_errors():
         jnp.einsum("ij,jk", x)
 
 
-def test_einsum_gradient_and_vmap(x64):
+def test_einsum_gradient_and_vmap(enable_x64):
     a, b = rng.normal(size=(3, 4)), rng.normal(size=(4, 2))
-    check_jvp(lambda a, b: jnp.einsum("ij,jk->ik", a, b), [a, b])
-    check_jvp(lambda a: jnp.einsum("ii->i", a), [rng.normal(size=(3, 3))])
+    check_grads(lambda a, b: jnp.einsum("ij,jk->ik", a, b), [a, b], order=2)
+    check_grads(lambda a: jnp.einsum("ii->i", a), [rng.normal(size=(3, 3))], order=2)
     batched = jaxlite.vmap(lambda x: jnp.einsum("ij,jk->ik", x, b))(rng.normal(size=(5, 3, 4)))
     assert batched.shape == (5, 3, 2)
 

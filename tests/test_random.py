@@ -16,7 +16,6 @@ from jaxlite import lax, random
 from jaxlite.core.ir import typecheck
 from jaxlite.core.staging import jaxpr_as_fun
 from jaxlite.lax.special import erf, erf_inv, erfc
-from jaxlite.lax.key_sort import sort_by_key_p
 from jaxlite.lax.random_bits import threefry2x32_p
 from jaxlite.transforms import ad
 
@@ -135,17 +134,10 @@ def test_every_reference_value_has_a_call():
     assert set(REFERENCES) == set(REFERENCE_CALLS)
 
 
-@pytest.fixture
-def x64():
-    jaxlite.config.update("jax_enable_x64", True)
-    yield
-    jaxlite.config.update("jax_enable_x64", False)
-
-
 @pytest.mark.parametrize("name", sorted(REFERENCE_CALLS))
 def test_matches_jax(name, request):
     if name.startswith("x64: "):
-        request.getfixturevalue("x64")
+        request.getfixturevalue("enable_x64")
     expected, dtype = _decode(REFERENCES[name])
     got = np.asarray(REFERENCE_CALLS[name]())
     if dtype is None:  # the first file records values only, some of them flattened
@@ -231,7 +223,7 @@ def test_seed_keeps_low_32_bits_without_x64():
     np.testing.assert_array_equal(random.PRNGKey(np.uint32(4000000000)), [0, 4000000000])
 
 
-def test_seed_high_word_with_x64(x64):
+def test_seed_high_word_with_x64(enable_x64):
     np.testing.assert_array_equal(random.PRNGKey(2 ** 32 + 5), [1, 5])
     np.testing.assert_array_equal(random.PRNGKey(jnp.asarray(np.int64(-1))), [2 ** 32 - 1, 2 ** 32 - 1])
     np.testing.assert_array_equal(random.PRNGKey(jnp.asarray(np.int64(2 ** 40 + 3))), [256, 3])
@@ -600,7 +592,7 @@ def test_fma_rounds_once():
     assert float(lax.add(lax.mul(x, x), np.float32(-1))) == 2 ** -11
 
 
-def test_fma_rounds_float64_once(x64):
+def test_fma_rounds_float64_once(enable_x64):
     x = np.float64(1 + 2 ** -30)
     assert float(lax.fma(x, x, np.float64(-1))) == 2 ** -29 + 2 ** -60
     rng = np.random.default_rng(0)
@@ -641,33 +633,6 @@ def test_vmap_over_distribution_parameters():
     batched = jaxlite.vmap(lambda low: random.uniform(K1, (4,), minval=low, maxval=3.0))(lows)
     for i in range(3):
         np.testing.assert_array_equal(batched[i], random.uniform(K1, (4,), minval=lows[i], maxval=3.0))
-
-
-@settings(deadline=None, max_examples=20)
-@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data())
-def test_sort_by_key_matches_numpy_stable_sort(shape, data):
-    rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
-    keys = rng.integers(0, 4, size=shape).astype(np.int32)  # many ties: stability matters
-    values = rng.normal(size=shape).astype(np.float32)
-    axis = data.draw(st.integers(0, len(shape) - 1))
-    expected = np.take_along_axis(values, np.argsort(keys, axis=axis, kind="stable"), axis=axis)
-    np.testing.assert_array_equal(lax.sort_by_key(keys, values, axis), expected)
-
-
-def test_sort_by_key_vmap_jvp_and_transpose():
-    rng = np.random.default_rng(0)
-    keys = jnp.asarray(rng.normal(size=(3, 5)).astype(np.float32))
-    values = jnp.asarray(rng.normal(size=(3, 5)).astype(np.float32))
-    batched = jaxlite.vmap(lambda k, v: lax.sort_by_key(k, v, 0))(keys, values)
-    np.testing.assert_array_equal(batched, lax.sort_by_key(keys, values, 1))
-    tangent = jnp.asarray(rng.normal(size=(3, 5)).astype(np.float32))
-    _, t_out = jaxlite.jvp(lambda v: lax.sort_by_key(keys, v, 1), (values,), (tangent,))
-    np.testing.assert_array_equal(t_out, lax.sort_by_key(keys, tangent, 1))
-    # <ct, P t> == <P^T ct, t> for the permutation P.
-    ct = jnp.asarray(rng.normal(size=(3, 5)).astype(np.float32))
-    transpose = ad.transpose_rules[sort_by_key_p]
-    _, ct_values = transpose(ct, keys, ad.UndefinedPrimal(values.aval), dimension=1)
-    np.testing.assert_allclose(float(jnp.sum(ct * t_out)), float(jnp.sum(ct_values * tangent)), rtol=1e-5)
 
 
 def test_erf_family_accuracy():

@@ -7,7 +7,7 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core.errors import ConcretizationTypeError
-from fd_check import check_jvp, check_vmap
+from jaxlite.test_util import check_grads, check_vmap
 
 DTYPES = [np.float32, np.int32, np.uint8, np.bool_]
 
@@ -43,22 +43,22 @@ def test_sort_nan_last_and_multiple_operands():
     np.testing.assert_array_equal(s, [1.0, 3.0, 2.0, 4.0])
 
 
-def test_sort_derivative_and_vmap():
+def test_sort_derivative_and_vmap(enable_x64):
     x = np.random.default_rng(0).standard_normal((3, 5))
-    check_jvp(lambda x: lax.sort(x, 0), [x])
-    check_jvp(lambda x, y: lax.sort((x, y), 1, num_keys=1)[1], [x, x[::-1].copy()])
+    check_grads(lambda x: lax.sort(x, 0), [x], order=2)
+    check_grads(lambda x, y: lax.sort((x, y), 1, num_keys=1)[1], [x, x[::-1].copy()], order=2)
     check_vmap(lambda x: lax.sort(x), [x.astype(np.float32)], in_axes=1)
     check_vmap(lambda x, y: lax.sort((x, y), num_keys=1), [x.astype(np.float32), x[0].astype(np.float32)],
                in_axes=(0, None))
 
 
-def test_top_k():
+def test_top_k(enable_x64):
     x = np.array([[1.0, 5.0, 5.0, 2.0], [0.0, np.nan, -1.0, 3.0]], np.float32)
     values, indices = lax.top_k(x, 2)
     np.testing.assert_array_equal(indices, [[1, 2], [1, 3]])
     np.testing.assert_array_equal(values[0], [5.0, 5.0])
     y = np.random.default_rng(1).standard_normal((3, 6))
-    check_jvp(lambda y: lax.top_k(y, 3)[0], [y])
+    check_grads(lambda y: lax.top_k(y, 3)[0], [y], order=2)
     check_vmap(lambda y: lax.top_k(y, 2), [y.astype(np.float32)], in_axes=1)
     with pytest.raises(ValueError, match="k=7"):
         lax.top_k(y, 7)
@@ -126,13 +126,13 @@ def test_unique_with_and_without_size(shape, size, data):
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
 @pytest.mark.parametrize("sizes", [(7, 3), (6, 4), (3, 7), (5, 5), (1, 1)])
-def test_convolve_and_correlate(mode, sizes):
+def test_convolve_and_correlate(mode, sizes, enable_x64):
     rng = np.random.default_rng(4)
     a, v = rng.standard_normal(sizes[0]), rng.standard_normal(sizes[1])
     np.testing.assert_allclose(jnp.convolve(a, v, mode), np.convolve(a, v, mode), rtol=1e-5, atol=1e-5)
     if sizes[0] >= sizes[1]:
         np.testing.assert_allclose(jnp.correlate(a, v, mode), np.correlate(a, v, mode), rtol=1e-5, atol=1e-5)
-    check_jvp(lambda a, v: jnp.convolve(a, v, mode), [a, v])
+    check_grads(lambda a, v: jnp.convolve(a, v, mode), [a, v], order=2)
 
 
 def test_array_methods():

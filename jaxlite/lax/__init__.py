@@ -19,7 +19,6 @@ from jaxlite.lax.gradients import stop_gradient
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from jaxlite.lax.random_bits import fma, threefry2x32
-from jaxlite.lax.key_sort import sort_by_key
 from jaxlite.lax.slicing import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_index_in_dim,
     dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim, dynamic_update_slice,

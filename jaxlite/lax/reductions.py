@@ -5,7 +5,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_axis
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, as_operand, check_dtype
-from jaxlite.lax.elementwise import convert_element_type, div, eq, mul, select_n
+from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
 from jaxlite.transforms import ad, batching
 
 
@@ -56,29 +56,37 @@ reduce_prod_p = _reduction_primitive("reduce_prod", np.prod, NUMBER)
 reduce_prod = _binder(reduce_prod_p)
 
 
-def _product_of_others(x, axes):
-    """For each element, the product of the other elements in its reduction group.
+def _product_tree(x):
+    """The product over x's last axis as rounds of pairwise products.
 
-    Formed without dividing by zero: with one zero in a group only that position
-    gets a nonzero value (the product of the rest); with two or more, all are 0.
+    Built from multiplications alone, its derivatives are right to every order,
+    zeros included; a product of the others formed by division needs a special
+    case at zeros, which has no derivative of its own.
     """
-    from jaxlite.lax.elementwise import full_like
-    is_zero = eq(x, full_like(x, 0))
-    zeros_in_group = _expand_reduced(reduce_sum(convert_element_type(is_zero, dtypes.int32), axes),
-                                     x.shape, axes)
-    x_nonzero = select_n(is_zero, x, full_like(x, 1))
-    product_nonzero = _expand_reduced(reduce_prod(x_nonzero, axes), x.shape, axes)
-    no_zeros = eq(zeros_in_group, full_like(zeros_in_group, 0))
-    one_zero = eq(zeros_in_group, full_like(zeros_in_group, 1))
-    nothing = full_like(x, 0)
-    at_zero = select_n(one_zero, nothing, product_nonzero)
-    elsewhere = select_n(no_zeros, nothing, div(product_nonzero, x_nonzero))
-    return select_n(is_zero, elsewhere, at_zero)
+    from jaxlite.lax.shapes import pad, reshape, slice_in_dim
+    one_more = [(0, 0, 0)] * (x.ndim - 1) + [(0, 1, 0)]
+    if x.shape[-1] == 0:   # an empty group's product is 1
+        x = pad(x, convert_element_type(1, x.dtype), one_more)
+    while x.shape[-1] > 1:
+        if x.shape[-1] % 2:
+            x = pad(x, convert_element_type(1, x.dtype), one_more)
+        half = x.shape[-1] // 2
+        x = mul(slice_in_dim(x, 0, half, axis=-1), slice_in_dim(x, half, 2 * half, axis=-1))
+    return reshape(x, x.shape[:-1])
 
 
 def _reduce_prod_jvp(primals, tangents, axes):
-    (x,), (t,) = primals, tangents
-    return reduce_prod(x, axes), reduce_sum(mul(t, _product_of_others(x, axes)), axes)
+    """The JVP of the product tree over the reduced axes (as JAX does)."""
+    from jaxlite.lax.shapes import reshape, transpose
+
+    def product(x):
+        kept = [d for d in range(x.ndim) if d not in axes]
+        grouped = transpose(x, tuple(kept) + axes)
+        size = int(np.prod([x.shape[d] for d in axes]))
+        return [_product_tree(reshape(grouped, tuple(x.shape[d] for d in kept) + (size,)))]
+
+    _, (t_out,) = ad.jvp_flat(product, primals, tangents)
+    return reduce_prod_p.bind(*primals, axes=axes), t_out
 
 
 ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp

@@ -27,8 +27,8 @@ from jaxlite.core.abstract import ShapedArray, canonicalize_axis
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import INTEGER, as_operand, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, mul, ne,
-                                     select_n, sub)
-from jaxlite.lax.shapes import concatenate, full, iota, reshape
+                                     select_n)
+from jaxlite.lax.shapes import concatenate, full, iota, pad, reshape, rev, slice_in_dim
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
 
@@ -412,6 +412,12 @@ ad.jvp_rules[scatter_add_p] = _scatter_add_jvp
 ad.transpose_rules[scatter_add_p] = _scatter_add_transpose
 
 
+def _numbered(shape):
+    """1, 2, ... over `shape` in row-major order, so that 0 is free to mean "none"."""
+    size = int(np.prod(shape))
+    return reshape(add(iota(dtypes.int32, size), full((size,), 1, dtypes.int32)), shape)
+
+
 def _scatter_winners(operand_shape, indices, updates_aval, dimension_numbers, mode):
     """Which operand entries a scatter overwrites, and which update entries survive.
 
@@ -419,8 +425,7 @@ def _scatter_winners(operand_shape, indices, updates_aval, dimension_numbers, mo
     scattering a distinct id per update entry the same way, then reading the ids
     back, tells the survivors apart, so derivatives follow the primal exactly.
     """
-    ids = reshape(add(iota(dtypes.int32, updates_aval.size), full((updates_aval.size,), 1, dtypes.int32)),
-                  updates_aval.shape)
+    ids = _numbered(updates_aval.shape)
     landed = scatter(full(operand_shape, 0, dtypes.int32), indices, ids, dimension_numbers, mode=mode)
     read_back = _gather_updates(landed, indices, updates_aval, dimension_numbers, mode)
     return ne(landed, full(operand_shape, 0, dtypes.int32)), eq(read_back, ids)
@@ -474,21 +479,50 @@ def _scatter_mul_jvp(primals, tangents, dimension_numbers, mode):
 def _product_of_other_updates(operand_shape, indices, updates, dimension_numbers, mode):
     """Per update entry, the product of the other updates that land where it does.
 
-    Formed without dividing by zero: zeros are counted apart from the product of
-    the nonzero updates, as the derivative of reduce_prod does.
+    The entries are sorted by where they land; within each run of one landing
+    place, the products of the entries before and after each one multiply to the
+    product of the others. Only multiplications touch the updates (the runs
+    depend on the indices alone), so derivatives are right to every order, zeros
+    included, where dividing the whole product by each entry is not.
     """
-    params = dict(dimension_numbers=dimension_numbers, mode=mode)
-    is_zero = eq(updates, full_like(updates, 0))
-    ones = full_like(updates, 1)
-    zero_counts = scatter_add(full(operand_shape, 0, dtypes.int32), indices,
-                              convert_element_type(is_zero, dtypes.int32), **params)
-    nonzero_products = scatter_mul(full(operand_shape, 1, updates.dtype), indices,
-                                   select_n(is_zero, updates, ones), **params)
-    read_back = lambda landed: _gather_updates(landed, indices, updates.aval, **params)
-    other_zeros = sub(read_back(zero_counts), convert_element_type(is_zero, dtypes.int32))
-    products = read_back(nonzero_products)
-    without_self = select_n(is_zero, div(products, select_n(is_zero, updates, ones)), products)
-    return select_n(eq(other_zeros, full_like(other_zeros, 0)), full_like(updates, 0), without_self)
+    from jaxlite.lax.sorting import sort_key_val   # sorting builds on this module
+    size = updates.aval.size
+    if size == 0:
+        return updates
+    places = _numbered(operand_shape)   # a dropped entry lands on 0: nowhere
+    landing = reshape(_gather_updates(places, indices, updates.aval, dimension_numbers, mode), (size,))
+    positions = iota(dtypes.int32, size)
+    sorted_landing, order = sort_key_val(landing, positions)
+    in_order = take_along_axis(reshape(updates, (size,)), order, 0, mode="clip")
+    others = mul(_run_products_before(in_order, sorted_landing, reverse=False),
+                 _run_products_before(in_order, sorted_landing, reverse=True))
+    _, back = sort_key_val(order, positions)
+    return reshape(take_along_axis(others, back, 0, mode="clip"), updates.shape)
+
+
+def _run_products_before(x, runs, reverse):
+    """For each entry of x, the product of the earlier entries (later ones if reverse)
+    in its run of equal `runs`: a segmented Hillis-Steele scan of the values shifted
+    by one."""
+    if reverse:
+        x, runs = rev(x, (0,)), rev(runs, (0,))
+    x = select_n(_same_run(runs, 1), full_like(x, 1), _shifted(x, 1, 1))
+    shift = 1
+    while shift < x.shape[0]:
+        x = select_n(_same_run(runs, shift), x, mul(x, _shifted(x, shift, 1)))
+        shift *= 2
+    return rev(x, (0,)) if reverse else x
+
+
+def _shifted(x, shift, fill):
+    """x moved `shift` places later along its only axis, `fill` coming in."""
+    kept = slice_in_dim(x, 0, max(x.shape[0] - shift, 0), axis=0)
+    return pad(kept, convert_element_type(fill, x.dtype), [(min(shift, x.shape[0]), 0, 0)])
+
+
+def _same_run(runs, shift):
+    """Whether the entry `shift` places earlier is in the same run (runs sorted, so contiguous)."""
+    return eq(_shifted(runs, shift, -1), runs)
 
 
 def _scatter_mul_transpose(ct, operand, indices, updates, dimension_numbers, mode):

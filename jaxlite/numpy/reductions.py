@@ -37,22 +37,21 @@ def _sum_dtype(a, dtype):
     return a.dtype
 
 
-def sum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    a, axes = _prepare("sum", a, axis)
-    a = lax.convert_element_type(_masked(a, where, 0), _sum_dtype(a, dtype))
-    result = lax.reduce_sum(a, axes)
-    if initial is not None:
-        result = lax.add(result, initial)
-    return _keep(result, a.shape, axes, keepdims)
+def _accumulation(name, reduce, combine, identity):
+    """sum or prod: masked entries count as the identity; `initial` joins the result."""
+    def accumulate(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+        a, axes = _prepare(name, a, axis)
+        a = lax.convert_element_type(_masked(a, where, identity), _sum_dtype(a, dtype))
+        result = reduce(a, axes)
+        if initial is not None:
+            result = combine(result, initial)
+        return _keep(result, a.shape, axes, keepdims)
+    accumulate.__name__ = accumulate.__qualname__ = name
+    return accumulate
 
 
-def prod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
-    a, axes = _prepare("prod", a, axis)
-    a = lax.convert_element_type(_masked(a, where, 1), _sum_dtype(a, dtype))
-    result = lax.reduce_prod(a, axes)
-    if initial is not None:
-        result = lax.mul(result, initial)
-    return _keep(result, a.shape, axes, keepdims)
+sum = _accumulation("sum", lax.reduce_sum, lax.add, 0)
+prod = _accumulation("prod", lax.reduce_prod, lax.mul, 1)
 
 
 def _extremum(name, reducer, combine, a, axis, keepdims, initial, where):
@@ -98,16 +97,16 @@ def _to_bool(a):
 
 def mean(a, axis=None, dtype=None, keepdims=False, where=None):
     a, axes = _prepare("mean", a, axis)
-    if dtype is None:
-        dtype = a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float_dtype()
-    total = sum(lax.convert_element_type(a, dtype), axes, keepdims=keepdims, where=where)
+    total = sum(lax.convert_element_type(a, _float_dtype(a, dtype)), axes, keepdims=keepdims,
+                where=where)
     return lax.div(total, _count(a, axes, where, keepdims, total.dtype))
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
     a, axes = _prepare("var", a, axis)
+    # lax.sub does not broadcast: the kept unit axes of the mean must be widened.
     centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
-                       mean(a, axes, dtype=dtype, keepdims=True, where=where))
+                       broadcast_to(mean(a, axes, dtype=dtype, keepdims=True, where=where), a.shape))
     squares = lax.square(centered)
     total = sum(squares, axes, keepdims=keepdims, where=where)
     count = _count(a, axes, where, keepdims, total.dtype)
