@@ -164,7 +164,6 @@ CASES = {
        ["shift_left", "shift_right_arithmetic", "shift_right_logical"]},
     "threefry2x32": (lax.threefry2x32, [(same, words)] * 4),
     "fma": (lax.fma, [(same, floats)] * 3),
-    "sort_by_key": (lambda k, v: lax.sort_by_key(k, v, 0), [(same, ints), (same, floats)]),
     "gather": (_take_rows, [(same, floats), (lambda s: (3,), ints)]),
     "scatter": (_scatter_rows(lax.scatter),
                 [(same, floats), (lambda s: (1,), ints), (_rows_like(1), floats)]),
