@@ -63,15 +63,20 @@ def inline_calls(closed):
 
 
 def _inline(rewriter, eqn):
+    """Copy the body with fresh variables: the same jaxpr may be inlined several times."""
     inner = inline_calls(eqn.params["jaxpr"])
     jaxpr = inner.jaxpr
-    rewriter.constvars += jaxpr.constvars
+    renamed = {v: Var(v.aval) for v in jaxpr.constvars}
+    rewriter.constvars += list(renamed.values())
     rewriter.consts += inner.consts
-    rewriter.env.update(zip(jaxpr.invars, [rewriter.read(v) for v in eqn.inputs]))
+    renamed.update(zip(jaxpr.invars, [rewriter.read(v) for v in eqn.inputs]))
+    rename = lambda atom: renamed.get(atom, atom) if isinstance(atom, Var) else atom
     for inner_eqn in jaxpr.eqns:
-        rewriter.emit(inner_eqn)
+        outputs = [Var(v.aval) for v in inner_eqn.outputs]
+        renamed.update(zip(inner_eqn.outputs, outputs))
+        rewriter.eqns.append(inner_eqn.replace(inputs=list(map(rename, inner_eqn.inputs)), outputs=outputs))
     for out, inner_out in zip(eqn.outputs, jaxpr.outvars):
-        rewriter.env[out] = rewriter.read(inner_out)
+        rewriter.env[out] = rename(inner_out)
 
 
 # ---------------------------------------------------------------- dead code
