@@ -101,7 +101,7 @@ def test_transpose_and_reshape_chains():
 
 def test_broadcast_scalar_literal_becomes_literal():
     closed = jaxlite.make_jaxpr(lambda x: x * lax.full((2, 3), 3.0, np.float32))(X)
-    simplified = passes.dce(passes.simplify(closed))
+    simplified = passes.dce(passes.simplify(passes.fold_constants(closed)))
     assert primitive_names(simplified) == ["mul"]
     check_same(closed, simplified, X)
 

@@ -433,7 +433,10 @@ def _combine(b, kind, dtype, acc, value):
         if _is_float(dtype):
             return b.fmul(acc, value, flags=_REDUCE_FAST)
         return b.and_(acc, value) if dtype == np.bool_ else b.mul(acc, value)
-    # max/min: the new value first so NaN propagates and the accumulator keeps ties.
+    if _is_float(dtype):
+        # llvm.maximum/minimum propagate NaN like numpy and vectorize as reductions.
+        name = "maximum" if kind == "max" else "minimum"
+        return _intrinsic(b, f"llvm.{name}.{_suffix(acc.type)}", acc.type, [acc, value])
     return _extremum(b, dtype, value, acc, ">" if kind == "max" else "<")
 
 

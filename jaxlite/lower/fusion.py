@@ -129,7 +129,7 @@ def _domain(var, producers):
     """(iteration shape, reduced axes or None) of the kernel computing root `var`."""
     eqn = producers[var]
     if eqn.primitive.name in REDUCTIONS and eqn.params["axes"]:
-        return eqn.inputs[0].aval.shape, tuple(eqn.params["axes"])
+        return eqn.inputs[0].aval.shape, tuple(sorted(eqn.params["axes"]))
     if eqn.primitive.name == "dot_general":
         return var.aval.shape, "dot"
     return var.aval.shape, None
@@ -576,8 +576,8 @@ def _reduction_rule(lw, eqn, kept_index):
     kind = REDUCTIONS[eqn.primitive.name]
 
     def body(reduce_vars):
-        kept, reduced = iter(kept_index), iter(reduce_vars)
-        operand_index = [next(reduced) if a in axes else next(kept) for a in range(x.aval.ndim)]
+        kept = iter(kept_index)
+        operand_index = [reduce_vars[axes.index(a)] if a in axes else next(kept) for a in range(x.aval.ndim)]
         return lw.value(x, operand_index), (reduce_vars[0] if kind.startswith("arg") else None)
 
     result = lw.hoist(eqn.outputs[0], kept_index, kind, [x.aval.shape[a] for a in axes], body)
