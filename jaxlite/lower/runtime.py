@@ -152,26 +152,43 @@ class Executable:
             else:
                 self._runners.append(segment)
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
+        self._prepare_call()
 
     def free(self):
         """Drop the machine code (called when the cache evicts this function)."""
         self._runners, self.compiled = [], None
 
     # -- calling
-    def __call__(self, args):
+    def _prepare_call(self):
+        """Precomputed per-call facts, so a call does little more than allocate and jump."""
         jaxpr = self.jaxpr
+        self._out_specs = [(v.aval.shape, v.aval.dtype) for v in self.out_vars]
+        position = {v: i for i, v in enumerate(jaxpr.constvars + jaxpr.invars + self.out_vars)}
+        self._out_sources = [np.array(v.val, v.aval.dtype) if isinstance(v, Literal) else position[v]
+                             for v in jaxpr.outvars]
+        self._only_native = all(not isinstance(r, EqnStep) for r in self._runners)
+
+    def __call__(self, args):
         args = [_contiguous(a) for a in args]
-        outputs = [np.empty(v.aval.shape, v.aval.dtype) for v in self.out_vars]
-        workspace = np.empty(self.plan.size, np.uint8)
-        arrays = [workspace] + self.consts + args + outputs
-        env = dict(zip(jaxpr.constvars + jaxpr.invars + self.out_vars, arrays[1:]))
-        slots = self._slot_array(*map(id, arrays))
+        outputs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
+        workspace = np.empty(self.plan.size, np.uint8) if self.plan.size else _NO_WORKSPACE
+        buffers = self.consts + args + outputs
+        slots = self._slot_array(id(workspace), *map(id, buffers))
+        if self._only_native:
+            for runner in self._runners:
+                runner(slots)
+        else:
+            self._run_mixed(slots, buffers, workspace)
+        return [buffers[source] if type(source) is int else source.copy() for source in self._out_sources]
+
+    def _run_mixed(self, slots, buffers, workspace):
+        jaxpr = self.jaxpr
+        env = dict(zip(jaxpr.constvars + jaxpr.invars + self.out_vars, buffers))
         for runner in self._runners:
             if isinstance(runner, EqnStep):
                 _run_eqn_step(runner, env, workspace, self.plan)
             else:
                 runner(slots)
-        return [_read_output(v, env) for v in jaxpr.outvars]
 
     def asm(self):
         return self.compiled.asm() if self.compiled is not None else ""
@@ -209,15 +226,12 @@ def _emit_object_entry(module, name, calls):
     return function
 
 
+_NO_WORKSPACE = np.empty(0, np.uint8)
+
+
 def _contiguous(x):
     x = np.asarray(x)
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
-
-
-def _read_output(var, env):
-    if isinstance(var, Literal):
-        return np.array(var.val, var.aval.dtype)
-    return env[var]
 
 
 def _buffer_view(var, env, workspace, plan):
