@@ -138,3 +138,9 @@ def test_random_programs_agree_with_eager(steps, seed):
     got = jaxlite.jit(fun)(x)
     for w, g in zip(want, got):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-4)
+
+
+def test_column_reduction_accumulates_in_memory_order():
+    (kernel,) = kernels(lowered(lambda x: lax.reduce_sum(x, (0,)), X))
+    assert kernel.outer == [] and [len(s.loops) for s in kernel.stages] == [1, 2]
+    np.testing.assert_allclose(jaxlite.jit(lambda x: lax.reduce_sum(x, (0,)))(X), X.sum(0), rtol=1e-5)

@@ -435,3 +435,15 @@ def test_literal_and_argument_outputs():
     a, b, c = f(np.ones(2, np.float32))
     np.testing.assert_allclose(a, 1)
     assert float(b) == 2.0 and b.weak_type
+
+
+def test_primitive_without_lowering_falls_back_with_a_warning(caplog):
+    cumulative_p = Primitive("test_cumsum")
+    cumulative_p.def_impl(lambda x: np.cumsum(x, dtype=x.dtype))
+    cumulative_p.def_abstract_eval(lambda x: x)
+    f = jaxlite.jit(lambda x: cumulative_p.bind(jnp.exp(x)) * 2)
+    x = np.linspace(0, 1, 5).astype(np.float32)
+    with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        out = f(x)
+    np.testing.assert_allclose(out, np.cumsum(np.exp(x)) * 2, rtol=1e-6)
+    assert "test_cumsum with its numpy implementation" in caplog.text

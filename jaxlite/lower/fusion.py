@@ -281,7 +281,45 @@ def _lower_group(group, producers, roots):
     outputs = [lowering.buffer(v) for v in group]
     kernel = Kernel(f"fused_{_kernel_counter[0]}", [lowering.loops[a] for a in outer], stages,
                     list(lowering.inputs.values()), outputs)
+    kernel = _accumulate_in_place(kernel, lowering.eb)
     return KernelStep(kernel, list(lowering.inputs), list(group))
+
+
+def _operand_order(kept_index, reduce_loops, operand_axes):
+    """The loops in the operand's memory order, when every kept index is a plain loop."""
+    if operand_axes is None or any(i.op != "loop" for i in kept_index):
+        return None
+    kept = iter(i.attr for i in kept_index)
+    return [next(kept) if position is None else reduce_loops[position] for position in operand_axes]
+
+
+_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
+
+
+def _accumulate_in_place(kernel, eb):
+    """A lone reduction whose innermost operand axis is kept (a column reduction) becomes
+    out = identity; for all points in memory order: out[kept] = out[kept] op x[...]
+
+    so the input is read contiguously and the update vectorizes along the kept axis,
+    instead of a strided inner loop per output element.
+    """
+    if len(kernel.stages) != 2 or not kernel.outer:
+        return kernel
+    reduce, store = kernel.stages
+    if not (isinstance(reduce, Reduce) and isinstance(store, Store)) or store.loops \
+            or len(store.writes) != 1 or reduce.kind not in _IN_PLACE_OPS:
+        return kernel
+    buffer, index, value = store.writes[0]
+    order = reduce.operand_order
+    if value is not reduce.result or not order or order[-1] not in kernel.outer or not reduce.loops:
+        return kernel
+    from jaxlite.lower.codegen import reduction_identity
+    dtype = reduce.value.dtype
+    identity = eb.const(reduction_identity(reduce.kind, dtype), dtype)
+    current = eb.node("load", dtype, (index,), buffer)
+    updated = eb.node(_IN_PLACE_OPS[reduce.kind], dtype, (current, reduce.value))
+    stages = [Store(list(kernel.outer), [(buffer, index, identity)]), Store(order, [(buffer, index, updated)])]
+    return Kernel(kernel.name, [], stages, kernel.inputs, kernel.outputs)
 
 
 def _compatible_domain(group, producers):
@@ -382,8 +420,12 @@ class _GroupLowering:
         """An elementwise operand: rank-0 operands broadcast against the rest."""
         return self.value(var, [] if var.aval.ndim == 0 else index)
 
-    def hoist(self, var, kept_index, kind, reduced_extents, body):
-        """A reduction computed once per outer point; `body(new_loop_vars)` -> (value, position)."""
+    def hoist(self, var, kept_index, kind, reduced_extents, body, operand_axes=None):
+        """A reduction computed once per outer point; `body(new_loop_vars)` -> (value, position).
+
+        operand_axes, for a plain reduction, gives for each operand axis its position
+        among the reduced axes, or None for a kept axis (in kept order).
+        """
         kept_loops = set()
         memo = {}
         for i in kept_index:
@@ -395,7 +437,8 @@ class _GroupLowering:
         dtype = INDEX if kind.startswith("arg") else value.dtype
         result = self.eb.node("acc", dtype, (), len(self.hoisted))
         self.hoisted.append((var, kept_loops))
-        self.stages.append(Reduce(result, kind, loops, value, position))
+        order = _operand_order(kept_index, loops, operand_axes)
+        self.stages.append(Reduce(result, kind, loops, value, position, order))
         return result
 
 
@@ -580,7 +623,8 @@ def _reduction_rule(lw, eqn, kept_index):
         operand_index = [reduce_vars[axes.index(a)] if a in axes else next(kept) for a in range(x.aval.ndim)]
         return lw.value(x, operand_index), (reduce_vars[0] if kind.startswith("arg") else None)
 
-    result = lw.hoist(eqn.outputs[0], kept_index, kind, [x.aval.shape[a] for a in axes], body)
+    operand_axes = [axes.index(a) if a in axes else None for a in range(x.aval.ndim)]
+    result = lw.hoist(eqn.outputs[0], kept_index, kind, [x.aval.shape[a] for a in axes], body, operand_axes)
     if kind.startswith("arg"):
         return lw.eb.node("convert", eqn.params["index_dtype"], (result,))
     return result

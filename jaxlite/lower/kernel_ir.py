@@ -67,12 +67,18 @@ class Buffer:
 
 
 class Reduce:
-    """acc = kind-reduction of `value` over `loops`; for arg kinds, `index` is the position."""
+    """acc = kind-reduction of `value` over `loops`; for arg kinds, `index` is the position.
 
-    __slots__ = ("result", "kind", "loops", "value", "index")
+    `operand_order` lists the loops in the memory order of the reduced operand (kept
+    and reduced axes interleaved) when that is known; it lets a column reduction be
+    rewritten to accumulate in place in memory order.
+    """
 
-    def __init__(self, result, kind, loops, value, index=None):
+    __slots__ = ("result", "kind", "loops", "value", "index", "operand_order")
+
+    def __init__(self, result, kind, loops, value, index=None, operand_order=None):
         self.result, self.kind, self.loops, self.value, self.index = result, kind, loops, value, index
+        self.operand_order = operand_order
 
 
 class Store:
