@@ -447,3 +447,14 @@ def test_primitive_without_lowering_falls_back_with_a_warning(caplog):
         out = f(x)
     np.testing.assert_allclose(out, np.cumsum(np.exp(x)) * 2, rtol=1e-6)
     assert "test_cumsum with its numpy implementation" in caplog.text
+
+
+def test_big_kernels_split_across_threads_agree():
+    from jaxlite.lower import runtime
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((700, 512)).astype(np.float32)
+    softmax = lambda a: (lambda e: e / lax.reduce_sum(e, (1,))[:, None])(jnp.exp(a - lax.reduce_max(a, (1,))[:, None]))
+    assert_agree(softmax, x, rtol=1e-5, atol=1e-7)
+    assert_agree(lambda a: jnp.tanh(a) * 2 + a, x, rtol=1e-5, atol=1e-6)
+    assert_agree(lambda a: lax.reduce_sum(a * a, (0,)), x, rtol=1e-4)
+    assert x.size >= runtime.PARALLEL_MIN_POINTS

@@ -367,6 +367,14 @@ def _convert(b, e, args):
 
 def convert(b, x, source, target):
     source, target = np.dtype(source), np.dtype(target)
+    # float16 goes through float32: LLVM would call compiler-rt helpers (__truncdfhf2, ...)
+    # that the JIT cannot resolve, while float32 <-> float16 is one instruction (F16C).
+    if source == np.float16 and target != np.float16:
+        return convert(b, b.fpext(x, ir.FloatType()), np.float32, target)
+    if target == np.float16 and source not in (np.float16, np.float32, np.bool_):
+        if source == np.float64:
+            return b.fptrunc(_to_float32_round_to_odd(b, x), ir.HalfType())
+        return b.fptrunc(convert(b, x, source, np.float32), ir.HalfType())
     target_type = register_type(target)
     if target == np.bool_:
         return _compare(b, source, "!=", x, _constant(source, 0))
@@ -385,6 +393,19 @@ def convert(b, x, source, target):
     if target_type.width > x.type.width:
         return b.sext(x, target_type) if _is_signed(source) else b.zext(x, target_type)
     return x
+
+
+def _to_float32_round_to_odd(b, x):
+    """double -> float rounding to odd: a following float -> half rounding is then correct
+    (no double-rounding error). Truncate toward zero, and set the last bit if inexact."""
+    nearest = b.fptrunc(x, ir.FloatType())
+    wide = b.fpext(nearest, ir.DoubleType())
+    bits = b.bitcast(nearest, I32)
+    overshoot = b.fcmp_ordered(">", _float_intrinsic(b, "fabs", wide), _float_intrinsic(b, "fabs", x))
+    bits = b.select(overshoot, b.sub(bits, ir.Constant(I32, 1)), bits)
+    inexact = b.fcmp_unordered("!=", wide, x)
+    bits = b.select(inexact, b.or_(bits, ir.Constant(I32, 1)), bits)
+    return b.bitcast(bits, ir.FloatType())
 
 
 def _convert_float(b, x, source, target, target_type):
@@ -456,13 +477,16 @@ def _arg_better(b, dtype, kind, value, best):
 class KernelEmitter:
     def __init__(self, module, kernel):
         self.module, self.kernel = module, kernel
-        types = [PTR] * len(kernel.params)
+        self.parallel = kernel.parallel_loop()
+        types = [PTR] * len(kernel.params) + [I64, I64] * (self.parallel is not None)
         self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), types), kernel.name)
         self.function.linkage = "internal"
         llvm_target.add_function_attributes(self.function)
-        for argument in self.function.args:
+        for argument in self.function.args[:len(kernel.params)]:
             argument.add_attribute("noalias")
         self.buffers = dict(zip(kernel.params, self.function.args))
+        # The parallel loop runs over [start, stop) given by the caller (one thread's share).
+        self.bounds = tuple(self.function.args[len(kernel.params):]) or None
         entry = self.function.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)
         self.body_block = self.function.append_basic_block("body")
@@ -494,18 +518,23 @@ class KernelEmitter:
             body()
             return
         loop, rest = loops[0], loops[1:]
-        before = self.b.block
+        start, stop = ir.Constant(I64, 0), ir.Constant(I64, loop.extent)
+        done = self.function.append_basic_block(loop.name + ".done")
         header = self.function.append_basic_block(loop.name)
-        self.b.branch(header)
+        if loop is self.parallel:
+            start, stop = self.bounds
+            self.b.cbranch(self.b.icmp_unsigned("<", start, stop), header, done)
+        else:
+            self.b.branch(header)
+        before = self.b.block
         self.b.position_at_end(header)
         counter = self.b.phi(I64, name=loop.name)
-        counter.add_incoming(ir.Constant(I64, 0), before)
+        counter.add_incoming(start, before)
         self.loop_values[loop] = counter
         self._loops(rest, body)
         following = self.b.add(counter, ir.Constant(I64, 1), flags=("nuw", "nsw"))
         counter.add_incoming(following, self.b.block)
-        done = self.function.append_basic_block(loop.name + ".done")
-        self.b.cbranch(self.b.icmp_unsigned("<", following, ir.Constant(I64, loop.extent)), header, done)
+        self.b.cbranch(self.b.icmp_unsigned("<", following, stop), header, done)
         self.b.position_at_end(done)
 
     def _stages(self):

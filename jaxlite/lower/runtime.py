@@ -15,8 +15,10 @@ and reads each data pointer from the object itself: numpy's stable ABI puts it
 right after the object header. This saves ~1.5 us of `arr.ctypes.data` per buffer
 per call. Workspace pointers are the workspace's data pointer plus a constant.
 """
+import concurrent.futures
 import ctypes
 import logging
+import os
 
 import numpy as np
 from llvmlite import ir
@@ -33,8 +35,10 @@ _DATA_OFFSET = 16     # offsetof(PyArrayObject, data): right after PyObject_HEAD
 # Primitives that run their numpy implementation between native kernels, and why.
 # Anything without a lowering that is not listed here also falls back, with a warning.
 FALLBACKS = {
-    "argsort": "sorting has no kernel lowering yet",
-    "sort": "sorting has no kernel lowering yet",
+    "nextafter": "in float16/bfloat16 (libm steps only in float32/float64)",
+    "reduce_and": "on integers (the lowering covers booleans)",
+    "reduce_or": "on integers (the lowering covers booleans)",
+    "bitcast_convert_type": "to or from bool",
 }
 
 
@@ -113,30 +117,19 @@ class Executable:
         self.plan = MemoryPlan(self.steps, intermediates)
 
     def _build_segments(self):
-        """Group consecutive kernel steps into native entry points."""
-        segments, current = [], []
-        for step in self.steps:
-            if isinstance(step, KernelStep):
-                current.append(step)
+        """One native entry point per kernel (so a big one can be split across threads)."""
+        segments = []
+        for number, step in enumerate(self.steps):
+            if isinstance(step, EqnStep):
+                segments.append(step)
                 continue
-            if current:
-                segments.append(self._native_segment(current, len(segments)))
-                current = []
-            segments.append(step)
-        if current:
-            segments.append(self._native_segment(current, len(segments)))
-        self._has_native = any(isinstance(s, str) for s in segments)
-        return segments
-
-    def _native_segment(self, kernel_steps, number):
-        calls = []
-        for step in kernel_steps:
             function = codegen.emit_kernel(self.module, step.kernel)
-            variables = step.inputs + step.outputs
-            calls.append((function, [self._source(v) for v in variables]))
-        name = f"{self.name}_entry{number}"
-        _emit_object_entry(self.module, name, calls)
-        return name
+            sources = [self._source(v) for v in step.inputs + step.outputs]
+            name = f"{self.name}_kernel{number}"
+            _emit_object_entry(self.module, name, function, sources, step.kernel.parallel_loop() is not None)
+            segments.append((name, step.kernel))
+        self._has_native = any(isinstance(s, tuple) for s in segments)
+        return segments
 
     def _source(self, var):
         if var in self.object_slots:
@@ -144,11 +137,11 @@ class Executable:
         return ("workspace", self.plan.offsets[var])
 
     def _bind_entries(self):
-        prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
         self._runners = []
         for segment in self._segments:
-            if isinstance(segment, str):
-                self._runners.append(prototype(self.compiled.address(segment)))
+            if isinstance(segment, tuple):
+                name, kernel = segment
+                self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
                 self._runners.append(segment)
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
@@ -194,16 +187,19 @@ class Executable:
         return self.compiled.asm() if self.compiled is not None else ""
 
 
-def _emit_object_entry(module, name, calls):
-    """Entry point reading data pointers out of numpy array objects (slot 0: workspace)."""
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR]), name)
+def _emit_object_entry(module, name, kernel_function, sources, parallel):
+    """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, the kernel on its buffers,
+    MXCSR restored. Data pointers are read out of the numpy array objects (slot 0: the
+    workspace); start/stop bound the kernel's parallel loop."""
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]), name)
     llvm_target.add_function_attributes(function)
+    objects, start, stop = function.args
     b = ir.IRBuilder(function.append_basic_block("entry"))
     mxcsr = codegen.save_and_flush_denormals(b)
     pointers = {}
 
     def data_pointer(slot):
-        address = b.gep(function.args[0], [ir.Constant(codegen.I64, slot)], inbounds=True, source_etype=codegen.I64)
+        address = b.gep(objects, [ir.Constant(codegen.I64, slot)], inbounds=True, source_etype=codegen.I64)
         obj = b.inttoptr(b.load(address, typ=codegen.I64), codegen.PTR)
         field = b.gep(obj, [ir.Constant(codegen.I64, _DATA_OFFSET)], inbounds=True, source_etype=codegen.I8)
         return b.load(field, typ=codegen.PTR)
@@ -214,16 +210,53 @@ def _emit_object_entry(module, name, calls):
             if kind == "object":
                 pointers[source] = data_pointer(value)
             else:
-                base = pointers.get(("object", 0)) or data_pointer(0)
-                pointers[("object", 0)] = base
+                base = pointer(("object", 0))
                 pointers[source] = b.gep(base, [ir.Constant(codegen.I64, value)], inbounds=True, source_etype=codegen.I8)
         return pointers[source]
 
-    for kernel_function, sources in calls:
-        b.call(kernel_function, [pointer(s) for s in sources])
+    args = [pointer(s) for s in sources] + ([start, stop] if parallel else [])
+    b.call(kernel_function, args)
     codegen.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
+
+
+PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
+_pool = None
+
+
+def _thread_pool():
+    global _pool
+    if _pool is None:
+        workers = max((os.cpu_count() or 1) - 1, 0)
+        _pool = concurrent.futures.ThreadPoolExecutor(workers, "jaxlite-kernel") if workers else False
+    return _pool
+
+
+class _NativeKernel:
+    """Calls one kernel's entry point; big kernels split their parallel loop over threads
+    (ctypes releases the GIL during the call, so the shares run at once)."""
+
+    _prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+    def __init__(self, address, kernel):
+        self.function = self._prototype(address)
+        loop = kernel.parallel_loop()
+        self.extent = loop.extent if loop is not None else 0
+        self.threads = 1
+        if loop is not None and kernel.points() >= PARALLEL_MIN_POINTS and _thread_pool():
+            self.threads = min((os.cpu_count() or 1), self.extent)
+
+    def __call__(self, slots):
+        if self.threads == 1:
+            self.function(slots, 0, self.extent)
+            return
+        bounds = [self.extent * i // self.threads for i in range(self.threads + 1)]
+        pending = [_thread_pool().submit(self.function, slots, lo, hi)
+                   for lo, hi in zip(bounds[1:-1], bounds[2:])]
+        self.function(slots, bounds[0], bounds[1])
+        for future in pending:
+            future.result()
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)
