@@ -1,9 +1,11 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
-A compiled program is a list of steps: runs of fused kernels become one native
-entry point each (`void entry(ptr objects)`), and the few equations that run
-outside (dot_general through the GEMM kernel, and logged fallbacks to an
-equation's numpy implementation) sit between them.
+A compiled program is a list of steps: each fused kernel has a native entry point
+(`void entry(ptr objects, i64 start, i64 stop)`, the range of its parallel loop, so a
+big kernel runs on several threads), and the few equations that run outside
+(dot_general through the GEMM kernel, and logged fallbacks to an equation's numpy
+implementation) sit between them. All kernels of one compiled function share one
+LLVM module.
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
@@ -25,7 +27,7 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import codegen, gemm, llvm_target
-from jaxlite.lower.fusion import EqnStep, KernelStep, dot_compute_dtype
+from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import dtypes, errors
+from jaxlite.core import errors
 from jaxlite.core.array import Array
 from jaxlite.core.config import config
 from jaxlite.core.primitive import Primitive
