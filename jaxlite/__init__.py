@@ -1,10 +1,13 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
-from jaxlite import lax, numpy, tree_util
+from jaxlite import lax, nn, numpy, random, tree, tree_util
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.config import config
 from jaxlite.core.staging import eval_shape, make_jaxpr
-from jaxlite.transforms.ad import jvp
+from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
+from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
+from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
+from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import disable_jit, jit
 

@@ -174,7 +174,8 @@ def test_custom_epilogue_sees_row_and_column_indices():
     np.testing.assert_allclose(result, a @ b + 1000 * rows + cols, rtol=0, atol=1e-9)
 
 
-def test_two_thread_split_matches_single_thread():
+def test_two_thread_split_matches_single_thread(monkeypatch):
+    monkeypatch.setattr(gemm, "_MIN_FLOPS_PER_THREAD", 1)
     a, b = operands(np.random.default_rng(4), 333, 200, 300, "float32")
     kernel = compile_gemm(333, 200, 300)
     np.testing.assert_array_equal(kernel.run(a, b, threads=2), kernel(a, b))
@@ -208,6 +209,14 @@ def test_out_of_range_tile_bounds_are_clamped():
     workspace = np.empty(kernel.workspace_bytes, np.uint8)
     kernel._function(a.ctypes.data, b.ctypes.data, c.ctypes.data, workspace.ctypes.data, -5, 10**9)
     np.testing.assert_array_equal(c, kernel(a, b))
+
+
+def test_subnormals_are_flushed_and_the_callers_mode_restored():
+    tiny = np.float32(1e-40)  # subnormal
+    a = np.full((5, 3), tiny, np.float32)
+    b = np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(compile_gemm(5, 4, 3)(a, b), np.zeros((5, 4), np.float32))
+    assert np.float32(1e-38) / np.float32(100) != 0, "the calling thread must keep subnormals"
 
 
 def test_kernels_are_cached():

@@ -12,8 +12,9 @@ class ShapedArray:
     __slots__ = ("shape", "dtype", "weak_type")
 
     def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        # Shapes usually arrive as tuples of ints already; only convert the others.
+        self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
+        self.dtype = dtype if type(dtype) is np.dtype or isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
 
     ndim = property(lambda self: len(self.shape))

@@ -7,6 +7,7 @@ sized type of their kind. With x64 disabled (the default) 64-bit results are
 canonicalized to 32 bits.
 """
 import builtins
+import functools
 
 import ml_dtypes
 import numpy as np
@@ -73,6 +74,11 @@ _NARROWED = {int64: int32, uint64: uint32, float64: float32}
 
 def canonicalize_dtype(dtype):
     """The dtype jaxlite really uses for `dtype`: 64-bit types narrow unless x64 is on."""
+    return _canonicalize(dtype, x64_enabled())
+
+
+@functools.lru_cache(maxsize=512)
+def _canonicalize(dtype, x64):
     try:
         dtype = np.dtype(dtype)
     except TypeError as err:
@@ -80,9 +86,7 @@ def canonicalize_dtype(dtype):
     if dtype not in SUPPORTED:
         raise TypeError(f"dtype {dtype} is not supported by jaxlite "
                         f"(supported: {', '.join(str(d) for d in SUPPORTED)})")
-    if not x64_enabled():
-        dtype = _NARROWED.get(dtype, dtype)
-    return dtype
+    return dtype if x64 else _NARROWED.get(dtype, dtype)
 
 
 def is_float(dtype):
@@ -123,6 +127,7 @@ def _lattice_node(dtype, weak):
     return np.dtype(dtype)
 
 
+@functools.lru_cache(maxsize=1024)
 def _least_upper_bound(nodes):
     common = set.intersection(*(_UPPER[n] for n in nodes))
     return next(t for t in common if common <= _UPPER[t])
@@ -138,7 +143,7 @@ def _dtype_of_node(node):
 
 def promote_types(a, b):
     """The dtype both strong dtypes promote to (jnp.promote_types)."""
-    node = _least_upper_bound([np.dtype(a), np.dtype(b)])
+    node = _least_upper_bound((np.dtype(a), np.dtype(b)))
     return _dtype_of_node(node)
 
 
@@ -164,7 +169,7 @@ def result_type(*args, return_weak_type_flag=False):
     if not args:
         raise ValueError("result_type needs at least one argument")
     pairs = [_dtype_and_weakness(x) for x in args]
-    node = _least_upper_bound([_lattice_node(d, w) for d, w in pairs])
+    node = _least_upper_bound(tuple(_lattice_node(d, w) for d, w in pairs))
     dtype = _dtype_of_node(node)
     weak = all(w for _, w in pairs)
     return (dtype, weak) if return_weak_type_flag else dtype

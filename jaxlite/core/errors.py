@@ -63,11 +63,15 @@ class JaxprTypeError(TypeError):
     pass
 
 
+class NonConcreteBooleanIndexError(IndexError):
+    """A boolean mask used as an index was traced: the result's shape would depend on it."""
+
+
 def _origin(tracer):
     info = getattr(tracer, "_source_info", None)
-    where = f" computed at {info}" if info else ""
     context = tracer._trace.describe() if hasattr(tracer, "_trace") else "a transformation"
-    return (f"The value is a traced array {tracer.aval.str_short()}{where} "
+    where = f"computed at {info}" if info else "an input"
+    return (f"The value is a traced array {tracer.aval.str_short()} ({where}) "
             f"while tracing {context}; its contents are not known until the function runs.")
 
 

@@ -198,3 +198,49 @@ def _check_eqn(eqn, index, defined, namer):
 def literal(val, dtype, weak_type=False):
     val = np.array(val, dtype=dtype)[()]
     return Literal(val, ShapedArray((), dtype, weak_type))
+
+
+# ---------------------------------------------------------------- dead-code elimination
+
+def dce(jaxpr, used_outputs=None, prune_invars=False):
+    """Drop the equations no wanted output depends on.
+
+    Returns (new_jaxpr, used_constvars, used_invars): the masks say which
+    constvars and invars the remaining equations read. Unused constvars are
+    always removed (the caller drops the matching consts with the mask); unused
+    invars only when `prune_invars`, since callers usually keep the signature.
+    Primitives are pure in jaxlite, so an equation is dead exactly when none of
+    its outputs is needed; a higher-order equation is kept or dropped whole.
+    """
+    if used_outputs is None:
+        used_outputs = [True] * len(jaxpr.outvars)
+    outvars = [v for v, used in zip(jaxpr.outvars, used_outputs) if used]
+    live = {v for v in outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(v for v in eqn.inputs if isinstance(v, Var))
+    used_constvars = [v in live for v in jaxpr.constvars]
+    used_invars = [v in live for v in jaxpr.invars]
+    constvars = [v for v, used in zip(jaxpr.constvars, used_constvars) if used]
+    invars = [v for v, used in zip(jaxpr.invars, used_invars) if used] if prune_invars else jaxpr.invars
+    return Jaxpr(constvars, invars, kept[::-1], outvars), used_constvars, used_invars
+
+
+def dce_closed(closed, used_outputs=None):
+    """dce for a ClosedJaxpr: keeps every invar, drops the consts nothing reads."""
+    jaxpr, used_consts, _ = dce(closed.jaxpr, used_outputs)
+    return ClosedJaxpr(jaxpr, [c for c, used in zip(closed.consts, used_consts) if used])
+
+
+def constvars_as_invars(closed):
+    """Closure conversion: the consts become leading arguments of a const-free jaxpr.
+
+    A higher-order primitive binds the consts as ordinary operands, so tracers of
+    enclosing transformations that a function closes over flow through the
+    transformations' rules instead of hiding inside a parameter.
+    """
+    jaxpr = closed.jaxpr
+    converted = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
+    return ClosedJaxpr(converted, []), list(closed.consts)

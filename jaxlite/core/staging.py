@@ -40,7 +40,7 @@ class JaxprTrace(Trace):
     def new_arg(self, aval):
         var = Var(aval)
         self.invars.append(var)
-        return JaxprTracer(self, var, errors.user_source_info())
+        return JaxprTracer(self, var, None)
 
     def to_var(self, x):
         if isinstance(x, JaxprTracer) and x._trace is self:

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from jaxlite.core import errors
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.array import Array, wrap_numpy_outputs
 
 
 class Trace:
@@ -99,10 +101,10 @@ class EvalTrace(Trace):
     """
 
     def process_primitive(self, primitive, args, params):
-        from jaxlite.core.array import Array, wrap_numpy_outputs
         values = [_numpy_value(x, Array) for x in args]
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
-        outputs = primitive.impl(*values, **params)
+        with np.errstate(all="ignore"):  # IEEE results (inf, nan) without numpy's warnings, as in JAX
+            outputs = primitive.impl(*values, **params)
         return wrap_numpy_outputs(outputs, out_avals, primitive.multiple_results)
 
     def describe(self):
@@ -118,7 +120,6 @@ def _numpy_value(x, array_type):
 
 
 def _aval(x, value):
-    from jaxlite.core.abstract import ShapedArray
     return ShapedArray(value.shape, value.dtype, getattr(x, "weak_type", False))
 
 

@@ -209,3 +209,32 @@ def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
     for value, subtree in zip(prefix_leaves, subtrees):
         result.extend([value] * len(tree_leaves(subtree, is_leaf)))
     return result
+
+
+def _child_keys(kind, aux, count):
+    """How each child of a node is written in a path: [0], ['key'] or .field."""
+    if kind.type in (dict, collections.OrderedDict):
+        return [f"[{k!r}]" for k in aux]
+    if kind.type is collections.defaultdict:
+        return [f"[{k!r}]" for k in aux[1]]
+    if kind is _NAMEDTUPLE:
+        return [f".{name}" for name in aux._fields]
+    return [f"[{i}]" for i in range(count)]
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    """[(path, leaf)] where path is the leaf's address as Python source, e.g. "[1]['h']"."""
+    out = []
+    _collect_with_path(tree, "", is_leaf, out)
+    return out
+
+
+def _collect_with_path(tree, path, is_leaf, out):
+    kind = None if (is_leaf is not None and is_leaf(tree)) else _node_kind(tree)
+    if kind is None:
+        out.append((path, tree))
+        return
+    children, aux = kind.flatten(tree)
+    children = list(children)
+    for key, child in zip(_child_keys(kind, aux, len(children)), children):
+        _collect_with_path(child, path + key, is_leaf, out)

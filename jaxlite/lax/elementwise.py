@@ -1,10 +1,12 @@
 """Elementwise primitives. Each block declares a primitive and registers its rules."""
+import builtins
+
 import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import (ANY, FLOAT, INTEGRAL, NUMBER, as_operand, as_operands,
+from jaxlite.lax.base import (ANY, FLOAT, INTEGER, INTEGRAL, NUMBER, as_operand, as_operands,
                               check_dtype, naryop_primitive, unary_primitive)
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
@@ -277,6 +279,48 @@ cos_p = unary_primitive("cos", np.cos, FLOAT)
 cos = _bind_unary(cos_p)
 defjvp(cos_p, lambda t, x: mul(neg(t), sin(x)))
 
+tan_p = unary_primitive("tan", np.tan, FLOAT)
+tan = _bind_unary(tan_p)
+defjvp_with_output(tan_p, lambda ts, out, x: mul(ts[0], add(square(out), 1)))
+
+
+def _one_minus_square(x):
+    # (1 - x)(1 + x) keeps its precision near |x| = 1, where 1 - x*x cancels.
+    return mul(sub(1, x), add(1, x))
+
+
+asin_p = unary_primitive("asin", np.arcsin, FLOAT)
+asin = _bind_unary(asin_p)
+defjvp(asin_p, lambda t, x: mul(t, rsqrt(_one_minus_square(x))))
+
+acos_p = unary_primitive("acos", np.arccos, FLOAT)
+acos = _bind_unary(acos_p)
+defjvp(acos_p, lambda t, x: mul(neg(t), rsqrt(_one_minus_square(x))))
+
+atan_p = unary_primitive("atan", np.arctan, FLOAT)
+atan = _bind_unary(atan_p)
+defjvp(atan_p, lambda t, x: div(t, add(square(x), 1)))
+
+sinh_p = unary_primitive("sinh", np.sinh, FLOAT)
+sinh = _bind_unary(sinh_p)
+defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+
+cosh_p = unary_primitive("cosh", np.cosh, FLOAT)
+cosh = _bind_unary(cosh_p)
+defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
+
+asinh_p = unary_primitive("asinh", np.arcsinh, FLOAT)
+asinh = _bind_unary(asinh_p)
+defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1))))
+
+acosh_p = unary_primitive("acosh", np.arccosh, FLOAT)
+acosh = _bind_unary(acosh_p)
+defjvp(acosh_p, lambda t, x: mul(t, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
+
+atanh_p = unary_primitive("atanh", np.arctanh, FLOAT)
+atanh = _bind_unary(atanh_p)
+defjvp(atanh_p, lambda t, x: div(t, _one_minus_square(x)))
+
 # ---------------------------------------------------------------- logic and comparison
 
 not_p = unary_primitive("not", np.invert, INTEGRAL)
@@ -294,6 +338,69 @@ defjvp_zero(or_p)
 xor_p = naryop_primitive("xor", np.bitwise_xor, INTEGRAL)
 bitwise_xor = _bind_nary(xor_p)
 defjvp_zero(xor_p)
+
+
+# Shifts follow XLA: the shift amount is read as unsigned, and an amount of at
+# least the bit width shifts every bit out (arithmetic shifts keep the sign).
+
+def _unsigned_view(x):
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+def _shift_impl(shift, keeps_sign):
+    def impl(x, y):
+        bits = 8 * x.dtype.itemsize
+        too_far = _unsigned_view(y) >= bits
+        # Shifting by bits - 1 leaves only copies of the sign bit.
+        saturated = bits - 1 if keeps_sign else 0
+        shifted = shift(x, np.where(too_far, saturated, y).astype(x.dtype))
+        return shifted if keeps_sign else np.where(too_far, 0, shifted).astype(x.dtype)
+    return impl
+
+
+def _shift_right_arithmetic(x, y):
+    signed = np.dtype(f"i{x.dtype.itemsize}")
+    return np.right_shift(x.view(signed), y.view(signed)).view(x.dtype)
+
+
+def _shift_right_logical(x, y):
+    return np.right_shift(_unsigned_view(x), _unsigned_view(y)).view(x.dtype)
+
+
+def _shift_primitive(name, shift, keeps_sign=False):
+    primitive = naryop_primitive(name, _shift_impl(shift, keeps_sign), INTEGER)
+    defjvp_zero(primitive)
+    return primitive, _bind_nary(primitive)
+
+
+shift_left_p, shift_left = _shift_primitive("shift_left", np.left_shift)
+shift_right_logical_p, shift_right_logical = _shift_primitive("shift_right_logical",
+                                                              _shift_right_logical)
+shift_right_arithmetic_p, shift_right_arithmetic = _shift_primitive(
+    "shift_right_arithmetic", _shift_right_arithmetic, keeps_sign=True)
+
+population_count_p = unary_primitive(
+    "population_count", lambda x: np.bitwise_count(_unsigned_view(x)).astype(x.dtype), INTEGER)
+population_count = _bind_unary(population_count_p)
+defjvp_zero(population_count_p)
+
+
+def _count_leading_zeros(x):
+    """Binary search on the top bits: halve the window while its upper half is empty."""
+    bits = 8 * x.dtype.itemsize
+    value, count = _unsigned_view(x).copy(), np.zeros(x.shape, x.dtype)
+    width = bits // 2
+    while width:
+        empty = (value >> np.array(bits - width, value.dtype)) == 0
+        count = np.where(empty, count + width, count).astype(x.dtype)
+        value = np.where(empty, value << np.array(width, value.dtype), value)
+        width //= 2
+    return np.where(_unsigned_view(x) == 0, bits, count).astype(x.dtype)
+
+
+clz_p = unary_primitive("clz", _count_leading_zeros, INTEGER)
+clz = _bind_unary(clz_p)
+defjvp_zero(clz_p)
 
 
 def _comparison(name, numpy_fn):
@@ -340,7 +447,23 @@ def _select_n_aval(which, *cases):
 select_n_p = Primitive("select_n")
 select_n_p.def_impl(_select_n)
 select_n_p.def_abstract_eval(_select_n_aval)
-batching.broadcasting_rule(select_n_p)
+
+
+def _select_n_batch(args, dims):
+    """Every operand gets the batch dimension in front and the full shape: unlike
+    arithmetic, select_n only lets the *selector* be a scalar beside array cases."""
+    from jaxlite.lax.shapes import broadcast_in_dim
+    size = batching.batch_size(args, dims)
+    case_shape = builtins.max((batching.logical_shape(x, d) for x, d in zip(args, dims)), key=len)
+    full = (size,) + case_shape
+    moved = []
+    for x, d in zip(args, dims):
+        x = batching.bdim_at_front(x, d, size)
+        moved.append(x if x.shape == full else broadcast_in_dim(x, full, tuple(range(x.ndim))))
+    return select_n_p.bind(*moved), 0
+
+
+batching.batch_rules[select_n_p] = _select_n_batch
 
 
 def select_n(which, *cases):

@@ -373,10 +373,18 @@ def _pad_transpose(ct, x, padding_value, padding_config):
 
 def _pad_batch(args, dims, padding_config):
     (x, value), (dx, dvalue) = args, dims
-    if dvalue is not None:
-        raise NotImplementedError("pad with a batched padding value")
-    config = padding_config[:dx] + ((0, 0, 0),) + padding_config[dx:]
-    return pad(x, value, config), dx
+    size = batching.batch_size(args, dims)
+    x = bdim_at_front(x, dx, size)
+    config = ((0, 0, 0),) + tuple(padding_config)
+    if dvalue is None:
+        return pad(x, value, config), 0
+    # A padding value per batch element: pad with anything, then select it in.
+    from jaxlite.lax.elementwise import select_n
+    zero = convert_element_type(0, x.dtype)
+    inside = pad(full(x.shape, True, dtypes.bool_), convert_element_type(False, dtypes.bool_), config)
+    padded = pad(x, zero, config)
+    fill = broadcast_in_dim(value, padded.shape, (0,))
+    return select_n(inside, fill, padded), 0
 
 
 ad.deflinear(pad_p, _pad_transpose)

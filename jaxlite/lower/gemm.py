@@ -41,6 +41,9 @@ _ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
 _WORKSPACE_ALIGN = 64
 # Below this many operand bytes everything sits in L1/L2 and packing costs more than it saves.
 _SMALL_OPERAND_BYTES = 96 * 1024
+# Handing a range to a pool thread costs ~50-80 us, the time of ~5 MFLOP here: a thread
+# must get more work than that to pay for itself.
+_MIN_FLOPS_PER_THREAD = 8e6
 
 
 # ----------------------------------------------------------------------------- blocking
@@ -117,7 +120,7 @@ class EpilogueContext:
         return EpilogueContext(self._emitter, self.builder, self.row, self.col, self._valid, args)
 
 
-def _add_bias(ctx, acc):
+def _add_argument(ctx, acc):
     return ctx.builder.fadd(acc, ctx.load(0))
 
 
@@ -131,10 +134,10 @@ def _scale(ctx, acc):
     return ctx.builder.fmul(acc, ctx.load(0))
 
 
-BIAS = Epilogue("bias", ("columns",), _add_bias)
+BIAS = Epilogue("bias", ("columns",), _add_argument)
 RELU = Epilogue("relu", (), _relu)
 SCALE = Epilogue("scale", ("scalar",), _scale)
-RESIDUAL = Epilogue("residual", ("tile",), _add_bias)
+RESIDUAL = Epilogue("residual", ("tile",), _add_argument)
 
 
 @functools.lru_cache(maxsize=None)
@@ -171,6 +174,27 @@ def smin(builder, x, y):
 
 def smax(builder, x, y):
     return builder.select(builder.icmp_signed(">", x, y), x, y)
+
+
+def transpose_square(builder, rows):
+    """Transpose n vectors of n lanes (n a power of two) in log2(n) shuffle stages.
+
+    The stage with half-width h swaps, between rows j and j + h (bit h of j clear), the
+    lane blocks of width h that sit on the wrong side of the diagonal.
+    """
+    rows, n = list(rows), len(rows)
+    index_type = ir.VectorType(ir.IntType(32), n)
+    h = n // 2
+    while h:
+        low = [i if not i & h else n + i - h for i in range(n)]
+        high = [i + h if not i & h else n + i for i in range(n)]
+        for j in range(n):
+            if not j & h:
+                x, y = rows[j], rows[j + h]
+                rows[j] = builder.shuffle_vector(x, y, ir.Constant(index_type, low))
+                rows[j + h] = builder.shuffle_vector(x, y, ir.Constant(index_type, high))
+        h //= 2
+    return rows
 
 
 def emit_loop(builder, start, stop, body, step=1, carried=(), name="i"):
@@ -476,15 +500,32 @@ class GemmEmitter:
             k_stride, col_stride = self.spec.b_strides
             lanes = self.blk.lanes
 
+            def store_row(k, v, vector):
+                dst_offset = builder.add(builder.mul(k, as_i64(vectors * lanes)), as_i64(v * lanes))
+                builder.store(vector, self.gep(builder, dst, dst_offset), align=self.spec.itemsize)
+
             def copy_row(k):
                 row = builder.mul(k, as_i64(k_stride))
                 for v in range(vectors):
                     valid = valid_last if v == vectors - 1 else lanes
                     offset = builder.add(row, as_i64(v * lanes * col_stride))
-                    vector = self.load_vector(builder, src, offset, valid, col_stride)
-                    dst_offset = builder.add(builder.mul(k, as_i64(vectors * lanes)), as_i64(v * lanes))
-                    builder.store(vector, self.gep(builder, dst, dst_offset), align=self.spec.itemsize)
-            emit_loop(builder, 0, kc, copy_row, name="k")
+                    store_row(k, v, self.load_vector(builder, src, offset, valid, col_stride))
+
+            def copy_square_blocks(k0):
+                """lanes x lanes blocks of a transposed B: contiguous loads along k, a
+                register transpose, contiguous stores, instead of one scalar per element."""
+                for v in range(vectors):
+                    valid = valid_last if v == vectors - 1 else lanes
+                    columns = [self.load_vector(builder, src, builder.add(k0, as_i64((v * lanes + j) * col_stride)))
+                               if j < valid else ir.Constant(self.vec, None) for j in range(lanes)]
+                    for i, vector in enumerate(transpose_square(builder, columns)):
+                        store_row(builder.add(k0, as_i64(i)), v, vector)
+
+            blocked_end = as_i64(0)
+            if self.spec.trans_b:
+                blocked_end = builder.sub(kc, builder.urem(kc, as_i64(lanes)))
+                emit_loop(builder, 0, blocked_end, copy_square_blocks, lanes, name="kb")
+            emit_loop(builder, blocked_end, kc, copy_row, name="k")
             builder.ret_void()
             self._functions[key] = function
         return self._functions[key]
@@ -517,8 +558,28 @@ class GemmEmitter:
             else:
                 self._emit_direct(builder, *operands, start, end, batched_extra)
 
+        saved_mxcsr = self._flush_subnormals(builder)
         emit_loop(builder, 0, spec.batch, one_matrix, name="batch")
+        builder.call(self._mxcsr_intrinsic("ld"), [saved_mxcsr])
         builder.ret_void()
+
+    def _flush_subnormals(self, builder):
+        """Set FTZ and DAZ for this call, as XLA:CPU runs: subnormal operands slow FMAs ~14x.
+        MXCSR is per thread, so each thread running a range sets its own. Returns the slot
+        holding the caller's MXCSR, to restore before returning."""
+        saved, flushed = builder.alloca(ir.IntType(32)), builder.alloca(ir.IntType(32))
+        builder.call(self._mxcsr_intrinsic("st"), [saved])
+        flush_to_zero, denormals_are_zero = 0x8000, 0x0040
+        builder.store(builder.or_(builder.load(saved, typ=ir.IntType(32)),
+                                  ir.Constant(ir.IntType(32), flush_to_zero | denormals_are_zero)),
+                      flushed)
+        builder.call(self._mxcsr_intrinsic("ld"), [flushed])
+        return saved
+
+    def _mxcsr_intrinsic(self, direction):
+        name = f"llvm.x86.sse.{direction}mxcsr"
+        existing = self.module.globals.get(name)
+        return existing or ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), name)
 
     def _aligned(self, builder, pointer):
         address = builder.ptrtoint(pointer, I64)
@@ -695,10 +756,14 @@ class GemmKernel:
         return self.run(a, b, *extra, out=out, threads=1)
 
     def run(self, a, b, *extra, out=None, threads=1):
-        """C = epilogue(A @ B) on numpy arrays, the row tiles split over `threads` threads."""
+        """C = epilogue(A @ B) on numpy arrays, the row tiles split over up to `threads`
+        threads (fewer when the problem is too small to repay the hand-off)."""
         pointers = self._operand_pointers(a, b, extra)
         out = self._output(out)
         pointers.insert(2, out.ctypes.data)
+        spec = self.spec
+        flops = 2 * spec.m * spec.n * spec.k * spec.batch
+        threads = max(1, min(threads, int(flops // _MIN_FLOPS_PER_THREAD)))
         ranges = split_range(self.row_tiles, threads)
         pending = [_thread_pool().submit(self._run_range, pointers, lo, hi) for lo, hi in ranges[1:]]
         self._run_range(pointers, *ranges[0])

@@ -138,10 +138,10 @@ def _two_over_pi_chunks(count, chunk_bits):
                             -chunk_bits * (i + 1)) for i in range(count))
 
 
-# 24-bit chunks times a float32 (24-bit significand) are exact in double. Eight chunks (192 bits)
-# leave an error below 2^-64 in x * 2/pi for the largest float32, far below the closest
+# 29-bit chunks times a float32 (24-bit significand) are exact in double. Seven chunks (203 bits)
+# leave an error below 2^-75 in x * 2/pi for the largest float32, far below the closest
 # approach of any float32 to a multiple of pi/2.
-_TWO_OVER_PI = _two_over_pi_chunks(8, 24)
+_TWO_OVER_PI = _two_over_pi_chunks(7, 29)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class _Ops:
         self.int_ty = self.shaped(ir.IntType(self.fmt.bits))
 
     def shaped(self, scalar_type):
-        return ir.VectorType(scalar_type, self.lanes) if self.lanes else scalar_type
+        return _same_shape(self.ty, scalar_type)
 
     def with_scalar(self, scalar_type):
         return _Ops(self.b, self.shaped(scalar_type))
@@ -284,6 +284,11 @@ class _Ops:
         half = self.b.ashr(n, self.i(1))
         rest = self.b.sub(n, half)
         return self.mul(self.mul(v, self.pow2(half)), self.pow2(rest))
+
+
+def _same_shape(ty, scalar_type):
+    """scalar_type, as a vector with as many lanes as ty when ty is a vector."""
+    return ir.VectorType(scalar_type, ty.count) if isinstance(ty, ir.VectorType) else scalar_type
 
 
 def splat(ty, value):
@@ -445,7 +450,7 @@ def _two_sum(e, a, b):
 def _reduce_by_half_pi(d, abs_x):
     """(n, f) with abs_x * 2/pi = n + f (mod 4), n an integer, |f| <= 1/2 (Payne-Hanek style).
 
-    Each product of abs_x (a float32 value in double) with a 24-bit chunk of 2/pi is exact, and
+    Each product of abs_x (a float32 value in double) with a 29-bit chunk of 2/pi is exact, and
     so is its remainder mod 4; summing the remainders in double-double keeps the fraction exact
     to far below what any float32 input needs, however large abs_x is.
     """
@@ -623,10 +628,6 @@ def emit_bf16_bits_to_f32(builder, bits16):
     e = _Ops(builder, _same_shape(bits16.type, ir.FloatType()))
     widened = builder.zext(bits16, e.int_ty)
     return e.from_bits(builder.shl(widened, e.i(16)))
-
-
-def _same_shape(ty, scalar_type):
-    return ir.VectorType(scalar_type, ty.count) if isinstance(ty, ir.VectorType) else scalar_type
 
 
 # ---------------------------------------------------------------------------------------------

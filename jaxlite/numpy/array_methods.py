@@ -3,7 +3,8 @@ does not depend on the NumPy-style API built above it."""
 from jaxlite import lax
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
-from jaxlite.numpy import indexing, products, reductions, shape_ops, ufuncs
+from jaxlite.numpy import (cumulative, indexing, joining, math_functions, products, reductions,
+                           shape_ops, sorting, ufuncs)
 
 
 def _swap(fn):
@@ -26,6 +27,7 @@ _BINARY = {
     "truediv": ufuncs.true_divide, "floordiv": ufuncs.floor_divide, "mod": ufuncs.remainder,
     "pow": ufuncs.power, "matmul": products.matmul, "and": ufuncs.bitwise_and,
     "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor,
+    "lshift": ufuncs.left_shift, "rshift": ufuncs.right_shift,
 }
 
 _COMPARISONS = {
@@ -69,6 +71,12 @@ _METHODS = {
     "T": property(lambda self: shape_ops.transpose(self)),
     "mT": property(lambda self: shape_ops.swapaxes(self, -1, -2)),
     "at": property(indexing.IndexUpdateHelper),
+    "cumsum": cumulative.cumsum, "cumprod": cumulative.cumprod, "clip": math_functions.clip,
+    "repeat": joining.repeat, "trace": products.trace, "conj": math_functions.conj,
+    "conjugate": math_functions.conj, "real": property(math_functions.real),
+    "imag": property(math_functions.imag),
+    "sort": sorting.sort, "argsort": sorting.argsort, "searchsorted": sorting.searchsorted,
+    "nonzero": sorting.nonzero, "take": indexing.take,
 }
 
 

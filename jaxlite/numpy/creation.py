@@ -129,3 +129,91 @@ def eye(N, M=None, k=0, dtype=None):
 
 def identity(n, dtype=None):
     return eye(n, dtype=dtype)
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
+    """base ** linspace(start, stop)."""
+    exponents = linspace(start, stop, num, endpoint, dtype=_inexact(dtype))
+    out = lax.pow(lax.full_like(exponents, base), exponents)
+    return out if dtype is None else lax.convert_element_type(out, dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None):
+    """Numbers evenly spaced on a log scale from start to stop (same sign, nonzero)."""
+    float_dtype = _inexact(dtype)
+    start, stop = asarray(start, float_dtype), asarray(stop, float_dtype)
+    if np.any(np.asarray(start) == 0) or np.any(np.asarray(stop) == 0):
+        raise ValueError("Geometric sequence cannot include zero")
+    sign = lax.sign(start)
+    logs = linspace(lax.log(lax.abs(start)), lax.log(lax.abs(stop)), num, endpoint, dtype=float_dtype)
+    out = lax.mul(lax.exp(logs), sign)
+    # Pin the end points, which exp(log(x)) may round.
+    if num > 0:
+        out = _pin(out, 0, start)
+    if endpoint and num > 1:
+        out = _pin(out, num - 1, stop)
+    return out if dtype is None else lax.convert_element_type(out, dtype)
+
+
+def _pin(out, index, value):
+    at_index = lax.eq(lax.iota(dtypes.int32, out.shape[0]), index)
+    return lax.select_n(at_index, out, lax.broadcast(value, out.shape))
+
+
+def _inexact(dtype):
+    if dtype is None or not dtypes.is_float(dtypes.canonicalize_dtype(dtype)):
+        return dtypes.default_float_dtype()
+    return dtypes.canonicalize_dtype(dtype)
+
+
+def _lower_triangle_mask(shape, k):
+    """True where column <= row + k in the last two axes of `shape`."""
+    rows = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
+    cols = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
+    return lax.le(cols, lax.add(rows, k))
+
+
+def tri(N, M=None, k=0, dtype=None):
+    """Ones at and below the k-th diagonal."""
+    M = N if M is None else M
+    return lax.convert_element_type(_lower_triangle_mask((N, M), k), dtype or dtypes.default_float_dtype())
+
+
+def _triangle(name, m, k, keep_lower):
+    from jaxlite.numpy.util import promote_and_broadcast
+    (m,) = promote_and_broadcast(name, m)
+    if m.ndim < 2:
+        raise ValueError(f"{name}: argument to {name} must be at least 2D, got shape {m.shape}")
+    mask = _lower_triangle_mask(m.shape, k if keep_lower else k - 1)
+    zeros = lax.full_like(m, 0)
+    return lax.select_n(mask, m, zeros) if not keep_lower else lax.select_n(mask, zeros, m)
+
+
+def tril(m, k=0):
+    return _triangle("tril", m, k, keep_lower=True)
+
+
+def triu(m, k=0):
+    return _triangle("triu", m, k, keep_lower=False)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from 1-D coordinate vectors ('xy': Cartesian, 'ij': matrix indexing)."""
+    from jaxlite.numpy.util import broadcast_to, promote_and_broadcast
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}")
+    xi = [promote_and_broadcast("meshgrid", x)[0] for x in xi]
+    for x in xi:
+        if x.ndim != 1:
+            raise ValueError(f"meshgrid: arguments must be 1-D, got shape {x.shape}")
+    shape = [x.shape[0] for x in xi]
+    if indexing == "xy" and len(xi) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    outs = []
+    for i, x in enumerate(xi):
+        axis = {0: 1, 1: 0}.get(i, i) if indexing == "xy" and len(xi) > 1 else i
+        view = [1] * len(xi)
+        view[axis] = x.shape[0]
+        y = lax.reshape(x, tuple(view))
+        outs.append(y if sparse else broadcast_to(y, tuple(shape)))
+    return outs

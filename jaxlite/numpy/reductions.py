@@ -1,4 +1,6 @@
 """Reductions with NumPy's axis, keepdims, initial and where arguments."""
+import builtins
+
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
@@ -59,7 +61,7 @@ def _extremum(name, reducer, combine, a, axis, keepdims, initial, where):
         if initial is None:
             raise ValueError(f"reduction operation {name} with where= needs an initial value")
         a = _masked(a, where, initial)
-    if initial is None and any(a.shape[i] == 0 for i in axes):
+    if initial is None and builtins.any(a.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     result = reducer(a, axes)
     if initial is not None:
@@ -123,11 +125,12 @@ def _float_dtype(a, dtype):
 
 
 def _count(a, axes, where, keepdims, dtype):
+    """How many elements each reduction sees; a static count stays a Python scalar (a literal)."""
     if where is None:
         count = 1
         for i in axes:
             count *= a.shape[i]
-        return lax.convert_element_type(count, dtype)
+        return float(count)
     mask = broadcast_to(promote_and_broadcast("where", where)[0], a.shape)
     return sum(mask, axes, dtype=dtype, keepdims=keepdims)
 

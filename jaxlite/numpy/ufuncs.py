@@ -181,3 +181,25 @@ def isinf(x):
 def reciprocal(x):
     (x,) = promote_to_inexact("reciprocal", x)
     return lax.div(lax.full_like(x, 1), x)
+
+
+def _integer_operands(name, *args):
+    args = promote_and_broadcast(name, *args)
+    if not dtypes.is_int(args[0].dtype):
+        raise TypeError(f"{name} needs integer arguments, got {args[0].dtype}")
+    return args
+
+
+def left_shift(x1, x2):
+    return lax.shift_left(*_integer_operands("left_shift", x1, x2))
+
+
+def right_shift(x1, x2):
+    """Arithmetic for signed integers and logical for unsigned ones, as in NumPy."""
+    a, b = _integer_operands("right_shift", x1, x2)
+    if dtypes.is_unsigned(a.dtype):
+        return lax.shift_right_logical(a, b)
+    return lax.shift_right_arithmetic(a, b)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift

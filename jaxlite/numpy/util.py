@@ -47,8 +47,47 @@ def broadcast_to(x, shape):
 
 
 def promote_and_broadcast(name, *args):
+    if _already_uniform(args):
+        return args
+    if len(args) == 2:
+        fast = _array_and_scalar(*args)
+        if fast is not None:
+            return fast
     check_arraylike(name, *args)
     return broadcast_arrays(*promote_dtypes(*args))
+
+
+_ARRAY_TYPES = (Array, Tracer)
+
+
+def _scalar_fits(scalar, dtype):
+    """Whether a Python scalar leaves `dtype` unchanged under promotion (a weak type)."""
+    if isinstance(scalar, bool):
+        return dtype == dtypes.bool_
+    if isinstance(scalar, int):
+        return dtypes.is_int(dtype) or dtypes.is_float(dtype)
+    return isinstance(scalar, float) and dtypes.is_float(dtype)
+
+
+def _array_and_scalar(a, b):
+    """The other common case: an array with a Python scalar of a kind it absorbs."""
+    if isinstance(a, _ARRAY_TYPES) and type(b) in (int, float, bool) and _scalar_fits(b, a.dtype):
+        return a, lax.base.as_operand(b, a.dtype)
+    if isinstance(b, _ARRAY_TYPES) and type(a) in (int, float, bool) and _scalar_fits(a, b.dtype):
+        return lax.base.as_operand(a, b.dtype), b
+    return None
+
+
+def _already_uniform(args):
+    """The common eager case: arrays of one dtype, shape and weak type need no work."""
+    first = args[0]
+    if not isinstance(first, _ARRAY_TYPES):
+        return False
+    for other in args[1:]:
+        if (not isinstance(other, _ARRAY_TYPES) or other.dtype != first.dtype
+                or other.shape != first.shape or other.weak_type != first.weak_type):
+            return False
+    return True
 
 
 def promote_to_inexact(name, *args):

@@ -6,12 +6,24 @@ Rule tables (filled in by each primitive's module, next to its definition):
   transpose_rules[p](ct, *args, **params) -> one cotangent (or None) per argument,
       where the linear arguments arrive as UndefinedPrimal.
 Zero tangents and cotangents are the symbolic `Zero(aval)`: never arrays of zeros.
+
+Reverse mode follows JAX: `linearize_flat` runs the JVP trace on top of a
+partial-evaluation trace (transforms/partial_eval.py), so the primal outputs are
+computed at once and the tangent computation is staged into a linear jaxpr whose
+consts are the residuals; `backward_pass` transposes that jaxpr equation by
+equation, in reverse. vjp and grad are these two steps in sequence.
 """
 import functools
 
+import numpy as np
+
+from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, as_array_argument
+from jaxlite.core.ir import Literal, Var, dce_closed
+from jaxlite.core.staging import eval_jaxpr, flatten_fun, literal_value, trace_to_jaxpr
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
+from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 
 jvp_rules = {}
 transpose_rules = {}
@@ -50,7 +62,7 @@ def is_undefined(x):
 
 
 def aval_of(x):
-    return x.aval if hasattr(x, "aval") else Array(x).aval
+    return x.aval if hasattr(x, "aval") else as_array_argument(x).aval
 
 
 def zero_like(x):
@@ -63,11 +75,29 @@ def tangent_aval(aval):
 
 
 def instantiate(t):
-    """A real array for a tangent that may be a symbolic zero."""
+    """A real array for a tangent that may be a symbolic zero, inside a JVP rule.
+
+    While linearizing, the current trace stages the zeros into the linear jaxpr
+    (`instantiate_zero`): made at once, they would be kept as a residual.
+    Values handed back to user code (API outputs, cotangents) use `materialize`:
+    user code may run inside a JVP rule, where such a value is not a tangent.
+    """
     if not is_zero(t):
         return t
+    trace = current_trace()
+    if hasattr(trace, "instantiate_zero"):
+        return trace.instantiate_zero(t.aval)
+    return zeros(t.aval)
+
+
+def materialize(t):
+    """A real array for a value that may be a symbolic zero, made in the current trace."""
+    return zeros(t.aval) if is_zero(t) else t
+
+
+def zeros(aval):
     from jaxlite import lax  # lax registers into this module's tables: import lazily
-    return lax.full(t.aval.shape, 0, t.aval.dtype)
+    return lax.full(aval.shape, 0, aval.dtype)
 
 
 def add_tangents(a, b):
@@ -113,6 +143,7 @@ def defjvp_zero(primitive):
         outs = out if primitive.multiple_results else [out]
         zeros = [Zero(tangent_aval(aval_of(o))) for o in outs]
         return out, zeros if primitive.multiple_results else zeros[0]
+    rule.zero_derivative = True   # lets the completeness test tell these apart
     jvp_rules[primitive] = rule
 
 
@@ -205,8 +236,6 @@ def jvp_flat(flat_fun, primals, tangents):
 
 def jvp(fun, primals, tangents):
     """(fun(*primals), the directional derivative of fun at primals along tangents)."""
-    from jaxlite.core.staging import flatten_fun
-    from jaxlite.core.tree_util import tree_flatten, tree_unflatten
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists, got "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
@@ -222,7 +251,7 @@ def jvp(fun, primals, tangents):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     out_primals, out_tangents = jvp_flat(flat_fun, flat_primals, flat_tangents)
     return (tree_unflatten(out_tree[0], out_primals),
-            tree_unflatten(out_tree[0], [instantiate(t) for t in out_tangents]))
+            tree_unflatten(out_tree[0], [materialize(t) for t in out_tangents]))
 
 
 def _check_tangent_type(primal, tangent):
@@ -230,7 +259,6 @@ def _check_tangent_type(primal, tangent):
     if p_aval.shape != t_aval.shape or p_aval.dtype != t_aval.dtype:
         raise TypeError("jvp: primal and tangent arguments must have equal shapes and dtypes, "
                         f"got primal {p_aval.str_short()} and tangent {t_aval.str_short()}")
-
 
 # ---------------------------------------------------------------- transforming closed jaxprs
 
@@ -261,3 +289,315 @@ def _jvp_jaxpr_cached(closed, nonzero_tangents):
 
     new = trace_to_jaxpr(jvp_fun, list(in_avals) + tangent_avals, "jvp of a jaxpr")
     return new, tuple(out_nonzero)
+
+
+def is_differentiable(aval):
+    """Only floating-point values carry tangents; integer and boolean ones are constant."""
+    return dtypes.is_float(aval.dtype)
+
+
+# ---------------------------------------------------------------- call primitives
+# Rules shared by every primitive whose `jaxpr` parameter (a ClosedJaxpr) is
+# applied to all of its operands: checkpoint here, jit-style calls elsewhere.
+
+def trace_call(fun, args, description):
+    """Trace fun(*args) for a higher-order primitive: (body, operands, out_tree).
+
+    The body is closure-converted, so `operands` are its consts followed by the
+    flattened arguments; binding the primitive on them reproduces fun(*args).
+    """
+    from jaxlite.core.ir import constvars_as_invars
+    from jaxlite.core.staging import abstractify
+    flat_args, in_tree = tree_flatten(tuple(args))
+    flat_args = [as_array_argument(x) for x in flat_args]
+    out_trees = []
+
+    def flat_fun(*leaves):
+        outs, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, leaves)))
+        out_trees.append(out_tree)
+        return outs
+
+    closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args], description)
+    body, consts = constvars_as_invars(closed)
+    return body, consts + flat_args, out_trees[0]
+
+
+def call_jvp_rule(primitive):
+    def rule(primals, tangents, jaxpr, **params):
+        jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, [not is_zero(t) for t in tangents])
+        outs = primitive.bind(*primals, *[t for t in tangents if not is_zero(t)],
+                              jaxpr=jvp_closed, **params)
+        num_primals = len(jaxpr.out_avals)
+        nonzero_tangents = iter(outs[num_primals:])
+        return outs[:num_primals], [next(nonzero_tangents) if nonzero else Zero(tangent_aval(a))
+                                    for a, nonzero in zip(jaxpr.out_avals, out_nonzero)]
+    return rule
+
+
+def call_transpose_rule(cts, *args, jaxpr, **params):
+    """Transpose the body in place: its non-linear part is recomputed here."""
+    return backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), cts)
+
+
+def call_impl(*args, jaxpr, **params):
+    return [np.asarray(out) for out in eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)]
+
+
+# ---------------------------------------------------------------- linearize
+
+def linearize_flat(flat_fun, primals):
+    """Run flat_fun(*primals) -> (outputs, aux) and stage its tangent map.
+
+    Returns (primal outputs, aux, linear, out_nonzero): `linear` is a ClosedJaxpr
+    from one tangent per primal to the tangents of the outputs flagged in
+    `out_nonzero` (the others are symbolic zeros); its consts are the residuals,
+    already pruned by dead-code elimination.
+    """
+    from jaxlite.transforms.partial_eval import PartialEvalTrace
+    staging = PartialEvalTrace(current_trace(), "linearize")
+    trace = JVPTrace(staging, "linearize")
+    try:
+        tangent_args = [staging.new_arg(tangent_aval(aval_of(p))) for p in primals]
+        inputs = [JVPTracer(trace, p, t if is_differentiable(t.aval) else Zero(t.aval))
+                  for p, t in zip(primals, tangent_args)]
+        with set_current_trace(trace):
+            outs, aux = flat_fun(*inputs)
+        pairs = [trace.primal_and_tangent(o) for o in outs]
+        aux = [trace.primal_and_tangent(a)[0] for a in aux]
+    finally:
+        trace.finish()
+    try:
+        out_nonzero = [not is_zero(t) for _, t in pairs]
+        linear = staging.to_closed_jaxpr([t for _, t in pairs if not is_zero(t)])
+    finally:
+        staging.finish()
+    return [p for p, _ in pairs], aux, dce_closed(linear), out_nonzero
+
+
+# ---------------------------------------------------------------- transposition
+
+def backward_pass(jaxpr, consts, args, cts_out):
+    """Transpose `jaxpr` with respect to its arguments given as UndefinedPrimal.
+
+    Equations that read no linear variable are evaluated forward first (they are
+    recomputation, e.g. inside a checkpoint); the others are transposed in
+    reverse order, summing cotangents with add_tangents and keeping Zero
+    symbolic. Returns one cotangent per argument (None for defined arguments).
+    """
+    primal_env = dict(zip(jaxpr.constvars, consts))
+    primal_env.update((v, a) for v, a in zip(jaxpr.invars, args) if not is_undefined(a))
+    linear_vars = {v for v, a in zip(jaxpr.invars, args) if is_undefined(a)}
+
+    def read_primal(v):
+        return literal_value(v) if isinstance(v, Literal) else primal_env[v]
+
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in linear_vars for v in eqn.inputs):
+            linear_eqns.append(eqn)
+            linear_vars.update(eqn.outputs)
+        else:
+            outs = eqn.primitive.bind(*map(read_primal, eqn.inputs), **eqn.params)
+            primal_env.update(zip(eqn.outputs, outs if eqn.primitive.multiple_results else [outs]))
+
+    ct_env = {}
+
+    def write_ct(v, ct):
+        if ct is not None and isinstance(v, Var) and v in linear_vars:
+            ct_env[v] = add_tangents(ct_env.pop(v, Zero(tangent_aval(v.aval))), ct)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+    for eqn in reversed(linear_eqns):
+        cts = [ct_env.pop(v, Zero(tangent_aval(v.aval))) for v in eqn.outputs]
+        if all(is_zero(ct) for ct in cts):
+            continue
+        eqn_args = [UndefinedPrimal(v.aval) if isinstance(v, Var) and v in linear_vars
+                    else read_primal(v) for v in eqn.inputs]
+        cts_in = _transpose_rule(eqn.primitive)(cts if eqn.primitive.multiple_results else cts[0],
+                                                *eqn_args, **eqn.params)
+        for v, ct in zip(eqn.inputs, cts_in):
+            write_ct(v, ct)
+    return [ct_env.get(v, Zero(tangent_aval(v.aval))) if is_undefined(a) else None
+            for v, a in zip(jaxpr.invars, args)]
+
+
+def _transpose_rule(primitive):
+    rule = transpose_rules.get(primitive)
+    if rule is None:
+        raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                  f"'{primitive.name}' not implemented")
+    return rule
+
+
+# ---------------------------------------------------------------- the reverse-mode API
+
+def _flatten_with_aux(fun, in_tree, has_aux):
+    """flat_fun(*leaves) -> (output leaves, aux leaves), with both structures kept in `trees`."""
+    trees = {}
+
+    def flat_fun(*flat_args):
+        args, kwargs = tree_unflatten(in_tree, flat_args)
+        result = fun(*args, **kwargs)
+        if has_aux:
+            if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                raise ValueError("has_aux=True requires the function to return a pair (output, aux), "
+                                 f"got {type(result).__name__}")
+            result, aux = result
+        else:
+            aux = None
+        outs, trees["out"] = tree_flatten(result)
+        aux_leaves, trees["aux"] = tree_flatten(aux)
+        return outs, aux_leaves
+
+    return flat_fun, trees
+
+
+def _linearize_tree(fun, primals, has_aux):
+    flat_primals, in_tree = tree_flatten((tuple(primals), {}))
+    flat_primals = [as_array_argument(p) for p in flat_primals]
+    flat_fun, trees = _flatten_with_aux(fun, in_tree, has_aux)
+    outs, aux, linear, out_nonzero = linearize_flat(flat_fun, flat_primals)
+    outs = [as_array_argument(o) for o in outs]
+    return flat_primals, in_tree, outs, tree_unflatten(trees["aux"], aux), linear, out_nonzero, trees
+
+
+def vjp(fun, *primals, has_aux=False):
+    """(fun(*primals), vjp_fun[, aux]): vjp_fun(ct) pulls an output cotangent back to the inputs."""
+    flat_primals, in_tree, outs, aux, linear, out_nonzero, trees = _linearize_tree(fun, primals, has_aux)
+    out_tree = trees["out"]
+
+    def vjp_fun(ct):
+        flat_cts, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree} does not match structure "
+                            f"of primal output {out_tree}")
+        for out, ct_leaf in zip(outs, flat_cts):
+            _check_cotangent(out, ct_leaf)
+        flat_cts = [as_array_argument(c) for c, nonzero in zip(flat_cts, out_nonzero) if nonzero]
+        args = [UndefinedPrimal(a) for a in linear.in_avals]
+        cts_in = backward_pass(linear.jaxpr, linear.consts, args, flat_cts)
+        cts_in = [_cotangent_value(ct, p) for ct, p in zip(cts_in, flat_primals)]
+        return tree_unflatten(in_tree, cts_in)[0]
+
+    out = tree_unflatten(out_tree, outs)
+    return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+def _check_cotangent(out, ct):
+    out_aval, ct_aval = aval_of(out), aval_of(as_array_argument(ct))
+    if out_aval.shape != ct_aval.shape or out_aval.dtype != ct_aval.dtype:
+        raise ValueError(f"vjp: the cotangent {ct_aval.str_short()} does not match the primal output "
+                         f"{out_aval.str_short()}: shapes and dtypes must be equal")
+
+
+def _cotangent_value(ct, primal):
+    """Cotangents are arrays for the user; an integer input gets zeros of its own dtype."""
+    if is_zero(ct):
+        return zeros(aval_of(primal))
+    return ct
+
+
+def linearize(fun, *primals):
+    """(fun(*primals), f_jvp): f_jvp(*tangents) is the JVP at primals, evaluated from the
+    staged linear jaxpr (no re-running of the primal computation)."""
+    flat_primals, in_tree, outs, _, linear, out_nonzero, trees = _linearize_tree(fun, primals, False)
+
+    def f_jvp(*tangents):
+        flat_tangents, tangent_tree = tree_flatten((tuple(tangents), {}))
+        if tangent_tree != in_tree:
+            raise TypeError(f"linearize: tangent structure {tangent_tree} does not match the primal "
+                            f"structure {in_tree}")
+        for p, t in zip(flat_primals, flat_tangents):
+            _check_tangent_type(p, as_array_argument(t))
+        nonzero_outs = iter(eval_jaxpr(linear.jaxpr, linear.consts,
+                                       *[as_array_argument(t) for t in flat_tangents]))
+        out_tangents = [next(nonzero_outs) if nonzero else zeros(aval_of(o))
+                        for o, nonzero in zip(outs, out_nonzero)]
+        return tree_unflatten(trees["out"], out_tangents)
+
+    return tree_unflatten(trees["out"], outs), f_jvp
+
+
+class ArgnumsError(TypeError, ValueError):
+    """argnums naming a missing argument. JAX raises TypeError here; it is also a
+    ValueError because that is what the rest of jaxlite raises for bad argnums."""
+
+
+def _argnums_tuple(argnums):
+    if isinstance(argnums, int):
+        return (argnums,)
+    if isinstance(argnums, (tuple, list)) and all(isinstance(i, int) for i in argnums):
+        return tuple(argnums)
+    raise TypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+
+
+def select_args(fun, argnums, args, kwargs):
+    """fun as a function of only the arguments named by argnums, and those arguments."""
+    positions = _argnums_tuple(argnums)
+    if any(not -len(args) <= i < len(args) for i in positions):
+        raise ArgnumsError(f"differentiating with respect to argnums={argnums} requires at least "
+                           f"{max(i if i < 0 else i + 1 for i in positions)} positional arguments "
+                           f"to be passed by the caller, but got only {len(args)} positional arguments.")
+    positions = tuple(i % len(args) for i in positions)
+
+    def partial(*chosen):
+        full = list(args)
+        for i, value in zip(positions, chosen):
+            full[i] = value
+        return fun(*full, **kwargs)
+
+    return partial, tuple(args[i] for i in positions)
+
+
+def _check_grad_inputs(args, allow_int):
+    if allow_int:
+        return
+    for leaf in tree_flatten(args)[0]:
+        dtype = aval_of(as_array_argument(leaf)).dtype
+        if not dtypes.is_float(dtype):
+            raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use "
+                            f"Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_scalar_output(out):
+    aval = aval_of(as_array_argument(out))
+    if aval.shape != ():
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}.")
+    if not dtypes.is_float(aval.dtype):
+        raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                        f"np.floating), but got {aval.dtype.name}. For differentiation of functions "
+                        f"with integer outputs, use jaxlite.vjp directly.")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
+    """A function returning (fun(*args), the gradient of fun with respect to args[argnums])."""
+    _argnums_tuple(argnums)
+
+    def value_and_grad_fun(*args, **kwargs):
+        partial, chosen = select_args(fun, argnums, args, kwargs)
+        _check_grad_inputs(chosen, allow_int)
+        out, vjp_fun, *aux = vjp(partial, *chosen, has_aux=has_aux)
+        _check_scalar_output(out)
+        from jaxlite import lax
+        grads = vjp_fun(lax.full((), 1, aval_of(as_array_argument(out)).dtype))
+        grads = grads[0] if isinstance(argnums, int) else grads
+        return ((out, aux[0]) if has_aux else out), grads
+
+    value_and_grad_fun.__name__ = f"value_and_grad({getattr(fun, '__name__', 'fun')})"
+    value_and_grad_fun.__wrapped__ = fun
+    return value_and_grad_fun
+
+
+def grad(fun, argnums=0, has_aux=False, allow_int=False):
+    """The gradient of a scalar function with respect to args[argnums] (a tuple for a tuple)."""
+    value_and_grad_fun = value_and_grad(fun, argnums, has_aux, allow_int)
+
+    def grad_fun(*args, **kwargs):
+        (out_and_aux, grads) = value_and_grad_fun(*args, **kwargs)
+        return (grads, out_and_aux[1]) if has_aux else grads
+
+    grad_fun.__name__ = f"grad({getattr(fun, '__name__', 'fun')})"
+    grad_fun.__wrapped__ = fun
+    return grad_fun

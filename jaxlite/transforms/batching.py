@@ -5,13 +5,23 @@ the value is the same for every batch element). Rule table, filled in next to
 each primitive:
   batch_rules[p](args, dims, **params) -> (out, out_dim)   (lists for multiple results)
 Rules are called only when at least one argument is batched.
+
+Primitives that need the mapped axis itself (collectives such as psum, and the
+control-flow primitives, whose bodies may hold collectives) register instead in
+  axis_batch_rules[p](axis, args, dims, **params) -> (out, out_dim)
+where `axis` is the BatchTrace (its axis_size and axis_name). These rules are
+called even when no argument is batched: psum of an unbatched value still sums
+over the axis, and axis_index has no arguments at all.
 """
 import functools
+import threading
+from contextlib import contextmanager
 
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 
 batch_rules = {}
+axis_batch_rules = {}
 
 not_mapped = None
 
@@ -47,15 +57,55 @@ class BatchTrace(Trace):
     def process_primitive(self, primitive, args, params):
         vals, dims = zip(*map(self.value_and_dim, args)) if args else ((), ())
         with set_current_trace(self.parent):
-            if all(d is None for d in dims):
+            axis_rule = axis_batch_rules.get(primitive)
+            if axis_rule is not None:
+                out, out_dim = axis_rule(self, list(vals), list(dims), **params)
+            elif all(d is None for d in dims):
                 return primitive.bind(*vals, **params)
-            rule = batch_rules.get(primitive)
-            if rule is None:
-                raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
-            out, out_dim = rule(list(vals), list(dims), **params)
+            else:
+                out, out_dim = _batch_rule(primitive)(list(vals), list(dims), **params)
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
+
+
+def _batch_rule(primitive):
+    rule = batch_rules.get(primitive)
+    if rule is None:
+        raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+    return rule
+
+
+class _AxisEnv(threading.local):
+    sizes = ()    # (name, size) pairs of the enclosing named vmaps, innermost last
+
+
+_axis_env = _AxisEnv()
+
+
+@contextmanager
+def extend_axis_env(name, size):
+    """Make a vmap's axis name visible to collectives while its function is traced.
+
+    The names are dynamic scope, not trace parents, so a function staged inside a
+    vmap (say a loop body) can still refer to the axis; the batching trace
+    resolves the reference once the staged computation is batched.
+    """
+    previous = _axis_env.sizes
+    if name is not None:
+        _axis_env.sizes = previous + ((name, size),)
+    try:
+        yield
+    finally:
+        _axis_env.sizes = previous
+
+
+def bound_axis_size(name):
+    """The size of the innermost enclosing vmap named `name`; NameError if there is none."""
+    for bound_name, size in reversed(_axis_env.sizes):
+        if bound_name == name:
+            return size
+    raise NameError(f"unbound axis name: {name}")
 
 
 def batch_flat(flat_fun, vals, dims, axis_size, axis_name=None):
@@ -63,7 +113,7 @@ def batch_flat(flat_fun, vals, dims, axis_size, axis_name=None):
     trace = BatchTrace(current_trace(), axis_size, axis_name)
     try:
         inputs = [BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
-        with set_current_trace(trace):
+        with set_current_trace(trace), extend_axis_env(axis_name, axis_size):
             outputs = flat_fun(*inputs)
         pairs = [trace.value_and_dim(o) for o in outputs]
     finally:
@@ -251,3 +301,11 @@ def _batch_jaxpr_cached(closed, in_dims, axis_size):
 
     new = trace_to_jaxpr(batched_fun, avals, "vmap of a jaxpr")
     return new, tuple(out_dims)
+
+
+def call_batch_rule(primitive):
+    """The batching rule of a primitive whose `jaxpr` param is applied to all operands."""
+    def rule(args, dims, jaxpr, **params):
+        batched, out_dims = batch_jaxpr(jaxpr, dims, batch_size(args, dims))
+        return primitive.bind(*args, jaxpr=batched, **params), list(out_dims)
+    return rule

@@ -28,6 +28,7 @@ from jaxlite.core.staging import abstractify, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EVAL_TRACE, Tracer, current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -152,6 +153,10 @@ def _jit_batch(args, dims, jaxpr, name):
 
 ad.jvp_rules[jit_p] = _jit_jvp
 batching.batch_rules[jit_p] = _jit_batch
+# Reverse mode: the known part of the body runs now as one jitted call, the
+# unknown part is staged as another, and transposing it transposes its body.
+partial_eval_rules[jit_p] = call_partial_eval_rule(jit_p)
+ad.transpose_rules[jit_p] = ad.call_transpose_rule
 
 
 # ---------------------------------------------------------------- disable_jit

@@ -1,0 +1,1 @@
+"""Small models shared by the demo, the notebooks and the benchmarks."""

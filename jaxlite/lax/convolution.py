@@ -1,0 +1,273 @@
+"""conv_general_dilated: N-d convolution with strides, padding, dilations and groups.
+
+The primitive works in one canonical layout (lhs N,C,spatial...; rhs O,I,spatial...;
+output N,O,spatial...); the public function transposes to and from the layouts
+named by `dimension_numbers` (("NHWC", "HWIO", "NHWC") and the like), so the
+rules below never deal with layouts. Spatial axes are paired by their letters,
+in the order they appear in the rhs spec, as in JAX.
+
+The numpy implementation is im2col: dilate and pad the input, take every window
+as a patch, and multiply the patches by the kernel matrix per group. The
+transposes with respect to lhs and rhs are themselves convolutions (the
+gradient of a strided convolution is a convolution of the lhs-dilated cotangent).
+"""
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.primitive import Primitive
+from jaxlite.lax.base import NUMBER, as_operand, check_dtype
+from jaxlite.lax.shapes import reshape, rev, transpose
+from jaxlite.transforms import ad, batching
+from jaxlite.transforms.batching import move_dim
+
+
+def dilate_shape(shape, dilation):
+    return tuple(0 if n == 0 else (n - 1) * d + 1 for n, d in zip(shape, dilation))
+
+
+def padding_pairs(padding, in_shape, window_shape, window_strides):
+    """Explicit (low, high) pairs for "SAME", "VALID" or given pairs."""
+    if not isinstance(padding, str):
+        pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
+        if len(pairs) != len(in_shape):
+            raise ValueError(f"padding needs one (low, high) pair per spatial axis, got {padding}")
+        return pairs
+    if padding.upper() == "VALID":
+        return ((0, 0),) * len(in_shape)
+    if padding.upper() != "SAME":
+        raise ValueError(f"padding must be 'SAME', 'VALID' or a sequence of pairs, got {padding!r}")
+    pairs = []
+    for n, k, s in zip(in_shape, window_shape, window_strides):
+        total = max((-(-n // s) - 1) * s + k - n, 0)
+        pairs.append((total // 2, total - total // 2))
+    return tuple(pairs)
+
+
+def windows(x, window_shape, window_strides, window_dilation):
+    """Every window of x's trailing axes: shape x.shape[:lead] + out_spatial + window_shape."""
+    n_spatial = len(window_shape)
+    lead = x.ndim - n_spatial
+    extent = dilate_shape(window_shape, window_dilation)
+    if any(e > n for e, n in zip(extent, x.shape[lead:])):
+        # No window fits: an empty result (numpy's window view would refuse).
+        out = tuple(max(0, (n - e) // s + 1) for n, e, s in zip(x.shape[lead:], extent, window_strides))
+        return np.zeros(x.shape[:lead] + out + tuple(window_shape), x.dtype)
+    view = np.lib.stride_tricks.sliding_window_view(x, extent, axis=tuple(range(lead, x.ndim)))
+    picks = (slice(None),) * lead + tuple(slice(None, None, s) for s in window_strides) \
+        + tuple(slice(None, None, d) for d in window_dilation)
+    return view[picks]
+
+
+def pad_and_dilate(x, padding, dilation, fill):
+    """x's trailing axes dilated by inserting fill, then padded (negative pads crop)."""
+    n_spatial = len(padding)
+    lead = x.ndim - n_spatial
+    shape = x.shape[:lead] + tuple(
+        max(lo, 0) + max(hi, 0) + d for (lo, hi), d in zip(padding, dilate_shape(x.shape[lead:], dilation)))
+    out = np.full(shape, fill, x.dtype)
+    place = (slice(None),) * lead + tuple(slice(max(lo, 0), max(lo, 0) + d, step) for (lo, _), d, step in
+                                          zip(padding, dilate_shape(x.shape[lead:], dilation), dilation))
+    out[place] = x
+    crop = (slice(None),) * lead + tuple(slice(max(-lo, 0), n - max(-hi, 0))
+                                         for (lo, hi), n in zip(padding, shape[lead:]))
+    return out[crop]
+
+
+# ---------------------------------------------------------------- the primitive
+
+def _conv_impl(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+               feature_group_count, batch_group_count):
+    n_spatial = lhs.ndim - 2
+    compute = np.promote_types(lhs.dtype, np.float32) if dtypes.is_float(lhs.dtype) else lhs.dtype
+    x = pad_and_dilate(lhs.astype(compute), padding, lhs_dilation, 0)
+    patches = windows(x, rhs.shape[2:], window_strides, rhs_dilation)  # N, C, out..., k...
+    out_spatial = patches.shape[2:2 + n_spatial]
+    (n, c), (o, i) = lhs.shape[:2], rhs.shape[:2]
+    groups, b = feature_group_count * batch_group_count, batch_group_count
+    g, nb = feature_group_count, n // b
+    p, k = int(np.prod(out_spatial)), int(np.prod(rhs.shape[2:]))
+    # patches -> (group, batch rows, features): group = (batch group, feature group).
+    patches = patches.reshape((b, nb, g, i) + out_spatial + rhs.shape[2:])
+    spatial = tuple(range(4, 4 + n_spatial))
+    window = tuple(range(4 + n_spatial, 4 + 2 * n_spatial))
+    patches = patches.transpose((0, 2, 1) + spatial + (3,) + window).reshape(groups, nb * p, i * k)
+    kernel = rhs.astype(compute).reshape(groups, o // groups, i * k).transpose(0, 2, 1)
+    out = np.matmul(patches, kernel)  # groups, nb * p, o // groups
+    out = out.reshape((b, g, nb) + out_spatial + (o // groups,))
+    out = out.transpose((2, 0, 1, 3 + n_spatial) + tuple(range(3, 3 + n_spatial)))
+    return out.reshape((nb, o) + out_spatial).astype(lhs.dtype)
+
+
+def _conv_aval(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+               feature_group_count, batch_group_count):
+    for name, aval in (("lhs", lhs), ("rhs", rhs)):
+        check_dtype("conv_general_dilated", aval, NUMBER, name)
+    if lhs.dtype != rhs.dtype or lhs.ndim != rhs.ndim or lhs.ndim < 2:
+        raise TypeError(f"conv_general_dilated needs lhs and rhs of one dtype and rank >= 2, got "
+                        f"{lhs.str_short()} and {rhs.str_short()}")
+    (n, c), (o, i) = lhs.shape[:2], rhs.shape[:2]
+    g, b = feature_group_count, batch_group_count
+    if c != i * g or o % g or n % b or o % b or (g > 1 and b > 1):
+        raise TypeError(f"conv_general_dilated: lhs features {c} must equal rhs input features {i} "
+                        f"times feature_group_count {g}, which must divide the output features {o}; "
+                        f"batch_group_count {b} must divide the batch {n} and {o} (only one group "
+                        "count may exceed 1)")
+    in_shape = dilate_shape(lhs.shape[2:], lhs_dilation)
+    extent = dilate_shape(rhs.shape[2:], rhs_dilation)
+    out = tuple(max(0, (n_in + lo + hi - e) // s + 1) if n_in + lo + hi >= e else 0
+                for n_in, (lo, hi), e, s in zip(in_shape, padding, extent, window_strides))
+    return ShapedArray((n // b, o) + out, lhs.dtype, lhs.weak_type and rhs.weak_type)
+
+
+conv_general_dilated_p = Primitive("conv_general_dilated")
+conv_general_dilated_p.def_impl(_conv_impl)
+conv_general_dilated_p.def_abstract_eval(_conv_aval)
+
+
+def _canonical_conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                    feature_group_count=1, batch_group_count=1):
+    return conv_general_dilated_p.bind(
+        lhs, rhs, window_strides=tuple(window_strides), padding=tuple(padding),
+        lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(rhs_dilation),
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count))
+
+
+def _transpose_lhs(ct, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                   feature_group_count, batch_group_count):
+    """A convolution of the (stride-dilated) cotangent with the flipped kernel,
+    input and output features swapped within each group.
+
+    With batch groups, the cotangent's feature groups are the batch groups: the
+    result comes out with the groups in its features and is moved to the batch.
+    """
+    lhs_shape = lhs.aval.shape
+    extent = dilate_shape(rhs.shape[2:], rhs_dilation)
+    in_shape = dilate_shape(lhs_shape[2:], lhs_dilation)
+    out_shape = dilate_shape(ct.shape[2:], window_strides)
+    before = [e - lo - 1 for e, (lo, _) in zip(extent, padding)]
+    after = [n + e - 1 - o - b for n, e, o, b in zip(in_shape, extent, out_shape, before)]
+    g = feature_group_count * batch_group_count
+    o, i = rhs.shape[:2]
+    kernel = reshape(rhs, (g, o // g, i) + rhs.shape[2:])
+    kernel = transpose(kernel, (0, 2, 1) + tuple(range(3, kernel.ndim)))
+    kernel = rev(reshape(kernel, (g * i, o // g) + rhs.shape[2:]), tuple(range(2, rhs.ndim)))
+    out = _canonical_conv(ct, kernel, lhs_dilation, tuple(zip(before, after)), window_strides,
+                          rhs_dilation, g)
+    if batch_group_count == 1:
+        return out
+    nb, c = out.shape[0], lhs_shape[1]
+    out = reshape(out, (nb, batch_group_count, c) + out.shape[2:])
+    out = transpose(out, (1, 0) + tuple(range(2, out.ndim)))
+    return reshape(out, lhs_shape)
+
+
+def _transpose_rhs(ct, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                   feature_group_count, batch_group_count):
+    """A convolution of the input (batch and features swapped) with the cotangent
+    as kernel; feature groups and batch groups trade places."""
+    rhs_shape = rhs.aval.shape
+    extent = dilate_shape(rhs_shape[2:], rhs_dilation)
+    in_shape = dilate_shape(lhs.shape[2:], lhs_dilation)
+    out_shape = dilate_shape(ct.shape[2:], window_strides)
+    pads = [(lo, (o - n) + (e - lo - 1)) for (lo, _), o, n, e in zip(padding, out_shape, in_shape, extent)]
+    swap = (1, 0) + tuple(range(2, lhs.ndim))
+    out = _canonical_conv(transpose(lhs, swap), transpose(ct, swap), rhs_dilation, pads,
+                          lhs_dilation, window_strides, batch_group_count, feature_group_count)
+    return transpose(out, swap)
+
+
+ad.defbilinear(conv_general_dilated_p, _transpose_lhs, _transpose_rhs)
+
+
+def _merge_groups(x, groups):
+    """(size, groups * m, ...) -> (groups * size * m, ...): the vmapped axis folded
+    inside each group, so the groups stay contiguous runs."""
+    size, m = x.shape[0], x.shape[1] // groups
+    x = reshape(x, (size, groups, m) + x.shape[2:])
+    x = transpose(x, (1, 0) + tuple(range(2, x.ndim)))
+    return reshape(x, (groups * size * m,) + x.shape[3:])
+
+
+def _split_groups(x, axis, groups, size):
+    """Undo _merge_groups on `axis` of x: (..., groups * size * m, ...) -> (..., size, groups * m, ...)."""
+    m = x.shape[axis] // (groups * size)
+    x = reshape(x, x.shape[:axis] + (groups, size, m) + x.shape[axis + 1:])
+    x = transpose(x, tuple(range(axis)) + (axis + 1, axis) + tuple(range(axis + 2, x.ndim)))
+    return reshape(x, x.shape[:axis] + (size, groups * m) + x.shape[axis + 3:])
+
+
+def _conv_batch(args, dims, feature_group_count, batch_group_count, **params):
+    """Fold the vmapped axis into the lhs batch or the rhs output features (inside
+    each group), or, when both are batched, into more groups."""
+    (lhs, rhs), (d_lhs, d_rhs) = args, dims
+    groups = dict(feature_group_count=feature_group_count, batch_group_count=batch_group_count)
+    if d_rhs is None:
+        lhs = move_dim(lhs, d_lhs, 0)
+        size = lhs.shape[0]
+        out = _canonical_conv(_merge_groups(lhs, batch_group_count), rhs, **groups, **params)
+        return reshape(out, (size, out.shape[0] // size) + out.shape[1:]), 0
+    rhs = move_dim(rhs, d_rhs, 0)
+    size, o = rhs.shape[:2]
+    if d_lhs is None:
+        all_groups = feature_group_count * batch_group_count
+        out = _canonical_conv(lhs, _merge_groups(rhs, all_groups), **groups, **params)
+        return _split_groups(out, 1, all_groups, size), 1
+    lhs = move_dim(lhs, d_lhs, 0)
+    kernel = reshape(rhs, (size * o,) + rhs.shape[2:])
+    if batch_group_count > 1:
+        folded = reshape(lhs, (size * lhs.shape[1],) + lhs.shape[2:])
+        out = _canonical_conv(folded, kernel, feature_group_count=1,
+                              batch_group_count=size * batch_group_count, **params)
+    else:
+        folded = _fold_into_features(lhs)
+        out = _canonical_conv(folded, kernel, feature_group_count=size * feature_group_count,
+                              batch_group_count=1, **params)
+    return reshape(out, (out.shape[0], size, o) + out.shape[2:]), 1
+
+
+def _fold_into_features(lhs):
+    """(size, N, C, ...) -> (N, size * C, ...)."""
+    lhs = transpose(lhs, (1, 0) + tuple(range(2, lhs.ndim)))
+    return reshape(lhs, (lhs.shape[0], lhs.shape[1] * lhs.shape[2]) + lhs.shape[3:])
+
+
+batching.batch_rules[conv_general_dilated_p] = _conv_batch
+
+
+# ---------------------------------------------------------------- the public function
+
+def conv_dimension_permutations(dimension_numbers, ndim):
+    """Permutations taking lhs, rhs and out to the canonical N,C,spatial / O,I,spatial layouts."""
+    if dimension_numbers is None:
+        identity = tuple(range(ndim))
+        return identity, identity, identity
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if not all(isinstance(s, str) and len(s) == ndim for s in dimension_numbers):
+        raise ValueError(f"dimension_numbers {dimension_numbers} must be three strings of length {ndim}")
+    spatial = [ch for ch in rhs_spec if ch not in "OI"]
+
+    def perm(spec, batch, feature):
+        if sorted(spec) != sorted([batch, feature] + spatial):
+            raise ValueError(f"dimension_numbers spec {spec!r} must name {batch}, {feature} and the "
+                             f"spatial axes {''.join(spatial)} of the rhs spec {rhs_spec!r}")
+        return tuple(spec.index(ch) for ch in [batch, feature] + spatial)
+    return perm(lhs_spec, "N", "C"), perm(rhs_spec, "O", "I"), perm(out_spec, "N", "C")
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count=1, batch_group_count=1,
+                         precision=None, preferred_element_type=None):
+    """A general N-d convolution (cross-correlation, as in XLA), laid out by dimension_numbers."""
+    lhs, rhs = as_operand(lhs), as_operand(rhs)
+    lhs_perm, rhs_perm, out_perm = conv_dimension_permutations(dimension_numbers, lhs.ndim)
+    lhs, rhs = transpose(lhs, lhs_perm), transpose(rhs, rhs_perm)
+    n_spatial = lhs.ndim - 2
+    lhs_dilation = tuple(lhs_dilation or (1,) * n_spatial)
+    rhs_dilation = tuple(rhs_dilation or (1,) * n_spatial)
+    window_strides = tuple(window_strides)
+    extent = dilate_shape(rhs.shape[2:], rhs_dilation)
+    pads = padding_pairs(padding, lhs.shape[2:], extent, window_strides)
+    out = _canonical_conv(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
+                          feature_group_count, batch_group_count)
+    return transpose(out, tuple(int(i) for i in np.argsort(out_perm)))

@@ -1,0 +1,119 @@
+"""Cumulative reductions along one axis: cumsum, cumprod, cummax, cummin, cumlogsumexp.
+
+Eagerly each runs numpy's accumulate. cumsum is linear, and its transpose is the
+cumsum running the other way. The other JVPs are those of the same scan written
+with lax operations (log2(n) rounds of shift-and-combine, as in a Hillis-Steele
+parallel prefix), so ties in cummax and infinities in cumlogsumexp get exactly
+the derivatives that max and logaddexp give them, with no separate rule to
+keep consistent.
+"""
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import canonicalize_axis
+from jaxlite.core.primitive import Primitive
+from jaxlite.lax.base import FLOAT, NUMBER, as_operand, check_dtype
+from jaxlite.lax.elementwise import (add, convert_element_type, eq, exp, log1p, max, min, mul,
+                                     select_n, sub)
+from jaxlite.lax.shapes import full, pad, rev, slice_in_dim
+from jaxlite.transforms import ad, batching
+
+
+def logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow; equal infinities give that infinity.
+
+    Where both are the same infinity, a - b is NaN: the correction term is then
+    taken as 0, so the value and the derivative (shared by max) stay finite.
+    """
+    high, low = max(a, b), min(a, b)
+    gap = sub(low, high)
+    gap = select_n(eq(gap, gap), full(gap.shape, -np.inf, gap.dtype), gap)
+    return add(high, log1p(exp(gap)))
+
+
+def _accumulate_in(ufunc, x, axis, reverse):
+    """ufunc.accumulate, in float32 for 16-bit floats (numpy would round every step)."""
+    wide = x.astype(np.float32) if dtypes.is_float(x.dtype) and x.dtype.itemsize < 4 else x
+    if reverse:
+        wide = np.flip(wide, axis)
+    out = ufunc.accumulate(wide, axis=axis, dtype=wide.dtype)
+    return (np.flip(out, axis) if reverse else out).astype(x.dtype)
+
+
+def _prefix_scan(combine, identity, x, axis, reverse):
+    """Inclusive scan of an associative `combine` in lax operations (used for JVPs)."""
+    if reverse:
+        x = rev(x, (axis,))
+    n, shift = x.shape[axis], 1
+    fill = convert_element_type(identity, x.dtype)
+    while shift < n:
+        config = [(0, 0, 0)] * x.ndim
+        config[axis] = (shift, 0, 0)
+        earlier = pad(slice_in_dim(x, 0, n - shift, axis=axis), fill, config)
+        x = combine(earlier, x)
+        shift *= 2
+    return rev(x, (axis,)) if reverse else x
+
+
+def _cumulative_aval(name, accepts):
+    def abstract_eval(x, axis, reverse):
+        check_dtype(name, x, accepts)
+        canonicalize_axis(axis, x.ndim)
+        return x
+    return abstract_eval
+
+
+def _batch_rule(primitive):
+    def rule(args, dims, axis, reverse):
+        (x,), (d,) = args, dims
+        return primitive.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+    batching.batch_rules[primitive] = rule
+
+
+def _scan_jvp(primitive, combine, identity):
+    def rule(primals, tangents, axis, reverse):
+        out = primitive.bind(*primals, axis=axis, reverse=reverse)
+
+        def scan(x):
+            return [_prefix_scan(combine, identity(x.dtype), x, axis, reverse)]
+        _, (tangent_out,) = ad.jvp_flat(scan, primals, tangents)
+        return out, tangent_out
+    ad.jvp_rules[primitive] = rule
+
+
+def _cumulative_primitive(name, ufunc, accepts):
+    primitive = Primitive(name)
+    primitive.def_impl(lambda x, axis, reverse: _accumulate_in(ufunc, x, axis, reverse))
+    primitive.def_abstract_eval(_cumulative_aval(name, accepts))
+    _batch_rule(primitive)
+
+    def bind(operand, axis=0, reverse=False):
+        operand = as_operand(operand)
+        return primitive.bind(operand, axis=canonicalize_axis(axis, operand.ndim),
+                              reverse=bool(reverse))
+    bind.__name__ = name
+    return primitive, bind
+
+
+def _lowest(dtype):
+    return -np.inf if dtypes.is_float(dtype) else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    return np.inf if dtypes.is_float(dtype) else np.iinfo(dtype).max
+
+
+cumsum_p, cumsum = _cumulative_primitive("cumsum", np.add, NUMBER)
+ad.deflinear(cumsum_p, lambda ct, x, axis, reverse: [cumsum(ct, axis, not reverse)])
+
+cumprod_p, cumprod = _cumulative_primitive("cumprod", np.multiply, NUMBER)
+_scan_jvp(cumprod_p, mul, lambda dtype: 1)
+
+cummax_p, cummax = _cumulative_primitive("cummax", np.maximum, NUMBER)
+_scan_jvp(cummax_p, max, _lowest)
+
+cummin_p, cummin = _cumulative_primitive("cummin", np.minimum, NUMBER)
+_scan_jvp(cummin_p, min, _highest)
+
+cumlogsumexp_p, cumlogsumexp = _cumulative_primitive("cumlogsumexp", np.logaddexp, FLOAT)
+_scan_jvp(cumlogsumexp_p, logaddexp, lambda dtype: -np.inf)

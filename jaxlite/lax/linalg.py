@@ -1,0 +1,292 @@
+"""Linear-algebra primitives: cholesky, triangular_solve and lu.
+
+Each works on the last two axes and maps over any leading (batch) axes, so the
+batching rules only move the vmapped axis to the front. The derivatives are
+the standard matrix identities, written with triangular solves and matmuls.
+"""
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.primitive import Primitive
+from jaxlite.lax.base import FLOAT, as_operand, check_dtype
+from jaxlite.lax.dot import dot_general
+from jaxlite.lax.elementwise import (add, convert_element_type, eq, full_like, ge, gt, le, lt, mul,
+                                     neg, select_n, sub)
+from jaxlite.lax.shapes import broadcast_in_dim, broadcasted_iota, full, pad, slice, transpose
+from jaxlite.lax.slicing import take_along_axis
+from jaxlite.transforms import ad, batching
+from jaxlite.transforms.batching import bdim_at_front
+
+
+def _check_matrices(name, x, square=True):
+    check_dtype(name, x, FLOAT)
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        kind = "square matrices" if square else "matrices"
+        raise ValueError(f"{name} needs {kind} in its last two axes, got shape {x.shape}")
+
+
+def matmul(a, b):
+    """Batched matrix product over equal leading axes."""
+    batch = tuple(range(a.ndim - 2))
+    return dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)), (batch, batch)))
+
+
+def matrix_transpose(x):
+    return transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+def _triangle_mask(shape, lower, strict=False):
+    """A boolean mask of the lower (or upper) triangle of the last two axes."""
+    rows = broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
+    cols = broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
+    if lower:
+        return (gt if strict else ge)(rows, cols)
+    return (lt if strict else le)(rows, cols)
+
+
+def triangle(x, lower, strict=False):
+    """The lower (or upper) triangle of x's last two axes, zeros elsewhere."""
+    return select_n(_triangle_mask(x.shape, lower, strict), full_like(x, 0), x)
+
+
+def _batch_all_to_front(primitive):
+    """Move every batch axis to the front (broadcasting unbatched operands)."""
+    def rule(args, dims, **params):
+        size = batching.batch_size(args, dims)
+        out = primitive.bind(*(bdim_at_front(x, d, size) for x, d in zip(args, dims)), **params)
+        return out, ([0] * len(out) if primitive.multiple_results else 0)
+    batching.batch_rules[primitive] = rule
+
+
+# ---------------------------------------------------------------- cholesky
+
+def _cholesky_impl(x):
+    """Lower Cholesky factor; matrices that are not positive definite give NaNs, as in JAX."""
+    try:
+        return np.linalg.cholesky(x)
+    except np.linalg.LinAlgError:
+        flat = x.reshape((-1,) + x.shape[-2:])
+        return np.stack([_cholesky_or_nan(m) for m in flat]).reshape(x.shape)
+
+
+def _cholesky_or_nan(m):
+    try:
+        return np.linalg.cholesky(m)
+    except np.linalg.LinAlgError:
+        return np.full_like(m, np.nan)
+
+
+def _cholesky_aval(x):
+    _check_matrices("cholesky", x)
+    return x.strip_weak_type()
+
+
+cholesky_p = Primitive("cholesky")
+cholesky_p.def_impl(_cholesky_impl)
+cholesky_p.def_abstract_eval(_cholesky_aval)
+
+
+def cholesky(x, symmetrize_input=True):
+    """The lower-triangular L with L L^T = x (x symmetric positive definite)."""
+    x = as_operand(x)
+    if symmetrize_input:
+        x = mul(add(x, matrix_transpose(x)), convert_element_type(0.5, x.dtype))
+    return cholesky_p.bind(x)
+
+
+def _cholesky_jvp(primals, tangents):
+    """L_dot = L phi(L^-1 A_dot L^-T), phi taking the lower triangle with half the diagonal."""
+    (x,), (x_dot,) = primals, tangents
+    L = cholesky_p.bind(x)
+    inner = triangular_solve(L, x_dot, left_side=True, lower=True)
+    inner = triangular_solve(L, inner, left_side=False, lower=True, transpose_a=True)
+    strictly_lower = triangle(inner, lower=True, strict=True)
+    diagonal = sub(triangle(inner, lower=True), strictly_lower)
+    phi = add(strictly_lower, mul(diagonal, convert_element_type(0.5, x.dtype)))
+    return L, matmul(L, phi)
+
+
+ad.jvp_rules[cholesky_p] = _cholesky_jvp
+batching.vectorized_rule(cholesky_p)
+
+
+# ---------------------------------------------------------------- triangular_solve
+
+def _op(a, transpose_a):
+    return np.swapaxes(a, -1, -2) if transpose_a else a
+
+
+def _triangular_solve_impl(a, b, left_side, lower, transpose_a, unit_diagonal):
+    tri = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        tri = tri.copy()
+        idx = np.arange(a.shape[-1])
+        tri[..., idx, idx] = 1
+    compute = np.promote_types(a.dtype, np.float32)
+    tri = _op(tri, transpose_a).astype(compute)
+    b = b.astype(compute)
+    if left_side:
+        return np.linalg.solve(tri, b).astype(a.dtype)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)),
+                       -1, -2).astype(a.dtype)
+
+
+def _triangular_solve_aval(a, b, left_side, lower, transpose_a, unit_diagonal):
+    _check_matrices("triangular_solve", a)
+    _check_matrices("triangular_solve", b, square=False)
+    m = a.shape[-1]
+    solved = b.shape[-2] if left_side else b.shape[-1]
+    if a.dtype != b.dtype or a.shape[:-2] != b.shape[:-2] or solved != m:
+        raise TypeError(f"triangular_solve: a {a.str_short()} and b {b.str_short()} need equal "
+                        f"dtypes and batch axes, and b's {'rows' if left_side else 'columns'} "
+                        f"must match a's size {m}")
+    return b.strip_weak_type()
+
+
+triangular_solve_p = Primitive("triangular_solve")
+triangular_solve_p.def_impl(_triangular_solve_impl)
+triangular_solve_p.def_abstract_eval(_triangular_solve_aval)
+
+
+def triangular_solve(a, b, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
+                     unit_diagonal=False):
+    """x with op(a) x = b (left_side) or x op(a) = b, op(a) = a or a^T; a triangular.
+
+    Only the named triangle of `a` is read; conjugate_a is accepted for real inputs.
+    """
+    a, b = as_operand(a), as_operand(b)
+    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                   transpose_a=bool(transpose_a), unit_diagonal=bool(unit_diagonal))
+
+
+def _triangular_solve_jvp(primals, tangents, left_side, lower, transpose_a, unit_diagonal):
+    (a, b), (a_dot, b_dot) = primals, tangents
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                  unit_diagonal=unit_diagonal)
+    x = triangular_solve_p.bind(a, b, **params)
+    x_dot = ad.Zero(ad.tangent_aval(x.aval))
+    if not ad.is_zero(b_dot):
+        x_dot = triangular_solve_p.bind(a, b_dot, **params)
+    if not ad.is_zero(a_dot):
+        # op(a) x = b gives op(a_dot) x + op(a) x_dot = 0 (x op(a) = b likewise on the right).
+        a_dot = triangle(a_dot, lower, strict=unit_diagonal)
+        op_a_dot = matrix_transpose(a_dot) if transpose_a else a_dot
+        product = matmul(op_a_dot, x) if left_side else matmul(x, op_a_dot)
+        x_dot = ad.add_tangents(x_dot, neg(triangular_solve_p.bind(a, product, **params)))
+    return x, x_dot
+
+
+def _triangular_solve_transpose(ct, a, b, left_side, lower, transpose_a, unit_diagonal):
+    """b -> op(a)^-1 b is linear; its transpose solves with op(a)^T."""
+    if ad.is_undefined(a):
+        raise NotImplementedError("triangular_solve is linear only in b")
+    if ad.is_zero(ct):
+        return [None, None]
+    return [None, triangular_solve_p.bind(a, ct, left_side=left_side, lower=lower,
+                                          transpose_a=not transpose_a, unit_diagonal=unit_diagonal)]
+
+
+ad.jvp_rules[triangular_solve_p] = _triangular_solve_jvp
+ad.transpose_rules[triangular_solve_p] = _triangular_solve_transpose
+_batch_all_to_front(triangular_solve_p)
+
+
+# ---------------------------------------------------------------- lu
+
+def _lu_impl(a):
+    """Partial pivoting, vectorized over the batch axes (one Python step per column)."""
+    m, n = a.shape[-2:]
+    lu = np.array(a, dtype=np.promote_types(a.dtype, np.float32))
+    batch = lu.shape[:-2]
+    flat = lu.reshape((-1, m, n))
+    rows = np.arange(flat.shape[0])
+    perm = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
+    pivots = np.zeros((flat.shape[0], min(m, n)), np.int32)
+    for k in range(min(m, n)):
+        p = k + np.argmax(np.abs(flat[:, k:, k]), axis=1)
+        pivots[:, k] = p
+        _swap_rows(flat, rows, k, p)
+        _swap_rows(perm[:, :, None], rows, k, p)
+        pivot = flat[:, k, k:k + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            flat[:, k + 1:, k] /= pivot
+        flat[:, k + 1:, k + 1:] -= flat[:, k + 1:, k:k + 1] * flat[:, k:k + 1, k + 1:]
+    return [flat.reshape(lu.shape).astype(a.dtype), pivots.reshape(batch + (min(m, n),)),
+            perm.astype(np.int32).reshape(batch + (m,))]
+
+
+def _swap_rows(x, batch, k, p):
+    """Swap row k with row p[b] in every matrix x[b], in place."""
+    row_k, row_p = x[batch, k].copy(), x[batch, p].copy()
+    x[batch, k], x[batch, p] = row_p, row_k
+
+
+def _lu_aval(a):
+    _check_matrices("lu", a, square=False)
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    return [a.strip_weak_type(), ShapedArray(batch + (min(m, n),), dtypes.int32),
+            ShapedArray(batch + (m,), dtypes.int32)]
+
+
+lu_p = Primitive("lu", multiple_results=True)
+lu_p.def_impl(_lu_impl)
+lu_p.def_abstract_eval(_lu_aval)
+
+
+def lu(a):
+    """(lu, pivots, permutation) with a[permutation] = L U; L unit lower, U upper, packed in lu."""
+    return tuple(lu_p.bind(as_operand(a)))
+
+
+def permute_rows(x, permutation):
+    """x[..., permutation, :] for a batch of row permutations."""
+    indices = broadcast_in_dim(permutation, x.shape, tuple(range(x.ndim - 1)))
+    return take_along_axis(x, indices, x.ndim - 2, mode="clip")
+
+
+def square_factors(lu_matrix):
+    """The unit lower L (m x m) and upper U (n x n) packed in an m x n lu result.
+
+    For a non-square matrix the factors are completed to squares with identity
+    blocks, so that both are invertible and triangular solves apply.
+    """
+    m, n = lu_matrix.shape[-2:]
+    k = min(m, n)
+    batch = lu_matrix.shape[:-2]
+    no_pad = [(0, 0, 0)] * len(batch)
+    zero = convert_element_type(0, lu_matrix.dtype)
+    l = triangle(slice(lu_matrix, (0,) * lu_matrix.ndim, batch + (m, k)), lower=True, strict=True)
+    u = triangle(slice(lu_matrix, (0,) * lu_matrix.ndim, batch + (k, n)), lower=False)
+    l = pad(l, zero, no_pad + [(0, 0, 0), (0, m - k, 0)])
+    l = add(l, identity_like(l))
+    if n > k:
+        u = pad(u, zero, no_pad + [(0, n - k, 0), (0, 0, 0)])
+        below_k = ge(broadcasted_iota(dtypes.int32, u.shape, u.ndim - 2), full(u.shape, k, dtypes.int32))
+        u = add(u, mul(identity_like(u), convert_element_type(below_k, u.dtype)))
+    return l, u
+
+
+def identity_like(x):
+    """The identity matrix in the last two axes of x, broadcast over the rest."""
+    rows = broadcasted_iota(dtypes.int32, x.shape, x.ndim - 2)
+    cols = broadcasted_iota(dtypes.int32, x.shape, x.ndim - 1)
+    return convert_element_type(eq(rows, cols), x.dtype)
+
+
+def _lu_jvp(primals, tangents):
+    """P A = L U gives P A_dot = L_dot U + L U_dot; with X = L^-1 P A_dot U^-1,
+    L_dot = L strict_lower(X) and U_dot = upper(X) U (L, U completed to squares)."""
+    (a,), (a_dot,) = primals, tangents
+    lu_matrix, pivots, permutation = lu_p.bind(a)
+    l, u = square_factors(lu_matrix)
+    x = triangular_solve(l, permute_rows(a_dot, permutation), left_side=True, lower=True,
+                         unit_diagonal=True)
+    x = triangular_solve(u, x, left_side=False, lower=False)
+    lu_dot = add(matmul(l, triangle(x, lower=True, strict=True)), matmul(triangle(x, lower=False), u))
+    zeros = [ad.Zero(ad.tangent_aval(v.aval)) for v in (pivots, permutation)]
+    return [lu_matrix, pivots, permutation], [lu_dot] + zeros
+
+
+ad.jvp_rules[lu_p] = _lu_jvp
+_batch_all_to_front(lu_p)

@@ -1,0 +1,151 @@
+"""jnp.linalg: norms, and solve / inv / det / slogdet / cholesky built on lax.linalg.
+
+Everything goes through the LU factorization (or Cholesky), whose JVPs make
+these differentiable; all functions map over leading batch axes as NumPy does.
+"""
+import numpy as np
+
+from jaxlite import lax
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import canonicalize_axes
+from jaxlite.lax.base import as_operand
+from jaxlite.lax.linalg import identity_like, matrix_transpose, permute_rows, square_factors
+from jaxlite.numpy import reductions, ufuncs
+from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes, promote_to_inexact
+
+
+def _matrices(name, *args):
+    check_arraylike(name, *args)
+    args = promote_to_inexact(name, *args) if len(args) == 1 else _promoted_matrices(name, *args)
+    if args[0].ndim < 2 or args[0].shape[-1] != args[0].shape[-2]:
+        raise ValueError(f"{name}: the last two axes must be a square matrix, got shape "
+                         f"{args[0].shape}")
+    return args
+
+
+def _promoted_matrices(name, a, b):
+    """Common inexact dtype without broadcasting shapes (a matrix and a right-hand side)."""
+    a, b = promote_dtypes(a, b)
+    if not dtypes.is_float(a.dtype):
+        a, b = (lax.convert_element_type(x, dtypes.default_float_dtype()) for x in (a, b))
+    return [as_operand(a), as_operand(b)]
+
+
+def cholesky(a, *, upper=False, symmetrize_input=True):
+    (a,) = _matrices("cholesky", a)
+    factor = lax.cholesky(a, symmetrize_input=symmetrize_input)
+    return matrix_transpose(factor) if upper else factor
+
+
+def solve(a, b):
+    """x with a x = b; b is a vector when it is 1-d, else a (batch of) matrices."""
+    a, b = _matrices("solve", a, b)
+    vector = b.ndim == 1
+    if vector:
+        b = lax.reshape(b, b.shape + (1,))
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = broadcast_to(a, batch + a.shape[-2:])
+    b = broadcast_to(b, batch + b.shape[-2:])
+    lu_matrix, _, permutation = lax.lu(a)
+    lower, upper = square_factors(lu_matrix)
+    y = lax.triangular_solve(lower, permute_rows(b, permutation), left_side=True, lower=True,
+                             unit_diagonal=True)
+    x = lax.triangular_solve(upper, y, left_side=True, lower=False)
+    return lax.reshape(x, x.shape[:-1]) if vector else x
+
+
+def inv(a):
+    (a,) = _matrices("inv", a)
+    return solve(a, identity_like(a))
+
+
+def _lu_diagonal_and_parity(a):
+    """The diagonal of U and whether the row permutation is odd."""
+    lu_matrix, pivots, _ = lax.lu(a)
+    n = a.shape[-1]
+    diagonal = lax.reduce_sum(lax.mul(lu_matrix, identity_like(lu_matrix)), (a.ndim - 1,))
+    swaps = lax.ne(pivots, lax.broadcast_in_dim(lax.iota(dtypes.int32, n), pivots.shape,
+                                                (pivots.ndim - 1,)))
+    swap_count = lax.reduce_sum(lax.convert_element_type(swaps, dtypes.int32), (pivots.ndim - 1,))
+    odd = lax.eq(lax.rem(swap_count, lax.full_like(swap_count, 2)), lax.full_like(swap_count, 1))
+    return diagonal, odd
+
+
+def _parity_sign(odd, dtype):
+    """-1 for an odd permutation, else 1."""
+    odd = lax.convert_element_type(odd, dtype)
+    return lax.sub(lax.full_like(odd, 1), lax.add(odd, odd))
+
+
+def det(a):
+    (a,) = _matrices("det", a)
+    diagonal, odd = _lu_diagonal_and_parity(a)
+    return lax.mul(_parity_sign(odd, a.dtype), lax.reduce_prod(diagonal, (diagonal.ndim - 1,)))
+
+
+def slogdet(a):
+    """(sign, log|det|): a sum of logs, so it neither overflows nor underflows."""
+    (a,) = _matrices("slogdet", a)
+    diagonal, odd = _lu_diagonal_and_parity(a)
+    last = (diagonal.ndim - 1,)
+    sign = lax.mul(_parity_sign(odd, a.dtype), lax.reduce_prod(lax.sign(diagonal), last))
+    return sign, lax.reduce_sum(lax.log(lax.abs(diagonal)), last)
+
+
+# ---------------------------------------------------------------- norm
+
+def _vector_norm(x, ord, axis, keepdims):
+    magnitude = ufuncs.absolute(x)
+    if ord is None or ord == 2:
+        return ufuncs.sqrt(reductions.sum(ufuncs.square(magnitude), axis, keepdims=keepdims))
+    if ord == np.inf:
+        return reductions.max(magnitude, axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return reductions.min(magnitude, axis, keepdims=keepdims)
+    if ord == 0:
+        nonzero = lax.convert_element_type(lax.ne(x, lax.full_like(x, 0)), x.dtype)
+        return reductions.sum(nonzero, axis, keepdims=keepdims)
+    if ord == 1:
+        return reductions.sum(magnitude, axis, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    powered = reductions.sum(ufuncs.power(magnitude, float(ord)), axis, keepdims=keepdims)
+    return ufuncs.power(powered, 1.0 / ord)
+
+
+def _matrix_norm(x, ord, axes, keepdims):
+    rows, cols = axes
+    magnitude = ufuncs.absolute(x)
+    if ord in (None, "fro"):
+        result = ufuncs.sqrt(reductions.sum(ufuncs.square(magnitude), axes))
+    elif ord in (1, -1):
+        column_sums = reductions.sum(magnitude, rows, keepdims=True)
+        result = (reductions.max if ord == 1 else reductions.min)(column_sums, axes)
+    elif ord in (np.inf, -np.inf):
+        row_sums = reductions.sum(magnitude, cols, keepdims=True)
+        result = (reductions.max if ord == np.inf else reductions.min)(row_sums, axes)
+    elif ord in (2, -2, "nuc"):
+        raise NotImplementedError(f"norm: ord={ord!r} needs singular values (no svd yet)")
+    else:
+        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+    if keepdims:
+        result = lax.expand_dims(result, tuple(sorted(axes)))
+    return result
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """Vector norms over one axis, matrix norms over two (NumPy's defaults and orders)."""
+    (x,) = promote_to_inexact("norm", x)
+    if axis is None:
+        if ord is None:
+            flat = ufuncs.sqrt(reductions.sum(ufuncs.square(ufuncs.absolute(x))))
+            return lax.reshape(flat, (1,) * x.ndim) if keepdims else flat
+        if x.ndim not in (1, 2):
+            raise ValueError(f"norm: improper number of dimensions {x.ndim} to norm with ord={ord!r}")
+        axis = tuple(range(x.ndim))
+    axes = canonicalize_axes(axis if isinstance(axis, (tuple, list)) else (axis,), x.ndim)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes[0], keepdims)
+    if len(axes) == 2:
+        return _matrix_norm(x, ord, axes, keepdims)
+    raise ValueError(f"norm: axis must name one or two axes, got {axis}")

@@ -1,0 +1,97 @@
+"""Scalar types (jnp.float32, ...) and dtype queries (finfo, iinfo, issubdtype).
+
+As in JAX, `jnp.float32` is a class: calling it makes an Array of that dtype
+(`jnp.float32(2)`), and it also serves wherever a dtype is accepted, because
+numpy turns any object with a `dtype` attribute into that dtype
+(`np.dtype(jnp.float32)`). Comparing it with a numpy dtype or scalar type
+compares the dtypes.
+"""
+import ml_dtypes
+import numpy as np
+
+from jaxlite.core import dtypes
+
+# The abstract numpy type hierarchy, for issubdtype.
+generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
+integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
+complexfloating = np.complexfloating
+
+
+class _ScalarMeta(type):
+    def __call__(cls, x):
+        from jaxlite.numpy.creation import asarray
+        return asarray(x, dtype=cls.dtype)
+
+    def __eq__(cls, other):
+        if isinstance(other, _ScalarMeta):
+            return cls.dtype == other.dtype
+        try:
+            return cls.dtype == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __repr__(cls):
+        return f"jaxlite.numpy.{cls.__name__}"
+
+    def __instancecheck__(cls, instance):
+        # numpy scalars of this type count as instances, as with JAX's scalar types.
+        return isinstance(instance, cls.dtype.type)
+
+
+def _scalar_type(name, dtype):
+    return _ScalarMeta(name, (), {"dtype": np.dtype(dtype)})
+
+
+bool_ = _scalar_type("bool_", dtypes.bool_)
+int8, int16, int32, int64 = (_scalar_type(f"int{8 * d.itemsize}", d)
+                             for d in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64))
+uint8, uint16, uint32, uint64 = (_scalar_type(f"uint{8 * d.itemsize}", d)
+                                 for d in (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64))
+float16, float32, float64 = (_scalar_type(f"float{8 * d.itemsize}", d)
+                             for d in (dtypes.float16, dtypes.float32, dtypes.float64))
+bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
+
+
+_ABSTRACT = (generic, number, inexact, floating, integer, signedinteger, unsignedinteger,
+             complexfloating)
+
+
+def _as_dtype(x):
+    """A dtype for anything naming or having one; numpy's abstract types are kept as they are."""
+    if any(x is t for t in _ABSTRACT):
+        return x
+    is_array = not isinstance(x, (type, np.dtype)) and hasattr(x, "shape")
+    return np.dtype(x.dtype if is_array else x)
+
+
+_ML_FLOATS = {np.dtype(ml_dtypes.bfloat16)}
+
+
+def issubdtype(arg1, arg2):
+    """np.issubdtype, with bfloat16 counted as a floating type (numpy does not know it)."""
+    first, second = _as_dtype(arg1), _as_dtype(arg2)
+    if first in _ML_FLOATS:
+        if isinstance(second, np.dtype):
+            return first == second
+        return issubclass(np.floating, second)
+    return bool(np.issubdtype(first, second))
+
+
+def finfo(dtype):
+    dtype = _as_dtype(dtype)
+    if not dtypes.is_float(dtype):
+        raise ValueError(f"finfo needs a floating-point dtype, got {dtype}")
+    return dtypes.finfo(dtype)
+
+
+def iinfo(int_type):
+    dtype = _as_dtype(int_type)
+    if not dtypes.is_int(dtype):
+        raise ValueError(f"iinfo needs an integer dtype, got {dtype}")
+    return dtypes.iinfo(dtype)

@@ -1,0 +1,597 @@
+"""jaxlite.random: JAX's default threefry PRNG, bit for bit.
+
+A key is a raw uint32[2] array, as `jax.random.PRNGKey` returns. Nothing is
+stateful: every draw hashes counters with the key through the threefry2x32
+primitive, and everything else is built from lax and jnp operations, so the
+samplers trace (make_jaxpr, jit) and batch over keys (vmap).
+
+Counters follow JAX's "partitionable" threefry scheme, its default: element i
+(row-major) of a draw of shape S is the 64-bit index i, split into its high and
+low 32-bit words and encrypted under the key. Splitting a key into keys of shape
+S uses the two output words of each element as a new key; a 32-bit draw xors them.
+"""
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+import jaxlite.numpy as jnp
+from jaxlite import lax
+from jaxlite.core import dtypes
+from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
+from jaxlite.core.trace import Tracer
+from jaxlite.lax.base import shape_tuple
+from jaxlite.lax.special import erf, erf_inv
+from jaxlite.numpy.util import promote_to_inexact
+
+_UINT_BY_WIDTH = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
+_WORD = 2 ** 32
+
+# ---------------------------------------------------------------- keys
+
+
+def PRNGKey(seed):
+    """A key from an integer seed: the seed's high and low 32-bit words.
+
+    Without x64 a seed is 32 bits wide, so the high word is 0 and a Python int
+    keeps only its low 32 bits, as in JAX.
+    """
+    if isinstance(seed, (bool, np.bool_)) or not _is_integer_like(seed):
+        raise TypeError(f"PRNGKey seed must be an integer; got {seed!r}")
+    if np.ndim(seed):
+        raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
+                        f"{np.shape(seed)} != (). Use jaxlite.vmap for batching")
+    if isinstance(seed, (int, np.integer)):
+        high = (int(seed) >> 32) % _WORD if dtypes.x64_enabled() else 0
+        return jnp.asarray(np.array([high, int(seed) % _WORD], dtype=np.uint32))
+    return _key_from_traced_seed(seed)
+
+
+key = PRNGKey
+
+
+def key_data(keys):
+    """The uint32 words of keys: the keys themselves, since jaxlite keys are raw arrays."""
+    return _check_key("key_data", keys, allow_batched=True)
+
+
+def wrap_key_data(key_bits):
+    """Keys from their uint32 words (the inverse of key_data): the words themselves."""
+    return _check_key("wrap_key_data", key_bits, allow_batched=True)
+
+
+def _is_integer_like(x):
+    return isinstance(x, (int, np.integer)) or (hasattr(x, "dtype") and dtypes.is_int(x.dtype))
+
+
+def _key_from_traced_seed(seed):
+    if seed.dtype.itemsize == 8:
+        wide = lax.bitcast_convert_type(seed, dtypes.uint64)
+        high = lax.convert_element_type(lax.div(wide, _WORD), dtypes.uint32)
+    else:
+        high = lax.full((), 0, dtypes.uint32)
+    low = lax.convert_element_type(seed, dtypes.uint32)
+    return _make_key(high, low)
+
+
+def _make_key(word1, word2):
+    return jnp.stack([word1, word2], axis=-1)
+
+
+def _check_key(name, key, allow_batched=False):
+    """The key as an array, or JAX's error for something that is not a single key."""
+    key = jnp.asarray(key)
+    if key.dtype != dtypes.uint32 or key.shape[-1:] != (2,):
+        raise TypeError(f"{name} expects a PRNG key, a uint32 array of shape (2,), "
+                        f"got {key.dtype.name}{list(key.shape)}")
+    if key.ndim > 1 and not allow_batched:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                         f"{key.shape[:-1]} != (). Use jaxlite.vmap for batching.")
+    return key
+
+
+def _encrypt(key, high, low):
+    word1, word2 = (lax.index_in_dim(key, i, keepdims=False) for i in (0, 1))
+    return lax.threefry2x32(word1, word2, high, low)
+
+
+def _counters(shape):
+    """The high and low words of each element's row-major index."""
+    size = math.prod(shape)
+    if size > _WORD:
+        raise ValueError(f"random draws are limited to 2**32 elements, got shape {shape}")
+    low = lax.reshape(lax.iota(dtypes.uint32, size), shape)
+    return lax.full(shape, 0, dtypes.uint32), low
+
+
+def split(key, num=2):
+    """`num` new keys (or keys of shape `num` for a tuple), stacked along a new leading axis."""
+    key = _check_key("split", key)
+    return _split(key, tuple(num) if isinstance(num, Sequence) else (num,))
+
+
+def _split(key, shape):
+    return _make_key(*_encrypt(key, *_counters(shape_tuple(shape, "num"))))
+
+
+def fold_in(key, data):
+    """A new key that depends on the key and a 32-bit integer."""
+    key = _check_key("fold_in", key)
+    if np.ndim(data):
+        raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
+                        f"{np.shape(data)} != (). Use jaxlite.vmap for batching.")
+    data = lax.convert_element_type(data, dtypes.uint32)
+    return _make_key(*_encrypt(key, lax.full((), 0, dtypes.uint32), data))
+
+
+def _random_bits(key, width, shape):
+    word1, word2 = _encrypt(key, *_counters(shape))
+    if width == 64:
+        high, low = (lax.convert_element_type(w, dtypes.uint64) for w in (word1, word2))
+        return lax.bitwise_or(lax.mul(high, _WORD), low)
+    return lax.convert_element_type(lax.bitwise_xor(word1, word2), _UINT_BY_WIDTH[width])
+
+
+def bits(key, shape=(), dtype=None):
+    """Uniformly random unsigned integers (uint32 by default, uint64 with x64)."""
+    key = _check_key("bits", key)
+    dtype = dtypes.canonicalize_dtype(dtypes.uint64 if dtype is None else dtype)
+    if not dtypes.is_unsigned(dtype):
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+    return _random_bits(key, dtype.itemsize * 8, shape_tuple(shape))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _float_dtype(name, dtype):
+    dtype = dtypes.canonicalize_dtype(dtypes.default_float_dtype() if dtype is None else dtype)
+    if not dtypes.is_float(dtype):
+        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
+    return dtype
+
+
+def _check_shape(name, shape, *param_shapes):
+    """JAX's rule: parameters broadcast to exactly the requested shape."""
+    combined = broadcast_shapes(shape, *param_shapes)
+    if combined != shape:
+        raise ValueError(f"{name} parameter shapes must be broadcast-compatible with shape "
+                         f"argument, and the result of broadcasting the shapes must equal the "
+                         f"shape argument, but got result {combined} for shape argument {shape}.")
+
+
+def _param_shape(shape, *params):
+    """The draw's shape: as given, or else that of the broadcast parameters."""
+    if shape is None:
+        return broadcast_shapes(*(np.shape(p) for p in params))
+    return shape_tuple(shape)
+
+
+def _as_param(name, x, dtype, shape):
+    """A distribution parameter converted to dtype and broadcast to the draw's shape."""
+    x = lax.convert_element_type(jnp.asarray(x), dtype)
+    _check_shape(name, shape, x.shape)
+    return jnp.broadcast_to(x, shape)
+
+
+def _scalar(value, dtype):
+    return lax.full((), value, dtype)
+
+
+# ---------------------------------------------------------------- continuous samplers
+
+
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+    """Uniform floats in [minval, maxval)."""
+    key = _check_key("uniform", key)
+    return _uniform(key, shape_tuple(shape), _float_dtype("uniform", dtype), minval, maxval)
+
+
+def _uniform(key, shape, dtype, minval, maxval):
+    minval, maxval = (_as_param("uniform", v, dtype, shape) for v in (minval, maxval))
+    unit, span = _unit_floats(key, shape, dtype), lax.sub(maxval, minval)
+    # XLA fuses the float32 multiply-add and rounds 16-bit types after each operation.
+    if dtype.itemsize >= 4:
+        scaled = lax.fma(unit, span, minval)
+    else:
+        scaled = lax.add(lax.mul(unit, span), minval)
+    return lax.max(minval, scaled)
+
+
+def _unit_floats(key, shape, dtype):
+    """Floats in [0, 1): random mantissa bits under the exponent of 1.0, minus 1.
+
+    Formats with under 8 mantissa bits (bfloat16) draw 8 random bits.
+    """
+    width, mantissa_bits = dtype.itemsize * 8, dtypes.finfo(dtype).nmant
+    uint = _UINT_BY_WIDTH[width]
+    draw_width = 8 if mantissa_bits < 8 else width
+    random = lax.convert_element_type(_random_bits(key, draw_width, shape), uint)
+    mantissa = lax.div(random, 2 ** (draw_width - mantissa_bits))  # a logical right shift
+    one_bits = int(np.array(1.0, dtype).view(uint))
+    floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, one_bits), dtype)
+    return lax.sub(floats, _scalar(1.0, dtype))
+
+
+def normal(key, shape=(), dtype=None):
+    """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1)."""
+    key = _check_key("normal", key)
+    return _normal(key, shape_tuple(shape), _float_dtype("normal", dtype))
+
+
+def _normal(key, shape, dtype):
+    lowest = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = _uniform(key, shape, dtype, lowest, 1.0)
+    return lax.mul(_scalar(np.sqrt(2), dtype), erf_inv(u))
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+    """Standard normal floats conditioned on lower < x < upper."""
+    key = _check_key("truncated_normal", key)
+    dtype = _float_dtype("truncated_normal", dtype)
+    shape = _param_shape(shape, lower, upper)
+    lower, upper = (_as_param("truncated_normal", b, dtype, shape) for b in (lower, upper))
+    sqrt2 = _scalar(np.sqrt(2), dtype)
+    u = _uniform(key, shape, dtype, erf(lax.div(lower, sqrt2)), erf(lax.div(upper, sqrt2)))
+    out = lax.mul(sqrt2, erf_inv(u))
+    # Rounding (or u landing exactly on a bound) must not leave the open interval.
+    return lax.clamp(lax.nextafter(lower, _scalar(np.inf, dtype)), out,
+                     lax.nextafter(upper, _scalar(-np.inf, dtype)))
+
+
+def exponential(key, shape=(), dtype=None):
+    """Floats with density exp(-x) on x >= 0."""
+    key = _check_key("exponential", key)
+    return _exponential(key, shape_tuple(shape), _float_dtype("exponential", dtype))
+
+
+def _exponential(key, shape, dtype):
+    u = _unit_floats(key, shape, dtype)
+    return lax.neg(lax.log1p(lax.neg(u)))  # 1 - u lies in (0, 1]: log never sees 0
+
+
+def gumbel(key, shape=(), dtype=None, mode="low"):
+    """Floats with density exp(-(x + exp(-x))).
+
+    mode "high" spends a second draw on the low bits of small uniforms, which
+    extends the largest reachable sample from about 16 to about 32 in float32.
+    """
+    key = _check_key("gumbel", key)
+    return _gumbel(key, shape_tuple(shape), _float_dtype("gumbel", dtype), mode)
+
+
+def _gumbel(key, shape, dtype, mode):
+    info = dtypes.finfo(dtype)
+    if mode == "low":
+        u = _uniform(key, shape, dtype, float(info.tiny), 1.0)
+        return lax.neg(lax.log(lax.neg(lax.log(u))))
+    if mode != "high":
+        raise ValueError(f"gumbel mode must be 'low' or 'high', got {mode!r}")
+    high, low = _unit_pair(key, shape, dtype)
+    refined = lax.add(lax.add(high, lax.mul(low, 2.0 ** -info.nmant)), float(info.tiny))
+    x = lax.select_n(lax.ge(high, 0.5), refined, high)
+    return lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x)))))
+
+
+def _unit_pair(key, shape, dtype):
+    both = _unit_floats(key, (2,) + shape, dtype)
+    return [lax.index_in_dim(both, i, keepdims=False) for i in (0, 1)]
+
+
+def laplace(key, shape=(), dtype=None):
+    """Floats with density exp(-|x|) / 2."""
+    key = _check_key("laplace", key)
+    dtype = _float_dtype("laplace", dtype)
+    u = _uniform(key, shape_tuple(shape), dtype, -1.0 + float(dtypes.finfo(dtype).epsneg), 1.0)
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def logistic(key, shape=(), dtype=None):
+    """Floats with density exp(-x) / (1 + exp(-x))**2: the logit of a uniform."""
+    key = _check_key("logistic", key)
+    dtype = _float_dtype("logistic", dtype)
+    u = _uniform(key, shape_tuple(shape), dtype, float(dtypes.finfo(dtype).tiny), 1.0)
+    return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
+
+
+def cauchy(key, shape=(), dtype=None):
+    """Floats with density 1 / (pi (1 + x**2)): the tangent of a uniform angle."""
+    key = _check_key("cauchy", key)
+    dtype = _float_dtype("cauchy", dtype)
+    u = _uniform(key, shape_tuple(shape), dtype, float(dtypes.finfo(dtype).eps), 1.0)
+    angle = lax.mul(_scalar(np.pi, dtype), lax.sub(u, 0.5))
+    return lax.div(lax.sin(angle), lax.cos(angle))
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype=None):
+    """exp(sigma * z) for standard normal z."""
+    key = _check_key("lognormal", key)
+    dtype, shape = _float_dtype("lognormal", dtype), _param_shape(shape, sigma)
+    return lax.exp(lax.mul(_normal(key, shape, dtype), _as_param("lognormal", sigma, dtype, shape)))
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Floats >= 1 with density b / x**(b + 1): exp(e / b) for exponential e."""
+    key = _check_key("pareto", key)
+    dtype, shape = _float_dtype("pareto", dtype), _param_shape(shape, b)
+    e = _exponential(key, shape, dtype)
+    return lax.exp(lax.div(e, _as_param("pareto", b, dtype, shape)))
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """scale * sqrt(-2 log u): the length of a 2-d normal vector of that scale."""
+    key = _check_key("rayleigh", key)
+    dtype, shape = _float_dtype("rayleigh", dtype), _param_shape(shape, scale)
+    u = _unit_floats(key, shape, dtype)
+    return lax.mul(_as_param("rayleigh", scale, dtype, shape), lax.sqrt(lax.mul(lax.log(u), -2.0)))
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """scale * (-log(1 - u)) ** (1 / concentration): the inverse Weibull CDF."""
+    key = _check_key("weibull_min", key)
+    dtype, shape = _float_dtype("weibull_min", dtype), shape_tuple(shape)
+    u = _unit_floats(key, shape, dtype)
+    exponent = lax.div(1.0, _as_param("weibull_min", concentration, dtype, shape))
+    return lax.mul(lax.pow(lax.neg(lax.log1p(lax.neg(u))), exponent),
+                   _as_param("weibull_min", scale, dtype, shape))
+
+
+# ---------------------------------------------------------------- discrete samplers
+
+
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+    """Booleans that are True with probability p."""
+    key = _check_key("bernoulli", key)
+    p = jnp.asarray(p)
+    if not dtypes.is_float(p.dtype):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {p.dtype}.")
+    shape = _param_shape(shape, p)
+    p = _as_param("bernoulli", p, p.dtype, shape)
+    if mode == "low":
+        return lax.lt(_unit_floats(key, shape, p.dtype), p)
+    if mode != "high":
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    coarse, fine = _unit_pair(key, shape, p.dtype)
+    fine = lax.mul(fine, 2.0 ** -dtypes.finfo(p.dtype).nmant)
+    return lax.lt(fine, lax.sub(p, coarse))
+
+
+def rademacher(key, shape=(), dtype=None):
+    """-1 or 1 with equal probability (integers by default)."""
+    key = _check_key("rademacher", key)
+    dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+    coin = lax.convert_element_type(bernoulli(key, 0.5, shape), dtype)
+    return lax.sub(lax.mul(coin, 2), 1)
+
+
+def randint(key, shape, minval, maxval, dtype=None):
+    """Integers in [minval, maxval).
+
+    Each value joins two draws of the dtype's width into one twice as wide and
+    reduces it modulo the span: the bias towards small offsets that a modulo
+    has when the span does not divide the range of the draw shrinks by a factor
+    of 2**32 for 32-bit types. Narrower types are sampled as int32.
+    """
+    key = _check_key("randint", key)
+    dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+    if not dtypes.is_int(dtype):
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+    shape = shape_tuple(shape)
+    info = dtypes.iinfo(dtype)
+    if info.bits >= 32:
+        return _randint(key, shape, minval, maxval, dtype)
+    minval = lax.clamp(int(info.min), _as_int(minval, dtypes.int32), int(info.max))
+    maxval = lax.clamp(int(info.min), _as_int(maxval, dtypes.int32), int(info.max) + 1)
+    return lax.convert_element_type(_randint(key, shape, minval, maxval, dtypes.int32), dtype)
+
+
+def _as_int(x, dtype=None):
+    x = jnp.asarray(x)
+    if dtype is None:
+        dtype = x.dtype if dtypes.is_int(x.dtype) else dtypes.default_int_dtype()
+    return lax.convert_element_type(x, dtype)
+
+
+def _randint(key, shape, minval, maxval, dtype):
+    minval, maxval = _as_int(minval), _as_int(maxval)
+    _check_shape("randint", shape, minval.shape, maxval.shape)
+    # A maxval above the dtype's range (randint(k, s, 0, 256, uint8)) makes the span one larger.
+    dtype_max = _clip_to_int(jnp.asarray(np.array(dtypes.iinfo(dtype).max, dtype)), maxval.dtype)
+    beyond_range = jnp.broadcast_to(lax.gt(maxval, dtype_max), shape)
+    minval, maxval = (jnp.broadcast_to(_clip_to_int(v, dtype), shape) for v in (minval, maxval))
+    nbits = dtypes.iinfo(dtype).bits
+    unsigned = _UINT_BY_WIDTH[nbits]
+    high_bits, low_bits = (_random_bits(k, nbits, shape) for k in _split_pair(key))
+
+    span = lax.convert_element_type(lax.sub(maxval, minval), unsigned)
+    empty = lax.le(maxval, minval)
+    span = lax.select_n(empty, span, lax.full_like(span, 1))
+    span = lax.select_n(lax.bitwise_and(beyond_range, lax.bitwise_not(empty)),
+                        span, lax.add(span, 1))
+    # (high * 2**nbits + low) mod span, with 2**nbits mod span formed without overflow.
+    multiplier = lax.rem(lax.full_like(span, 2 ** (nbits // 2)), span)
+    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+    offset = lax.add(lax.mul(lax.rem(high_bits, span), multiplier), lax.rem(low_bits, span))
+    offset = lax.rem(offset, span)
+    return lax.add(minval, lax.convert_element_type(offset, dtype))
+
+
+def _split_pair(key):
+    keys = _split(key, (2,))
+    return [lax.index_in_dim(keys, i, keepdims=False) for i in (0, 1)]
+
+
+def _clip_to_int(x, dtype):
+    """Convert between integer types, saturating instead of wrapping."""
+    to, source = dtypes.iinfo(dtype), dtypes.iinfo(x.dtype)
+    low, high = max(to.min, source.min), min(to.max, source.max)
+    return lax.convert_element_type(lax.clamp(int(low), x, int(high)), dtype)
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low"):
+    """Indices drawn with probabilities softmax(logits) along `axis` (Gumbel-max trick).
+
+    shape defaults to the logits' shape without `axis`; extra leading entries draw
+    several samples per distribution. replace=False draws distinct indices
+    (Gumbel top-k), one per leading entry.
+    """
+    key = _check_key("categorical", key)
+    logits = jnp.asarray(logits)
+    axis = canonicalize_axis(axis, logits.ndim)
+    batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
+    shape = batch_shape if shape is None else shape_tuple(shape)
+    _check_shape("categorical", shape, batch_shape)
+    prefix = shape[:len(shape) - len(batch_shape)]
+    if not replace:
+        return _categorical_without_replacement(key, logits, axis, shape, prefix, mode)
+    # One noise value per category of each distribution (broadcast batch axes included).
+    sampled_batch = shape[len(prefix):]
+    noise_shape = prefix + sampled_batch[:axis] + logits.shape[axis:axis + 1] + sampled_batch[axis:]
+    noise = _gumbel(key, noise_shape, logits.dtype, mode)
+    return jnp.argmax(jnp.add(noise, logits), axis=len(prefix) + axis)
+
+
+def _categorical_without_replacement(key, logits, axis, shape, prefix, mode):
+    count = math.prod(prefix)
+    if count > logits.shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({count}) cannot exceed "
+                         f"number of categories ({logits.shape[axis]}).")
+    perturbed = jnp.add(logits, _gumbel(key, logits.shape, logits.dtype, mode))
+    indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), count)
+    last = indices.ndim - 1
+    return lax.reshape(indices, shape, (last,) + tuple(range(last)))
+
+
+def _top_k_indices(x, k):
+    """Indices of the k largest entries along the last axis, largest first (ties: lower index)."""
+    positions = lax.broadcasted_iota(dtypes.int32, x.shape, x.ndim - 1)
+    order = lax.sort_by_key(lax.neg(x), positions, x.ndim - 1)
+    return lax.slice_in_dim(order, 0, k, axis=x.ndim - 1)
+
+
+# ---------------------------------------------------------------- permutations and choice
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of range(x) for an int x, else x shuffled along `axis`.
+
+    independent=True shuffles each slice along `axis` separately.
+    """
+    key = _check_key("permutation", key)
+    if np.ndim(x) == 0:
+        return _shuffle(key, _arange_of(x, "permutation"), 0)
+    x = jnp.asarray(x)
+    axis = canonicalize_axis(axis, x.ndim)
+    key_shape = x.shape if independent else x.shape[axis:axis + 1]
+    return _shuffle(key, x, axis, key_shape)
+
+
+def _arange_of(n, name):
+    if isinstance(n, Tracer) and n.to_concrete_value() is None or not _is_integer_like(n):
+        raise TypeError(f"{name}: x must be a concrete integer or an array of at least one "
+                        "dimension")
+    return jnp.arange(int(n))
+
+
+def _shuffle(key, x, axis, key_shape=None):
+    """Sort by fresh random 32-bit keys, in as many rounds as make key collisions negligible.
+
+    Several stable sorts by random keys are a uniform shuffle once every pair of
+    elements has been told apart in some round; three times log(n) / log(2**32)
+    rounds make an untold pair unlikely (the heuristic JAX inherits from TensorFlow).
+    """
+    key_shape = x.shape if key_shape is None else key_shape
+    size = math.prod(key_shape)
+    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    key_axes = tuple(range(x.ndim)) if len(key_shape) == x.ndim else (axis,)
+    for _ in range(rounds):
+        key, subkey = _split_pair(key)
+        sort_keys = lax.broadcast_in_dim(_random_bits(subkey, 32, key_shape), x.shape, key_axes)
+        x = lax.sort_by_key(sort_keys, x, axis)
+    return x
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0):
+    """Samples from the entries of `a` along `axis` (or from range(a) for an int a).
+
+    p gives each entry's probability; replace=False draws distinct entries.
+    """
+    key = _check_key("choice", key)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of jaxlite.random.choice must be a sequence, got {shape}")
+    shape = shape_tuple(shape)
+    arr = jnp.asarray(a)
+    if arr.ndim == 0:
+        arr, axis, scalar_input = _arange_of(a, "choice"), 0, True
+    else:
+        axis, scalar_input = canonicalize_axis(axis, arr.ndim), False
+    n_inputs, n_draws = arr.shape[axis], math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population "
+                         f"(size {n_inputs}) when 'replace=False'")
+    if p is None and not replace:
+        result = lax.slice_in_dim(permutation(key, arr, axis), 0, n_draws, axis=axis)
+    else:
+        indices = _choice_indices(key, shape, n_inputs, replace, p)
+        result = indices if scalar_input else _take(arr, indices, axis)
+    out_shape = shape if scalar_input else arr.shape[:axis] + shape + arr.shape[axis + 1:]
+    return lax.reshape(result, out_shape)
+
+
+def _choice_indices(key, shape, n_inputs, replace, p):
+    if p is None:
+        return randint(key, shape, 0, n_inputs)
+    (p,) = promote_to_inexact("choice", p)
+    if p.shape != (n_inputs,):
+        raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]. "
+                         f"p has shape {p.shape} and a.shape[axis] is {n_inputs}.")
+    if replace:
+        cumulative = _cumsum(p)
+        total = lax.index_in_dim(cumulative, n_inputs - 1, keepdims=False)
+        r = lax.mul(total, lax.sub(1.0, uniform(key, shape, p.dtype)))
+        return _count_below(cumulative, r)
+    noisy = jnp.add(_gumbel(key, (n_inputs,), p.dtype, "low"), jnp.log(p))
+    return lax.reshape(_top_k_indices(noisy, math.prod(shape)), shape)
+
+
+def _cumsum(v):
+    """Running sums of a vector, as a masked sum: a stand-in for jnp.cumsum that is
+    quadratic in the length, which is fine for vectors of probabilities."""
+    n = v.shape[0]
+    rows = lax.broadcasted_iota(dtypes.int32, (n, n), 0)
+    cols = lax.broadcasted_iota(dtypes.int32, (n, n), 1)
+    terms = lax.select_n(lax.le(cols, rows), lax.full((n, n), 0, v.dtype),
+                         lax.broadcast(v, (n,)))
+    return lax.reduce_sum(terms, (1,))
+
+
+def _count_below(sorted_values, r):
+    """For each r, how many sorted_values are < r: numpy's searchsorted(side='left'),
+    by comparing with every value (a stand-in for jnp.searchsorted)."""
+    below = lax.lt(jnp.broadcast_to(sorted_values, r.shape + sorted_values.shape),
+                   lax.broadcast_in_dim(r, r.shape + sorted_values.shape, tuple(range(r.ndim))))
+    return jnp.sum(below, axis=-1)
+
+
+def _take(arr, indices, axis):
+    """arr's entries at the traced `indices` along axis: a one-hot selection, summed.
+
+    A stand-in for a gather primitive, with memory linear in indices.size * arr.size.
+    """
+    n = arr.shape[axis]
+    moved = jnp.moveaxis(arr, axis, 0)
+    rest = moved.shape[1:]
+    full = indices.shape + (n,) + rest
+    hot = lax.eq(lax.broadcast_in_dim(indices, full, tuple(range(indices.ndim))),
+                 lax.broadcasted_iota(indices.dtype, full, indices.ndim))
+    values = lax.broadcast_in_dim(moved, full, tuple(range(indices.ndim, len(full))))
+    as_number = dtypes.int32 if dtypes.is_bool(arr.dtype) else arr.dtype
+    values = lax.convert_element_type(values, as_number)
+    picked = lax.select_n(hot, lax.full(full, 0, as_number), values)
+    taken = lax.convert_element_type(lax.reduce_sum(picked, (indices.ndim,)), arr.dtype)
+    # taken has the index axes first; put them where `axis` was.
+    return jnp.moveaxis(taken, tuple(range(indices.ndim)), tuple(range(axis, axis + indices.ndim)))

@@ -1,0 +1,120 @@
+"""Numerical checks of derivatives, for tests: `check_grads` as in jax.test_util.
+
+Forward mode is compared with central differences along a random direction;
+reverse mode with the inner-product identity <v, J u> = <J^T v, u>, where J u
+comes from central differences and, when forward mode is checked too, from jvp. Higher orders repeat the
+checks on the derivative functions themselves.
+"""
+import functools
+
+import numpy as np
+
+from jaxlite.core import dtypes
+from jaxlite.core.array import as_array_argument
+from jaxlite.core.tree_util import tree_flatten, tree_map
+from jaxlite.transforms.ad import jvp, vjp
+
+# Central differences lose digits to rounding as eps shrinks and gain truncation
+# error as it grows; these steps balance the two for each precision.
+DEFAULT_EPS = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 1e-3,
+               np.dtype(np.float16): 3e-2, np.dtype(dtypes.bfloat16): 1e-1}
+DEFAULT_TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2,
+               np.dtype(np.float16): 5e-2, np.dtype(dtypes.bfloat16): 1e-1}
+
+
+def _dtype_of_args(args):
+    leaves = [as_array_argument(x) for x in tree_flatten(args)[0]]
+    return min((np.dtype(x.dtype) for x in leaves if dtypes.is_float(x.dtype)),
+               key=lambda d: d.itemsize, default=np.dtype(np.float32))
+
+
+def _random_like(tree, rng):
+    def draw(x):
+        x = as_array_argument(x)
+        return as_array_argument(rng.standard_normal(x.shape).astype(x.dtype))
+    return tree_map(draw, tree)
+
+
+def _axpy(a, x, y):
+    """y + a * x leafwise, computed in numpy in each leaf's dtype."""
+    def one(xi, yi):
+        yv = np.asarray(as_array_argument(yi))
+        return as_array_argument((yv + a * np.asarray(as_array_argument(xi))).astype(yv.dtype))
+    return tree_map(one, x, y)
+
+
+def _inner(x, y):
+    return sum(float(np.vdot(np.asarray(a, np.float64), np.asarray(b, np.float64)))
+               for a, b in zip(tree_flatten(x)[0], tree_flatten(y)[0]))
+
+
+def _assert_close(actual, expected, atol, rtol, what):
+    actual_leaves, actual_tree = tree_flatten(actual)
+    expected_leaves, expected_tree = tree_flatten(expected)
+    if actual_tree != expected_tree:
+        raise AssertionError(f"{what}: structure {actual_tree} differs from {expected_tree}")
+    for a, e in zip(actual_leaves, expected_leaves):
+        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(e, np.float64),
+                                   atol=atol, rtol=rtol, err_msg=what)
+
+
+def numerical_jvp(f, primals, tangents, eps):
+    plus = f(*_axpy(eps, tangents, primals))
+    minus = f(*_axpy(-eps, tangents, primals))
+    return tree_map(lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
+                    plus, minus)
+
+
+def check_jvp(f, args, atol, rtol, eps, rng, what="forward mode"):
+    tangents = _random_like(args, rng)
+    out, out_dot = jvp(f, args, tangents)
+    _assert_close(out, f(*args), atol, rtol, f"{what}: primal output of jvp")
+    _assert_close(out_dot, numerical_jvp(f, args, tangents, eps), atol, rtol,
+                  f"{what}: jvp against central differences")
+
+
+def check_vjp(f, args, atol, rtol, eps, rng, what="reverse mode", against_jvp=True):
+    """<J^T v, u> against <v, J u> by central differences, and by jvp unless told not to
+    (a custom_vjp function has no forward mode)."""
+    out, vjp_fun = vjp(f, *args)
+    _assert_close(out, f(*args), atol, rtol, f"{what}: primal output of vjp")
+    u, v = _random_like(args, rng), _random_like(out, rng)
+    u_ct = _inner(u, vjp_fun(v))
+    scale = np.sqrt(max(_inner(u, u), 1.0) * max(_inner(v, v), 1.0))
+    if against_jvp:
+        _assert_close(u_ct, _inner(jvp(f, args, u)[1], v), atol * scale, rtol,
+                      f"{what}: <J^T v, u> against <v, J u> from jvp")
+    _assert_close(u_ct, _inner(numerical_jvp(f, args, u, eps), v), atol * scale, rtol,
+                  f"{what}: <J^T v, u> against <v, J u> from central differences")
+
+
+def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+    """Check derivatives of f at args up to `order`, in the given modes.
+
+    Defaults for eps and tolerances follow the lowest-precision float argument.
+    In float16 and bfloat16 the differences are only good for first order;
+    check higher orders in float32 or float64.
+    """
+    dtype = _dtype_of_args(args)
+    atol = DEFAULT_TOL[dtype] if atol is None else atol
+    rtol = DEFAULT_TOL[dtype] if rtol is None else rtol
+    eps = DEFAULT_EPS[dtype] if eps is None else eps
+    rng = np.random.default_rng(0)
+    _check_grads(f, tuple(args), order, modes, atol, rtol, eps, rng, "")
+
+
+def _check_grads(f, args, order, modes, atol, rtol, eps, rng, context):
+    if "fwd" in modes:
+        what = f"order-{order} forward mode{context}"
+        check_jvp(f, args, atol, rtol, eps, rng, what)
+        if order > 1:
+            _check_grads(functools.partial(jvp, f), (args, args), order - 1, modes,
+                         atol, rtol, eps, rng, f" of {what}")
+    if "rev" in modes:
+        what = f"order-{order} reverse mode{context}"
+        check_vjp(f, args, atol, rtol, eps, rng, what, against_jvp="fwd" in modes)
+        if order > 1:
+            def f_vjp(*primals):
+                out, vjp_fun = vjp(f, *primals)
+                return vjp_fun(out)
+            _check_grads(f_vjp, args, order - 1, modes, atol, rtol, eps, rng, f" of {what}")

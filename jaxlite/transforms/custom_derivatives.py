@@ -1,0 +1,363 @@
+"""custom_jvp and custom_vjp: user-supplied derivative rules, as primitives.
+
+Calling a decorated function traces it into a jaxpr and binds a primitive
+(custom_jvp_call / custom_vjp_call) holding that jaxpr and the user's rule, so
+every transformation sees one equation: eager evaluation and vmap run the
+jaxpr, differentiation calls the rule. The jaxpr is closure-converted: values
+the function closes over become leading operands (`num_consts` of them). The
+rule sees only the function's own arguments, so no tangent flows through a
+closed-over value, as in JAX.
+
+Reverse mode of custom_vjp: the JVP rule runs `fwd` at once and emits a
+custom_lin equation on the tangents holding the residuals; partial evaluation
+stages it into the linear jaxpr and its transpose rule calls `bwd`. Forward
+mode reaching custom_lin on its own is the error JAX reports.
+"""
+import functools
+import inspect
+
+from jaxlite.core.primitive import Primitive
+from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
+from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
+from jaxlite.transforms import ad, batching
+from jaxlite.transforms.batching import bdim_at_front, vmap
+
+
+def _resolve_args(fun, args, kwargs):
+    """Keyword arguments moved into their positions, as the rules take positional arguments."""
+    if not kwargs:
+        return tuple(args)
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"keyword-only arguments {sorted(bound.kwargs)} are not supported by "
+                        "custom_jvp and custom_vjp functions")
+    return tuple(bound.args)
+
+
+class _Split:
+    """Separate the nondiff arguments (fixed Python values for the rules) from the rest."""
+
+    def __init__(self, args, nondiff_argnums):
+        positions = {i % len(args) for i in nondiff_argnums}
+        self.nondiff = [(i, args[i]) for i in sorted(positions)]
+        self.diff = tuple(a for i, a in enumerate(args) if i not in positions)
+
+    def nondiff_values(self):
+        return [value for _, value in self.nondiff]
+
+    def merge(self, diff):
+        return _insert_at(diff, self.nondiff)
+
+
+def _insert_at(values, positioned):
+    """values with each (position, value) of `positioned` inserted, in increasing position."""
+    full = list(values)
+    for i, value in sorted(positioned, key=lambda pair: pair[0]):
+        full.insert(i, value)
+    return full
+
+
+def _check_outputs(what, rule_name, got, expected):
+    for position, (out, aval) in enumerate(zip(got, expected)):
+        out_aval = ad.aval_of(out)
+        if out_aval.shape != aval.shape or out_aval.dtype != aval.dtype:
+            raise TypeError(f"Custom {what} rule {rule_name} must produce outputs with the same shapes "
+                            f"and dtypes as the primal function, but output {position} has type "
+                            f"{out_aval.str_short()} where {aval.str_short()} was expected")
+
+
+def _call_abstract_eval(*avals, jaxpr, **params):
+    return jaxpr.out_avals
+
+
+def _broadcast_all(args, dims):
+    """Give every operand a leading batch axis, so the batched rules need no dims bookkeeping."""
+    size = batching.batch_size(args, dims)
+    return [bdim_at_front(x, d, size) for x, d in zip(args, dims)], size
+
+
+def _batch_at_front(closed, size):
+    """The body batched along axis 0 of every input and every output, like the batched rule."""
+    batched, out_dims = batching.batch_jaxpr(closed, [0] * len(closed.in_avals), size)
+    if all(d == 0 for d in out_dims):
+        return batched
+
+    def moved(*args):
+        outs = jaxpr_as_fun(batched)(*args)
+        return [bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
+
+    return trace_to_jaxpr(moved, batched.in_avals, "vmap of a custom rule's function")
+
+
+# ---------------------------------------------------------------- custom_jvp
+
+class _CustomFunction:
+    """What custom_jvp and custom_vjp share: tracing the function and binding its primitive."""
+
+    kind = "custom"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun, self.nondiff_argnums = fun, tuple(nondiff_argnums)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "fun")
+        self._check_defined(name)
+        split = _Split(_resolve_args(self.fun, args, kwargs), self.nondiff_argnums)
+        body, operands, out_tree = ad.trace_call(lambda *diff: self.fun(*split.merge(diff)),
+                                                 split.diff, f"{self.kind} function {name}")
+        flat_diff, in_tree = tree_flatten(split.diff)
+        outs = self._bind(operands, body, split, in_tree, out_tree, len(operands) - len(flat_diff))
+        return tree_unflatten(out_tree, outs)
+
+
+class custom_jvp(_CustomFunction):
+    """A function with a custom JVP rule: `f.defjvp(rule)` with rule(primals, tangents)."""
+
+    kind = "custom_jvp"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp = None
+
+    def defjvp(self, jvp):
+        """rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)."""
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One function per argument: jvp_i(tangent_i, primal_out, *primals); None means zero."""
+        def jvp(*args):
+            *nondiff, primals, tangents = args
+            out = self.fun(*_insert_at(primals, zip(self.nondiff_argnums, nondiff)))
+            out_dot = None
+            for partial, t in zip(jvps, tangents):
+                if partial is not None:
+                    term = partial(t, out, *primals)
+                    out_dot = term if out_dot is None else tree_map(_add, out_dot, term)
+            return out, tree_map(_zeros_like, out) if out_dot is None else out_dot
+        self.defjvp(jvp)
+
+    def _check_defined(self, name):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+
+    def _bind(self, operands, body, split, in_tree, out_tree, num_consts):
+        rule = _FlatJVP(self.jvp, split, in_tree, out_tree, body.out_avals)
+        return custom_jvp_call_p.bind(*operands, jaxpr=body, rule=rule, num_consts=num_consts)
+
+
+def _add(a, b):
+    from jaxlite import lax
+    return lax.add(a, b)
+
+
+def _zeros_like(x):
+    from jaxlite import lax
+    return lax.full(ad.aval_of(x).shape, 0, ad.aval_of(x).dtype)
+
+
+class _FlatJVP:
+    """The user's JVP rule on flat lists: (primals, tangents) -> primal outs + tangent outs."""
+
+    def __init__(self, rule, split, in_tree, out_tree, out_avals):
+        self.rule, self.split, self.in_tree = rule, split, in_tree
+        self.out_tree, self.out_avals = out_tree, out_avals
+
+    def __call__(self, primals, tangents):
+        name = getattr(self.rule, "__name__", "jvp")
+        result = self.rule(*self.split.nondiff_values(), tree_unflatten(self.in_tree, primals),
+                           tree_unflatten(self.in_tree, tangents))
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise TypeError(f"Custom JVP rule {name} must produce a pair (list or tuple of length two) "
+                            f"representing primal and tangent outputs, got {result!r}")
+        outs, primal_tree = tree_flatten(result[0])
+        out_dots, tangent_tree = tree_flatten(result[1])
+        if primal_tree != tangent_tree:
+            raise TypeError(f"Custom JVP rule {name} must produce primal and tangent outputs with "
+                            f"equal container (pytree) structures, but got {primal_tree} and "
+                            f"{tangent_tree} respectively.")
+        if primal_tree != self.out_tree:
+            raise TypeError(f"Custom JVP rule {name} must produce primal outputs with the same "
+                            f"container (pytree) structure as the primal function, got {primal_tree} "
+                            f"where {self.out_tree} was expected")
+        _check_outputs("JVP", name, outs, self.out_avals)
+        _check_outputs("JVP", name, out_dots, [ad.tangent_aval(a) for a in self.out_avals])
+        return outs + out_dots
+
+    def __repr__(self):
+        return getattr(self.rule, "__name__", "jvp")
+
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.def_impl(ad.call_impl)
+custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
+
+
+def _custom_jvp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
+    results = rule(primals[num_consts:], [ad.instantiate(t) for t in tangents[num_consts:]])
+    num_outs = len(jaxpr.out_avals)
+    return results[:num_outs], results[num_outs:]
+
+
+def _custom_jvp_call_batch(args, dims, jaxpr, rule, num_consts):
+    args, size = _broadcast_all(args, dims)
+    outs = custom_jvp_call_p.bind(*args, jaxpr=_batch_at_front(jaxpr, size),
+                                  rule=_BatchedRule(rule), num_consts=num_consts)
+    return outs, [0] * len(outs)
+
+
+class _BatchedRule:
+    """A rule vmapped over the leading axis of every operand (see _broadcast_all)."""
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def __call__(self, *lists):
+        return vmap(self.rule)(*lists)
+
+    def forward(self, args):
+        return vmap(self.rule.forward)(args)
+
+    def backward(self, residuals, cts):
+        return vmap(self.rule.backward)(residuals, cts)
+
+    def __repr__(self):
+        return f"vmap({self.rule!r})"
+
+
+ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+# ---------------------------------------------------------------- custom_vjp
+
+class custom_vjp(_CustomFunction):
+    """A function with a custom VJP: `f.defvjp(fwd, bwd)`.
+
+    fwd(*args) -> (output, residuals); bwd(*nondiff_args, residuals, output_cotangent)
+    -> a tuple with one cotangent per (differentiable) argument, None meaning zero.
+    """
+
+    kind = "custom_vjp"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+
+    def _check_defined(self, name):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+
+    def _bind(self, operands, body, split, in_tree, out_tree, num_consts):
+        rule = _FlatVJP(self, split, in_tree, out_tree, body.out_avals)
+        return custom_vjp_call_p.bind(*operands, jaxpr=body, rule=rule, num_consts=num_consts)
+
+
+class _FlatVJP:
+    """fwd and bwd on flat lists; fwd records the residuals' structure for bwd."""
+
+    def __init__(self, custom, split, in_tree, out_tree, out_avals):
+        self.custom, self.split, self.in_tree = custom, split, in_tree
+        self.out_tree, self.out_avals = out_tree, out_avals
+        self.res_tree = None
+
+    def forward(self, primals):
+        fwd = self.custom.fwd
+        name = getattr(fwd, "__name__", "fwd")
+        result = fwd(*self.split.merge(tree_unflatten(self.in_tree, primals)))
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise TypeError(f"Custom VJP fwd rule {name} must produce a pair (list or tuple of length "
+                            f"two) where the first element represents the primal output and the "
+                            f"second element represents residuals, got {result!r}")
+        outs, out_tree = tree_flatten(result[0])
+        if out_tree != self.out_tree:
+            raise TypeError(f"Custom VJP fwd rule {name} must produce a pair (list or tuple of length "
+                            f"two) where the first element has the same pytree structure as the "
+                            f"primal function's output, {self.out_tree}, but got {out_tree}")
+        _check_outputs("VJP fwd", name, outs, self.out_avals)
+        residuals, self.res_tree = tree_flatten(result[1])
+        return outs, residuals
+
+    def backward(self, residuals, cts):
+        result = self.custom.bwd(*self.split.nondiff_values(), tree_unflatten(self.res_tree, residuals),
+                                 tree_unflatten(self.out_tree, cts))
+        diff = self.split.diff
+        if not isinstance(result, (tuple, list)) or len(result) != len(diff):
+            raise TypeError(
+                "Custom VJP bwd rule must produce an output with the same container (pytree) structure "
+                "as the args tuple of the primal function, and in particular must produce a tuple of "
+                "length equal to the number of arguments to the primal function, but got bwd output "
+                f"structure {tree_flatten(result)[1]} for primal input structure {self.in_tree}.")
+        result = tuple(tree_map(_zeros_like, arg) if ct is None else ct for ct, arg in zip(result, diff))
+        flat_cts, ct_tree = tree_flatten(result)
+        if ct_tree != self.in_tree:
+            raise TypeError(
+                "Custom VJP bwd rule must produce an output with the same container (pytree) structure "
+                f"as the args tuple of the primal function, but got bwd output structure {ct_tree} "
+                f"for primal input structure {self.in_tree}.")
+        for position, (ct, arg) in enumerate(zip(flat_cts, tree_flatten(diff)[0])):
+            _check_cotangent_shape(position, ct, arg)
+        return flat_cts
+
+    def __repr__(self):
+        return getattr(self.custom.bwd, "__name__", "bwd")
+
+
+def _check_cotangent_shape(position, ct, arg):
+    ct_aval, arg_aval = ad.aval_of(ct), ad.aval_of(arg)
+    if ct_aval.shape != arg_aval.shape:
+        raise ValueError(
+            "Custom VJP bwd rule must produce an output with the same type as the args tuple of the "
+            f"primal function, but at output leaf {position} the bwd rule produced an output of type "
+            f"{ct_aval.str_short()} corresponding to an input of type {arg_aval.str_short()}, so the "
+            "shapes do not match")
+
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.def_impl(ad.call_impl)
+custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
+
+
+def _custom_vjp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
+    arg_tangents = tangents[num_consts:]
+    outs, residuals = rule.forward(primals[num_consts:])
+    if all(ad.is_zero(t) for t in arg_tangents):
+        return outs, [ad.zero_like(o) for o in outs]
+    out_avals = tuple(ad.tangent_aval(a) for a in jaxpr.out_avals)
+    out_dots = custom_lin_p.bind(*residuals, *map(ad.instantiate, arg_tangents),
+                                 num_res=len(residuals), rule=rule, out_avals=out_avals)
+    return outs, out_dots
+
+
+def _custom_vjp_call_batch(args, dims, jaxpr, rule, num_consts):
+    args, size = _broadcast_all(args, dims)
+    outs = custom_vjp_call_p.bind(*args, jaxpr=_batch_at_front(jaxpr, size),
+                                  rule=_BatchedRule(rule), num_consts=num_consts)
+    return outs, [0] * len(outs)
+
+
+ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+def _forward_mode_error(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+# The tangent map of a custom_vjp function: known only through its transpose, bwd.
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+custom_lin_p.def_impl(_forward_mode_error)
+custom_lin_p.def_abstract_eval(lambda *avals, num_res, rule, out_avals: list(out_avals))
+
+
+def _custom_lin_transpose(cts, *args, num_res, rule, out_avals):
+    cts = [ad.materialize(ct) for ct in cts]
+    return [None] * num_res + rule.backward(list(args[:num_res]), cts)
+
+
+ad.transpose_rules[custom_lin_p] = _custom_lin_transpose

@@ -1,0 +1,102 @@
+"""Jacobians and Hessians: vmap of jvp over the input basis, or of vjp over the output basis.
+
+The Jacobian of a pytree function is a pytree of pytrees: for each output leaf
+of shape S, a tree shaped like the differentiated arguments whose leaf of shape
+T holds the block of shape S + T.
+"""
+import numpy as np
+
+from jaxlite.core.array import Array, as_array_argument
+from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+from jaxlite.transforms import ad
+from jaxlite.transforms.batching import vmap
+
+
+def _standard_basis(leaves):
+    """One batch of unit vectors spanning all leaves: leaf j gets shape (N,) + its shape."""
+    sizes = [int(np.prod(x.shape)) for x in leaves]
+    identity = np.eye(sum(sizes))
+    offsets = np.cumsum([0] + sizes)
+    return [Array(identity[:, lo:lo + size].reshape((-1,) + tuple(x.shape)).astype(x.dtype))
+            for x, lo, size in zip(leaves, offsets, sizes)]
+
+
+def _chunks(x, leaves, axis):
+    """Consecutive slices of x along `axis`, one per leaf, as long as the leaf's size."""
+    from jaxlite import lax
+    chunks, offset = [], 0
+    for leaf in leaves:
+        size = int(np.prod(leaf.shape))
+        chunks.append(lax.slice_in_dim(x, offset, offset + size, axis=axis))
+        offset += size
+    return chunks
+
+
+def _reshape(x, shape):
+    from jaxlite import lax
+    return lax.reshape(x, shape)
+
+
+def _assemble(blocks, out_tree, in_tree):
+    """blocks[i][j]: the block of output leaf i and input leaf j."""
+    return tree_unflatten(out_tree, [tree_unflatten(in_tree, row) for row in blocks])
+
+
+def _dynamic_args(fun, argnums, args, kwargs):
+    """fun of one value (the argument, or the tuple of arguments for tuple argnums)."""
+    partial, chosen = ad.select_args(fun, argnums, args, kwargs)
+    if isinstance(argnums, int):
+        return partial, chosen[0]
+    return lambda dyn: partial(*dyn), chosen
+
+
+def _check_real_inputs(name, leaves):
+    for leaf in leaves:
+        if not ad.is_differentiable(leaf.aval):
+            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
+                            f"np.floating), but got {leaf.dtype.name}.")
+
+
+def jacfwd(fun, argnums=0, has_aux=False):
+    """The Jacobian by forward mode: one JVP per input element, vectorized with vmap."""
+    def jacobian(*args, **kwargs):
+        partial, dyn = _dynamic_args(fun, argnums, args, kwargs)
+        flat_in, in_tree = tree_flatten(dyn)
+        flat_in = [as_array_argument(x) for x in flat_in]
+        _check_real_inputs("jacfwd", flat_in)
+
+        def pushforward(*basis):
+            out, out_dot = ad.jvp(partial, (dyn,), (tree_unflatten(in_tree, basis),))
+            return (out_dot[0], out[1]) if has_aux else (out_dot, None)
+
+        columns, aux = vmap(pushforward, out_axes=(-1, None))(*_standard_basis(flat_in))
+        flat_columns, out_tree = tree_flatten(columns)
+        blocks = [[_reshape(chunk, column.shape[:-1] + tuple(x.shape))
+                   for chunk, x in zip(_chunks(column, flat_in, column.ndim - 1), flat_in)]
+                  for column in flat_columns]
+        jac = _assemble(blocks, out_tree, in_tree)
+        return (jac, aux) if has_aux else jac
+    return jacobian
+
+
+def jacrev(fun, argnums=0, has_aux=False):
+    """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap."""
+    def jacobian(*args, **kwargs):
+        partial, dyn = _dynamic_args(fun, argnums, args, kwargs)
+        flat_in, in_tree = tree_flatten(dyn)
+        _check_real_inputs("jacrev", [as_array_argument(x) for x in flat_in])
+        out, vjp_fun, *aux = ad.vjp(partial, dyn, has_aux=has_aux)
+        flat_out, out_tree = tree_flatten(out)
+        basis = tree_unflatten(out_tree, _standard_basis(flat_out))
+        rows = tree_flatten(vmap(vjp_fun)(basis)[0])[0]
+        per_input = [[_reshape(chunk, tuple(y.shape) + tuple(row.shape[1:]))
+                      for chunk, y in zip(_chunks(row, flat_out, 0), flat_out)] for row in rows]
+        blocks = [[per_input[j][i] for j in range(len(rows))] for i in range(len(flat_out))]
+        jac = _assemble(blocks, out_tree, in_tree)
+        return (jac, aux[0]) if has_aux else jac
+    return jacobian
+
+
+def hessian(fun, argnums=0, has_aux=False):
+    """Forward-over-reverse: jacfwd of jacrev."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)

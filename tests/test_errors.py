@@ -1,0 +1,89 @@
+"""Each tracer-misuse error, triggered the way a user would trigger it."""
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                                 TracerBoolConversionError, TracerIntegerConversionError,
+                                 UnexpectedTracerError)
+
+
+def relu_with_python_if(x):
+    if x > 0:  # the user's line the message must point at
+        return x
+    return 0.0 * x
+
+
+def test_python_if_on_traced_value():
+    with pytest.raises(TracerBoolConversionError) as info:
+        jaxlite.make_jaxpr(relu_with_python_if)(1.0)
+    message = str(info.value)
+    assert "test_errors.py" in message and "relu_with_python_if" in message
+    assert "lax.cond" in message and "jnp.where" in message and "static_argnums" in message
+
+
+def test_python_if_works_under_eager_jvp():
+    assert float(jaxlite.jvp(relu_with_python_if, (2.0,), (1.0,))[1]) == 1.0
+
+
+def test_traced_value_as_python_int():
+    def make_range(n):
+        return jnp.zeros(3)[: int(n)]
+    with pytest.raises(TracerIntegerConversionError, match="(?s)integer conversion.*an input.*static_argnums"):
+        jaxlite.make_jaxpr(make_range)(2)
+
+
+def test_traced_value_as_float():
+    with pytest.raises(ConcretizationTypeError, match="f32\\[\\]"):
+        jaxlite.make_jaxpr(lambda x: float(x) + 1)(1.0)
+
+
+def test_arange_with_traced_length():
+    with pytest.raises(ConcretizationTypeError, match="stop argument of arange"):
+        jaxlite.make_jaxpr(lambda n: jnp.arange(0, n))(5)
+
+
+def test_numpy_function_on_tracer():
+    with pytest.raises(TracerArrayConversionError, match="jaxlite.numpy"):
+        jaxlite.make_jaxpr(lambda x: np.sin(x))(np.ones(3, np.float32))
+
+
+def test_leaked_tracer_used_later():
+    leaked = []
+
+    def remember(x):
+        y = x * 2
+        leaked.append(y)
+        return y
+
+    jaxlite.make_jaxpr(remember)(1.0)
+    with pytest.raises(UnexpectedTracerError, match="(?s)test_errors.py.*escaped its transformation"):
+        leaked[0] + 1
+
+
+def test_leaked_tracer_used_in_another_trace():
+    leaked = []
+    jaxlite.vmap(lambda x: leaked.append(x) or x)(jnp.ones(3))
+    with pytest.raises(UnexpectedTracerError, match="vmap"):
+        jaxlite.make_jaxpr(lambda y: y + leaked[0])(1.0)
+
+
+def test_tracers_are_not_hashable():
+    with pytest.raises(TypeError, match="unhashable"):
+        jaxlite.make_jaxpr(lambda x: {x: 1})(1.0)
+
+
+def test_shape_mismatch_names_both_shapes():
+    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+        jnp.ones(3) + jnp.ones(4)
+
+
+def test_wrong_axis_is_named():
+    with pytest.raises(ValueError, match="axis 2 is out of bounds for array of dimension 2"):
+        jnp.ones((2, 3)).sum(axis=2)
+
+
+def test_invalid_argument_type():
+    with pytest.raises(TypeError, match="not a valid jaxlite type"):
+        jaxlite.make_jaxpr(lambda s: s)("text")
