@@ -138,7 +138,8 @@ class ExprEmitter:
 
 # Operations whose bf16 result needs no rounding (exact, or not a bf16 value at all).
 _EXACT_IN_BF16 = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "select_n", "max",
-                            "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast"})
+                            "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast",
+                            "fma"})
 
 
 def from_memory(builder, raw, dtype):
@@ -333,8 +334,50 @@ def _math(name):
 
 
 for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
-              "pow", "atan2", "nextafter"):
+              "pow", "atan2", "nextafter", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+              "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
     OPS[_name] = _math(_name)
+
+
+@op("fma")
+def _fma(b, e, args):
+    """One rounding: the hardware FMA, or for narrow formats double arithmetic (whose
+    product of two narrow values is exact) rounded once to the format."""
+    if e.dtype in (np.float32, np.float64):
+        return _intrinsic(b, f"llvm.fma.{_suffix(args[0].type)}", args[0].type, list(args))
+    wide = [convert(b, a, e.dtype, np.float64) for a in args]
+    total = b.fadd(b.fmul(wide[0], wide[1]), wide[2])
+    return convert(b, total, np.float64, e.dtype)
+
+
+def _bit_intrinsic(name, *extra):
+    def emit(b, e, args):
+        x = args[0]
+        return _intrinsic(b, f"llvm.{name}.{_suffix(x.type)}", x.type, [x, *extra])
+    return emit
+
+
+OPS["clz"] = _bit_intrinsic("ctlz", ir.Constant(I1, 0))
+OPS["population_count"] = _bit_intrinsic("ctpop")
+
+
+def _shift(kind):
+    """XLA's shifts: the amount is unsigned, and an amount past the width shifts all bits out."""
+    def emit(b, e, args):
+        x, amount = args
+        width = ir.Constant(x.type, x.type.width)
+        too_far = b.icmp_unsigned(">=", amount, width)
+        if kind == "ashr":
+            return b.ashr(x, b.select(too_far, ir.Constant(x.type, x.type.width - 1), amount))
+        safe = b.select(too_far, ir.Constant(x.type, 0), amount)
+        shifted = b.shl(x, safe) if kind == "shl" else b.lshr(x, safe)
+        return b.select(too_far, ir.Constant(x.type, 0), shifted)
+    return emit
+
+
+OPS["shift_left"] = _shift("shl")
+OPS["shift_right_logical"] = _shift("lshr")
+OPS["shift_right_arithmetic"] = _shift("ashr")
 
 
 @op("not")

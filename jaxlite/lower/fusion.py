@@ -459,7 +459,9 @@ _ELEMENTWISE = ("add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min
                 "atan2", "neg", "sign", "floor", "ceil", "round", "is_finite", "abs", "exp",
                 "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt", "tanh", "logistic",
                 "sin", "cos", "not", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge",
-                "select_n", "square")
+                "select_n", "square", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "fma", "clz",
+                "population_count", "shift_left", "shift_right_logical", "shift_right_arithmetic")
 for _name in _ELEMENTWISE:
     LOWERINGS[_name] = _elementwise("add" if _name == "add_any" else _name)
 
@@ -489,6 +491,7 @@ def _integer_pow_rule(lw, eqn, index):
 
 
 LOWERINGS["convert_element_type"] = _convert_rule
+LOWERINGS["stop_gradient"] = lambda lw, eqn, index: lw.operand(eqn.inputs[0], index)
 LOWERINGS["bitcast_convert_type"] = _bitcast_rule
 LOWERINGS["integer_pow"] = _integer_pow_rule
 

@@ -36,11 +36,30 @@ _DATA_OFFSET = 16     # offsetof(PyArrayObject, data): right after PyObject_HEAD
 
 # Primitives that run their numpy implementation between native kernels, and why.
 # Anything without a lowering that is not listed here also falls back, with a warning.
+_NOT_YET = "no kernel lowering yet"
 FALLBACKS = {
+    # Lowered, except in these cases:
     "nextafter": "in float16/bfloat16 (libm steps only in float32/float64)",
     "reduce_and": "on integers (the lowering covers booleans)",
     "reduce_or": "on integers (the lowering covers booleans)",
     "bitcast_convert_type": "to or from bool",
+    # Not lowered:
+    **{name: f"control flow: the body runs eagerly per step; native loops are {_NOT_YET}"
+       for name in ("cond", "while", "scan")},
+    **{name: f"cumulative scan along an axis: {_NOT_YET}"
+       for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
+    **{name: f"data-dependent indexing: {_NOT_YET}"
+       for name in ("dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add",
+                    "scatter-mul", "scatter-min", "scatter-max")},
+    **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
+    **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve")},
+    **{name: f"windowed reduction: {_NOT_YET}"
+       for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
+    "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
+    "threefry2x32": f"two results per element: multi-output elementwise {_NOT_YET}",
+    "polygamma": "no vectorizable emitter in llvm_math",
+    **{name: "named-axis collective: only meaningful under vmap, which removes it"
+       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
 }
 
 
