@@ -164,7 +164,7 @@ class Executable:
                 name, kernel = segment
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
-                self._runners.append(segment)
+                self._runners.append(_PythonStep(segment))
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
         self._prepare_call()
 
@@ -180,7 +180,7 @@ class Executable:
         position = {v: i for i, v in enumerate(jaxpr.constvars + jaxpr.invars + self.out_vars)}
         self._out_sources = [np.array(v.val, v.aval.dtype) if isinstance(v, Literal) else position[v]
                              for v in jaxpr.outvars]
-        self._only_native = all(not isinstance(r, EqnStep) for r in self._runners)
+        self._only_native = all(not isinstance(r, _PythonStep) for r in self._runners)
 
     def __call__(self, args):
         args = [_contiguous(a) for a in args]
@@ -199,8 +199,8 @@ class Executable:
         jaxpr = self.jaxpr
         env = dict(zip(jaxpr.constvars + jaxpr.invars + self.out_vars, buffers))
         for runner in self._runners:
-            if isinstance(runner, EqnStep):
-                _run_eqn_step(runner, env, workspace, self.plan)
+            if isinstance(runner, _PythonStep):
+                runner(env, workspace, self.plan)
             else:
                 runner(slots)
 
@@ -297,18 +297,25 @@ def _buffer_view(var, env, workspace, plan):
     return view.reshape(var.aval.shape)
 
 
-def _run_eqn_step(step, env, workspace, plan):
-    eqn = step.eqn
-    inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else _buffer_view(v, env, workspace, plan)
-              for v in eqn.inputs]
-    outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
-    if step.kind == "gemm":
-        run_gemm(eqn, inputs, outputs[0])
-        return
-    results = eqn.primitive.impl(*inputs, **eqn.params)
-    results = results if eqn.primitive.multiple_results else [results]
-    for out, result in zip(outputs, results):
-        np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))
+class _PythonStep:
+    """An equation run between kernels on numpy views of its buffers."""
+
+    def __init__(self, step):
+        self.step = step
+        self.gemm = _GemmCall(step.eqn) if step.kind == "gemm" else None
+
+    def __call__(self, env, workspace, plan):
+        eqn = self.step.eqn
+        inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else _buffer_view(v, env, workspace, plan)
+                  for v in eqn.inputs]
+        outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
+        if self.gemm is not None:
+            self.gemm(*inputs, outputs[0])
+            return
+        results = eqn.primitive.impl(*inputs, **eqn.params)
+        results = results if eqn.primitive.multiple_results else [results]
+        for out, result in zip(outputs, results):
+            np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))
 
 
 # ---------------------------------------------------------------- equations outside kernels
@@ -354,15 +361,43 @@ def _gemm_sizes(eqn):
     return m, n, k, batch
 
 
-def run_gemm(eqn, inputs, out):
-    """dot_general through the generated GEMM: operands brought to (batch, m, k) @ (batch, k, n)."""
-    lhs, rhs = inputs
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    m, n, k, batch = _gemm_sizes(eqn)
-    lhs_free = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    a = np.ascontiguousarray(np.transpose(lhs, list(lb) + lhs_free + list(lc))).reshape(batch, m, k)
-    b = np.ascontiguousarray(np.transpose(rhs, list(rb) + list(rc) + rhs_free)).reshape(batch, k, n)
-    kernel = gemm.compile_gemm(m, n, k, lhs.dtype, batch=batch)
-    target = out.reshape((m, n) if batch == 1 else (batch, m, n))
-    kernel.run(a.reshape(m, k) if batch == 1 else a, b.reshape(k, n) if batch == 1 else b, out=target)
+class _GemmCall:
+    """dot_general through the generated GEMM, planned once per compiled function.
+
+    Operands are viewed as (batch, m, k) and (batch, k, n); an operand already laid
+    out as (batch, k, m) or (batch, n, k) is passed as stored with the GEMM's
+    transpose flag, any other layout is transposed into a contiguous copy.
+    """
+
+    def __init__(self, eqn):
+        lhs, rhs = eqn.inputs
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        m, n, k, batch = _gemm_sizes(eqn)
+        lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+        rhs_free = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
+        lead = (batch,) if batch > 1 else ()
+        self.a_perm, trans_a = _operand_layout(list(lb) + lhs_free + list(lc), list(lb) + list(lc) + lhs_free)
+        self.b_perm, trans_b = _operand_layout(list(rb) + list(rc) + rhs_free, list(rb) + rhs_free + list(rc))
+        self.a_shape = lead + ((k, m) if trans_a else (m, k))
+        self.b_shape = lead + ((n, k) if trans_b else (k, n))
+        self.c_shape = lead + (m, n)
+        self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch)
+
+    def __call__(self, lhs, rhs, out):
+        a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
+        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
+        self.kernel.run(a, b, out=out.reshape(self.c_shape))
+
+
+def _operand_layout(plain, transposed):
+    """(permutation to copy with or None, transpose flag) for one GEMM operand."""
+    identity = list(range(len(plain)))
+    if plain == identity:
+        return None, False
+    if transposed == identity:
+        return None, True
+    return plain, False
+
+
+def _arrange(x, permutation):
+    return x if permutation is None else np.ascontiguousarray(np.transpose(x, permutation))
