@@ -96,16 +96,50 @@ def test_dot_is_its_own_kernel():
 
 # ---------------------------------------------------------------- a random program fuzzer
 
-UNARY = [jnp.exp, jnp.tanh, jnp.sin, lambda x: x * x, jnp.abs, lambda x: -x, lambda x: x * 0.5 + 1]
+UNARY = [jnp.exp, jnp.tanh, jnp.sin, lambda x: x * x, jnp.abs, lambda x: -x, lambda x: x * 0.5 + 1,
+         lambda x: lax.select_n(x > 0, x, -x),
+         lambda x: lax.convert_element_type(lax.convert_element_type(x * 4, np.int32), np.float32)]
 BINARY = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum]
+
+
+def _reshaped(a):
+    return lax.reshape(a, (a.size,))
+
+
+def _strided(a):
+    return lax.slice(a, (0,) * a.ndim, a.shape, (2,) * a.ndim)
+
+
+def _padded(a):
+    return lax.pad(a, np.float32(0.5), ((1, -1, 1),) * a.ndim)
+
+
+def _row_centered(a):
+    return a - lax.reduce_sum(a, (a.ndim - 1,))[..., None] / a.shape[-1]
+
+
+def _column_shifted(a):
+    return a - lax.reduce_max(a, (0,))[None] if a.ndim == 2 else a
+
+
+def _argmax_rows(a):
+    return lax.convert_element_type(lax.argmax(a, 0, np.int32), np.float32)
+
+
+def _with_iota(a):
+    return a + lax.broadcasted_iota(np.float32, a.shape, a.ndim - 1)
+
+
+SHAPED = {"transpose": lambda a: a.T, "reshape": _reshaped, "slice": _strided, "pad": _padded,
+          "concatenate": lambda a: lax.concatenate([a, a * 2], 0), "rev": lambda a: lax.rev(a, (0,)),
+          "rowsum": _row_centered, "colmax": _column_shifted, "argmax": _argmax_rows, "iota": _with_iota}
 
 
 @st.composite
 def programs(draw):
-    """A list of instructions over a value stack: unary, binary, row/col reductions."""
-    steps = draw(st.lists(st.tuples(st.sampled_from(["unary", "binary", "rowsum", "colmax", "transpose"]),
-                                    st.integers(0, 100)), min_size=1, max_size=8))
-    return steps
+    """A list of instructions over a list of values, each reading earlier values."""
+    kinds = st.sampled_from(["unary", "binary"] + sorted(SHAPED))
+    return draw(st.lists(st.tuples(kinds, st.integers(0, 100)), min_size=1, max_size=8))
 
 
 def run_program(steps, x):
@@ -120,16 +154,12 @@ def run_program(steps, x):
                 b = b.T if b.T.shape == a.shape else b
             if b.shape == a.shape:
                 values.append(BINARY[choice % len(BINARY)](a, b))
-        elif kind == "rowsum" and a.ndim == 2:
-            values.append(a - lax.reduce_sum(a, (1,))[:, None] / a.shape[1])
-        elif kind == "colmax" and a.ndim == 2:
-            values.append(a - lax.reduce_max(a, (0,))[None, :])
-        elif kind == "transpose":
-            values.append(a.T)
+        elif a.ndim:
+            values.append(SHAPED[kind](a))
     return values[-1], values[len(values) // 2]
 
 
-@settings(deadline=None, max_examples=25)
+@settings(deadline=None, max_examples=40)
 @given(programs(), st.integers(0, 1000))
 def test_random_programs_agree_with_eager(steps, seed):
     x = np.random.default_rng(seed).uniform(-1, 1, (5, 7)).astype(np.float32)
