@@ -174,3 +174,31 @@ def test_column_reduction_accumulates_in_memory_order():
     (kernel,) = kernels(lowered(lambda x: lax.reduce_sum(x, (0,)), X))
     assert kernel.outer == [] and [len(s.loops) for s in kernel.stages] == [1, 2]
     np.testing.assert_allclose(jaxlite.jit(lambda x: lax.reduce_sum(x, (0,)))(X), X.sum(0), rtol=1e-5)
+
+
+def test_gemm_epilogues_absorb_bias_relu_and_residual():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((80, 96)).astype(np.float32)
+    b, r = rng.standard_normal(80).astype(np.float32), rng.standard_normal((64, 80)).astype(np.float32)
+
+    def layer(x, w, b, r):
+        return jnp.maximum(x @ w.T + b, 0.0) + r
+    program = lowered(layer, x, w, b, r)
+    assert program.kernel_count() == 0
+    (step,) = program.steps
+    assert step.eqn.params["epilogue"] == ("bias", "relu", "residual")
+    np.testing.assert_allclose(jaxlite.jit(layer)(x, w, b, r), layer(x, w, b, r), rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_epilogue_stops_at_a_shared_value():
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((96, 80)).astype(np.float32)
+
+    def f(x, w):
+        y = x @ w
+        return jnp.maximum(y, 0.0), y * 2
+    program = lowered(f, x, w)
+    assert all(step.eqn.primitive.name == "dot_general" for step in program.steps
+               if isinstance(step, fusion.EqnStep))
+    got, want = jaxlite.jit(f)(x, w), f(x, w)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)

@@ -118,3 +118,13 @@ def test_dump_passes_logs_every_pass(caplog):
         config.update("jaxlite_dump_passes", False)
     for graph_pass in passes.PIPELINE:
         assert f"after {graph_pass.__name__}" in caplog.text
+
+
+def test_transposed_dot_operands_fold_into_dimension_numbers():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.arange(20, dtype=np.float32).reshape(5, 4)
+    closed = jaxlite.make_jaxpr(lambda x, y: (lax.dot(x, y.T), lax.dot_general(
+        lax.transpose(x, (1, 0)), x, (((1,), (0,)), ((), ())))))(a, b)
+    simplified = passes.dce(passes.simplify(closed))
+    assert "transpose" not in primitive_names(simplified)
+    check_same(closed, simplified, a, b)

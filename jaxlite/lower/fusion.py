@@ -296,6 +296,14 @@ def _operand_order(kept_index, reduce_loops, operand_axes):
 _IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 
 
+def _is_column_reduction(stage, outer):
+    """A reduction whose operand's contiguous axis is kept: computed inside another kernel
+    it would read memory with a stride, so it gets a kernel of its own that accumulates
+    in memory order (`_accumulate_in_place`)."""
+    order = stage.operand_order
+    return bool(order) and order[-1] in outer and stage.kind in _IN_PLACE_OPS
+
+
 def _accumulate_in_place(kernel, eb):
     """A lone reduction whose innermost operand axis is kept (a column reduction) becomes
     out = identity; for all points in memory order: out[kept] = out[kept] op x[...]
@@ -390,8 +398,9 @@ class _GroupLowering:
 
     def check_reductions(self):
         outer = {self.loops[a] for a in self.outer_axes}
-        for var, kept_loops in self.hoisted:
-            if kept_loops != outer:
+        stages = [stage for stage in self.stages if isinstance(stage, Reduce)]
+        for (var, kept_loops), stage in zip(self.hoisted, stages):
+            if kept_loops != outer or (_is_column_reduction(stage, outer) and var not in self.roots):
                 raise Materialize(var)
 
     # -- values

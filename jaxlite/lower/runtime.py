@@ -310,7 +310,7 @@ class _PythonStep:
                   for v in eqn.inputs]
         outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
         if self.gemm is not None:
-            self.gemm(*inputs, outputs[0])
+            self.gemm(*inputs, out=outputs[0])
             return
         results = eqn.primitive.impl(*inputs, **eqn.params)
         results = results if eqn.primitive.multiple_results else [results]
@@ -323,7 +323,7 @@ class _PythonStep:
 def eqn_step_kind(eqn):
     """How an equation runs if not inside a fused kernel: "gemm", "fallback" or None (fused)."""
     from jaxlite.lower.fusion import is_fusible
-    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn):
+    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name == "dot_epilogue":
         return "gemm"
     if is_fusible(eqn):
         return None
@@ -339,7 +339,7 @@ def log_fallbacks(steps):
 
 
 def _gemm_applies(eqn):
-    lhs, rhs = eqn.inputs
+    lhs, rhs = eqn.inputs[:2]
     out = eqn.outputs[0]
     dtype = lhs.aval.dtype
     if dtype not in (np.float32, np.float64) or out.aval.dtype != dtype or rhs.aval.dtype != dtype:
@@ -351,7 +351,7 @@ def _gemm_applies(eqn):
 
 
 def _gemm_sizes(eqn):
-    lhs, rhs = eqn.inputs
+    lhs, rhs = eqn.inputs[:2]
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     shape_l, shape_r = lhs.aval.shape, rhs.aval.shape
     batch = int(np.prod([shape_l[d] for d in lb]))
@@ -370,7 +370,7 @@ class _GemmCall:
     """
 
     def __init__(self, eqn):
-        lhs, rhs = eqn.inputs
+        lhs, rhs = eqn.inputs[:2]
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
         lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
@@ -381,12 +381,17 @@ class _GemmCall:
         self.a_shape = lead + ((k, m) if trans_a else (m, k))
         self.b_shape = lead + ((n, k) if trans_b else (k, n))
         self.c_shape = lead + (m, n)
-        self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch)
+        names = eqn.params.get("epilogue", ())
+        epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
+        self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch, epilogue=epilogue)
 
-    def __call__(self, lhs, rhs, out):
+    def __call__(self, lhs, rhs, *extra, out):
         a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
         b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
-        self.kernel.run(a, b, out=out.reshape(self.c_shape))
+        self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape))
+
+
+_EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU}
 
 
 def _operand_layout(plain, transposed):
