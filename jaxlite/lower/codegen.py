@@ -138,7 +138,8 @@ class ExprEmitter:
 
 # Operations whose bf16 result needs no rounding (exact, or not a bf16 value at all).
 _EXACT_IN_BF16 = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "select_n", "max",
-                            "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast"})
+                            "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast",
+                            "fma"})
 
 
 def from_memory(builder, raw, dtype):
@@ -333,8 +334,50 @@ def _math(name):
 
 
 for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
-              "pow", "atan2", "nextafter"):
+              "pow", "atan2", "nextafter", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+              "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
     OPS[_name] = _math(_name)
+
+
+@op("fma")
+def _fma(b, e, args):
+    """One rounding: the hardware FMA, or for narrow formats double arithmetic (whose
+    product of two narrow values is exact) rounded once to the format."""
+    if e.dtype in (np.float32, np.float64):
+        return _intrinsic(b, f"llvm.fma.{_suffix(args[0].type)}", args[0].type, list(args))
+    wide = [convert(b, a, e.dtype, np.float64) for a in args]
+    total = b.fadd(b.fmul(wide[0], wide[1]), wide[2])
+    return convert(b, total, np.float64, e.dtype)
+
+
+def _bit_intrinsic(name, *extra):
+    def emit(b, e, args):
+        x = args[0]
+        return _intrinsic(b, f"llvm.{name}.{_suffix(x.type)}", x.type, [x, *extra])
+    return emit
+
+
+OPS["clz"] = _bit_intrinsic("ctlz", ir.Constant(I1, 0))
+OPS["population_count"] = _bit_intrinsic("ctpop")
+
+
+def _shift(kind):
+    """XLA's shifts: the amount is unsigned, and an amount past the width shifts all bits out."""
+    def emit(b, e, args):
+        x, amount = args
+        width = ir.Constant(x.type, x.type.width)
+        too_far = b.icmp_unsigned(">=", amount, width)
+        if kind == "ashr":
+            return b.ashr(x, b.select(too_far, ir.Constant(x.type, x.type.width - 1), amount))
+        safe = b.select(too_far, ir.Constant(x.type, 0), amount)
+        shifted = b.shl(x, safe) if kind == "shl" else b.lshr(x, safe)
+        return b.select(too_far, ir.Constant(x.type, 0), shifted)
+    return emit
+
+
+OPS["shift_left"] = _shift("shl")
+OPS["shift_right_logical"] = _shift("lshr")
+OPS["shift_right_arithmetic"] = _shift("ashr")
 
 
 @op("not")
@@ -367,6 +410,14 @@ def _convert(b, e, args):
 
 def convert(b, x, source, target):
     source, target = np.dtype(source), np.dtype(target)
+    # float16 goes through float32: LLVM would call compiler-rt helpers (__truncdfhf2, ...)
+    # that the JIT cannot resolve, while float32 <-> float16 is one instruction (F16C).
+    if source == np.float16 and target != np.float16:
+        return convert(b, b.fpext(x, ir.FloatType()), np.float32, target)
+    if target == np.float16 and source not in (np.float16, np.float32, np.bool_):
+        if source == np.float64:
+            return b.fptrunc(_to_float32_round_to_odd(b, x), ir.HalfType())
+        return b.fptrunc(convert(b, x, source, np.float32), ir.HalfType())
     target_type = register_type(target)
     if target == np.bool_:
         return _compare(b, source, "!=", x, _constant(source, 0))
@@ -385,6 +436,19 @@ def convert(b, x, source, target):
     if target_type.width > x.type.width:
         return b.sext(x, target_type) if _is_signed(source) else b.zext(x, target_type)
     return x
+
+
+def _to_float32_round_to_odd(b, x):
+    """double -> float rounding to odd: a following float -> half rounding is then correct
+    (no double-rounding error). Truncate toward zero, and set the last bit if inexact."""
+    nearest = b.fptrunc(x, ir.FloatType())
+    wide = b.fpext(nearest, ir.DoubleType())
+    bits = b.bitcast(nearest, I32)
+    overshoot = b.fcmp_ordered(">", _float_intrinsic(b, "fabs", wide), _float_intrinsic(b, "fabs", x))
+    bits = b.select(overshoot, b.sub(bits, ir.Constant(I32, 1)), bits)
+    inexact = b.fcmp_unordered("!=", wide, x)
+    bits = b.select(inexact, b.or_(bits, ir.Constant(I32, 1)), bits)
+    return b.bitcast(bits, ir.FloatType())
 
 
 def _convert_float(b, x, source, target, target_type):
@@ -433,7 +497,10 @@ def _combine(b, kind, dtype, acc, value):
         if _is_float(dtype):
             return b.fmul(acc, value, flags=_REDUCE_FAST)
         return b.and_(acc, value) if dtype == np.bool_ else b.mul(acc, value)
-    # max/min: the new value first so NaN propagates and the accumulator keeps ties.
+    if _is_float(dtype):
+        # llvm.maximum/minimum propagate NaN like numpy and vectorize as reductions.
+        name = "maximum" if kind == "max" else "minimum"
+        return _intrinsic(b, f"llvm.{name}.{_suffix(acc.type)}", acc.type, [acc, value])
     return _extremum(b, dtype, value, acc, ">" if kind == "max" else "<")
 
 
@@ -453,13 +520,16 @@ def _arg_better(b, dtype, kind, value, best):
 class KernelEmitter:
     def __init__(self, module, kernel):
         self.module, self.kernel = module, kernel
-        types = [PTR] * len(kernel.params)
+        self.parallel = kernel.parallel_loop()
+        types = [PTR] * len(kernel.params) + [I64, I64] * (self.parallel is not None)
         self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), types), kernel.name)
         self.function.linkage = "internal"
         llvm_target.add_function_attributes(self.function)
-        for argument in self.function.args:
+        for argument in self.function.args[:len(kernel.params)]:
             argument.add_attribute("noalias")
         self.buffers = dict(zip(kernel.params, self.function.args))
+        # The parallel loop runs over [start, stop) given by the caller (one thread's share).
+        self.bounds = tuple(self.function.args[len(kernel.params):]) or None
         entry = self.function.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)
         self.body_block = self.function.append_basic_block("body")
@@ -491,18 +561,23 @@ class KernelEmitter:
             body()
             return
         loop, rest = loops[0], loops[1:]
-        before = self.b.block
+        start, stop = ir.Constant(I64, 0), ir.Constant(I64, loop.extent)
+        done = self.function.append_basic_block(loop.name + ".done")
         header = self.function.append_basic_block(loop.name)
-        self.b.branch(header)
+        if loop is self.parallel:
+            start, stop = self.bounds
+            self.b.cbranch(self.b.icmp_unsigned("<", start, stop), header, done)
+        else:
+            self.b.branch(header)
+        before = self.b.block
         self.b.position_at_end(header)
         counter = self.b.phi(I64, name=loop.name)
-        counter.add_incoming(ir.Constant(I64, 0), before)
+        counter.add_incoming(start, before)
         self.loop_values[loop] = counter
         self._loops(rest, body)
         following = self.b.add(counter, ir.Constant(I64, 1), flags=("nuw", "nsw"))
         counter.add_incoming(following, self.b.block)
-        done = self.function.append_basic_block(loop.name + ".done")
-        self.b.cbranch(self.b.icmp_unsigned("<", following, ir.Constant(I64, loop.extent)), header, done)
+        self.b.cbranch(self.b.icmp_unsigned("<", following, stop), header, done)
         self.b.position_at_end(done)
 
     def _stages(self):

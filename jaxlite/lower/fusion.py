@@ -129,7 +129,7 @@ def _domain(var, producers):
     """(iteration shape, reduced axes or None) of the kernel computing root `var`."""
     eqn = producers[var]
     if eqn.primitive.name in REDUCTIONS and eqn.params["axes"]:
-        return eqn.inputs[0].aval.shape, tuple(eqn.params["axes"])
+        return eqn.inputs[0].aval.shape, tuple(sorted(eqn.params["axes"]))
     if eqn.primitive.name == "dot_general":
         return var.aval.shape, "dot"
     return var.aval.shape, None
@@ -281,7 +281,53 @@ def _lower_group(group, producers, roots):
     outputs = [lowering.buffer(v) for v in group]
     kernel = Kernel(f"fused_{_kernel_counter[0]}", [lowering.loops[a] for a in outer], stages,
                     list(lowering.inputs.values()), outputs)
+    kernel = _accumulate_in_place(kernel, lowering.eb)
     return KernelStep(kernel, list(lowering.inputs), list(group))
+
+
+def _operand_order(kept_index, reduce_loops, operand_axes):
+    """The loops in the operand's memory order, when every kept index is a plain loop."""
+    if operand_axes is None or any(i.op != "loop" for i in kept_index):
+        return None
+    kept = iter(i.attr for i in kept_index)
+    return [next(kept) if position is None else reduce_loops[position] for position in operand_axes]
+
+
+_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
+
+
+def _is_column_reduction(stage, outer):
+    """A reduction whose operand's contiguous axis is kept: computed inside another kernel
+    it would read memory with a stride, so it gets a kernel of its own that accumulates
+    in memory order (`_accumulate_in_place`)."""
+    order = stage.operand_order
+    return bool(order) and order[-1] in outer and stage.kind in _IN_PLACE_OPS
+
+
+def _accumulate_in_place(kernel, eb):
+    """A lone reduction whose innermost operand axis is kept (a column reduction) becomes
+    out = identity; for all points in memory order: out[kept] = out[kept] op x[...]
+
+    so the input is read contiguously and the update vectorizes along the kept axis,
+    instead of a strided inner loop per output element.
+    """
+    if len(kernel.stages) != 2 or not kernel.outer:
+        return kernel
+    reduce, store = kernel.stages
+    if not (isinstance(reduce, Reduce) and isinstance(store, Store)) or store.loops \
+            or len(store.writes) != 1 or reduce.kind not in _IN_PLACE_OPS:
+        return kernel
+    buffer, index, value = store.writes[0]
+    order = reduce.operand_order
+    if value is not reduce.result or not order or order[-1] not in kernel.outer or not reduce.loops:
+        return kernel
+    from jaxlite.lower.codegen import reduction_identity
+    dtype = reduce.value.dtype
+    identity = eb.const(reduction_identity(reduce.kind, dtype), dtype)
+    current = eb.node("load", dtype, (index,), buffer)
+    updated = eb.node(_IN_PLACE_OPS[reduce.kind], dtype, (current, reduce.value))
+    stages = [Store(list(kernel.outer), [(buffer, index, identity)]), Store(order, [(buffer, index, updated)])]
+    return Kernel(kernel.name, [], stages, kernel.inputs, kernel.outputs)
 
 
 def _compatible_domain(group, producers):
@@ -352,8 +398,9 @@ class _GroupLowering:
 
     def check_reductions(self):
         outer = {self.loops[a] for a in self.outer_axes}
-        for var, kept_loops in self.hoisted:
-            if kept_loops != outer:
+        stages = [stage for stage in self.stages if isinstance(stage, Reduce)]
+        for (var, kept_loops), stage in zip(self.hoisted, stages):
+            if kept_loops != outer or (_is_column_reduction(stage, outer) and var not in self.roots):
                 raise Materialize(var)
 
     # -- values
@@ -382,8 +429,12 @@ class _GroupLowering:
         """An elementwise operand: rank-0 operands broadcast against the rest."""
         return self.value(var, [] if var.aval.ndim == 0 else index)
 
-    def hoist(self, var, kept_index, kind, reduced_extents, body):
-        """A reduction computed once per outer point; `body(new_loop_vars)` -> (value, position)."""
+    def hoist(self, var, kept_index, kind, reduced_extents, body, operand_axes=None):
+        """A reduction computed once per outer point; `body(new_loop_vars)` -> (value, position).
+
+        operand_axes, for a plain reduction, gives for each operand axis its position
+        among the reduced axes, or None for a kept axis (in kept order).
+        """
         kept_loops = set()
         memo = {}
         for i in kept_index:
@@ -395,7 +446,8 @@ class _GroupLowering:
         dtype = INDEX if kind.startswith("arg") else value.dtype
         result = self.eb.node("acc", dtype, (), len(self.hoisted))
         self.hoisted.append((var, kept_loops))
-        self.stages.append(Reduce(result, kind, loops, value, position))
+        order = _operand_order(kept_index, loops, operand_axes)
+        self.stages.append(Reduce(result, kind, loops, value, position, order))
         return result
 
 
@@ -416,7 +468,9 @@ _ELEMENTWISE = ("add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min
                 "atan2", "neg", "sign", "floor", "ceil", "round", "is_finite", "abs", "exp",
                 "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt", "tanh", "logistic",
                 "sin", "cos", "not", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge",
-                "select_n", "square")
+                "select_n", "square", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "fma", "clz",
+                "population_count", "shift_left", "shift_right_logical", "shift_right_arithmetic")
 for _name in _ELEMENTWISE:
     LOWERINGS[_name] = _elementwise("add" if _name == "add_any" else _name)
 
@@ -446,6 +500,7 @@ def _integer_pow_rule(lw, eqn, index):
 
 
 LOWERINGS["convert_element_type"] = _convert_rule
+LOWERINGS["stop_gradient"] = lambda lw, eqn, index: lw.operand(eqn.inputs[0], index)
 LOWERINGS["bitcast_convert_type"] = _bitcast_rule
 LOWERINGS["integer_pow"] = _integer_pow_rule
 
@@ -576,11 +631,12 @@ def _reduction_rule(lw, eqn, kept_index):
     kind = REDUCTIONS[eqn.primitive.name]
 
     def body(reduce_vars):
-        kept, reduced = iter(kept_index), iter(reduce_vars)
-        operand_index = [next(reduced) if a in axes else next(kept) for a in range(x.aval.ndim)]
+        kept = iter(kept_index)
+        operand_index = [reduce_vars[axes.index(a)] if a in axes else next(kept) for a in range(x.aval.ndim)]
         return lw.value(x, operand_index), (reduce_vars[0] if kind.startswith("arg") else None)
 
-    result = lw.hoist(eqn.outputs[0], kept_index, kind, [x.aval.shape[a] for a in axes], body)
+    operand_axes = [axes.index(a) if a in axes else None for a in range(x.aval.ndim)]
+    result = lw.hoist(eqn.outputs[0], kept_index, kind, [x.aval.shape[a] for a in axes], body, operand_axes)
     if kind.startswith("arg"):
         return lw.eb.node("convert", eqn.params["index_dtype"], (result,))
     return result

@@ -18,6 +18,8 @@ so a value used many times is computed once (CSE inside a kernel for free).
 Index arithmetic uses the same nodes with dtype int64; the builder folds constants
 and the identities x+0, x*1, x*0 so index expressions stay small.
 """
+import math
+
 import numpy as np
 
 from jaxlite.core import dtypes
@@ -67,12 +69,18 @@ class Buffer:
 
 
 class Reduce:
-    """acc = kind-reduction of `value` over `loops`; for arg kinds, `index` is the position."""
+    """acc = kind-reduction of `value` over `loops`; for arg kinds, `index` is the position.
 
-    __slots__ = ("result", "kind", "loops", "value", "index")
+    `operand_order` lists the loops in the memory order of the reduced operand (kept
+    and reduced axes interleaved) when that is known; it lets a column reduction be
+    rewritten to accumulate in place in memory order.
+    """
 
-    def __init__(self, result, kind, loops, value, index=None):
+    __slots__ = ("result", "kind", "loops", "value", "index", "operand_order")
+
+    def __init__(self, result, kind, loops, value, index=None, operand_order=None):
         self.result, self.kind, self.loops, self.value, self.index = result, kind, loops, value, index
+        self.operand_order = operand_order
 
 
 class Store:
@@ -94,6 +102,23 @@ class Kernel:
     @property
     def params(self):
         return self.inputs + self.outputs
+
+    def parallel_loop(self):
+        """A loop whose iterations are independent (split across threads), or None.
+
+        The first outer loop qualifies (each outer point has its own stages), and so
+        does the first loop of a lone store stage (each point is written once).
+        """
+        if self.outer:
+            return self.outer[0]
+        if len(self.stages) == 1 and isinstance(self.stages[0], Store) and self.stages[0].loops:
+            return self.stages[0].loops[0]
+        return None
+
+    def points(self):
+        """Iterations of the innermost bodies, summed over the stages (a work estimate)."""
+        outer = math.prod(loop.extent for loop in self.outer)
+        return outer * sum(math.prod(loop.extent for loop in stage.loops) for stage in self.stages)
 
     def __str__(self):
         return print_kernel(self)

@@ -12,7 +12,8 @@ config "jaxlite_dump_passes" set, the jaxpr is logged after every pass.
                  a scalar result becomes a literal (bigger results would bloat the code)
   simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
                  x-0, since -0.0+0.0 is +0.0), neg(neg x), transpose of transpose,
-                 reshape of reshape, and elementwise ops on a broadcast scalar literal
+                 reshape of reshape, a transposed dot_general operand (folded into the
+                 dimension numbers), and elementwise ops on a broadcast scalar literal
                  use the literal directly (lax elementwise ops broadcast rank 0)
 """
 import logging
@@ -63,15 +64,20 @@ def inline_calls(closed):
 
 
 def _inline(rewriter, eqn):
+    """Copy the body with fresh variables: the same jaxpr may be inlined several times."""
     inner = inline_calls(eqn.params["jaxpr"])
     jaxpr = inner.jaxpr
-    rewriter.constvars += jaxpr.constvars
+    renamed = {v: Var(v.aval) for v in jaxpr.constvars}
+    rewriter.constvars += list(renamed.values())
     rewriter.consts += inner.consts
-    rewriter.env.update(zip(jaxpr.invars, [rewriter.read(v) for v in eqn.inputs]))
+    renamed.update(zip(jaxpr.invars, [rewriter.read(v) for v in eqn.inputs]))
+    rename = lambda atom: renamed.get(atom, atom) if isinstance(atom, Var) else atom
     for inner_eqn in jaxpr.eqns:
-        rewriter.emit(inner_eqn)
+        outputs = [Var(v.aval) for v in inner_eqn.outputs]
+        renamed.update(zip(inner_eqn.outputs, outputs))
+        rewriter.eqns.append(inner_eqn.replace(inputs=list(map(rename, inner_eqn.inputs)), outputs=outputs))
     for out, inner_out in zip(eqn.outputs, jaxpr.outvars):
-        rewriter.env[out] = rewriter.read(inner_out)
+        rewriter.env[out] = rename(inner_out)
 
 
 # ---------------------------------------------------------------- dead code
@@ -246,8 +252,11 @@ def _same_aval(atom, var):
 
 
 def _merge_chain(eqn, producers):
-    """transpose(transpose x) and reshape(reshape x) become one equation on x."""
+    """transpose(transpose x) and reshape(reshape x) become one equation on x; a
+    transposed dot_general operand becomes dimension numbers on the original."""
     name, x = eqn.primitive.name, eqn.inputs[0] if eqn.inputs else None
+    if name == "dot_general":
+        return _fold_transposes_into_dot(eqn, producers)
     if name == "transpose" and _produced_by(x, producers, "transpose"):
         inner = producers[x]
         first, second = inner.params["permutation"], eqn.params["permutation"]
@@ -257,6 +266,25 @@ def _merge_chain(eqn, producers):
             and producers[x].params.get("dimensions") is None:
         return eqn.replace(inputs=[producers[x].inputs[0]])
     return eqn
+
+
+def _fold_transposes_into_dot(eqn, producers):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    axes = [[lc, lb], [rc, rb]]
+    inputs = list(eqn.inputs)
+    for side in (0, 1):
+        x = inputs[side]
+        if not _produced_by(x, producers, "transpose"):
+            continue
+        permutation = producers[x].params["permutation"]
+        contracting, batch = axes[side]
+        free = [permutation[d] for d in range(len(permutation)) if d not in contracting and d not in batch]
+        if free != sorted(free):     # the output's free axes would come out in another order
+            continue
+        axes[side] = [tuple(permutation[d] for d in contracting), tuple(permutation[d] for d in batch)]
+        inputs[side] = producers[x].inputs[0]
+    dimension_numbers = ((axes[0][0], axes[1][0]), (axes[0][1], axes[1][1]))
+    return eqn.replace(inputs=inputs, params={**eqn.params, "dimension_numbers": dimension_numbers})
 
 
 def _drop_identity_reshapes(closed):

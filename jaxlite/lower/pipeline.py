@@ -2,7 +2,7 @@
 import numpy as np
 
 from jaxlite.core.ir import pretty_print
-from jaxlite.lower import fusion, passes, runtime
+from jaxlite.lower import epilogues, fusion, passes, runtime
 from jaxlite.lower.fusion import KernelStep
 from jaxlite.lower.kernel_ir import Reduce
 
@@ -24,9 +24,14 @@ class LoweredProgram:
 
 def lower_jaxpr(closed):
     optimized = passes.run_passes(closed)
+    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
     return LoweredProgram(optimized, steps)
+
+
+def _fuse_gemm_epilogues(closed):
+    return epilogues.fuse_epilogues(closed, runtime.epilogue_fusable)
 
 
 def compile_program(program, name="jit_fn"):
@@ -49,7 +54,7 @@ def cost_analysis(program):
         accessed += sum(v.aval.size * v.aval.dtype.itemsize for v in step.inputs + step.outputs)
         if isinstance(step, KernelStep):
             flops += _kernel_flops(step.kernel)
-        elif step.eqn.primitive.name == "dot_general":
+        elif step.eqn.primitive.name in ("dot_general", "dot_epilogue"):
             m, n, k, batch = runtime._gemm_sizes(step.eqn)
             flops += 2 * m * n * k * batch
     return {"flops": float(flops), "bytes accessed": float(accessed)}

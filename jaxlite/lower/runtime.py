@@ -1,9 +1,11 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
-A compiled program is a list of steps: runs of fused kernels become one native
-entry point each (`void entry(ptr objects)`), and the few equations that run
-outside (dot_general through the GEMM kernel, and logged fallbacks to an
-equation's numpy implementation) sit between them.
+A compiled program is a list of steps: each fused kernel has a native entry point
+(`void entry(ptr objects, i64 start, i64 stop)`, the range of its parallel loop, so a
+big kernel runs on several threads), and the few equations that run outside
+(dot_general through the GEMM kernel, and logged fallbacks to an equation's numpy
+implementation) sit between them. All kernels of one compiled function share one
+LLVM module.
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
@@ -15,15 +17,17 @@ and reads each data pointer from the object itself: numpy's stable ABI puts it
 right after the object header. This saves ~1.5 us of `arr.ctypes.data` per buffer
 per call. Workspace pointers are the workspace's data pointer plus a constant.
 """
+import concurrent.futures
 import ctypes
 import logging
+import os
 
 import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target
-from jaxlite.lower.fusion import EqnStep, KernelStep, dot_compute_dtype
+from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -32,9 +36,30 @@ _DATA_OFFSET = 16     # offsetof(PyArrayObject, data): right after PyObject_HEAD
 
 # Primitives that run their numpy implementation between native kernels, and why.
 # Anything without a lowering that is not listed here also falls back, with a warning.
+_NOT_YET = "no kernel lowering yet"
 FALLBACKS = {
-    "argsort": "sorting has no kernel lowering yet",
-    "sort": "sorting has no kernel lowering yet",
+    # Lowered, except in these cases:
+    "nextafter": "in float16/bfloat16 (libm steps only in float32/float64)",
+    "reduce_and": "on integers (the lowering covers booleans)",
+    "reduce_or": "on integers (the lowering covers booleans)",
+    "bitcast_convert_type": "to or from bool",
+    # Not lowered:
+    **{name: f"control flow: the body runs eagerly per step; native loops are {_NOT_YET}"
+       for name in ("cond", "while", "scan")},
+    **{name: f"cumulative scan along an axis: {_NOT_YET}"
+       for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
+    **{name: f"data-dependent indexing: {_NOT_YET}"
+       for name in ("dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add",
+                    "scatter-mul", "scatter-min", "scatter-max")},
+    **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
+    **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve")},
+    **{name: f"windowed reduction: {_NOT_YET}"
+       for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
+    "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
+    "threefry2x32": f"two results per element: multi-output elementwise {_NOT_YET}",
+    "polygamma": "no vectorizable emitter in llvm_math",
+    **{name: "named-axis collective: only meaningful under vmap, which removes it"
+       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
 }
 
 
@@ -113,30 +138,19 @@ class Executable:
         self.plan = MemoryPlan(self.steps, intermediates)
 
     def _build_segments(self):
-        """Group consecutive kernel steps into native entry points."""
-        segments, current = [], []
-        for step in self.steps:
-            if isinstance(step, KernelStep):
-                current.append(step)
+        """One native entry point per kernel (so a big one can be split across threads)."""
+        segments = []
+        for number, step in enumerate(self.steps):
+            if isinstance(step, EqnStep):
+                segments.append(step)
                 continue
-            if current:
-                segments.append(self._native_segment(current, len(segments)))
-                current = []
-            segments.append(step)
-        if current:
-            segments.append(self._native_segment(current, len(segments)))
-        self._has_native = any(isinstance(s, str) for s in segments)
-        return segments
-
-    def _native_segment(self, kernel_steps, number):
-        calls = []
-        for step in kernel_steps:
             function = codegen.emit_kernel(self.module, step.kernel)
-            variables = step.inputs + step.outputs
-            calls.append((function, [self._source(v) for v in variables]))
-        name = f"{self.name}_entry{number}"
-        _emit_object_entry(self.module, name, calls)
-        return name
+            sources = [self._source(v) for v in step.inputs + step.outputs]
+            name = f"{self.name}_kernel{number}"
+            _emit_object_entry(self.module, name, function, sources, step.kernel.parallel_loop() is not None)
+            segments.append((name, step.kernel))
+        self._has_native = any(isinstance(s, tuple) for s in segments)
+        return segments
 
     def _source(self, var):
         if var in self.object_slots:
@@ -144,49 +158,69 @@ class Executable:
         return ("workspace", self.plan.offsets[var])
 
     def _bind_entries(self):
-        prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
         self._runners = []
         for segment in self._segments:
-            if isinstance(segment, str):
-                self._runners.append(prototype(self.compiled.address(segment)))
+            if isinstance(segment, tuple):
+                name, kernel = segment
+                self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
-                self._runners.append(segment)
+                self._runners.append(_PythonStep(segment))
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
+        self._prepare_call()
 
     def free(self):
         """Drop the machine code (called when the cache evicts this function)."""
         self._runners, self.compiled = [], None
 
     # -- calling
-    def __call__(self, args):
+    def _prepare_call(self):
+        """Precomputed per-call facts, so a call does little more than allocate and jump."""
         jaxpr = self.jaxpr
+        self._out_specs = [(v.aval.shape, v.aval.dtype) for v in self.out_vars]
+        position = {v: i for i, v in enumerate(jaxpr.constvars + jaxpr.invars + self.out_vars)}
+        self._out_sources = [np.array(v.val, v.aval.dtype) if isinstance(v, Literal) else position[v]
+                             for v in jaxpr.outvars]
+        self._only_native = all(not isinstance(r, _PythonStep) for r in self._runners)
+
+    def __call__(self, args):
         args = [_contiguous(a) for a in args]
-        outputs = [np.empty(v.aval.shape, v.aval.dtype) for v in self.out_vars]
-        workspace = np.empty(self.plan.size, np.uint8)
-        arrays = [workspace] + self.consts + args + outputs
-        env = dict(zip(jaxpr.constvars + jaxpr.invars + self.out_vars, arrays[1:]))
-        slots = self._slot_array(*map(id, arrays))
+        outputs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
+        workspace = np.empty(self.plan.size, np.uint8) if self.plan.size else _NO_WORKSPACE
+        buffers = self.consts + args + outputs
+        slots = self._slot_array(id(workspace), *map(id, buffers))
+        if self._only_native:
+            for runner in self._runners:
+                runner(slots)
+        else:
+            self._run_mixed(slots, buffers, workspace)
+        return [buffers[source] if type(source) is int else source.copy() for source in self._out_sources]
+
+    def _run_mixed(self, slots, buffers, workspace):
+        jaxpr = self.jaxpr
+        env = dict(zip(jaxpr.constvars + jaxpr.invars + self.out_vars, buffers))
         for runner in self._runners:
-            if isinstance(runner, EqnStep):
-                _run_eqn_step(runner, env, workspace, self.plan)
+            if isinstance(runner, _PythonStep):
+                runner(env, workspace, self.plan)
             else:
                 runner(slots)
-        return [_read_output(v, env) for v in jaxpr.outvars]
 
     def asm(self):
         return self.compiled.asm() if self.compiled is not None else ""
 
 
-def _emit_object_entry(module, name, calls):
-    """Entry point reading data pointers out of numpy array objects (slot 0: workspace)."""
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR]), name)
+def _emit_object_entry(module, name, kernel_function, sources, parallel):
+    """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, the kernel on its buffers,
+    MXCSR restored. Data pointers are read out of the numpy array objects (slot 0: the
+    workspace); start/stop bound the kernel's parallel loop."""
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]), name)
     llvm_target.add_function_attributes(function)
+    objects, start, stop = function.args
     b = ir.IRBuilder(function.append_basic_block("entry"))
     mxcsr = codegen.save_and_flush_denormals(b)
     pointers = {}
 
     def data_pointer(slot):
-        address = b.gep(function.args[0], [ir.Constant(codegen.I64, slot)], inbounds=True, source_etype=codegen.I64)
+        address = b.gep(objects, [ir.Constant(codegen.I64, slot)], inbounds=True, source_etype=codegen.I64)
         obj = b.inttoptr(b.load(address, typ=codegen.I64), codegen.PTR)
         field = b.gep(obj, [ir.Constant(codegen.I64, _DATA_OFFSET)], inbounds=True, source_etype=codegen.I8)
         return b.load(field, typ=codegen.PTR)
@@ -197,27 +231,61 @@ def _emit_object_entry(module, name, calls):
             if kind == "object":
                 pointers[source] = data_pointer(value)
             else:
-                base = pointers.get(("object", 0)) or data_pointer(0)
-                pointers[("object", 0)] = base
+                base = pointer(("object", 0))
                 pointers[source] = b.gep(base, [ir.Constant(codegen.I64, value)], inbounds=True, source_etype=codegen.I8)
         return pointers[source]
 
-    for kernel_function, sources in calls:
-        b.call(kernel_function, [pointer(s) for s in sources])
+    args = [pointer(s) for s in sources] + ([start, stop] if parallel else [])
+    b.call(kernel_function, args)
     codegen.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
 
 
+PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
+_pool = None
+
+
+def _thread_pool():
+    global _pool
+    if _pool is None:
+        workers = max((os.cpu_count() or 1) - 1, 0)
+        _pool = concurrent.futures.ThreadPoolExecutor(workers, "jaxlite-kernel") if workers else False
+    return _pool
+
+
+class _NativeKernel:
+    """Calls one kernel's entry point; big kernels split their parallel loop over threads
+    (ctypes releases the GIL during the call, so the shares run at once)."""
+
+    _prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+    def __init__(self, address, kernel):
+        self.function = self._prototype(address)
+        loop = kernel.parallel_loop()
+        self.extent = loop.extent if loop is not None else 0
+        self.threads = 1
+        if loop is not None and kernel.points() >= PARALLEL_MIN_POINTS and _thread_pool():
+            self.threads = min((os.cpu_count() or 1), self.extent)
+
+    def __call__(self, slots):
+        if self.threads == 1:
+            self.function(slots, 0, self.extent)
+            return
+        bounds = [self.extent * i // self.threads for i in range(self.threads + 1)]
+        pending = [_thread_pool().submit(self.function, slots, lo, hi)
+                   for lo, hi in zip(bounds[1:-1], bounds[2:])]
+        self.function(slots, bounds[0], bounds[1])
+        for future in pending:
+            future.result()
+
+
+_NO_WORKSPACE = np.empty(0, np.uint8)
+
+
 def _contiguous(x):
     x = np.asarray(x)
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
-
-
-def _read_output(var, env):
-    if isinstance(var, Literal):
-        return np.array(var.val, var.aval.dtype)
-    return env[var]
 
 
 def _buffer_view(var, env, workspace, plan):
@@ -229,18 +297,25 @@ def _buffer_view(var, env, workspace, plan):
     return view.reshape(var.aval.shape)
 
 
-def _run_eqn_step(step, env, workspace, plan):
-    eqn = step.eqn
-    inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else _buffer_view(v, env, workspace, plan)
-              for v in eqn.inputs]
-    outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
-    if step.kind == "gemm":
-        run_gemm(eqn, inputs, outputs[0])
-        return
-    results = eqn.primitive.impl(*inputs, **eqn.params)
-    results = results if eqn.primitive.multiple_results else [results]
-    for out, result in zip(outputs, results):
-        np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))
+class _PythonStep:
+    """An equation run between kernels on numpy views of its buffers."""
+
+    def __init__(self, step):
+        self.step = step
+        self.gemm = _GemmCall(step.eqn) if step.kind == "gemm" else None
+
+    def __call__(self, env, workspace, plan):
+        eqn = self.step.eqn
+        inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else _buffer_view(v, env, workspace, plan)
+                  for v in eqn.inputs]
+        outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
+        if self.gemm is not None:
+            self.gemm(*inputs, out=outputs[0])
+            return
+        results = eqn.primitive.impl(*inputs, **eqn.params)
+        results = results if eqn.primitive.multiple_results else [results]
+        for out, result in zip(outputs, results):
+            np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))
 
 
 # ---------------------------------------------------------------- equations outside kernels
@@ -248,7 +323,7 @@ def _run_eqn_step(step, env, workspace, plan):
 def eqn_step_kind(eqn):
     """How an equation runs if not inside a fused kernel: "gemm", "fallback" or None (fused)."""
     from jaxlite.lower.fusion import is_fusible
-    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn):
+    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name == "dot_epilogue":
         return "gemm"
     if is_fusible(eqn):
         return None
@@ -270,14 +345,19 @@ _LOW_PRECISION_GEMMS = {("bfloat16", "float32"): gemm_lowp.compile_gemm_bf16,
 
 
 def _low_precision_gemm(eqn):
-    lhs, rhs = eqn.inputs
+    lhs, rhs = eqn.inputs[:2]
     if lhs.aval.dtype != rhs.aval.dtype:
         return None
     return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, eqn.outputs[0].aval.dtype.name))
 
 
+def epilogue_fusable(eqn):
+    """A dot_general whose GEMM can apply bias/residual/scale/relu (the float GEMMs)."""
+    return _gemm_applies(eqn) and _low_precision_gemm(eqn) is None
+
+
 def _gemm_applies(eqn):
-    lhs, rhs = eqn.inputs
+    lhs, rhs = eqn.inputs[:2]
     out = eqn.outputs[0]
     dtype = lhs.aval.dtype
     if _low_precision_gemm(eqn) is not None:
@@ -292,7 +372,7 @@ def _gemm_applies(eqn):
 
 
 def _gemm_sizes(eqn):
-    lhs, rhs = eqn.inputs
+    lhs, rhs = eqn.inputs[:2]
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     shape_l, shape_r = lhs.aval.shape, rhs.aval.shape
     batch = int(np.prod([shape_l[d] for d in lb]))
@@ -302,19 +382,56 @@ def _gemm_sizes(eqn):
     return m, n, k, batch
 
 
-def run_gemm(eqn, inputs, out):
-    """dot_general through the generated GEMM: operands brought to (batch, m, k) @ (batch, k, n)."""
-    lhs, rhs = inputs
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    m, n, k, batch = _gemm_sizes(eqn)
-    lhs_free = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rhs_free = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    a = np.ascontiguousarray(np.transpose(lhs, list(lb) + lhs_free + list(lc))).reshape(batch, m, k)
-    b = np.ascontiguousarray(np.transpose(rhs, list(rb) + list(rc) + rhs_free)).reshape(batch, k, n)
-    target = out.reshape((m, n) if batch == 1 else (batch, m, n))
-    compile_low_precision = _low_precision_gemm(eqn)
-    if compile_low_precision is not None:
-        compile_low_precision(m, n, k).run(a.reshape(m, k), b.reshape(k, n), out=target)
-        return
-    kernel = gemm.compile_gemm(m, n, k, lhs.dtype, batch=batch)
-    kernel.run(a.reshape(m, k) if batch == 1 else a, b.reshape(k, n) if batch == 1 else b, out=target)
+class _GemmCall:
+    """dot_general through the generated GEMM, planned once per compiled function.
+
+    Operands are viewed as (batch, m, k) and (batch, k, n); an operand already laid
+    out as (batch, k, m) or (batch, n, k) is passed as stored with the GEMM's
+    transpose flag, any other layout is transposed into a contiguous copy.
+    """
+
+    def __init__(self, eqn):
+        lhs, rhs = eqn.inputs[:2]
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        m, n, k, batch = _gemm_sizes(eqn)
+        lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+        rhs_free = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
+        lead = (batch,) if batch > 1 else ()
+        self.a_perm, trans_a = _operand_layout(list(lb) + lhs_free + list(lc), list(lb) + list(lc) + lhs_free)
+        self.b_perm, trans_b = _operand_layout(list(rb) + list(rc) + rhs_free, list(rb) + rhs_free + list(rc))
+        self.a_shape = lead + ((k, m) if trans_a else (m, k))
+        self.b_shape = lead + ((n, k) if trans_b else (k, n))
+        self.c_shape = lead + (m, n)
+        low_precision = _low_precision_gemm(eqn)
+        if low_precision is not None:
+            # The dot-product-instruction GEMMs read plain row-major operands.
+            self.a_perm = None if self.a_perm is None and not trans_a else list(lb) + lhs_free + list(lc)
+            self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
+            self.a_shape, self.b_shape = (m, k), (k, n)
+            self.kernel = low_precision(m, n, k)
+            return
+        names = eqn.params.get("epilogue", ())
+        epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
+        self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch, epilogue=epilogue)
+
+    def __call__(self, lhs, rhs, *extra, out):
+        a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
+        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
+        self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape))
+
+
+_EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU}
+
+
+def _operand_layout(plain, transposed):
+    """(permutation to copy with or None, transpose flag) for one GEMM operand."""
+    identity = list(range(len(plain)))
+    if plain == identity:
+        return None, False
+    if transposed == identity:
+        return None, True
+    return plain, False
+
+
+def _arrange(x, permutation):
+    return x if permutation is None else np.ascontiguousarray(np.transpose(x, permutation))

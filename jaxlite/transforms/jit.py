@@ -15,11 +15,12 @@ import collections
 import inspect
 import logging
 import threading
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import dtypes, errors
+from jaxlite.core import errors
 from jaxlite.core.array import Array
 from jaxlite.core.config import config
 from jaxlite.core.primitive import Primitive
@@ -67,6 +68,7 @@ class _LRUCache:
 _calls_cache = _LRUCache(CACHE_SIZE)     # call signature -> _CacheEntry
 _jaxpr_cache = _LRUCache(CACHE_SIZE)     # ClosedJaxpr (jit_p evaluated eagerly) -> _CacheEntry
 _stats = collections.Counter()
+_jitted_functions = weakref.WeakSet()     # their fast-path tables are cleared with the caches
 
 
 def compile_count():
@@ -75,6 +77,8 @@ def compile_count():
 
 
 def clear_caches():
+    for jitted in list(_jitted_functions):
+        jitted._fast_entries.clear()
     _calls_cache.clear()
     _jaxpr_cache.clear()
     _recent_keys.clear()
@@ -196,13 +200,30 @@ class JittedFunction:
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
+        self._fast_entries = {}
+        _jitted_functions.add(self)
+
+    def _remember_fast(self, args, kwargs, entry):
+        signature = None if kwargs or self.static_argnums else _array_signature(args)
+        if signature is None or not entry.cacheable:
+            return
+        if len(self._fast_entries) >= 32:
+            self._fast_entries.clear()
+        self._fast_entries[signature] = entry
 
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        if not kwargs and current_trace() is EVAL_TRACE:
+            # Fast path: positional Arrays only, looked up by their types alone.
+            signature = _array_signature(args)
+            entry = self._fast_entries.get(signature) if signature is not None else None
+            if entry is not None:
+                return tree_unflatten(entry.out_tree, _run_eagerly(entry, args))
         entry, flat_args = self._entry(args, kwargs)
         if current_trace() is EVAL_TRACE:
             outs = _run_eagerly(entry, flat_args)
+            self._remember_fast(args, kwargs, entry)
         else:
             outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=entry.name)
         return tree_unflatten(entry.out_tree, outs)
@@ -287,7 +308,8 @@ def _lift_tracer_consts(closed, is_tracer):
 
 
 def _run_eagerly(entry, flat_args):
-    values = [_numpy_argument(x, aval) for x, aval in zip(flat_args, entry.closed.in_avals)]
+    values = [x._value if type(x) is Array else _numpy_argument(x, aval)
+              for x, aval in zip(flat_args, entry.closed.in_avals)]
     outs = entry.get_executable()(entry.extra_args + values)
     return [Array(np.asarray(o), aval.weak_type) for o, aval in zip(outs, entry.closed.out_avals)]
 
@@ -298,6 +320,17 @@ def _numpy_argument(x, aval):
     if isinstance(x, Tracer):
         raise errors.escaped_tracer_error(x)
     return np.asarray(x, aval.dtype)
+
+
+def _array_signature(args):
+    """(shape, dtype, weak type) of each argument if all are Arrays, else None."""
+    signature = []
+    for x in args:
+        if type(x) is not Array:
+            return None
+        value = x._value
+        signature.append((value.shape, value.dtype, x.weak_type))
+    return tuple(signature)
 
 
 def _leaf_signature(x):

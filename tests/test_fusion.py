@@ -1,0 +1,204 @@
+"""Fusion decisions: how many kernels and passes over memory common programs take."""
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+from jaxlite.lower import fusion, pipeline
+from jaxlite.lower.kernel_ir import Reduce
+
+
+def lowered(fun, *args):
+    return pipeline.lower_jaxpr(jaxlite.make_jaxpr(fun)(*args))
+
+
+def kernels(program):
+    return [step.kernel for step in program.steps if isinstance(step, fusion.KernelStep)]
+
+
+def softmax(x):
+    m = lax.reduce_max(x, (1,))
+    e = jnp.exp(x - m[:, None])
+    return e / lax.reduce_sum(e, (1,))[:, None]
+
+
+def layernorm(x):
+    mean = lax.reduce_sum(x, (1,))[:, None] / x.shape[1]
+    centered = x - mean
+    var = lax.reduce_sum(centered * centered, (1,))[:, None] / x.shape[1]
+    return centered * lax.rsqrt(var + 1e-5)
+
+
+def gelu(x):
+    return 0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+X = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+
+
+def test_elementwise_chain_is_one_kernel():
+    program = lowered(gelu, X)
+    assert program.kernel_count() == 1
+    assert kernels(program)[0].outer == []
+
+
+def test_softmax_is_one_kernel_reading_rows_from_cache():
+    (kernel,) = kernels(lowered(softmax, X))
+    assert [type(s).__name__ for s in kernel.stages] == ["Reduce", "Reduce", "Store"]
+    assert len(kernel.outer) == 1 and kernel.outer[0].extent == 16
+    np.testing.assert_allclose(jaxlite.jit(softmax)(X), softmax(X), rtol=1e-5, atol=1e-7)
+
+
+def test_layernorm_is_one_kernel_with_two_reductions():
+    (kernel,) = kernels(lowered(layernorm, X))
+    assert sum(isinstance(s, Reduce) for s in kernel.stages) == 2
+    np.testing.assert_allclose(jaxlite.jit(layernorm)(X), layernorm(X), rtol=1e-4, atol=1e-5)
+
+
+def test_siblings_share_a_kernel():
+    program = lowered(lambda x: (jnp.sin(x), jnp.cos(x) * 2), X)
+    assert program.kernel_count() == 1
+    assert len(kernels(program)[0].outputs) == 2
+
+
+def test_reduction_and_elementwise_output_share_a_kernel():
+    def f(x):
+        e = jnp.exp(x)
+        return lax.reduce_sum(e, (0,)), e * 2       # column sum and an elementwise output
+    program = lowered(f, X)
+    assert program.kernel_count() == 1
+    got, want = jaxlite.jit(f)(X), f(X)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+
+
+def test_value_reused_by_two_kernels_goes_to_memory():
+    def f(x):
+        e = jnp.exp(x)
+        return lax.reduce_sum(e, (0,)), lax.reduce_sum(e, (1,))
+    program = lowered(f, X)
+    assert program.kernel_count() == 3      # e, then each sum reads it
+    got, want = jaxlite.jit(f)(X), f(X)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+
+
+def test_column_reduction_then_broadcast():
+    def f(x):
+        return x - lax.reduce_max(x, (0,))[None, :]
+    np.testing.assert_allclose(jaxlite.jit(f)(X), f(X))
+
+
+def test_dot_is_its_own_kernel():
+    program = lowered(lambda a, b: jnp.exp(a @ b), X.astype(np.int32), X.T.astype(np.int32))
+    assert program.kernel_count() == 2
+
+
+# ---------------------------------------------------------------- a random program fuzzer
+
+UNARY = [jnp.exp, jnp.tanh, jnp.sin, lambda x: x * x, jnp.abs, lambda x: -x, lambda x: x * 0.5 + 1,
+         lambda x: lax.select_n(x > 0, x, -x),
+         lambda x: lax.convert_element_type(lax.convert_element_type(x * 4, np.int32), np.float32)]
+BINARY = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum]
+
+
+def _reshaped(a):
+    return lax.reshape(a, (a.size,))
+
+
+def _strided(a):
+    return lax.slice(a, (0,) * a.ndim, a.shape, (2,) * a.ndim)
+
+
+def _padded(a):
+    return lax.pad(a, np.float32(0.5), ((1, -1, 1),) * a.ndim)
+
+
+def _row_centered(a):
+    return a - lax.reduce_sum(a, (a.ndim - 1,))[..., None] / a.shape[-1]
+
+
+def _column_shifted(a):
+    return a - lax.reduce_max(a, (0,))[None] if a.ndim == 2 else a
+
+
+def _argmax_rows(a):
+    return lax.convert_element_type(lax.argmax(a, 0, np.int32), np.float32)
+
+
+def _with_iota(a):
+    return a + lax.broadcasted_iota(np.float32, a.shape, a.ndim - 1)
+
+
+SHAPED = {"transpose": lambda a: a.T, "reshape": _reshaped, "slice": _strided, "pad": _padded,
+          "concatenate": lambda a: lax.concatenate([a, a * 2], 0), "rev": lambda a: lax.rev(a, (0,)),
+          "rowsum": _row_centered, "colmax": _column_shifted, "argmax": _argmax_rows, "iota": _with_iota}
+
+
+@st.composite
+def programs(draw):
+    """A list of instructions over a list of values, each reading earlier values."""
+    kinds = st.sampled_from(["unary", "binary"] + sorted(SHAPED))
+    return draw(st.lists(st.tuples(kinds, st.integers(0, 100)), min_size=1, max_size=8))
+
+
+def run_program(steps, x):
+    values = [x]
+    for kind, choice in steps:
+        a = values[choice % len(values)]
+        if kind == "unary":
+            values.append(UNARY[choice % len(UNARY)](a))
+        elif kind == "binary":
+            b = values[(choice // 7) % len(values)]
+            if b.shape != a.shape:
+                b = b.T if b.T.shape == a.shape else b
+            if b.shape == a.shape:
+                values.append(BINARY[choice % len(BINARY)](a, b))
+        elif a.ndim:
+            values.append(SHAPED[kind](a))
+    return values[-1], values[len(values) // 2]
+
+
+@settings(deadline=None, max_examples=40)
+@given(programs(), st.integers(0, 1000))
+def test_random_programs_agree_with_eager(steps, seed):
+    x = np.random.default_rng(seed).uniform(-1, 1, (5, 7)).astype(np.float32)
+    fun = lambda a: run_program(steps, a)
+    want = fun(jnp.asarray(x))
+    got = jaxlite.jit(fun)(x)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-4)
+
+
+def test_column_reduction_accumulates_in_memory_order():
+    (kernel,) = kernels(lowered(lambda x: lax.reduce_sum(x, (0,)), X))
+    assert kernel.outer == [] and [len(s.loops) for s in kernel.stages] == [1, 2]
+    np.testing.assert_allclose(jaxlite.jit(lambda x: lax.reduce_sum(x, (0,)))(X), X.sum(0), rtol=1e-5)
+
+
+def test_gemm_epilogues_absorb_bias_relu_and_residual():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((80, 96)).astype(np.float32)
+    b, r = rng.standard_normal(80).astype(np.float32), rng.standard_normal((64, 80)).astype(np.float32)
+
+    def layer(x, w, b, r):
+        return jnp.maximum(x @ w.T + b, 0.0) + r
+    program = lowered(layer, x, w, b, r)
+    assert program.kernel_count() == 0
+    (step,) = program.steps
+    assert step.eqn.params["epilogue"] == ("bias", "relu", "residual")
+    np.testing.assert_allclose(jaxlite.jit(layer)(x, w, b, r), layer(x, w, b, r), rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_epilogue_stops_at_a_shared_value():
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((96, 80)).astype(np.float32)
+
+    def f(x, w):
+        y = x @ w
+        return jnp.maximum(y, 0.0), y * 2
+    program = lowered(f, x, w)
+    assert all(step.eqn.primitive.name == "dot_general" for step in program.steps
+               if isinstance(step, fusion.EqnStep))
+    got, want = jaxlite.jit(f)(x, w), f(x, w)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
