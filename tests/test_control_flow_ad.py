@@ -245,3 +245,62 @@ def test_higher_order_reverse_mode_through_scan_cond_and_checkpoint():
             for _ in range(order):
                 derivative, expected = jaxlite.grad(derivative), jaxlite.grad(expected)
             np.testing.assert_allclose(float(derivative(0.3)), float(expected(0.3)), rtol=1e-12)
+
+
+def _rnn_loss(params, xs):
+    w_h, w_x = params
+
+    def step(h, x):
+        h = jnp.tanh(h @ w_h + x @ w_x)
+        return h, jnp.sum(h ** 2)
+
+    _, per_step = lax.scan(step, jnp.zeros(w_h.shape[0]), xs)
+    return jnp.sum(per_step)
+
+
+def _rnn_loss_unrolled(params, xs):
+    w_h, w_x = params
+    h, total = jnp.zeros(w_h.shape[0]), 0.0
+    for x in xs:
+        h = jnp.tanh(h @ w_h + x @ w_x)
+        total = total + jnp.sum(h ** 2)
+    return total
+
+
+def test_scan_rnn_under_jit_of_grad_matches_the_loop_and_finite_differences():
+    params = (0.5 * rand(4, 4), rand(3, 4, seed=1))
+    xs = rand(7, 3, seed=2)
+    compiled = jaxlite.jit(jaxlite.grad(_rnn_loss))
+    expected = jaxlite.grad(_rnn_loss_unrolled)(params, xs)
+    for got, want in zip(compiled(params, xs), expected):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9)
+    check_grads(jaxlite.jit(_rnn_loss), (params, xs), order=2, modes=("rev",))
+
+
+def test_per_example_mlp_gradients_match_a_loop():
+    from jaxlite.examples import mlp
+    params = [(jnp.asarray(w, jnp.float64), jnp.asarray(b, jnp.float64))
+              for w, b in mlp.init_params([3, 5, 2], seed=3)]
+    x, labels = mlp.two_spirals(4, seed=4)
+    x = jnp.asarray(np.concatenate([x, x[:, :1]], axis=1), jnp.float64)
+    y = jnp.asarray(mlp.one_hot(labels, 2), jnp.float64)
+    example_loss = lambda p, xi, yi: mlp.loss(jnp, p, xi[None], yi[None])
+    batched = jaxlite.jit(jaxlite.vmap(jaxlite.grad(example_loss), in_axes=(None, 0, 0)))(params, x, y)
+    for i in range(x.shape[0]):
+        single = jaxlite.grad(example_loss)(params, x[i], y[i])
+        for (gw, gb), (bw, bb) in zip(single, batched):
+            np.testing.assert_allclose(np.asarray(bw[i]), np.asarray(gw), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(np.asarray(bb[i]), np.asarray(gb), rtol=1e-9, atol=1e-12)
+
+
+def test_vmap_of_hessian_matches_a_loop_and_finite_differences():
+    f = lambda v: jnp.sum(jnp.sin(v) * v ** 3) + v[0] * v[1]
+    points = rand(4, 3, seed=5)
+    hessians = jaxlite.vmap(jaxlite.hessian(f))(points)
+    eps = 1e-5
+    for i in range(points.shape[0]):
+        np.testing.assert_allclose(np.asarray(hessians[i]), np.asarray(jaxlite.hessian(f)(points[i])), rtol=1e-12)
+        grad = jaxlite.grad(f)
+        numerical = np.stack([(np.asarray(grad(points[i] + eps * e)) - np.asarray(grad(points[i] - eps * e))) / (2 * eps)
+                              for e in np.eye(3)])
+        np.testing.assert_allclose(np.asarray(hessians[i]), numerical, rtol=1e-6, atol=1e-7)
