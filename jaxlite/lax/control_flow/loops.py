@@ -16,9 +16,9 @@ from jaxlite.core.trace import Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, at_front_where, batch_axis_jaxpr, carry_fixpoint, check_carry_types,
-    check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave, jvp_jaxpr,
-    nonzero_tangents, promote_weak_carry, reorder_jaxpr, run_jaxpr, same_types, split,
-    tangents_out, trace_hoisted, type_text, with_unused_inputs)
+    check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave, nonzero_tangents,
+    promote_weak_carry, reorder_jaxpr, run_jaxpr, same_types, split, trace_hoisted, type_text,
+    with_unused_inputs)
 from jaxlite.lax.elementwise import add, convert_element_type, lt, select_n
 from jaxlite.lax.reductions import reduce_or
 from jaxlite.lax.shapes import broadcast_in_dim
@@ -72,9 +72,9 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     cond_consts, body_consts, init = split(primals, cond_nconsts, body_nconsts)
     _, body_const_tangents, init_tangents = split(tangents, cond_nconsts, body_nconsts)
     const_nz = [not ad.is_zero(t) for t in body_const_tangents]
-    carry_nz = carry_fixpoint(lambda nz: jvp_jaxpr(body_jaxpr, const_nz + nz, nz)[1],
+    carry_nz = carry_fixpoint(lambda nz: ad.jvp_jaxpr(body_jaxpr, const_nz + nz, nz)[1],
                               [not ad.is_zero(t) for t in init_tangents])
-    body_jvp, _ = jvp_jaxpr(body_jaxpr, const_nz + carry_nz, carry_nz)
+    body_jvp, _ = ad.jvp_jaxpr(body_jaxpr, const_nz + carry_nz, carry_nz)
     n_carry_tangents = sum(carry_nz)
     body_jvp = reorder_jaxpr(body_jvp, interleave([body_nconsts, len(init)],
                                                   [sum(const_nz), n_carry_tangents]))
@@ -84,7 +84,7 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
                         *init, *instantiated(init_tangents, carry_nz),
                         cond_jaxpr=cond_jvp, body_jaxpr=body_jvp, cond_nconsts=cond_nconsts,
                         body_nconsts=body_nconsts + sum(const_nz))
-    return tangents_out(outs, carry_nz, body_jaxpr.out_avals)
+    return ad.tangents_out(outs, carry_nz, body_jaxpr.out_avals)
 
 
 def _while_batch(axis, args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -240,7 +240,7 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, **params):
     num_ys = len(jaxpr.out_avals) - num_carry
 
     def jvp_body(carry_nz):
-        return jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * num_ys)
+        return ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * num_ys)
 
     carry_nz = carry_fixpoint(lambda nz: jvp_body(nz)[1][:num_carry],
                               [not ad.is_zero(t) for t in init_t])
@@ -253,8 +253,8 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, **params):
                        num_consts=num_consts + n_tangents[0], num_carry=num_carry + n_tangents[1],
                        **params)
     carry_outs, ys = split(outs, num_carry + n_tangents[1])
-    carry, carry_dot = tangents_out(carry_outs, carry_nz, jaxpr.out_avals[:num_carry])
-    y, y_dot = tangents_out(ys, out_nz[num_carry:], jaxpr.out_avals[num_carry:])
+    carry, carry_dot = ad.tangents_out(carry_outs, carry_nz, jaxpr.out_avals[:num_carry])
+    y, y_dot = ad.tangents_out(ys, out_nz[num_carry:], jaxpr.out_avals[num_carry:])
     return carry + y, carry_dot + y_dot
 
 
