@@ -320,7 +320,7 @@ def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
         Jaxpr(kj.constvars, kj.invars, kj.eqns, kj.outvars[:num_known] + stacked), known.consts))
     hoisted = dce_closed(ClosedJaxpr(
         Jaxpr(kj.constvars, kj.invars[:num_known_consts], kj.eqns,
-              [v for v, c in zip(res_vars, is_const) if c]), known.consts))
+              [v for v, c in zip(res_vars, is_const) if c]), known.consts), keep_effects=False)
     with set_current_trace(trace.parent):
         known_results = scan_p.bind(*known_args, jaxpr=known_body, num_consts=num_known_consts,
                                     num_carry=carry_uk.count(False), **params)
