@@ -23,7 +23,7 @@ from jaxlite.lax.elementwise import add, convert_element_type, lt, select_n
 from jaxlite.lax.reductions import reduce_or
 from jaxlite.lax.shapes import broadcast_in_dim
 from jaxlite.transforms import ad, batching
-from jaxlite.transforms.partial_eval import partial_eval_rules, split_jaxpr
+from jaxlite.transforms.partial_eval import computed_from, partial_eval_rules, split_jaxpr
 
 
 def _trace_carry_fun(fun, fun_name, init, extra_avals=(), carry_part=None):
@@ -310,12 +310,12 @@ def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
     # computed from them alone) are computed once and passed as consts; known xs
     # are passed as they are; anything else differs per iteration and is
     # stacked by the known scan.
-    invariant = _loop_invariants(known.jaxpr, num_known_consts)
+    kj = known.jaxpr
+    invariant = computed_from(kj, kj.constvars + kj.invars[:num_known_consts])
     xs_vars = set(known.jaxpr.invars[num_known_consts + carry_uk.count(False):])
     is_const = [v in invariant for v in res_vars]
     is_xs = [v in xs_vars for v in res_vars]
     stacked = [v for v, c, x in zip(res_vars, is_const, is_xs) if not (c or x)]
-    kj = known.jaxpr
     known_body = dce_closed(ClosedJaxpr(
         Jaxpr(kj.constvars, kj.invars, kj.eqns, kj.outvars[:num_known] + stacked), known.consts))
     hoisted = dce_closed(ClosedJaxpr(
@@ -342,15 +342,6 @@ def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
                               num_consts=sum(is_const) + sum(const_uk), num_carry=sum(carry_uk)))
     known_outs, staged_outs = iter(known_results[:num_known]), iter(staged)
     return [next(staged_outs) if u else next(known_outs) for u in out_uk]
-
-
-def _loop_invariants(jaxpr, num_consts):
-    """The variables of a loop body that depend on its consts (and literals) alone."""
-    invariant = set(jaxpr.constvars) | set(jaxpr.invars[:num_consts])
-    for eqn in jaxpr.eqns:
-        if all(not isinstance(v, Var) or v in invariant for v in eqn.inputs):
-            invariant.update(eqn.outputs)
-    return invariant
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
