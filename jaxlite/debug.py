@@ -16,7 +16,8 @@ Under the transformations:
     with the batch axis first; unbatched ones as they are. (JAX may instead run
     it once per batch element; one call on the batch is the simple, documented
     choice here.) A while loop with a batched predicate keeps running the body
-    for finished lanes, so their values are printed again, unchanged.
+    for finished lanes, so their values are printed again, unchanged; a cond
+    with a batched predicate runs (and prints in) every branch.
   * jvp, grad: the callback sees primal values only and adds nothing to the
     derivative. Reverse mode runs it in the forward pass, once.
 """

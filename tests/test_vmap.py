@@ -411,6 +411,17 @@ def test_collectives_inside_call_primitives_see_the_axis_name(wrapper):
     np.testing.assert_allclose(grads, np.broadcast_to([4.0, 0.0, 0.0], x.shape))
 
 
+def test_unbatched_call_without_collectives_binds_its_body_unchanged():
+    inner = jaxlite.jit(jnp.sin)
+    c = jnp.ones(3)
+    closed = jaxlite.make_jaxpr(jaxlite.vmap(lambda x: x + inner(c)))(jnp.ones((2, 3)))
+    names = [e.params["name"] for e in closed.eqns if e.primitive.name == "jit"]
+    assert names == ["jit(sin)"]
+    with_psum = jaxlite.jit(lambda v: lax.psum(v, "i"))
+    closed = jaxlite.make_jaxpr(jaxlite.vmap(lambda x: x + with_psum(c), axis_name="i"))(jnp.ones((2, 3)))
+    assert [e.params["name"] for e in closed.eqns if e.primitive.name == "jit"] == ["vmap(jit(<lambda>))"]
+
+
 def test_axis_index_inside_jit_under_nested_named_vmaps():
     x = np.zeros((2, 3), np.float32)
     index = jaxlite.jit(lambda v: v + lax.axis_index("i") * 10 + lax.axis_index("j"))

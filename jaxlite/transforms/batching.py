@@ -319,11 +319,26 @@ def call_batch_rule(primitive, rename=None):
     """The batching rule of a primitive whose `jaxpr` param is applied to all operands.
 
     An axis rule (register it in axis_batch_rules): the body may hold collectives
-    over the enclosing vmap's axis, even when no operand is batched.
+    over the enclosing vmap's axis, even when no operand is batched. Without
+    those, unbatched operands bind the call unchanged (no new jaxpr to compile).
     `rename(params)` gives the new equation's other params.
     """
     def rule(axis, args, dims, jaxpr, **params):
+        if all(d is None for d in dims) and not uses_named_axes(jaxpr):
+            return primitive.bind(*args, jaxpr=jaxpr, **params), [None] * len(jaxpr.out_avals)
         batched, out_dims = batch_jaxpr(jaxpr, dims, axis.axis_size, axis.axis_name)
         new_params = rename(params) if rename else params
         return primitive.bind(*args, jaxpr=batched, **new_params), list(out_dims)
     return rule
+
+
+def uses_named_axes(jaxpr):
+    """Does a body hold a collective (a primitive with an axis rule and no body of its
+    own), directly or in the bodies of its equations?"""
+    from jaxlite.core.ir import ClosedJaxpr, sub_jaxprs
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    for eqn in jaxpr.eqns:
+        bodies = list(sub_jaxprs(eqn))
+        if any(map(uses_named_axes, bodies)) or not bodies and eqn.primitive in axis_batch_rules:
+            return True
+    return False
