@@ -164,6 +164,8 @@ PRIMITIVE_CASES = {
     "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
                          [well_conditioned(), normal((3, 2), seed=1)]),
     "lu": (lambda a: lax.lu(a)[0], [well_conditioned()]),
+    # Singular values only: the signs of u and v are arbitrary (tests/test_linalg.py checks them).
+    "svd": (lambda a: lax.svd(a)[0], [normal((4, 3))]),
 }
 
 # More parameters of the primitives above: modes, layouts, dilations, batch axes.

@@ -1,4 +1,4 @@
-"""lax.linalg (cholesky, triangular_solve, lu) and jnp.linalg."""
+"""lax.linalg (cholesky, triangular_solve, lu, svd) and jnp.linalg."""
 import itertools
 
 import numpy as np
@@ -110,7 +110,7 @@ def test_linalg_derivatives(enable_x64):
 
 
 VECTOR_ORDS = [None, 1, 2, 3, 0.5, np.inf, -np.inf, 0, -1]
-MATRIX_ORDS = [None, "fro", 1, -1, np.inf, -np.inf]
+MATRIX_ORDS = [None, "fro", 1, -1, np.inf, -np.inf, 2, -2, "nuc"]
 
 
 @settings(deadline=None, max_examples=30)
@@ -131,11 +131,13 @@ def test_norm_matches_numpy(shape, data):
 
 
 def test_norm_errors_and_gradient(enable_x64):
-    with pytest.raises(NotImplementedError, match="svd"):
-        jnp.linalg.norm(np.eye(2), 2)
+    with pytest.raises(ValueError, match="invalid norm order 3"):
+        jnp.linalg.norm(np.eye(2), 3)
     with pytest.raises(ValueError, match="square"):
         jnp.linalg.solve(np.ones((2, 3)), np.ones(2))
     check_grads(lambda x: jnp.linalg.norm(x, axis=1), [np.random.default_rng(10).standard_normal((3, 4))],
+                order=2)
+    check_grads(lambda x: jnp.linalg.norm(x, 2), [np.random.default_rng(10).standard_normal((3, 4))],
                 order=2)
 
 
@@ -149,3 +151,40 @@ def test_lu_of_rectangular_matrices(shape, enable_x64):
     upper = np.triu(lu[..., :k, :])
     np.testing.assert_allclose(lower @ upper, np.take_along_axis(a, permutation[..., None], -2), atol=1e-12)
     check_grads(lambda a: lax.lu(a)[0], [a], order=2)
+
+
+@settings(deadline=None, max_examples=20)
+@given(batches, st.integers(1, 5), st.integers(1, 5), st.booleans())
+def test_svd_matches_numpy(batch, m, n, full_matrices):
+    a = np.random.default_rng(m * 7 + n).standard_normal(batch + (m, n)).astype(np.float32)
+    u, s, vh = jnp.linalg.svd(a, full_matrices=full_matrices)
+    expected_u, expected_s, expected_vh = np.linalg.svd(a, full_matrices=full_matrices)
+    assert u.shape == expected_u.shape and vh.shape == expected_vh.shape
+    np.testing.assert_allclose(s, expected_s, rtol=1e-5, atol=1e-6)
+    k = min(m, n)
+    rebuilt = (np.asarray(u)[..., :k] * np.asarray(s)[..., None, :]) @ np.asarray(vh)[..., :k, :]
+    np.testing.assert_allclose(rebuilt, a, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(jnp.linalg.svd(a, compute_uv=False), expected_s, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 3, 3)])
+def test_svd_derivatives(shape, enable_x64):
+    """Functions of u and v that do not depend on their signs (which are arbitrary)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape)
+    k = min(shape[-2:])
+    u_weights = rng.standard_normal(shape[:-1] + (k,))
+    v_weights = rng.standard_normal(shape[:-2] + (k, shape[-1]))
+
+    def sign_free(a):
+        s, u, vt = lax.svd(a)
+        return s, (u * u * u_weights).sum(), (vt * vt * v_weights).sum()
+    check_grads(sign_free, [a], order=2)
+    check_vmap(lambda a: lax.svd(a)[0], [rng.standard_normal((2,) + shape).astype(np.float32)])
+
+
+def test_svd_full_matrices_derivative_is_undefined_for_non_square():
+    import jaxlite
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        jaxlite.jvp(lambda a: lax.svd(a, full_matrices=True)[1], (np.ones((3, 2), np.float32),),
+                    (np.ones((3, 2), np.float32),))

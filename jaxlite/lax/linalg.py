@@ -1,4 +1,4 @@
-"""Linear-algebra primitives: cholesky, triangular_solve and lu.
+"""Linear-algebra primitives: cholesky, triangular_solve, lu and svd.
 
 Each works on the last two axes and maps over any leading (batch) axes, so the
 batching rules only move the vmapped axis to the front. The derivatives are
@@ -11,8 +11,8 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import FLOAT, as_operand, check_dtype
 from jaxlite.lax.dot import dot_general
-from jaxlite.lax.elementwise import (add, convert_element_type, eq, full_like, ge, gt, le, lt, mul,
-                                     neg, select_n, sub)
+from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, ge, gt, le, lt,
+                                     mul, neg, select_n, square, sub)
 from jaxlite.lax.shapes import broadcast_in_dim, broadcasted_iota, full, pad, slice, transpose
 from jaxlite.lax.slicing import take_along_axis
 from jaxlite.transforms import ad, batching
@@ -290,3 +290,95 @@ def _lu_jvp(primals, tangents):
 
 ad.jvp_rules[lu_p] = _lu_jvp
 _batch_all_to_front(lu_p)
+
+
+# ---------------------------------------------------------------- svd
+
+def _svd_aval(a, full_matrices):
+    _check_matrices("svd", a, square=False)
+    m, n = a.shape[-2:]
+    k, batch = min(m, n), a.shape[:-2]
+    u_cols, vt_rows = (m, n) if full_matrices else (k, k)
+    base = a.strip_weak_type()
+    return [base.update(shape=batch + (k,)), base.update(shape=batch + (m, u_cols)),
+            base.update(shape=batch + (vt_rows, n))]
+
+
+def _svd_impl(a, full_matrices):
+    u, s, vt = np.linalg.svd(a, full_matrices=full_matrices)
+    return [s, u, vt]
+
+
+svd_p = Primitive("svd", multiple_results=True)
+svd_p.def_impl(_svd_impl)
+svd_p.def_abstract_eval(_svd_aval)
+
+
+def svd(a, full_matrices=False):
+    """The singular value decomposition a = u diag(s) vt, s in descending order.
+
+    Returns (s, u, vt) over the last two axes of a; thin factors unless full_matrices.
+    """
+    return svd_p.bind(as_operand(a), full_matrices=bool(full_matrices))
+
+
+def _rows_times(s, x):
+    """diag(s) @ x for a batch of vectors s."""
+    return mul(broadcast_in_dim(s, x.shape, tuple(range(x.ndim - 2)) + (x.ndim - 2,)), x)
+
+
+def _cols_times(x, s):
+    """x @ diag(s)."""
+    return mul(x, broadcast_in_dim(s, x.shape, tuple(range(x.ndim - 2)) + (x.ndim - 1,)))
+
+
+def _svd_jvp(primals, tangents, full_matrices):
+    """With dP = u^T a_dot v and F_ij = 1/(s_j^2 - s_i^2) off the diagonal:
+    ds = diag(dP); du = u (F o (dP S + S dP^T)) + (1 - u u^T) a_dot v S^-1, and
+    dv = v (F o (S dP + dP^T S)) + (1 - v v^T) a_dot^T u S^-1 (distinct, nonzero s)."""
+    (a,), (a_dot,) = primals, tangents
+    if full_matrices and a.shape[-1] != a.shape[-2]:
+        # The extra columns of full factors are any orthonormal completion: no derivative.
+        raise NotImplementedError("the derivative of svd with full_matrices=True is only defined "
+                                  "for square matrices (as in JAX); use full_matrices=False")
+    s, u, vt = svd_p.bind(a, full_matrices=full_matrices)
+    v = matrix_transpose(vt)
+    d_p = matmul(matmul(matrix_transpose(u), a_dot), v)
+    d_p_t = matrix_transpose(d_p)
+    f = _inverse_gaps(s, d_p.shape)
+    inv_s = div(full_like(s, 1), s)
+    a_dot_v = _cols_times(matmul(a_dot, v), inv_s)
+    du = add(matmul(u, mul(f, add(_cols_times(d_p, s), _rows_times(s, d_p_t)))),
+             sub(a_dot_v, matmul(u, matmul(matrix_transpose(u), a_dot_v))))
+    a_dot_t_u = _cols_times(matmul(matrix_transpose(a_dot), u), inv_s)
+    dv = add(matmul(v, mul(f, add(_rows_times(s, d_p), _cols_times(d_p_t, s)))),
+             sub(a_dot_t_u, matmul(v, matmul(vt, a_dot_t_u))))
+    return [s, u, vt], [_diagonal(d_p), du, matrix_transpose(dv)]
+
+
+def _inverse_gaps(s, shape):
+    """F_ij = 1 / (s_j^2 - s_i^2) off the diagonal and 0 on it."""
+    s_sq = square(s)
+    gaps = sub(_broadcast_last(s_sq, shape, row=True), _broadcast_last(s_sq, shape, row=False))
+    on_diagonal = eq(identity_like(gaps), full_like(gaps, 1))
+    safe = select_n(on_diagonal, gaps, full_like(gaps, 1))
+    return select_n(on_diagonal, div(full_like(gaps, 1), safe), full_like(gaps, 0))
+
+
+def _diagonal(x):
+    return _sum_last(mul(x, identity_like(x)))
+
+
+def _sum_last(x):
+    from jaxlite.lax.reductions import reduce_sum
+    return reduce_sum(x, (x.ndim - 1,))
+
+
+def _broadcast_last(vec, shape, row):
+    """vec along the columns (row=True: entry [i, j] = vec[j]) or along the rows ([i, j] = vec[i])."""
+    axis = len(shape) - 1 if row else len(shape) - 2
+    return broadcast_in_dim(vec, shape, tuple(range(len(shape) - 2)) + (axis,))
+
+
+ad.jvp_rules[svd_p] = _svd_jvp
+_batch_all_to_front(svd_p)

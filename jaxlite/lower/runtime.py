@@ -52,7 +52,7 @@ FALLBACKS = {
        for name in ("dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add",
                     "scatter-mul", "scatter-min", "scatter-max")},
     **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
-    **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve")},
+    **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve", "svd")},
     **{name: f"windowed reduction: {_NOT_YET}"
        for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",

@@ -125,12 +125,27 @@ def _matrix_norm(x, ord, axes, keepdims):
         row_sums = reductions.sum(magnitude, cols, keepdims=True)
         result = (reductions.max if ord == np.inf else reductions.min)(row_sums, axes)
     elif ord in (2, -2, "nuc"):
-        raise NotImplementedError(f"norm: ord={ord!r} needs singular values (no svd yet)")
+        singular_values = svd(lax.transpose(x, _axes_last(x.ndim, axes)), compute_uv=False)
+        pick = {2: reductions.max, -2: reductions.min, "nuc": reductions.sum}[ord]
+        result = pick(singular_values, axis=-1)
     else:
         raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
     if keepdims:
         result = lax.expand_dims(result, tuple(sorted(axes)))
     return result
+
+
+def _axes_last(ndim, axes):
+    """A permutation moving the two matrix axes to the end, in order."""
+    return tuple(d for d in range(ndim) if d not in axes) + tuple(axes)
+
+
+def svd(a, full_matrices=True, compute_uv=True):
+    """NumPy's (u, s, vh), or s alone with compute_uv=False."""
+    check_arraylike("svd", a)
+    (a,) = promote_to_inexact("svd", a)
+    s, u, vt = lax.svd(a, full_matrices=full_matrices and compute_uv)
+    return (u, s, vt) if compute_uv else s
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
