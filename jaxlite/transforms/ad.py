@@ -262,7 +262,7 @@ def _check_tangent_type(primal, tangent):
 
 # ---------------------------------------------------------------- transforming closed jaxprs
 
-def jvp_jaxpr(closed, nonzero_tangents, instantiate=False):
+def jvp_jaxpr(closed, nonzeros, instantiate=False):
     """The JVP of a closed jaxpr as a new closed jaxpr, and which output tangents are nonzero.
 
     The new jaxpr takes (*primals, *tangents for the inputs marked nonzero) and returns
@@ -274,25 +274,30 @@ def jvp_jaxpr(closed, nonzero_tangents, instantiate=False):
     """
     count = len(closed.out_avals)
     forced = [instantiate] * count if isinstance(instantiate, bool) else instantiate
-    return _jvp_jaxpr_cached(closed, tuple(bool(nz) for nz in nonzero_tangents),
+    return _jvp_jaxpr_cached(closed, tuple(bool(nz) for nz in nonzeros),
                              tuple(bool(f) for f in forced))
 
 
 @functools.lru_cache(maxsize=256)
-def _jvp_jaxpr_cached(closed, nonzero_tangents, forced):
+def _jvp_jaxpr_cached(closed, nonzeros, forced):
     in_avals = closed.in_avals
-    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero_tangents) if nz]
+    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
     out_nonzero = []
 
     def jvp_fun(*args):
         primals, given = args[:len(in_avals)], iter(args[len(in_avals):])
-        tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero_tangents)]
+        tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
         outs, out_tangents = jvp_flat(jaxpr_as_fun(closed), primals, tangents)
         out_nonzero[:] = [not is_zero(t) or f for t, f in zip(out_tangents, forced)]
         return list(outs) + [instantiate(t) for t, nz in zip(out_tangents, out_nonzero) if nz]
 
     new = trace_to_jaxpr(jvp_fun, list(in_avals) + tangent_avals, "jvp of a jaxpr")
     return new, tuple(out_nonzero)
+
+
+def nonzero_tangents(tangents):
+    """The tangents a transformed call receives: symbolic zeros are left out."""
+    return [t for t in tangents if not is_zero(t)]
 
 
 def tangents_out(outs, nonzeros, avals):
@@ -340,7 +345,7 @@ def call_jvp_rule(primitive, rename=None):
     def rule(primals, tangents, jaxpr, **params):
         jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, [not is_zero(t) for t in tangents])
         new_params = rename(params) if rename else params
-        outs = primitive.bind(*primals, *[t for t in tangents if not is_zero(t)],
+        outs = primitive.bind(*primals, *nonzero_tangents(tangents),
                               jaxpr=jvp_closed, **new_params)
         return tangents_out(outs, out_nonzero, jaxpr.out_avals)
     return rule
@@ -380,7 +385,7 @@ def linearize_flat(flat_fun, primals):
         trace.finish()
     try:
         out_nonzero = [not is_zero(t) for _, t in pairs]
-        linear = staging.to_closed_jaxpr([t for _, t in pairs if not is_zero(t)])
+        linear = staging.to_closed_jaxpr(nonzero_tangents([t for _, t in pairs]))
     finally:
         staging.finish()
     return [p for p, _ in pairs], aux, dce_closed(linear), out_nonzero

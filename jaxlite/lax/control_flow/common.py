@@ -171,10 +171,6 @@ def carry_fixpoint(step, start):
 
 # ---------------------------------------------------------------- transformation helpers
 
-def nonzero_tangents(tangents):
-    return [t for t in tangents if not ad.is_zero(t)]
-
-
 def instantiated(tangents, mask):
     return [ad.instantiate(t) for t, keep in zip(tangents, mask) if keep]
 

@@ -16,7 +16,7 @@ from jaxlite.core.trace import Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, at_front_where, batch_axis_jaxpr, carry_fixpoint, check_carry_types,
-    check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave, nonzero_tangents,
+    check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave,
     promote_weak_carry, reorder_jaxpr, run_jaxpr, same_types, split, trace_hoisted, type_text,
     with_unused_inputs)
 from jaxlite.lax.elementwise import add, convert_element_type, lt, select_n
@@ -80,7 +80,7 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
                                                   [sum(const_nz), n_carry_tangents]))
     carry_tangent_avals = body_jvp.out_avals[len(init):]
     cond_jvp = with_unused_inputs(cond_jaxpr, [], carry_tangent_avals)
-    outs = while_p.bind(*cond_consts, *body_consts, *nonzero_tangents(body_const_tangents),
+    outs = while_p.bind(*cond_consts, *body_consts, *ad.nonzero_tangents(body_const_tangents),
                         *init, *instantiated(init_tangents, carry_nz),
                         cond_jaxpr=cond_jvp, body_jaxpr=body_jvp, cond_nconsts=cond_nconsts,
                         body_nconsts=body_nconsts + sum(const_nz))
@@ -248,8 +248,8 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, **params):
     n_tangents = [sum(const_nz), sum(carry_nz), sum(xs_nz)]
     body = reorder_jaxpr(body, interleave([num_consts, num_carry, len(xs)], n_tangents),
                          interleave([num_carry, num_ys], [sum(carry_nz), sum(out_nz[num_carry:])]))
-    outs = scan_p.bind(*consts, *nonzero_tangents(const_t), *init, *instantiated(init_t, carry_nz),
-                       *xs, *nonzero_tangents(xs_t), jaxpr=body,
+    outs = scan_p.bind(*consts, *ad.nonzero_tangents(const_t), *init, *instantiated(init_t, carry_nz),
+                       *xs, *ad.nonzero_tangents(xs_t), jaxpr=body,
                        num_consts=num_consts + n_tangents[0], num_carry=num_carry + n_tangents[1],
                        **params)
     carry_outs, ys = split(outs, num_carry + n_tangents[1])
