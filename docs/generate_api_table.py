@@ -14,7 +14,7 @@ import jaxlite  # noqa: E402
 from jaxlite.core.primitive import Primitive  # noqa: E402
 
 NAMESPACES = ["jaxlite", "jaxlite.numpy", "jaxlite.numpy.linalg", "jaxlite.lax", "jaxlite.nn",
-              "jaxlite.nn.initializers", "jaxlite.random", "jaxlite.tree_util"]
+              "jaxlite.nn.initializers", "jaxlite.random", "jaxlite.tree_util", "jaxlite.debug"]
 
 
 def public_functions(module):
@@ -33,13 +33,12 @@ def _defined_in(value, module):
 def all_primitives():
     import importlib
     import pkgutil
-    found = {}
+    modules = [jaxlite.debug]
     for package in (jaxlite.lax, jaxlite.transforms):
-        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-            module = importlib.import_module(info.name)
-            for value in vars(module).values():
-                if isinstance(value, Primitive):
-                    found[value.name] = value
+        modules += [importlib.import_module(info.name)
+                    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    found = {value.name: value for module in modules for value in vars(module).values()
+             if isinstance(value, Primitive)}
     return [found[name] for name in sorted(found)]
 
 

@@ -15,6 +15,7 @@ from jaxlite import lax
 from jaxlite.core.ir import typecheck
 from jaxlite.core.staging import eval_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_leaves, tree_unflatten
+from jaxlite.test_util import check_grads, check_vmap
 
 RNG = np.random.default_rng(0)
 
@@ -43,29 +44,6 @@ def check_eager_staged_python(f, python_f, *args):
     expected = python_f(*args)
     assert_trees_close(f(*args), expected)
     assert_trees_close(staged(f, *args), expected)
-
-
-def check_jvp(f, *args, eps=1e-3, rtol=2e-2, atol=2e-3):
-    """jvp of f against central differences along a random direction (float32)."""
-    directions = tuple(rand(*np.shape(a)) for a in args)
-    _, tangent = jaxlite.jvp(f, args, directions)
-    plus = f(*[a + eps * d for a, d in zip(args, directions)])
-    minus = f(*[a - eps * d for a, d in zip(args, directions)])
-    numeric = [(np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps)
-               for p, m in zip(tree_leaves(plus), tree_leaves(minus))]
-    for t, n in zip(tree_leaves(tangent), numeric):
-        np.testing.assert_allclose(np.asarray(t), n, rtol=rtol, atol=atol)
-
-
-def check_vmap(f, *args, in_axes=0):
-    """vmap(f) against stacking f over a Python loop of the batch."""
-    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-    size = next(np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None)
-    rows = [f(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, axes)])
-            for i in range(size)]
-    expected = tree_unflatten(tree_flatten(rows[0])[1],
-                              [np.stack(leaves) for leaves in zip(*map(tree_leaves, rows))])
-    assert_trees_close(jaxlite.vmap(f, in_axes=in_axes)(*args), expected, rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------- test functions
@@ -284,36 +262,43 @@ def test_reverse_mode_message_for_while_is_jax_s():
 
 # ---------------------------------------------------------------- jvp
 
+# Reverse mode and higher orders are checked in test_control_flow_ad.py.
+FORWARD = {"order": 1, "modes": ("fwd",)}
+
+
 def test_jvp_of_cond_and_switch():
-    check_jvp(piecewise, rand(3))
-    check_jvp(piecewise, -np.abs(rand(3)) - 1)
+    check_grads(piecewise, (rand(3),), **FORWARD)
+    check_grads(piecewise, (-np.abs(rand(3)) - 1,), **FORWARD)
     for k in range(3):
-        check_jvp(lambda x, y: three_way(k, x, y), rand(4), rand(4))
+        check_grads(lambda x, y: three_way(k, x, y), (rand(4), rand(4)), **FORWARD)
 
 
 def test_jvp_of_cond_through_closed_over_values_and_constant_branches():
-    check_jvp(lambda w: lax.cond(w > 0, lambda: w * w, lambda: -w), np.float32(1.5))
-    check_jvp(lambda w: lax.cond(w > 0, lambda: w * w, lambda: -w), np.float32(-1.5))
+    square_or_negate = lambda w: lax.cond(w > 0, lambda: w * w, lambda: -w)
+    check_grads(square_or_negate, (np.float32(1.5),), **FORWARD)
+    check_grads(square_or_negate, (np.float32(-1.5),), **FORWARD)
     # One branch ignores the operand: its tangent is a symbolic zero the other branch lacks.
     constant_or_sin = lambda p, x: lax.cond(p > 0, lambda v: jnp.ones(3), jnp.sin, x)
     for p in (np.float32(1), np.float32(-1)):
-        check_jvp(lambda x: constant_or_sin(p, x), rand(3))
+        check_grads(lambda x: constant_or_sin(p, x), (rand(3),), **FORWARD)
 
 
 def test_jvp_of_while_and_fori():
-    check_jvp(lambda a: newton_sqrt(a)["x"], np.float32(3.0))
-    check_jvp(power_series, rand(3))
+    check_grads(lambda a: newton_sqrt(a)["x"], (np.float32(3.0),), **FORWARD)
+    check_grads(power_series, (rand(3),), **FORWARD)
     # A carry whose tangent becomes nonzero only through the closed-over x.
-    check_jvp(lambda x: lax.fori_loop(0, 4, lambda i, c: (c[1], c[0] + x * c[1]),
-                                      (jnp.zeros(2), jnp.ones(2)))[0], rand(2))
+    check_grads(lambda x: lax.fori_loop(0, 4, lambda i, c: (c[1], c[0] + x * c[1]),
+                                        (jnp.zeros(2), jnp.ones(2)))[0], (rand(2),), **FORWARD)
     # Bounds computed from a traced value make fori_loop a while_loop.
     traced_stop = lambda x: 3 + lax.convert_element_type(0 * x[0], np.int32)
-    check_jvp(lambda x: lax.fori_loop(0, traced_stop(x), lambda i, c: jnp.sin(c) * x, x), rand(2))
+    check_grads(lambda x: lax.fori_loop(0, traced_stop(x), lambda i, c: jnp.sin(c) * x, x),
+                (rand(2),), **FORWARD)
 
 
 def test_jvp_of_scan_with_closed_over_values():
-    check_jvp(lambda h0, w, xs: rnn(h0, w, xs), rand(3), np.float32(0.7), rand(5, 3))
-    check_jvp(lambda w: lax.scan(lambda c, _: (c * w, c), 1.0, None, length=4), np.float32(1.3))
+    check_grads(rnn, (rand(3), np.float32(0.7), rand(5, 3)), **FORWARD)
+    check_grads(lambda w: lax.scan(lambda c, _: (c * w, c), 1.0, None, length=4),
+                (np.float32(1.3),), **FORWARD)
 
 
 def test_jvp_jaxprs_typecheck():
@@ -326,29 +311,29 @@ def test_jvp_jaxprs_typecheck():
 
 def test_vmap_of_cond_with_batched_and_unbatched_predicates():
     xs = np.concatenate([rand(3, 2), -np.abs(rand(3, 2)) - 1])
-    check_vmap(piecewise, xs)
+    check_vmap(piecewise, (xs,))
     closed = jaxlite.make_jaxpr(jaxlite.vmap(piecewise))(xs)
     assert "select_n" in str(closed) and "cond" not in str(closed)
     unbatched_pred = lambda p, x: lax.cond(p > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
-    check_vmap(unbatched_pred, np.float32(1.0), xs, in_axes=(None, 0))
+    check_vmap(unbatched_pred, (np.float32(1.0), xs), in_axes=(None, 0))
     assert "cond" in str(jaxlite.make_jaxpr(jaxlite.vmap(unbatched_pred, (None, 0)))(np.float32(1.0), xs))
 
 
 def test_vmap_of_cond_over_closed_over_values():
     f = lambda w, x: lax.cond(x > 0, lambda v: v * w, lambda v: v - w, x)
-    check_vmap(f, rand(4), np.float32(0.5), in_axes=(0, None))
-    check_vmap(f, np.float32(2.0), rand(4), in_axes=(None, 0))
+    check_vmap(f, (rand(4), np.float32(0.5)), in_axes=(0, None))
+    check_vmap(f, (np.float32(2.0), rand(4)), in_axes=(None, 0))
 
 
 def test_vmap_of_switch_with_batched_index():
     ks = np.array([-1, 0, 1, 2, 5], np.int32)
-    check_vmap(three_way, ks, rand(5, 3), rand(3), in_axes=(0, 0, None))
-    check_vmap(three_way, np.int32(1), rand(3, 4), rand(3, 4), in_axes=(None, 1, 1))
+    check_vmap(three_way, (ks, rand(5, 3), rand(3)), in_axes=(0, 0, None))
+    check_vmap(three_way, (np.int32(1), rand(3, 4), rand(3, 4)), in_axes=(None, 1, 1))
 
 
 def test_vmap_of_while_with_lanes_finishing_at_different_times():
     a = np.array([0.5, 2.0, 9.0, 100.0, 1e4], np.float32)
-    check_vmap(newton_sqrt, a)
+    check_vmap(newton_sqrt, (a,))
     steps = jaxlite.vmap(newton_sqrt)(a)["steps"]
     assert len(set(np.asarray(steps).tolist())) > 1
     counts = jaxlite.vmap(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0),
@@ -358,24 +343,24 @@ def test_vmap_of_while_with_lanes_finishing_at_different_times():
 
 def test_vmap_of_while_with_unbatched_predicate_batches_only_the_carry():
     f = lambda x: lax.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, c[1] * x), (0, x))
-    check_vmap(f, rand(3, 2))
+    check_vmap(f, (rand(3, 2),))
     assert "reduce_or" not in str(jaxlite.make_jaxpr(jaxlite.vmap(f))(rand(3, 2)))
 
 
 def test_vmap_of_fori_and_scan_over_each_operand():
-    check_vmap(power_series, rand(4, 3))
-    check_vmap(power_series, rand(3, 4), in_axes=1)
+    check_vmap(power_series, (rand(4, 3),))
+    check_vmap(power_series, (rand(3, 4),), in_axes=1)
     h0, w, xs = rand(3), np.float32(0.7), rand(5, 3)
-    check_vmap(rnn, rand(4, 3), w, xs, in_axes=(0, None, None))
-    check_vmap(rnn, h0, rand(4), xs, in_axes=(None, 0, None))
-    check_vmap(rnn, h0, w, rand(5, 4, 3), in_axes=(None, None, 1))
-    check_vmap(rnn, h0, w, rand(5, 3, 4), in_axes=(None, None, -1))
-    check_vmap(lambda xs: lax.map(lambda x: jnp.sum(x * x), xs), rand(2, 5, 3))
+    check_vmap(rnn, (rand(4, 3), w, xs), in_axes=(0, None, None))
+    check_vmap(rnn, (h0, rand(4), xs), in_axes=(None, 0, None))
+    check_vmap(rnn, (h0, w, rand(5, 4, 3)), in_axes=(None, None, 1))
+    check_vmap(rnn, (h0, w, rand(5, 3, 4)), in_axes=(None, None, -1))
+    check_vmap(lambda xs: lax.map(lambda x: jnp.sum(x * x), xs), (rand(2, 5, 3),))
 
 
 def test_vmap_of_fori_with_batched_trip_count():
     f = lambda n, x: lax.fori_loop(0, n, lambda i, c: c * 2.0 + i, x)
-    check_vmap(f, np.array([0, 1, 4], np.int32), rand(3, 2))
+    check_vmap(f, (np.array([0, 1, 4], np.int32), rand(3, 2)))
 
 
 def test_batched_jaxprs_typecheck():

@@ -160,7 +160,7 @@ call_p.def_impl(ad.call_impl)
 call_p.def_abstract_eval(lambda *avals, jaxpr: jaxpr.out_avals)
 ad.jvp_rules[call_p] = ad.call_jvp_rule(call_p)
 ad.transpose_rules[call_p] = ad.call_transpose_rule
-batching.batch_rules[call_p] = batching.call_batch_rule(call_p)
+batching.axis_batch_rules[call_p] = batching.call_batch_rule(call_p)
 partial_eval_rules[call_p] = call_partial_eval_rule(call_p)
 
 

@@ -372,6 +372,64 @@ def test_collectives_inside_control_flow_and_under_jvp():
     assert "psum" not in str(closed) and "reduce_sum" in str(closed)
 
 
+def _custom_jvp_psum():
+    @jaxlite.custom_jvp
+    def f(v):
+        return lax.psum(v, "i")
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), lax.psum(tangents[0], "i")
+    return f
+
+
+def _custom_vjp_psum():
+    @jaxlite.custom_vjp
+    def f(v):
+        return lax.psum(v, "i")
+
+    f.defvjp(lambda v: (f(v), None), lambda _, ct: (lax.psum(ct, "i"),))
+    return f
+
+
+CALL_WRAPPERS = {"jit": jaxlite.jit, "checkpoint": jaxlite.checkpoint,
+                 "custom_jvp": lambda g: _custom_jvp_psum(), "custom_vjp": lambda g: _custom_vjp_psum()}
+
+
+@pytest.mark.parametrize("wrapper", sorted(CALL_WRAPPERS))
+def test_collectives_inside_call_primitives_see_the_axis_name(wrapper):
+    """jit, checkpoint and custom-rule calls batch their body over the named axis."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    summed = CALL_WRAPPERS[wrapper](lambda v: lax.psum(v, "i"))
+    expected = np.broadcast_to(x.sum(0), x.shape)
+    np.testing.assert_allclose(jaxlite.vmap(summed, axis_name="i")(x), expected)
+    np.testing.assert_allclose(jaxlite.jit(jaxlite.vmap(summed, axis_name="i"))(x), expected)
+    # An unbatched operand still sums over the axis: psum(c) = 4 c.
+    by_const = jaxlite.vmap(lambda v, c: v + summed(c), in_axes=(0, None), axis_name="i")
+    np.testing.assert_allclose(by_const(x, x[0]), x + 4 * x[0])
+    # Reverse mode of psum(v)[0] summed over the lanes: each lane's v[0] gets 4.
+    grads = jaxlite.vmap(jaxlite.grad(lambda v: summed(v)[0]), axis_name="i")(x)
+    np.testing.assert_allclose(grads, np.broadcast_to([4.0, 0.0, 0.0], x.shape))
+
+
+def test_unbatched_call_without_collectives_binds_its_body_unchanged():
+    inner = jaxlite.jit(jnp.sin)
+    c = jnp.ones(3)
+    closed = jaxlite.make_jaxpr(jaxlite.vmap(lambda x: x + inner(c)))(jnp.ones((2, 3)))
+    names = [e.params["name"] for e in closed.eqns if e.primitive.name == "jit"]
+    assert names == ["jit(sin)"]
+    with_psum = jaxlite.jit(lambda v: lax.psum(v, "i"))
+    closed = jaxlite.make_jaxpr(jaxlite.vmap(lambda x: x + with_psum(c), axis_name="i"))(jnp.ones((2, 3)))
+    assert [e.params["name"] for e in closed.eqns if e.primitive.name == "jit"] == ["vmap(jit(<lambda>))"]
+
+
+def test_axis_index_inside_jit_under_nested_named_vmaps():
+    x = np.zeros((2, 3), np.float32)
+    index = jaxlite.jit(lambda v: v + lax.axis_index("i") * 10 + lax.axis_index("j"))
+    out = jaxlite.vmap(jaxlite.vmap(index, axis_name="j"), axis_name="i")(x)
+    np.testing.assert_array_equal(out, np.add.outer(np.arange(2) * 10, np.arange(3)))
+
+
 # ---------------------------------------------------------------- per-example gradients
 
 def mlp_params(rng):

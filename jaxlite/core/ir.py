@@ -200,17 +200,46 @@ def literal(val, dtype, weak_type=False):
     return Literal(val, ShapedArray((), dtype, weak_type))
 
 
+# ---------------------------------------------------------------- effects
+
+def has_effects(eqn):
+    """Does running eqn do more than compute its outputs?
+
+    Primitives are pure except those marked `effectful` (debug callbacks); an
+    equation holding a jaxpr (a call, a loop, a cond) has the effects of its body.
+    Passes must never drop, merge or reorder effectful equations.
+    """
+    if getattr(eqn.primitive, "effectful", False):
+        return True
+    return any(jaxpr_has_effects(j) for j in sub_jaxprs(eqn))
+
+
+def jaxpr_has_effects(jaxpr):
+    if isinstance(jaxpr, ClosedJaxpr):
+        jaxpr = jaxpr.jaxpr
+    return any(has_effects(eqn) for eqn in jaxpr.eqns)
+
+
+def sub_jaxprs(eqn):
+    """The jaxprs an equation holds in its params (a body, or a tuple of branches)."""
+    for value in eqn.params.values():
+        values = value if isinstance(value, tuple) else (value,)
+        yield from (v for v in values if isinstance(v, (Jaxpr, ClosedJaxpr)))
+
+
 # ---------------------------------------------------------------- dead-code elimination
 
-def dce(jaxpr, used_outputs=None, prune_invars=False):
+def dce(jaxpr, used_outputs=None, prune_invars=False, keep_effects=True):
     """Drop the equations no wanted output depends on.
 
     Returns (new_jaxpr, used_constvars, used_invars): the masks say which
     constvars and invars the remaining equations read. Unused constvars are
     always removed (the caller drops the matching consts with the mask); unused
     invars only when `prune_invars`, since callers usually keep the signature.
-    Primitives are pure in jaxlite, so an equation is dead exactly when none of
-    its outputs is needed; a higher-order equation is kept or dropped whole.
+    An equation is dead when none of its outputs is needed and it has no effect
+    (see `has_effects`); a higher-order equation is kept or dropped whole.
+    `keep_effects=False` is for extracting a pure part of a jaxpr whose effects
+    run elsewhere.
     """
     if used_outputs is None:
         used_outputs = [True] * len(jaxpr.outvars)
@@ -218,7 +247,7 @@ def dce(jaxpr, used_outputs=None, prune_invars=False):
     live = {v for v in outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outputs):
+        if any(v in live for v in eqn.outputs) or keep_effects and has_effects(eqn):
             kept.append(eqn)
             live.update(v for v in eqn.inputs if isinstance(v, Var))
     used_constvars = [v in live for v in jaxpr.constvars]
@@ -228,9 +257,9 @@ def dce(jaxpr, used_outputs=None, prune_invars=False):
     return Jaxpr(constvars, invars, kept[::-1], outvars), used_constvars, used_invars
 
 
-def dce_closed(closed, used_outputs=None):
+def dce_closed(closed, used_outputs=None, keep_effects=True):
     """dce for a ClosedJaxpr: keeps every invar, drops the consts nothing reads."""
-    jaxpr, used_consts, _ = dce(closed.jaxpr, used_outputs)
+    jaxpr, used_consts, _ = dce(closed.jaxpr, used_outputs, keep_effects=keep_effects)
     return ClosedJaxpr(jaxpr, [c for c, used in zip(closed.consts, used_consts) if used])
 
 

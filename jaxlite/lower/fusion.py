@@ -254,6 +254,7 @@ def _topological_order(steps, producers):
     """Steps ordered so every input is computed before use; None if they form a cycle."""
     made_by = {v: step for step in steps for v in step.outputs}
     pending = {id(step): {made_by[v] for v in step.inputs if v in made_by} for step in steps}
+    _chain_effects(steps, pending)
     ordered, done = [], set()
     while len(ordered) < len(steps):
         ready = [s for s in steps if id(s) not in done and all(id(d) in done for d in pending[id(s)])]
@@ -262,6 +263,18 @@ def _topological_order(steps, producers):
         ordered.extend(ready)
         done.update(id(s) for s in ready)
     return ordered
+
+
+def _chain_effects(steps, pending):
+    """Effectful equations (debug callbacks) run in program order: each waits for the
+    previous one. The EqnSteps come in jaxpr order, so the chain follows the program."""
+    from jaxlite.core.ir import has_effects
+    previous = None
+    for step in steps:
+        if isinstance(step, EqnStep) and has_effects(step.eqn):
+            if previous is not None:
+                pending[id(step)].add(previous)
+            previous = step
 
 
 # ---------------------------------------------------------------- lowering a group to kernel IR

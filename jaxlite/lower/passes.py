@@ -5,9 +5,10 @@ variables to the atoms replacing them, so a pass never mutates its input. With
 config "jaxlite_dump_passes" set, the jaxpr is logged after every pass.
 
   inline_calls   nested jit calls become the inner equations
-  dce            equations whose results are unused disappear
+  dce            equations whose results are unused disappear, unless they have an
+                 effect (core.ir.has_effects: debug callbacks, bodies holding one)
   cse            an equation equal to an earlier one (same primitive, inputs and
-                 params) reuses its results
+                 params) reuses its results; effectful equations are never merged
   fold_constants equations on literals and small constants are evaluated now;
                  a scalar result becomes a literal (bigger results would bloat the code)
   simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
@@ -22,7 +23,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.config import config
-from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var, pretty_print
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var, has_effects, pretty_print
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -87,7 +88,7 @@ def dce(closed):
     live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outputs) or getattr(eqn.primitive, "effectful", False):
+        if any(v in live for v in eqn.outputs) or has_effects(eqn):
             kept.append(eqn)
             live.update(v for v in eqn.inputs if isinstance(v, Var))
     used = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts) if v in live]
@@ -121,6 +122,10 @@ def _atom_key(atom):
 
 
 def _eqn_key(eqn, inputs):
+    """None for an equation that must not be merged: unhashable params, or an effect
+    (two identical debug prints both print)."""
+    if has_effects(eqn):
+        return None
     try:
         key = (eqn.primitive, tuple(map(_atom_key, inputs)), tuple(sorted(eqn.params.items())))
         hash(key)

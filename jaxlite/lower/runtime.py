@@ -58,6 +58,7 @@ FALLBACKS = {
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
     "threefry2x32": f"two results per element: multi-output elementwise {_NOT_YET}",
     "polygamma": "no vectorizable emitter in llvm_math",
+    "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
        for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
 }

@@ -21,7 +21,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import Literal, Var, dce_closed
-from jaxlite.core.staging import eval_jaxpr, flatten_fun, literal_value, trace_to_jaxpr
+from jaxlite.core.staging import eval_jaxpr, flatten_fun, jaxpr_as_fun, literal_value, trace_to_jaxpr
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 
@@ -262,33 +262,48 @@ def _check_tangent_type(primal, tangent):
 
 # ---------------------------------------------------------------- transforming closed jaxprs
 
-def jvp_jaxpr(closed, nonzero_tangents):
+def jvp_jaxpr(closed, nonzeros, instantiate=False):
     """The JVP of a closed jaxpr as a new closed jaxpr, and which output tangents are nonzero.
 
     The new jaxpr takes (*primals, *tangents for the inputs marked nonzero) and returns
-    (*primal outputs, *nonzero output tangents). Used by call-like primitives (jit,
-    control flow) whose JVP rule transforms their body.
+    (*primal outputs, *nonzero output tangents). `instantiate` (a bool, or one per
+    output) makes an output tangent present even when it is zero: a loop carry's
+    tangent must keep one type across iterations, and the branches of a cond must
+    agree. Used by call-like primitives (jit, checkpoint, control flow), whose JVP
+    rule transforms their body; memoized, so repeated transforms reuse one jaxpr.
     """
-    return _jvp_jaxpr_cached(closed, tuple(bool(nz) for nz in nonzero_tangents))
+    count = len(closed.out_avals)
+    forced = [instantiate] * count if isinstance(instantiate, bool) else instantiate
+    return _jvp_jaxpr_cached(closed, tuple(bool(nz) for nz in nonzeros),
+                             tuple(bool(f) for f in forced))
 
 
 @functools.lru_cache(maxsize=256)
-def _jvp_jaxpr_cached(closed, nonzero_tangents):
-    from jaxlite.core.staging import eval_jaxpr, trace_to_jaxpr
+def _jvp_jaxpr_cached(closed, nonzeros, forced):
     in_avals = closed.in_avals
-    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero_tangents) if nz]
+    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
     out_nonzero = []
 
     def jvp_fun(*args):
         primals, given = args[:len(in_avals)], iter(args[len(in_avals):])
-        tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero_tangents)]
-        outs, out_tangents = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                      primals, tangents)
-        out_nonzero[:] = [not is_zero(t) for t in out_tangents]
-        return list(outs) + [t for t in out_tangents if not is_zero(t)]
+        tangents = [next(given) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
+        outs, out_tangents = jvp_flat(jaxpr_as_fun(closed), primals, tangents)
+        out_nonzero[:] = [not is_zero(t) or f for t, f in zip(out_tangents, forced)]
+        return list(outs) + [instantiate(t) for t, nz in zip(out_tangents, out_nonzero) if nz]
 
     new = trace_to_jaxpr(jvp_fun, list(in_avals) + tangent_avals, "jvp of a jaxpr")
     return new, tuple(out_nonzero)
+
+
+def nonzero_tangents(tangents):
+    """The tangents a transformed call receives: symbolic zeros are left out."""
+    return [t for t in tangents if not is_zero(t)]
+
+
+def tangents_out(outs, nonzeros, avals):
+    """Split a JVP'd call's outputs into primals and tangents (Zero where absent)."""
+    primals, given = outs[:len(avals)], iter(outs[len(avals):])
+    return list(primals), [next(given) if nz else Zero(tangent_aval(a)) for nz, a in zip(nonzeros, avals)]
 
 
 def is_differentiable(aval):
@@ -322,15 +337,17 @@ def trace_call(fun, args, description):
     return body, consts + flat_args, out_trees[0]
 
 
-def call_jvp_rule(primitive):
+def call_jvp_rule(primitive, rename=None):
+    """The JVP of a call primitive: the same primitive on the JVP of its body.
+
+    `rename(params)` gives the new equation's other params (jit names its calls).
+    """
     def rule(primals, tangents, jaxpr, **params):
         jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, [not is_zero(t) for t in tangents])
-        outs = primitive.bind(*primals, *[t for t in tangents if not is_zero(t)],
-                              jaxpr=jvp_closed, **params)
-        num_primals = len(jaxpr.out_avals)
-        nonzero_tangents = iter(outs[num_primals:])
-        return outs[:num_primals], [next(nonzero_tangents) if nonzero else Zero(tangent_aval(a))
-                                    for a, nonzero in zip(jaxpr.out_avals, out_nonzero)]
+        new_params = rename(params) if rename else params
+        outs = primitive.bind(*primals, *nonzero_tangents(tangents),
+                              jaxpr=jvp_closed, **new_params)
+        return tangents_out(outs, out_nonzero, jaxpr.out_avals)
     return rule
 
 
@@ -368,7 +385,7 @@ def linearize_flat(flat_fun, primals):
         trace.finish()
     try:
         out_nonzero = [not is_zero(t) for _, t in pairs]
-        linear = staging.to_closed_jaxpr([t for _, t in pairs if not is_zero(t)])
+        linear = staging.to_closed_jaxpr(nonzero_tangents([t for _, t in pairs]))
     finally:
         staging.finish()
     return [p for p, _ in pairs], aux, dce_closed(linear), out_nonzero

@@ -277,35 +277,68 @@ def _place(x, dim, target, size):
 
 # ---------------------------------------------------------------- transforming closed jaxprs
 
-def batch_jaxpr(closed, in_dims, axis_size):
-    """A closed jaxpr vectorized over `axis_size`, and the batch dim of each output.
+def batch_jaxpr(closed, in_dims, axis_size, axis_name=None, force_out=False):
+    """A closed jaxpr vectorized over an axis, and the batch dim of each output.
 
-    Arguments with a dim take a batch axis at that position (None: unbatched). Used by
-    call-like primitives (jit, control flow) whose batching rule batches their body.
+    Arguments with a dim take a batch axis at that position (None: unbatched).
+    Outputs come out batched at 0, or unbatched (None); `force_out` (a bool, or one
+    per output) batches an output even if it does not depend on the axis, so a loop
+    carry keeps one type. `axis_name` lets collectives in the body refer to the
+    axis. Used by call-like primitives (jit, checkpoint, custom rules, control
+    flow), whose batching rule batches their body; memoized.
     """
-    return _batch_jaxpr_cached(closed, tuple(in_dims), int(axis_size))
+    count = len(closed.out_avals)
+    forced = [force_out] * count if isinstance(force_out, bool) else force_out
+    return _batch_jaxpr_cached(closed, tuple(in_dims), int(axis_size), axis_name,
+                               tuple(bool(f) for f in forced))
 
 
 @functools.lru_cache(maxsize=256)
-def _batch_jaxpr_cached(closed, in_dims, axis_size):
-    from jaxlite.core.staging import eval_jaxpr, trace_to_jaxpr
-    avals = [a if d is None else a.update(shape=a.shape[:d] + (axis_size,) + a.shape[d:])
-             for a, d in zip(closed.in_avals, in_dims)]
-    out_dims = []
+def _batch_jaxpr_cached(closed, in_dims, axis_size, axis_name, forced):
+    from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
+    out_batched = []
 
     def batched_fun(*args):
-        outs, dims = batch_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                                args, in_dims, axis_size)
-        out_dims[:] = dims
-        return outs
+        outs, dims = batch_flat(jaxpr_as_fun(closed), args, in_dims, axis_size, axis_name)
+        out_batched[:] = [d is not None or f for d, f in zip(dims, forced)]
+        return [bdim_at_front(o, d, axis_size) if b else o for o, d, b in zip(outs, dims, out_batched)]
 
+    avals = [batched_aval(a, d, axis_size) for a, d in zip(closed.in_avals, in_dims)]
     new = trace_to_jaxpr(batched_fun, avals, "vmap of a jaxpr")
-    return new, tuple(out_dims)
+    return new, tuple(0 if b else None for b in out_batched)
 
 
-def call_batch_rule(primitive):
-    """The batching rule of a primitive whose `jaxpr` param is applied to all operands."""
-    def rule(args, dims, jaxpr, **params):
-        batched, out_dims = batch_jaxpr(jaxpr, dims, batch_size(args, dims))
-        return primitive.bind(*args, jaxpr=batched, **params), list(out_dims)
+def batched_aval(aval, dim, size):
+    """The type of a value batched at `dim` (None: unbatched, the type unchanged)."""
+    if dim is None:
+        return aval
+    return aval.update(shape=aval.shape[:dim] + (size,) + aval.shape[dim:])
+
+
+def call_batch_rule(primitive, rename=None):
+    """The batching rule of a primitive whose `jaxpr` param is applied to all operands.
+
+    An axis rule (register it in axis_batch_rules): the body may hold collectives
+    over the enclosing vmap's axis, even when no operand is batched. Without
+    those, unbatched operands bind the call unchanged (no new jaxpr to compile).
+    `rename(params)` gives the new equation's other params.
+    """
+    def rule(axis, args, dims, jaxpr, **params):
+        if all(d is None for d in dims) and not uses_named_axes(jaxpr):
+            return primitive.bind(*args, jaxpr=jaxpr, **params), [None] * len(jaxpr.out_avals)
+        batched, out_dims = batch_jaxpr(jaxpr, dims, axis.axis_size, axis.axis_name)
+        new_params = rename(params) if rename else params
+        return primitive.bind(*args, jaxpr=batched, **new_params), list(out_dims)
     return rule
+
+
+def uses_named_axes(jaxpr):
+    """Does a body hold a collective (a primitive with an axis rule and no body of its
+    own), directly or in the bodies of its equations?"""
+    from jaxlite.core.ir import ClosedJaxpr, sub_jaxprs
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    for eqn in jaxpr.eqns:
+        bodies = list(sub_jaxprs(eqn))
+        if any(map(uses_named_axes, bodies)) or not bodies and eqn.primitive in axis_batch_rules:
+            return True
+    return False

@@ -48,7 +48,7 @@ remat_p.def_impl(ad.call_impl)
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **params: jaxpr.out_avals)
 ad.jvp_rules[remat_p] = ad.call_jvp_rule(remat_p)
 ad.transpose_rules[remat_p] = ad.call_transpose_rule
-batching.batch_rules[remat_p] = batching.call_batch_rule(remat_p)
+batching.axis_batch_rules[remat_p] = batching.call_batch_rule(remat_p)
 partial_eval_rules[remat_p] = call_partial_eval_rule(remat_p, _saveable)
 
 

@@ -17,7 +17,6 @@ import functools
 import inspect
 
 from jaxlite.core.primitive import Primitive
-from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, vmap
@@ -71,23 +70,18 @@ def _call_abstract_eval(*avals, jaxpr, **params):
     return jaxpr.out_avals
 
 
-def _broadcast_all(args, dims):
-    """Give every operand a leading batch axis, so the batched rules need no dims bookkeeping."""
-    size = batching.batch_size(args, dims)
-    return [bdim_at_front(x, d, size) for x, d in zip(args, dims)], size
-
-
-def _batch_at_front(closed, size):
-    """The body batched along axis 0 of every input and every output, like the batched rule."""
-    batched, out_dims = batching.batch_jaxpr(closed, [0] * len(closed.in_avals), size)
-    if all(d == 0 for d in out_dims):
-        return batched
-
-    def moved(*args):
-        outs = jaxpr_as_fun(batched)(*args)
-        return [bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
-
-    return trace_to_jaxpr(moved, batched.in_avals, "vmap of a custom rule's function")
+def _call_batch_rule(primitive):
+    """vmap of a custom_jvp/custom_vjp call: every operand gets a leading batch axis, so
+    the batched rule needs no dims bookkeeping; the body and the rule are batched over
+    the enclosing axis, its name included (for collectives inside)."""
+    def batch_rule(axis, args, dims, jaxpr, rule, num_consts):
+        size = axis.axis_size
+        args = [bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+        body, _ = batching.batch_jaxpr(jaxpr, [0] * len(args), size, axis.axis_name, force_out=True)
+        outs = primitive.bind(*args, jaxpr=body, rule=_BatchedRule(rule, axis.axis_name),
+                              num_consts=num_consts)
+        return outs, [0] * len(outs)
+    return batch_rule
 
 
 # ---------------------------------------------------------------- custom_jvp
@@ -201,34 +195,27 @@ def _custom_jvp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
     return results[:num_outs], results[num_outs:]
 
 
-def _custom_jvp_call_batch(args, dims, jaxpr, rule, num_consts):
-    args, size = _broadcast_all(args, dims)
-    outs = custom_jvp_call_p.bind(*args, jaxpr=_batch_at_front(jaxpr, size),
-                                  rule=_BatchedRule(rule), num_consts=num_consts)
-    return outs, [0] * len(outs)
-
-
 class _BatchedRule:
     """A rule vmapped over the leading axis of every operand (see _broadcast_all)."""
 
-    def __init__(self, rule):
-        self.rule = rule
+    def __init__(self, rule, axis_name):
+        self.rule, self.axis_name = rule, axis_name
 
     def __call__(self, *lists):
-        return vmap(self.rule)(*lists)
+        return vmap(self.rule, axis_name=self.axis_name)(*lists)
 
     def forward(self, args):
-        return vmap(self.rule.forward)(args)
+        return vmap(self.rule.forward, axis_name=self.axis_name)(args)
 
     def backward(self, residuals, cts):
-        return vmap(self.rule.backward)(residuals, cts)
+        return vmap(self.rule.backward, axis_name=self.axis_name)(residuals, cts)
 
     def __repr__(self):
         return f"vmap({self.rule!r})"
 
 
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
-batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+batching.axis_batch_rules[custom_jvp_call_p] = _call_batch_rule(custom_jvp_call_p)
 
 
 # ---------------------------------------------------------------- custom_vjp
@@ -334,15 +321,8 @@ def _custom_vjp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
     return outs, out_dots
 
 
-def _custom_vjp_call_batch(args, dims, jaxpr, rule, num_consts):
-    args, size = _broadcast_all(args, dims)
-    outs = custom_vjp_call_p.bind(*args, jaxpr=_batch_at_front(jaxpr, size),
-                                  rule=_BatchedRule(rule), num_consts=num_consts)
-    return outs, [0] * len(outs)
-
-
 ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
-batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+batching.axis_batch_rules[custom_vjp_call_p] = _call_batch_rule(custom_vjp_call_p)
 
 
 def _forward_mode_error(*args, **params):

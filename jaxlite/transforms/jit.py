@@ -133,26 +133,14 @@ def _jit_impl(*args, jaxpr, name):
 jit_p.def_impl(_jit_impl)
 
 
-def _jit_jvp(primals, tangents, jaxpr, name):
-    nonzero = [not ad.is_zero(t) for t in tangents]
-    jvp_closed, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
-    given = [t for t in tangents if not ad.is_zero(t)]
-    outs = jit_p.bind(*primals, *given, jaxpr=jvp_closed, name=f"jvp({name})")
-    count = len(jaxpr.out_avals)
-    primal_out, nonzero_out = outs[:count], iter(outs[count:])
-    tangent_out = [next(nonzero_out) if nz else ad.Zero(ad.tangent_aval(a))
-                   for a, nz in zip(jaxpr.out_avals, out_nonzero)]
-    return primal_out, tangent_out
+def _named(transform):
+    """The params of a transformed jit call: its name says what was done to it."""
+    return lambda params: {"name": f"{transform}({params['name']})"}
 
 
-def _jit_batch(args, dims, jaxpr, name):
-    size = batching.batch_size(args, dims)
-    batched, out_dims = batching.batch_jaxpr(jaxpr, dims, size)
-    return jit_p.bind(*args, jaxpr=batched, name=f"vmap({name})"), list(out_dims)
-
-
-ad.jvp_rules[jit_p] = _jit_jvp
-batching.batch_rules[jit_p] = _jit_batch
+ad.jvp_rules[jit_p] = ad.call_jvp_rule(jit_p, _named("jvp"))
+# An axis rule: collectives in the body see the enclosing vmap's axis name.
+batching.axis_batch_rules[jit_p] = batching.call_batch_rule(jit_p, _named("vmap"))
 # Reverse mode: the known part of the body runs now as one jitted call, the
 # unknown part is staged as another, and transposing it transposes its body.
 partial_eval_rules[jit_p] = call_partial_eval_rule(jit_p)

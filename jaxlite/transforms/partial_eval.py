@@ -148,7 +148,7 @@ def _recompute_residuals(known, unknown, num_res, saveable):
     kj, uj = known.jaxpr, unknown.jaxpr
     num_outs = len(kj.outvars) - num_res
     res_known, res_unknown = kj.outvars[num_outs:], uj.invars[:num_res]
-    constant = _constant_vars(kj)
+    constant = computed_from(kj, ())
 
     def may_save(eqn):
         return eqn.outputs[0] not in constant and saveable(eqn)
@@ -183,13 +183,14 @@ def _recompute_residuals(known, unknown, num_res, saveable):
     return new_known, ClosedJaxpr(Jaxpr([], invars, eqns, outvars), [])
 
 
-def _constant_vars(jaxpr):
-    """Variables computed from literals alone."""
-    constant = set()
+def computed_from(jaxpr, roots):
+    """`roots` and the variables computed from them and literals alone: with no roots,
+    the constants of a jaxpr; with a loop body's consts, its loop invariants."""
+    found = set(roots)
     for eqn in jaxpr.eqns:
-        if all(not isinstance(v, Var) or v in constant for v in eqn.inputs):
-            constant.update(eqn.outputs)
-    return constant
+        if all(not isinstance(v, Var) or v in found for v in eqn.inputs):
+            found.update(eqn.outputs)
+    return found
 
 
 def _renamed(eqn, renaming):

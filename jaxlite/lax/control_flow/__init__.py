@@ -1,5 +1,4 @@
 """Structured control flow: cond, switch, while_loop, fori_loop, scan and map."""
-from jaxlite.lax.control_flow.common import batch_jaxpr, jvp_jaxpr
 from jaxlite.lax.control_flow.conditionals import cond, cond_p, switch
 from jaxlite.lax.control_flow.loops import (fori_loop, map, scan, scan_p, while_loop,
                                             while_p)

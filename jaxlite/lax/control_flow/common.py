@@ -8,14 +8,13 @@ primitive, so the enclosing transformations see them like any other argument:
 a JVP gets their tangents, a vmap their batch dimensions. The stored jaxprs
 therefore take `consts + operands` and close over concrete values only.
 
-The transformation rules work on those jaxprs as a whole: `jvp_jaxpr` and
-`batch_jaxpr` turn a jaxpr into its JVP or batched version by tracing the
-existing interpreters (transforms.ad, transforms.batching) over `eval_jaxpr`.
+The transformation rules work on those jaxprs as a whole, through the helpers
+every call-like primitive uses: `ad.jvp_jaxpr` and `batching.batch_jaxpr`.
 """
 import numpy as np
 
 from jaxlite.core.array import Array, as_array_argument
-from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var, constvars_as_invars
 from jaxlite.core.staging import flatten_fun, jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_leaves_with_path, tree_unflatten
 from jaxlite.transforms import ad, batching
@@ -34,10 +33,8 @@ def trace_hoisted(fun, in_tree, in_avals, description):
     no consts of its own; consts are what the function closed over.
     """
     flat_fun, out_tree = flatten_fun(fun, in_tree)
-    closed = trace_to_jaxpr(flat_fun, in_avals, description)
-    jaxpr = closed.jaxpr
-    hoisted = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
-    return ClosedJaxpr(hoisted, []), [as_array_argument(c) for c in closed.consts], out_tree[0]
+    hoisted, consts = constvars_as_invars(trace_to_jaxpr(flat_fun, in_avals, description))
+    return hoisted, [as_array_argument(c) for c in consts], out_tree[0]
 
 
 def args_tree(*args):
@@ -172,83 +169,15 @@ def carry_fixpoint(step, start):
         mask = grown
 
 
-# ---------------------------------------------------------------- JVP of a jaxpr
-
-def jvp_jaxpr(closed, nonzeros, instantiate=False):
-    """The JVP of closed as a closed jaxpr, and which of its output tangents are nonzero.
-
-    The result takes (primals, tangents of the inputs marked in `nonzeros`) and
-    returns (primal outputs, the nonzero output tangents). `instantiate` (a bool
-    or one per output) forces an output tangent to be present even when zero.
-    """
-    n_out = len(closed.out_avals)
-    force = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
-    tangent_avals = [ad.tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros) if nz]
-    out_nonzeros = []
-
-    def jvp_fun(*args):
-        primals, given = split(args, len(closed.in_avals))
-        given = iter(given)
-        tangents = [next(given) if nz else ad.Zero(ad.tangent_aval(a))
-                    for a, nz in zip(closed.in_avals, nonzeros)]
-        outs, out_tangents = ad.jvp_flat(jaxpr_as_fun(closed), primals, tangents)
-        out_nonzeros[:] = [not ad.is_zero(t) or f for t, f in zip(out_tangents, force)]
-        kept = [ad.instantiate(t) for t, nz in zip(out_tangents, out_nonzeros) if nz]
-        return list(outs) + kept
-
-    avals = list(closed.in_avals) + tangent_avals
-    return trace_to_jaxpr(jvp_fun, avals, "the JVP of a control-flow body"), out_nonzeros
-
-
-def tangents_out(outs, nonzeros, avals):
-    """Split a JVP'd primitive's outputs into primals and tangents (Zero where absent)."""
-    primals, given = split(outs, len(avals))
-    given = iter(given)
-    tangents = [next(given) if nz else ad.Zero(ad.tangent_aval(a)) for nz, a in zip(nonzeros, avals)]
-    return primals, tangents
-
-
-def nonzero_tangents(tangents):
-    return [t for t in tangents if not ad.is_zero(t)]
-
+# ---------------------------------------------------------------- transformation helpers
 
 def instantiated(tangents, mask):
     return [ad.instantiate(t) for t, keep in zip(tangents, mask) if keep]
 
 
-# ---------------------------------------------------------------- batching a jaxpr
-
-def batched_aval(aval, dim, size):
-    if dim is None:
-        return aval
-    return aval.update(shape=aval.shape[:dim] + (size,) + aval.shape[dim:])
-
-
-def batch_jaxpr(closed, dims, axis_size, axis_name=None, force_out=False):
-    """closed vectorized over an axis, and the batch dims of its outputs.
-
-    Inputs are batched at `dims` (None: unbatched). Outputs come out batched at
-    0 or not at all (None); `force_out` (a bool or one per output) batches an
-    output even if it does not depend on the axis, so loop carries keep one type.
-    """
-    n_out = len(closed.out_avals)
-    force = [force_out] * n_out if isinstance(force_out, bool) else list(force_out)
-    out_batched = []
-
-    def batched_fun(*args):
-        outs, out_dims = batching.batch_flat(jaxpr_as_fun(closed), args, dims, axis_size, axis_name)
-        out_batched[:] = [d is not None or f for d, f in zip(out_dims, force)]
-        return [batching.bdim_at_front(o, d, axis_size) if b else o
-                for o, d, b in zip(outs, out_dims, out_batched)]
-
-    avals = [batched_aval(a, d, axis_size) for a, d in zip(closed.in_avals, dims)]
-    batched = trace_to_jaxpr(batched_fun, avals, "a batched control-flow body")
-    return batched, [0 if b else None for b in out_batched]
-
-
 def batch_axis_jaxpr(axis, closed, dims, force_out=False):
-    """batch_jaxpr over the axis of a BatchTrace (keeping its name for collectives)."""
-    return batch_jaxpr(closed, dims, axis.axis_size, axis.axis_name, force_out)
+    """batching.batch_jaxpr over the axis of a BatchTrace (its size and name)."""
+    return batching.batch_jaxpr(closed, dims, axis.axis_size, axis.axis_name, force_out)
 
 
 def at_front_where(values, dims, mask, size):

@@ -14,7 +14,7 @@ from jaxlite.core.trace import set_current_trace
 from jaxlite.core.tree_util import tree_leaves_with_path, tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, batch_axis_jaxpr, check_jaxpr_inputs, difference, flat_operands,
-    jvp_jaxpr, nonzero_tangents, run_jaxpr, same_type, same_types, tangents_out, trace_hoisted, type_text)
+    run_jaxpr, same_type, same_types, trace_hoisted, type_text)
 from jaxlite.lax.elementwise import clamp, convert_element_type, ne, select_n
 from jaxlite.lax.shapes import broadcast_in_dim
 from jaxlite.transforms import ad, batching
@@ -43,10 +43,10 @@ def _cond_abstract_eval(index, *args, branches):
 def _cond_jvp(primals, tangents, branches):
     index, operands, operand_tangents = primals[0], primals[1:], tangents[1:]
     nonzeros = [not ad.is_zero(t) for t in operand_tangents]
-    out_nonzeros = [any(m) for m in zip(*(jvp_jaxpr(b, nonzeros)[1] for b in branches))]
-    jvp_branches = tuple(jvp_jaxpr(b, nonzeros, out_nonzeros)[0] for b in branches)
-    outs = cond_p.bind(index, *operands, *nonzero_tangents(operand_tangents), branches=jvp_branches)
-    return tangents_out(outs, out_nonzeros, branches[0].out_avals)
+    out_nonzeros = [any(m) for m in zip(*(ad.jvp_jaxpr(b, nonzeros)[1] for b in branches))]
+    jvp_branches = tuple(ad.jvp_jaxpr(b, nonzeros, out_nonzeros)[0] for b in branches)
+    outs = cond_p.bind(index, *operands, *ad.nonzero_tangents(operand_tangents), branches=jvp_branches)
+    return ad.tangents_out(outs, out_nonzeros, branches[0].out_avals)
 
 
 def _cond_batch(axis, args, dims, branches):

@@ -16,14 +16,14 @@ from jaxlite.core.trace import Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, at_front_where, batch_axis_jaxpr, carry_fixpoint, check_carry_types,
-    check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave, jvp_jaxpr,
-    nonzero_tangents, promote_weak_carry, reorder_jaxpr, run_jaxpr, same_types, split,
-    tangents_out, trace_hoisted, type_text, with_unused_inputs)
+    check_jaxpr_inputs, flat_operands, front_dims, instantiated, interleave,
+    promote_weak_carry, reorder_jaxpr, run_jaxpr, same_types, split, trace_hoisted, type_text,
+    with_unused_inputs)
 from jaxlite.lax.elementwise import add, convert_element_type, lt, select_n
 from jaxlite.lax.reductions import reduce_or
 from jaxlite.lax.shapes import broadcast_in_dim
 from jaxlite.transforms import ad, batching
-from jaxlite.transforms.partial_eval import partial_eval_rules, split_jaxpr
+from jaxlite.transforms.partial_eval import computed_from, partial_eval_rules, split_jaxpr
 
 
 def _trace_carry_fun(fun, fun_name, init, extra_avals=(), carry_part=None):
@@ -72,19 +72,19 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     cond_consts, body_consts, init = split(primals, cond_nconsts, body_nconsts)
     _, body_const_tangents, init_tangents = split(tangents, cond_nconsts, body_nconsts)
     const_nz = [not ad.is_zero(t) for t in body_const_tangents]
-    carry_nz = carry_fixpoint(lambda nz: jvp_jaxpr(body_jaxpr, const_nz + nz, nz)[1],
+    carry_nz = carry_fixpoint(lambda nz: ad.jvp_jaxpr(body_jaxpr, const_nz + nz, nz)[1],
                               [not ad.is_zero(t) for t in init_tangents])
-    body_jvp, _ = jvp_jaxpr(body_jaxpr, const_nz + carry_nz, carry_nz)
+    body_jvp, _ = ad.jvp_jaxpr(body_jaxpr, const_nz + carry_nz, carry_nz)
     n_carry_tangents = sum(carry_nz)
     body_jvp = reorder_jaxpr(body_jvp, interleave([body_nconsts, len(init)],
                                                   [sum(const_nz), n_carry_tangents]))
     carry_tangent_avals = body_jvp.out_avals[len(init):]
     cond_jvp = with_unused_inputs(cond_jaxpr, [], carry_tangent_avals)
-    outs = while_p.bind(*cond_consts, *body_consts, *nonzero_tangents(body_const_tangents),
+    outs = while_p.bind(*cond_consts, *body_consts, *ad.nonzero_tangents(body_const_tangents),
                         *init, *instantiated(init_tangents, carry_nz),
                         cond_jaxpr=cond_jvp, body_jaxpr=body_jvp, cond_nconsts=cond_nconsts,
                         body_nconsts=body_nconsts + sum(const_nz))
-    return tangents_out(outs, carry_nz, body_jaxpr.out_avals)
+    return ad.tangents_out(outs, carry_nz, body_jaxpr.out_avals)
 
 
 def _while_batch(axis, args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -240,7 +240,7 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, **params):
     num_ys = len(jaxpr.out_avals) - num_carry
 
     def jvp_body(carry_nz):
-        return jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * num_ys)
+        return ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * num_ys)
 
     carry_nz = carry_fixpoint(lambda nz: jvp_body(nz)[1][:num_carry],
                               [not ad.is_zero(t) for t in init_t])
@@ -248,13 +248,13 @@ def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, **params):
     n_tangents = [sum(const_nz), sum(carry_nz), sum(xs_nz)]
     body = reorder_jaxpr(body, interleave([num_consts, num_carry, len(xs)], n_tangents),
                          interleave([num_carry, num_ys], [sum(carry_nz), sum(out_nz[num_carry:])]))
-    outs = scan_p.bind(*consts, *nonzero_tangents(const_t), *init, *instantiated(init_t, carry_nz),
-                       *xs, *nonzero_tangents(xs_t), jaxpr=body,
+    outs = scan_p.bind(*consts, *ad.nonzero_tangents(const_t), *init, *instantiated(init_t, carry_nz),
+                       *xs, *ad.nonzero_tangents(xs_t), jaxpr=body,
                        num_consts=num_consts + n_tangents[0], num_carry=num_carry + n_tangents[1],
                        **params)
     carry_outs, ys = split(outs, num_carry + n_tangents[1])
-    carry, carry_dot = tangents_out(carry_outs, carry_nz, jaxpr.out_avals[:num_carry])
-    y, y_dot = tangents_out(ys, out_nz[num_carry:], jaxpr.out_avals[num_carry:])
+    carry, carry_dot = ad.tangents_out(carry_outs, carry_nz, jaxpr.out_avals[:num_carry])
+    y, y_dot = ad.tangents_out(ys, out_nz[num_carry:], jaxpr.out_avals[num_carry:])
     return carry + y, carry_dot + y_dot
 
 
@@ -310,17 +310,17 @@ def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
     # computed from them alone) are computed once and passed as consts; known xs
     # are passed as they are; anything else differs per iteration and is
     # stacked by the known scan.
-    invariant = _loop_invariants(known.jaxpr, num_known_consts)
+    kj = known.jaxpr
+    invariant = computed_from(kj, kj.constvars + kj.invars[:num_known_consts])
     xs_vars = set(known.jaxpr.invars[num_known_consts + carry_uk.count(False):])
     is_const = [v in invariant for v in res_vars]
     is_xs = [v in xs_vars for v in res_vars]
     stacked = [v for v, c, x in zip(res_vars, is_const, is_xs) if not (c or x)]
-    kj = known.jaxpr
     known_body = dce_closed(ClosedJaxpr(
         Jaxpr(kj.constvars, kj.invars, kj.eqns, kj.outvars[:num_known] + stacked), known.consts))
     hoisted = dce_closed(ClosedJaxpr(
         Jaxpr(kj.constvars, kj.invars[:num_known_consts], kj.eqns,
-              [v for v, c in zip(res_vars, is_const) if c]), known.consts))
+              [v for v, c in zip(res_vars, is_const) if c]), known.consts), keep_effects=False)
     with set_current_trace(trace.parent):
         known_results = scan_p.bind(*known_args, jaxpr=known_body, num_consts=num_known_consts,
                                     num_carry=carry_uk.count(False), **params)
@@ -342,15 +342,6 @@ def _scan_partial_eval(trace, args, jaxpr, num_consts, num_carry, **params):
                               num_consts=sum(is_const) + sum(const_uk), num_carry=sum(carry_uk)))
     known_outs, staged_outs = iter(known_results[:num_known]), iter(staged)
     return [next(staged_outs) if u else next(known_outs) for u in out_uk]
-
-
-def _loop_invariants(jaxpr, num_consts):
-    """The variables of a loop body that depend on its consts (and literals) alone."""
-    invariant = set(jaxpr.constvars) | set(jaxpr.invars[:num_consts])
-    for eqn in jaxpr.eqns:
-        if all(not isinstance(v, Var) or v in invariant for v in eqn.inputs):
-            invariant.update(eqn.outputs)
-    return invariant
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
