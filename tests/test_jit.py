@@ -260,8 +260,8 @@ def test_every_lax_primitive_has_a_lowering_or_an_explained_fallback():
     primitives = {value.name for module in modules if hasattr(module, "__dict__")
                   for value in vars(module).values() if isinstance(value, Primitive)}
     assert len(primitives) > 50, "found too few primitives"
-    missing = sorted(p for p in primitives
-                     if p not in fusion.LOWERINGS and p not in runtime.FALLBACKS and p != "jit")
+    missing = sorted(p for p in primitives if p not in fusion.LOWERINGS and p not in runtime.FALLBACKS
+                     and p not in runtime.CONTROL_FLOW and p != "jit")
     assert not missing, f"primitives with neither a jit lowering nor a FALLBACKS entry: {missing}"
 
 
@@ -310,7 +310,20 @@ def test_fallback_primitives_agree_with_eager():
     x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
     assert_agree(lambda a: lax.cumsum(jnp.exp(a), axis=1) * 2, x, rtol=1e-6)
     assert_agree(lambda a: lax.sort(a * 2, dimension=1) + 1, x)
-    assert_agree(lambda a: lax.fori_loop(0, 3, lambda i, v: v * 2 + 1, a), x)
+
+
+def test_control_flow_runs_compiled_bodies():
+    x = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
+    assert_agree(lambda a: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * 2 + a, a), x, rtol=1e-6, atol=1e-6)
+    assert_agree(lambda a: lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (0, a)), x,
+                 rtol=1e-6)
+    assert_agree(lambda a: lax.scan(lambda c, row: (c + row, jnp.exp(c)), jnp.zeros(6), a, reverse=True), x,
+                 rtol=1e-6, atol=1e-6)
+    assert_agree(lambda a: lax.cond(a[0, 0] > 0, jnp.sin, jnp.cos, a), x, rtol=1e-6, atol=1e-6)
+    nested = lambda a: lax.fori_loop(0, 2, lambda i, v: lax.fori_loop(0, 2, lambda j, w: w * 0.5 + 1, v), a)
+    assert_agree(nested, x)
+    steps = jaxlite.jit(lambda a: lax.fori_loop(0, 3, lambda i, v: v + 1, a)).lower(x).program.steps
+    assert [s.kind for s in steps if isinstance(s, fusion.EqnStep)] in (["control"], [])
 
 
 # ---------------------------------------------------------------- zero-size arrays

@@ -44,8 +44,6 @@ FALLBACKS = {
     "reduce_or": "on integers (the lowering covers booleans)",
     "bitcast_convert_type": "to or from bool",
     # Not lowered:
-    **{name: f"control flow: the body runs eagerly per step; native loops are {_NOT_YET}"
-       for name in ("cond", "while", "scan")},
     **{name: f"cumulative scan along an axis: {_NOT_YET}"
        for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
     **{name: f"data-dependent indexing: {_NOT_YET}"
@@ -303,6 +301,7 @@ class _PythonStep:
     def __init__(self, step):
         self.step = step
         self.gemm = _GemmCall(step.eqn) if step.kind == "gemm" else None
+        self.run = CONTROL_FLOW[step.eqn.primitive.name](step.eqn) if step.kind == "control" else None
 
     def __call__(self, env, workspace, plan):
         eqn = self.step.eqn
@@ -312,10 +311,71 @@ class _PythonStep:
         if self.gemm is not None:
             self.gemm(*inputs, out=outputs[0])
             return
-        results = eqn.primitive.impl(*inputs, **eqn.params)
-        results = results if eqn.primitive.multiple_results else [results]
+        if self.run is not None:
+            results = self.run(inputs)
+        else:
+            results = eqn.primitive.impl(*inputs, **eqn.params)
+            results = results if eqn.primitive.multiple_results else [results]
         for out, result in zip(outputs, results):
             np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))
+
+
+# ---------------------------------------------------------------- control flow
+# The loop runs in Python, each body (and condition, and branch) as its own compiled
+# program: one native call per iteration instead of one eager operation per equation.
+# Native loops around the kernels (a loop stage in the kernel IR) are the next step.
+
+def _compile_jaxpr(closed):
+    from jaxlite.lower import pipeline   # pipeline imports this module
+    return pipeline.compile_program(pipeline.lower_jaxpr(closed), "body")
+
+
+def _split(values, *counts):
+    parts, start = [], 0
+    for count in counts:
+        parts.append(list(values[start:start + count]))
+        start += count
+    return parts + [list(values[start:])]
+
+
+def _while_loop(eqn):
+    params = eqn.params
+    cond, body = _compile_jaxpr(params["cond_jaxpr"]), _compile_jaxpr(params["body_jaxpr"])
+
+    def run(inputs):
+        cond_consts, body_consts, carry = _split(inputs, params["cond_nconsts"], params["body_nconsts"])
+        while cond(cond_consts + carry)[0]:
+            carry = body(body_consts + carry)
+        return carry
+    return run
+
+
+def _scan_loop(eqn):
+    params = eqn.params
+    body, num_carry, length = _compile_jaxpr(params["jaxpr"]), params["num_carry"], params["length"]
+
+    def run(inputs):
+        consts, carry, xs = _split(inputs, params["num_consts"], num_carry)
+        ys = [np.empty((length,) + a.shape, a.dtype) for a in params["jaxpr"].out_avals[num_carry:]]
+        for i in (reversed(range(length)) if params["reverse"] else range(length)):
+            outs = body(consts + carry + [x[i] for x in xs])
+            carry = outs[:num_carry]
+            for y, value in zip(ys, outs[num_carry:]):
+                y[i] = value
+        return carry + ys
+    return run
+
+
+def _cond_branches(eqn):
+    branches = [_compile_jaxpr(branch) for branch in eqn.params["branches"]]
+
+    def run(inputs):
+        index, args = inputs[0], inputs[1:]
+        return branches[int(index)](list(args))
+    return run
+
+
+CONTROL_FLOW = {"while": _while_loop, "scan": _scan_loop, "cond": _cond_branches}
 
 
 # ---------------------------------------------------------------- equations outside kernels
@@ -327,7 +387,7 @@ def eqn_step_kind(eqn):
         return "gemm"
     if is_fusible(eqn):
         return None
-    return "fallback"
+    return "control" if eqn.primitive.name in CONTROL_FLOW else "fallback"
 
 
 def log_fallbacks(steps):
