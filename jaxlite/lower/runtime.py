@@ -282,8 +282,12 @@ _NO_WORKSPACE = np.empty(0, np.uint8)
 
 
 def _contiguous(x):
-    x = np.asarray(x)
-    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    """A C-contiguous ndarray (never a numpy scalar: the entry points read array objects)."""
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x).reshape(x.shape)   # (ascontiguousarray makes 0-d arrays 1-d)
+    return x
 
 
 def _buffer_view(var, env, workspace, plan):
@@ -358,7 +362,7 @@ def _scan_loop(eqn):
         consts, carry, xs = _split(inputs, params["num_consts"], num_carry)
         ys = [np.empty((length,) + a.shape, a.dtype) for a in params["jaxpr"].out_avals[num_carry:]]
         for i in (reversed(range(length)) if params["reverse"] else range(length)):
-            outs = body(consts + carry + [x[i] for x in xs])
+            outs = body(consts + carry + [x[i, ...] for x in xs])
             carry = outs[:num_carry]
             for y, value in zip(ys, outs[num_carry:]):
                 y[i] = value
