@@ -312,6 +312,19 @@ def test_fallback_primitives_agree_with_eager():
     assert_agree(lambda a: lax.sort(a * 2, dimension=1) + 1, x)
 
 
+@settings(deadline=None, max_examples=25)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple), seeds,
+       st.sampled_from([np.float32, np.int32, dtypes.bfloat16]))
+def test_dynamic_slice_and_update(shape, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x = random_array(rng, shape, dtype)
+    sizes = tuple(int(rng.integers(0, n + 1)) for n in shape)
+    starts = [np.int32(s) for s in rng.integers(-2, 6, len(shape))]    # out of range: clamped
+    update = random_array(rng, sizes, dtype)
+    assert_agree(lambda a, *s: lax.dynamic_slice(a, s, sizes), x, *starts)
+    assert_agree(lambda a, u, *s: lax.dynamic_update_slice(a, u, s) * 2, x, update, *starts)
+
+
 def test_control_flow_runs_compiled_bodies():
     x = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
     assert_agree(lambda a: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * 2 + a, a), x, rtol=1e-6, atol=1e-6)

@@ -610,7 +610,40 @@ def _concatenate_rule(lw, eqn, index):
     return result
 
 
+def _dynamic_starts(lw, starts, operand_shape, sizes):
+    """Start indices read at run time, clamped so the window fits (as the eager impl does)."""
+    eb = lw.eb
+    return [_clamp_index(eb, eb.node("convert", INDEX, (lw.value(s, []),)), max(n - k, 0) + 1)
+            for s, n, k in zip(starts, operand_shape, sizes)]
+
+
+def _dynamic_slice_rule(lw, eqn, index):
+    x, *starts = eqn.inputs
+    begin = _dynamic_starts(lw, starts, x.aval.shape, eqn.params["slice_sizes"])
+    return lw.value(x, [lw.eb.add(b, i) for b, i in zip(begin, index)])
+
+
+def _dynamic_update_slice_rule(lw, eqn, index):
+    """Inside the window: the update (at a clamped, always valid index); else the operand."""
+    x, update, *starts = eqn.inputs
+    eb = lw.eb
+    if update.aval.size == 0:
+        return lw.value(x, index)
+    begin = _dynamic_starts(lw, starts, x.aval.shape, update.aval.shape)
+    inside, update_index = None, []
+    for i, b, k in zip(index, begin, update.aval.shape):
+        relative = eb.node("sub", INDEX, (i, b))
+        within = eb.node("and", dtypes.bool_, (eb.node("ge", dtypes.bool_, (relative, eb.index(0))),
+                                                eb.node("lt", dtypes.bool_, (relative, eb.index(k)))))
+        inside = within if inside is None else eb.node("and", dtypes.bool_, (inside, within))
+        update_index.append(_clamp_index(eb, relative, k))
+    if inside is None:
+        return lw.value(update, [])
+    return eb.node("select_n", x.aval.dtype, (inside, lw.value(x, index), lw.value(update, update_index)))
+
+
 LOWERINGS.update({
+    "dynamic_slice": _dynamic_slice_rule, "dynamic_update_slice": _dynamic_update_slice_rule,
     "broadcast_in_dim": _broadcast_in_dim_rule, "transpose": _transpose_rule,
     "reshape": _reshape_rule, "squeeze": _squeeze_rule, "rev": _rev_rule, "slice": _slice_rule,
     "iota": _iota_rule, "pad": _pad_rule, "concatenate": _concatenate_rule,

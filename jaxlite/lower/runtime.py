@@ -47,7 +47,7 @@ FALLBACKS = {
     **{name: f"cumulative scan along an axis: {_NOT_YET}"
        for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
     **{name: f"data-dependent indexing: {_NOT_YET}"
-       for name in ("dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add",
+       for name in ("gather", "scatter", "scatter-add",
                     "scatter-mul", "scatter-min", "scatter-max")},
     **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
     **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve")},
