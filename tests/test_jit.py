@@ -325,6 +325,20 @@ def test_dynamic_slice_and_update(shape, seed, dtype):
     assert_agree(lambda a, u, *s: lax.dynamic_update_slice(a, u, s) * 2, x, update, *starts)
 
 
+@settings(deadline=None, max_examples=25)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple), seeds,
+       st.sampled_from([np.float32, np.int32, np.uint8, np.float16]),
+       st.sampled_from(["cumsum", "cumprod", "cummax", "cummin"]), st.booleans())
+def test_cumulative_reductions(shape, seed, dtype, name, reverse):
+    rng = np.random.default_rng(seed)
+    x = random_array(rng, shape, dtype, 0.5, 1.5)
+    axis = int(rng.integers(0, len(shape)))
+    if dtypes.is_float(dtype) and x.size > 1:
+        x.flat[1] = np.nan
+    op = getattr(lax, name)
+    assert_agree(lambda a: op(jnp.abs(a) + a, axis=axis, reverse=reverse) * 2, x, rtol=1e-5)
+
+
 def test_control_flow_runs_compiled_bodies():
     x = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
     assert_agree(lambda a: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * 2 + a, a), x, rtol=1e-6, atol=1e-6)

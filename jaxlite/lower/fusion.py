@@ -13,7 +13,7 @@ each row from memory once and twice more from cache.
 
 Choosing what to materialize, greedily:
   1. jaxpr outputs, operands and results of equations without a fused lowering,
-     and dot_general results (a matmul is its own kernel);
+     and dot_general and cumulative results (each its own kernel);
   2. a value needed by roots of different kernels, unless those roots can share
      one kernel (same domain, compatible reductions, independent of each other);
   3. a reduction whose result would have to be recomputed per inner point
@@ -120,6 +120,8 @@ def _initial_roots(jaxpr, producers, eqn_step_kind):
         if eqn_step_kind(eqn) or eqn.primitive.name == "dot_general":
             roots.update(v for v in eqn.inputs if isinstance(v, Var) and v in producers)
             roots.update(eqn.outputs)
+        if eqn.primitive.name in CUMULATIVE:     # it reads back its own output
+            roots.update(eqn.outputs)
     return {v for v in roots if not eqn_step_kind(producers[v])}
 
 
@@ -132,13 +134,15 @@ def _domain(var, producers):
         return eqn.inputs[0].aval.shape, tuple(sorted(eqn.params["axes"]))
     if eqn.primitive.name == "dot_general":
         return var.aval.shape, "dot"
+    if eqn.primitive.name in CUMULATIVE:
+        return var.aval.shape, "scan"
     return var.aval.shape, None
 
 
 def _compatible(domains):
     shapes = {shape for shape, _ in domains}
     reduced = {axes for _, axes in domains if axes is not None}
-    return len(shapes) == 1 and len(reduced) <= 1 and "dot" not in reduced
+    return len(shapes) == 1 and len(reduced) <= 1 and "dot" not in reduced and "scan" not in reduced
 
 
 class _UnionFind:
@@ -271,9 +275,13 @@ _kernel_counter = [0]
 
 def _lower_group(group, producers, roots):
     shape, reduced = _compatible_domain(group, producers)
-    first = _GroupLowering(producers, roots, shape, reduced, outer=None)
-    first.build(group)
-    outer = first.required_outer()
+    if reduced == "scan":       # every axis but the scanned one is independent
+        axis = producers[group[0]].params["axis"]
+        outer = [a for a in range(len(shape)) if a != axis]
+    else:
+        first = _GroupLowering(producers, roots, shape, reduced, outer=None)
+        first.build(group)
+        outer = first.required_outer()
     lowering = _GroupLowering(producers, roots, shape, reduced, outer=outer)
     stages = lowering.build(group)
     lowering.check_reductions()
@@ -362,7 +370,7 @@ class _GroupLowering:
         index = [self.eb.loop_var(loop) for loop in self.loops]
         per_point, per_element = [], []
         for root in group:
-            if _domain(root, self.producers)[1] is None:
+            if _domain(root, self.producers)[1] in (None, "scan"):
                 per_element.append((root, index))
             else:
                 kept = self._kept_index(root, index)
@@ -677,6 +685,31 @@ def _reduction_rule(lw, eqn, kept_index):
 
 for _name in REDUCTIONS:
     LOWERINGS[_name] = _reduction_rule
+
+
+# Cumulative reductions: one kernel per result, its scanned axis the innermost loop, each
+# element combining the previous output element (read back from memory) with the next input.
+CUMULATIVE = {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min"}
+
+
+def _cumulative_rule(lw, eqn, index):
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    axis, eb = eqn.params["axis"], lw.eb
+    position = index[axis]
+    previous_index = list(index)
+    previous_index[axis] = _clamp_index(eb, eb.node("sub", INDEX, (position, eb.index(1))), x.aval.shape[axis])
+    previous = eb.node("load", out.aval.dtype, (eb.linearize(previous_index, out.aval.shape),), lw.buffer(out))
+    value = lw.value(x, index)
+    combined = eb.node(CUMULATIVE[eqn.primitive.name], out.aval.dtype, (previous, value))
+    first = eb.node("eq", dtypes.bool_, (position, eb.index(0)))
+    return eb.node("select_n", out.aval.dtype, (first, combined, value))
+
+
+for _name in CUMULATIVE:
+    LOWERINGS[_name] = _cumulative_rule
+    # Scanning backwards needs a descending loop; 16-bit floats accumulate in float32 eagerly.
+    _CONSTRAINTS[_name] = lambda eqn: not eqn.params["reverse"] and _in_dtype(eqn).itemsize >= 4 \
+        or not eqn.params["reverse"] and not dtypes.is_float(_in_dtype(eqn))
 
 
 def dot_compute_dtype(lhs_dtype, out_dtype):

@@ -44,8 +44,9 @@ FALLBACKS = {
     "reduce_or": "on integers (the lowering covers booleans)",
     "bitcast_convert_type": "to or from bool",
     # Not lowered:
-    **{name: f"cumulative scan along an axis: {_NOT_YET}"
-       for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
+    **{name: f"reversed, or in float16/bfloat16 (accumulated in float32 eagerly): {_NOT_YET}"
+       for name in ("cumsum", "cumprod", "cummax", "cummin")},
+    "cumlogsumexp": f"cumulative log-sum-exp: {_NOT_YET}",
     **{name: f"data-dependent indexing: {_NOT_YET}"
        for name in ("gather", "scatter", "scatter-add",
                     "scatter-mul", "scatter-min", "scatter-max")},
