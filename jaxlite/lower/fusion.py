@@ -705,11 +705,15 @@ def _cumulative_rule(lw, eqn, index):
     return eb.node("select_n", out.aval.dtype, (first, combined, value))
 
 
+def _cumulative_supported(eqn):
+    """Scanning backwards needs a descending loop; 16-bit floats accumulate in float32 eagerly."""
+    dtype = _in_dtype(eqn)
+    return not eqn.params["reverse"] and not (dtypes.is_float(dtype) and dtype.itemsize < 4)
+
+
 for _name in CUMULATIVE:
     LOWERINGS[_name] = _cumulative_rule
-    # Scanning backwards needs a descending loop; 16-bit floats accumulate in float32 eagerly.
-    _CONSTRAINTS[_name] = lambda eqn: not eqn.params["reverse"] and _in_dtype(eqn).itemsize >= 4 \
-        or not eqn.params["reverse"] and not dtypes.is_float(_in_dtype(eqn))
+    _CONSTRAINTS[_name] = _cumulative_supported
 
 
 def dot_compute_dtype(lhs_dtype, out_dtype):
