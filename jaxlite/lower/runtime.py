@@ -2,7 +2,8 @@
 
 A compiled program is a list of steps: each fused kernel has a native entry point
 (`void entry(ptr objects, i64 start, i64 stop)`, the range of its parallel loop, so a
-big kernel runs on several threads), and the few equations that run outside
+big kernel runs on several threads; a program made only of kernels that all run on
+one thread is called through a single entry point instead), and the few equations that run outside
 (dot_general through the GEMM kernel, and logged fallbacks to an equation's numpy
 implementation) sit between them. All kernels of one compiled function share one
 LLVM module.
@@ -137,18 +138,25 @@ class Executable:
         self.plan = MemoryPlan(self.steps, intermediates)
 
     def _build_segments(self):
-        """One native entry point per kernel (so a big one can be split across threads)."""
-        segments = []
+        """An entry point per kernel (so a big one can be split across threads), and when
+        every step is a kernel, one more that runs them all: one native call per call."""
+        segments, calls = [], []
         for number, step in enumerate(self.steps):
             if isinstance(step, EqnStep):
                 segments.append(step)
                 continue
             function = codegen.emit_kernel(self.module, step.kernel)
             sources = [self._source(v) for v in step.inputs + step.outputs]
+            loop = step.kernel.parallel_loop()
             name = f"{self.name}_kernel{number}"
-            _emit_object_entry(self.module, name, function, sources, step.kernel.parallel_loop() is not None)
+            _emit_object_entry(self.module, name, [(function, sources, True if loop is not None else None)])
+            calls.append((function, sources, loop.extent if loop is not None else None))
             segments.append((name, step.kernel))
-        self._has_native = any(isinstance(s, tuple) for s in segments)
+        self._has_native = bool(calls)
+        self._whole_entry = None
+        if calls and len(calls) == len(self.steps):
+            self._whole_entry = f"{self.name}_all"
+            _emit_object_entry(self.module, self._whole_entry, calls)
         return segments
 
     def _source(self, var):
@@ -164,6 +172,9 @@ class Executable:
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
                 self._runners.append(_PythonStep(segment))
+        if self._whole_entry and all(r.threads == 1 for r in self._runners):
+            whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
+            self._runners = [_WholeProgram(whole)]
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
         self._prepare_call()
 
@@ -207,10 +218,11 @@ class Executable:
         return self.compiled.asm() if self.compiled is not None else ""
 
 
-def _emit_object_entry(module, name, kernel_function, sources, parallel):
-    """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, the kernel on its buffers,
+def _emit_object_entry(module, name, calls):
+    """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, each kernel on its buffers,
     MXCSR restored. Data pointers are read out of the numpy array objects (slot 0: the
-    workspace); start/stop bound the kernel's parallel loop."""
+    workspace). A call's `bounds` is True to pass start/stop on to the kernel's parallel
+    loop, an extent to run all of it, or None for a kernel without one."""
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]), name)
     llvm_target.add_function_attributes(function)
     objects, start, stop = function.args
@@ -234,11 +246,28 @@ def _emit_object_entry(module, name, kernel_function, sources, parallel):
                 pointers[source] = b.gep(base, [ir.Constant(codegen.I64, value)], inbounds=True, source_etype=codegen.I8)
         return pointers[source]
 
-    args = [pointer(s) for s in sources] + ([start, stop] if parallel else [])
-    b.call(kernel_function, args)
+    for kernel_function, sources, bounds in calls:
+        args = [pointer(s) for s in sources]
+        if bounds is True:
+            args += [start, stop]
+        elif bounds is not None:
+            args += [ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, bounds)]
+        b.call(kernel_function, args)
     codegen.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
+
+
+class _WholeProgram:
+    """All kernels in one native call (programs of kernels only, none split over threads)."""
+
+    threads = 1
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, slots):
+        self.function(slots, 0, 0)
 
 
 PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
