@@ -308,8 +308,14 @@ def test_fma_and_stop_gradient():
 
 def test_fallback_primitives_agree_with_eager():
     x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
-    assert_agree(lambda a: lax.cumsum(jnp.exp(a), axis=1) * 2, x, rtol=1e-6)
+    index = np.array([3, 0, 2], np.int32)
+    assert_agree(lambda a: lax.cumsum(jnp.exp(a), axis=1, reverse=True) * 2, x, rtol=1e-6)
+    assert_agree(lambda a: lax.cumlogsumexp(a, axis=0) + 1, x, rtol=1e-6)
     assert_agree(lambda a: lax.sort(a * 2, dimension=1) + 1, x)
+    assert_agree(lambda a: lax.top_k(a + 1, 2)[0] * 2, x)
+    assert_agree(lambda a, i: jnp.exp(a)[i] * 2, x, index, rtol=1e-6)
+    assert_agree(lambda a, i: jnp.asarray(a).at[i].add(1.0) * 2, x, index)
+    assert_agree(lambda a: jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(4)) * 2, x, rtol=1e-5, atol=1e-5)
 
 
 @settings(deadline=None, max_examples=25)
