@@ -1,12 +1,12 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
-A compiled program is a list of steps: each fused kernel has a native entry point
-(`void entry(ptr objects, i64 start, i64 stop)`, the range of its parallel loop, so a
-big kernel runs on several threads; a program made only of kernels that all run on
-one thread is called through a single entry point instead), and the few equations that run outside
-(dot_general through the GEMM kernel, and logged fallbacks to an equation's numpy
-implementation) sit between them. All kernels of one compiled function share one
-LLVM module.
+A compiled program is a list of steps: fused kernels, and the few equations that
+run outside them (dot_general through the GEMM kernel, control flow with compiled
+bodies, and logged fallbacks to an equation's numpy implementation). All kernels of
+one compiled function share one LLVM module. Each kernel has a native entry point
+`void entry(ptr objects, i64 start, i64 stop)` bounding its parallel loop, so a big
+kernel runs on several threads; a program made only of kernels that each run on one
+thread is called through a single entry point, once per call.
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
