@@ -345,6 +345,17 @@ def test_cumulative_reductions(shape, seed, dtype, name, reverse):
     assert_agree(lambda a: op(jnp.abs(a) + a, axis=axis, reverse=reverse) * 2, x, rtol=1e-5)
 
 
+@settings(deadline=None, max_examples=15)
+@given(shapes, seeds)
+def test_threefry_and_random_draws(shape, seed):
+    rng = np.random.default_rng(seed)
+    words = [rng.integers(0, 2 ** 32, shape, dtype=np.uint64).astype(np.uint32) for _ in range(4)]
+    assert_agree(lambda *w: lax.threefry2x32(*w), *words)
+    assert_agree(lambda *w: lax.threefry2x32(np.uint32(7), w[1], w[2], w[3])[1], *words)
+    key = jaxlite.random.PRNGKey(seed)
+    assert_agree(lambda k: jaxlite.random.uniform(k, shape) * 2, key, rtol=1e-7)
+
+
 def test_control_flow_runs_compiled_bodies():
     x = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
     assert_agree(lambda a: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * 2 + a, a), x, rtol=1e-6, atol=1e-6)

@@ -414,8 +414,14 @@ class _GroupLowering:
     # -- values
     def _compute(self, var, index):
         """The root's own value (its equation inlined even though it is materialized)."""
+        return self._apply_rule(var, list(index))
+
+    def _apply_rule(self, var, index):
+        """The rule of var's equation at `index`; rules of multiple-result primitives give
+        every result (built once: the expression builder shares them)."""
         eqn = self.producers[var]
-        return LOWERINGS[eqn.primitive.name](self, eqn, list(index))
+        result = LOWERINGS[eqn.primitive.name](self, eqn, index)
+        return result[eqn.outputs.index(var)] if eqn.primitive.multiple_results else result
 
     def value(self, var, index):
         if isinstance(var, Literal):
@@ -430,8 +436,7 @@ class _GroupLowering:
         if var in self.roots or var not in self.producers:
             buffer = self.inputs.setdefault(var, self.buffer(var))
             return self.eb.node("load", var.aval.dtype, (self.eb.linearize(index, var.aval.shape),), buffer)
-        eqn = self.producers[var]
-        return LOWERINGS[eqn.primitive.name](self, eqn, index)
+        return self._apply_rule(var, index)
 
     def operand(self, var, index):
         """An elementwise operand: rank-0 operands broadcast against the rest."""
@@ -714,6 +719,37 @@ def _cumulative_supported(eqn):
 for _name in CUMULATIVE:
     LOWERINGS[_name] = _cumulative_rule
     _CONSTRAINTS[_name] = _cumulative_supported
+
+
+def _threefry2x32_rule(lw, eqn, index):
+    """The cipher's 20 add-rotate-xor rounds as one expression per output word."""
+    from jaxlite.lax.random_bits import KEY_PARITY, ROTATIONS   # the constants' one home
+    eb, word = lw.eb, dtypes.uint32
+
+    def add(a, b):
+        return eb.node("add", word, (a, b))
+
+    def xor(a, b):
+        return eb.node("xor", word, (a, b))
+
+    def rotate_left(x, distance):
+        high = eb.node("shift_left", word, (x, eb.const(distance, word)))
+        low = eb.node("shift_right_logical", word, (x, eb.const(32 - distance, word)))
+        return eb.node("or", word, (high, low))
+
+    key1, key2, x1, x2 = (lw.operand(v, index) for v in eqn.inputs)
+    schedule = (key1, key2, xor(xor(key1, key2), eb.const(KEY_PARITY, word)))
+    x1, x2 = add(x1, schedule[0]), add(x2, schedule[1])
+    for group in range(5):
+        for distance in ROTATIONS[group % 2]:
+            x1 = add(x1, x2)
+            x2 = xor(rotate_left(x2, distance), x1)
+        x1 = add(x1, schedule[(group + 1) % 3])
+        x2 = add(x2, add(schedule[(group + 2) % 3], eb.const(group + 1, word)))
+    return [x1, x2]
+
+
+LOWERINGS["threefry2x32"] = _threefry2x32_rule
 
 
 def dot_compute_dtype(lhs_dtype, out_dtype):

@@ -56,7 +56,6 @@ FALLBACKS = {
     **{name: f"windowed reduction: {_NOT_YET}"
        for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
-    "threefry2x32": f"two results per element: multi-output elementwise {_NOT_YET}",
     "polygamma": "no vectorizable emitter in llvm_math",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
        for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
