@@ -260,8 +260,8 @@ def test_every_lax_primitive_has_a_lowering_or_an_explained_fallback():
     primitives = {value.name for module in modules if hasattr(module, "__dict__")
                   for value in vars(module).values() if isinstance(value, Primitive)}
     assert len(primitives) > 50, "found too few primitives"
-    missing = sorted(p for p in primitives
-                     if p not in fusion.LOWERINGS and p not in runtime.FALLBACKS and p != "jit")
+    missing = sorted(p for p in primitives if p not in fusion.LOWERINGS and p not in runtime.FALLBACKS
+                     and p not in runtime.CONTROL_FLOW and p != "jit")
     assert not missing, f"primitives with neither a jit lowering nor a FALLBACKS entry: {missing}"
 
 
@@ -308,9 +308,66 @@ def test_fma_and_stop_gradient():
 
 def test_fallback_primitives_agree_with_eager():
     x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
-    assert_agree(lambda a: lax.cumsum(jnp.exp(a), axis=1) * 2, x, rtol=1e-6)
+    index = np.array([3, 0, 2], np.int32)
+    assert_agree(lambda a: lax.cumsum(jnp.exp(a), axis=1, reverse=True) * 2, x, rtol=1e-6)
+    assert_agree(lambda a: lax.cumlogsumexp(a, axis=0) + 1, x, rtol=1e-6)
     assert_agree(lambda a: lax.sort(a * 2, dimension=1) + 1, x)
-    assert_agree(lambda a: lax.fori_loop(0, 3, lambda i, v: v * 2 + 1, a), x)
+    assert_agree(lambda a: lax.top_k(a + 1, 2)[0] * 2, x)
+    assert_agree(lambda a, i: jnp.exp(a)[i] * 2, x, index, rtol=1e-6)
+    assert_agree(lambda a, i: jnp.asarray(a).at[i].add(1.0) * 2, x, index)
+    assert_agree(lambda a: jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(4)) * 2, x, rtol=1e-5, atol=1e-5)
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple), seeds,
+       st.sampled_from([np.float32, np.int32, dtypes.bfloat16]))
+def test_dynamic_slice_and_update(shape, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x = random_array(rng, shape, dtype)
+    sizes = tuple(int(rng.integers(0, n + 1)) for n in shape)
+    starts = [np.int32(s) for s in rng.integers(-2, 6, len(shape))]    # out of range: clamped
+    update = random_array(rng, sizes, dtype)
+    assert_agree(lambda a, *s: lax.dynamic_slice(a, s, sizes), x, *starts)
+    assert_agree(lambda a, u, *s: lax.dynamic_update_slice(a, u, s) * 2, x, update, *starts)
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple), seeds,
+       st.sampled_from([np.float32, np.int32, np.uint8, np.float16]),
+       st.sampled_from(["cumsum", "cumprod", "cummax", "cummin"]), st.booleans())
+def test_cumulative_reductions(shape, seed, dtype, name, reverse):
+    rng = np.random.default_rng(seed)
+    x = random_array(rng, shape, dtype, 0.5, 1.5)
+    axis = int(rng.integers(0, len(shape)))
+    if dtypes.is_float(dtype) and x.size > 1:
+        x.flat[1] = np.nan
+    op = getattr(lax, name)
+    assert_agree(lambda a: op(jnp.abs(a) + a, axis=axis, reverse=reverse) * 2, x, rtol=1e-5)
+
+
+@settings(deadline=None, max_examples=15)
+@given(shapes, seeds)
+def test_threefry_and_random_draws(shape, seed):
+    rng = np.random.default_rng(seed)
+    words = [rng.integers(0, 2 ** 32, shape, dtype=np.uint64).astype(np.uint32) for _ in range(4)]
+    assert_agree(lambda *w: lax.threefry2x32(*w), *words)
+    assert_agree(lambda *w: lax.threefry2x32(np.uint32(7), w[1], w[2], w[3])[1], *words)
+    key = jaxlite.random.PRNGKey(seed)
+    assert_agree(lambda k: jaxlite.random.uniform(k, shape) * 2, key, rtol=1e-7)
+
+
+def test_control_flow_runs_compiled_bodies():
+    x = np.random.default_rng(5).standard_normal((4, 6)).astype(np.float32)
+    assert_agree(lambda a: lax.fori_loop(0, 3, lambda i, v: jnp.sin(v) * 2 + a, a), x, rtol=1e-6, atol=1e-6)
+    assert_agree(lambda a: lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (0, a)), x,
+                 rtol=1e-6)
+    assert_agree(lambda a: lax.scan(lambda c, row: (c + row, jnp.exp(c)), jnp.zeros(6), a, reverse=True), x,
+                 rtol=1e-6, atol=1e-6)
+    assert_agree(lambda a: lax.cond(a[0, 0] > 0, jnp.sin, jnp.cos, a), x, rtol=1e-6, atol=1e-6)
+    nested = lambda a: lax.fori_loop(0, 2, lambda i, v: lax.fori_loop(0, 2, lambda j, w: w * 0.5 + 1, v), a)
+    assert_agree(nested, x)
+    steps = jaxlite.jit(lambda a: lax.fori_loop(0, 3, lambda i, v: v + 1, a)).lower(x).program.steps
+    assert [s.kind for s in steps if isinstance(s, fusion.EqnStep)] in (["control"], [])
 
 
 # ---------------------------------------------------------------- zero-size arrays

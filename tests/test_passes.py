@@ -120,6 +120,18 @@ def test_dump_passes_logs_every_pass(caplog):
         assert f"after {graph_pass.__name__}" in caplog.text
 
 
+def test_dump_passes_shows_the_fused_kernels(caplog):
+    import logging
+    from jaxlite.core.config import config
+    config.update("jaxlite_dump_passes", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+            jaxlite.jit(lambda x: jnp.exp(x) * 2).lower(X)
+    finally:
+        config.update("jaxlite_dump_passes", False)
+    assert "after fusion" in caplog.text and "kernel fused" in caplog.text
+
+
 def test_transposed_dot_operands_fold_into_dimension_numbers():
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     b = np.arange(20, dtype=np.float32).reshape(5, 4)

@@ -13,7 +13,7 @@ each row from memory once and twice more from cache.
 
 Choosing what to materialize, greedily:
   1. jaxpr outputs, operands and results of equations without a fused lowering,
-     and dot_general results (a matmul is its own kernel);
+     and dot_general and cumulative results (each its own kernel);
   2. a value needed by roots of different kernels, unless those roots can share
      one kernel (same domain, compatible reductions, independent of each other);
   3. a reduction whose result would have to be recomputed per inner point
@@ -120,6 +120,8 @@ def _initial_roots(jaxpr, producers, eqn_step_kind):
         if eqn_step_kind(eqn) or eqn.primitive.name == "dot_general":
             roots.update(v for v in eqn.inputs if isinstance(v, Var) and v in producers)
             roots.update(eqn.outputs)
+        if eqn.primitive.name in CUMULATIVE:     # it reads back its own output
+            roots.update(eqn.outputs)
     return {v for v in roots if not eqn_step_kind(producers[v])}
 
 
@@ -132,13 +134,15 @@ def _domain(var, producers):
         return eqn.inputs[0].aval.shape, tuple(sorted(eqn.params["axes"]))
     if eqn.primitive.name == "dot_general":
         return var.aval.shape, "dot"
+    if eqn.primitive.name in CUMULATIVE:
+        return var.aval.shape, "scan"
     return var.aval.shape, None
 
 
 def _compatible(domains):
     shapes = {shape for shape, _ in domains}
     reduced = {axes for _, axes in domains if axes is not None}
-    return len(shapes) == 1 and len(reduced) <= 1 and "dot" not in reduced
+    return len(shapes) == 1 and len(reduced) <= 1 and "dot" not in reduced and "scan" not in reduced
 
 
 class _UnionFind:
@@ -284,9 +288,13 @@ _kernel_counter = [0]
 
 def _lower_group(group, producers, roots):
     shape, reduced = _compatible_domain(group, producers)
-    first = _GroupLowering(producers, roots, shape, reduced, outer=None)
-    first.build(group)
-    outer = first.required_outer()
+    if reduced == "scan":       # every axis but the scanned one is independent
+        axis = producers[group[0]].params["axis"]
+        outer = [a for a in range(len(shape)) if a != axis]
+    else:
+        first = _GroupLowering(producers, roots, shape, reduced, outer=None)
+        first.build(group)
+        outer = first.required_outer()
     lowering = _GroupLowering(producers, roots, shape, reduced, outer=outer)
     stages = lowering.build(group)
     lowering.check_reductions()
@@ -375,7 +383,7 @@ class _GroupLowering:
         index = [self.eb.loop_var(loop) for loop in self.loops]
         per_point, per_element = [], []
         for root in group:
-            if _domain(root, self.producers)[1] is None:
+            if _domain(root, self.producers)[1] in (None, "scan"):
                 per_element.append((root, index))
             else:
                 kept = self._kept_index(root, index)
@@ -419,8 +427,14 @@ class _GroupLowering:
     # -- values
     def _compute(self, var, index):
         """The root's own value (its equation inlined even though it is materialized)."""
+        return self._apply_rule(var, list(index))
+
+    def _apply_rule(self, var, index):
+        """The rule of var's equation at `index`; rules of multiple-result primitives give
+        every result (built once: the expression builder shares them)."""
         eqn = self.producers[var]
-        return LOWERINGS[eqn.primitive.name](self, eqn, list(index))
+        result = LOWERINGS[eqn.primitive.name](self, eqn, index)
+        return result[eqn.outputs.index(var)] if eqn.primitive.multiple_results else result
 
     def value(self, var, index):
         if isinstance(var, Literal):
@@ -435,8 +449,7 @@ class _GroupLowering:
         if var in self.roots or var not in self.producers:
             buffer = self.inputs.setdefault(var, self.buffer(var))
             return self.eb.node("load", var.aval.dtype, (self.eb.linearize(index, var.aval.shape),), buffer)
-        eqn = self.producers[var]
-        return LOWERINGS[eqn.primitive.name](self, eqn, index)
+        return self._apply_rule(var, index)
 
     def operand(self, var, index):
         """An elementwise operand: rank-0 operands broadcast against the rest."""
@@ -623,7 +636,40 @@ def _concatenate_rule(lw, eqn, index):
     return result
 
 
+def _dynamic_starts(lw, starts, operand_shape, sizes):
+    """Start indices read at run time, clamped so the window fits (as the eager impl does)."""
+    eb = lw.eb
+    return [_clamp_index(eb, eb.node("convert", INDEX, (lw.value(s, []),)), max(n - k, 0) + 1)
+            for s, n, k in zip(starts, operand_shape, sizes)]
+
+
+def _dynamic_slice_rule(lw, eqn, index):
+    x, *starts = eqn.inputs
+    begin = _dynamic_starts(lw, starts, x.aval.shape, eqn.params["slice_sizes"])
+    return lw.value(x, [lw.eb.add(b, i) for b, i in zip(begin, index)])
+
+
+def _dynamic_update_slice_rule(lw, eqn, index):
+    """Inside the window: the update (at a clamped, always valid index); else the operand."""
+    x, update, *starts = eqn.inputs
+    eb = lw.eb
+    if update.aval.size == 0:
+        return lw.value(x, index)
+    begin = _dynamic_starts(lw, starts, x.aval.shape, update.aval.shape)
+    inside, update_index = None, []
+    for i, b, k in zip(index, begin, update.aval.shape):
+        relative = eb.node("sub", INDEX, (i, b))
+        within = eb.node("and", dtypes.bool_, (eb.node("ge", dtypes.bool_, (relative, eb.index(0))),
+                                                eb.node("lt", dtypes.bool_, (relative, eb.index(k)))))
+        inside = within if inside is None else eb.node("and", dtypes.bool_, (inside, within))
+        update_index.append(_clamp_index(eb, relative, k))
+    if inside is None:
+        return lw.value(update, [])
+    return eb.node("select_n", x.aval.dtype, (inside, lw.value(x, index), lw.value(update, update_index)))
+
+
 LOWERINGS.update({
+    "dynamic_slice": _dynamic_slice_rule, "dynamic_update_slice": _dynamic_update_slice_rule,
     "broadcast_in_dim": _broadcast_in_dim_rule, "transpose": _transpose_rule,
     "reshape": _reshape_rule, "squeeze": _squeeze_rule, "rev": _rev_rule, "slice": _slice_rule,
     "iota": _iota_rule, "pad": _pad_rule, "concatenate": _concatenate_rule,
@@ -657,6 +703,66 @@ def _reduction_rule(lw, eqn, kept_index):
 
 for _name in REDUCTIONS:
     LOWERINGS[_name] = _reduction_rule
+
+
+# Cumulative reductions: one kernel per result, its scanned axis the innermost loop, each
+# element combining the previous output element (read back from memory) with the next input.
+CUMULATIVE = {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min"}
+
+
+def _cumulative_rule(lw, eqn, index):
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    axis, eb = eqn.params["axis"], lw.eb
+    position = index[axis]
+    previous_index = list(index)
+    previous_index[axis] = _clamp_index(eb, eb.node("sub", INDEX, (position, eb.index(1))), x.aval.shape[axis])
+    previous = eb.node("load", out.aval.dtype, (eb.linearize(previous_index, out.aval.shape),), lw.buffer(out))
+    value = lw.value(x, index)
+    combined = eb.node(CUMULATIVE[eqn.primitive.name], out.aval.dtype, (previous, value))
+    first = eb.node("eq", dtypes.bool_, (position, eb.index(0)))
+    return eb.node("select_n", out.aval.dtype, (first, combined, value))
+
+
+def _cumulative_supported(eqn):
+    """Scanning backwards needs a descending loop; 16-bit floats accumulate in float32 eagerly."""
+    dtype = _in_dtype(eqn)
+    return not eqn.params["reverse"] and not (dtypes.is_float(dtype) and dtype.itemsize < 4)
+
+
+for _name in CUMULATIVE:
+    LOWERINGS[_name] = _cumulative_rule
+    _CONSTRAINTS[_name] = _cumulative_supported
+
+
+def _threefry2x32_rule(lw, eqn, index):
+    """The cipher's 20 add-rotate-xor rounds as one expression per output word."""
+    from jaxlite.lax.random_bits import KEY_PARITY, ROTATIONS   # the constants' one home
+    eb, word = lw.eb, dtypes.uint32
+
+    def add(a, b):
+        return eb.node("add", word, (a, b))
+
+    def xor(a, b):
+        return eb.node("xor", word, (a, b))
+
+    def rotate_left(x, distance):
+        high = eb.node("shift_left", word, (x, eb.const(distance, word)))
+        low = eb.node("shift_right_logical", word, (x, eb.const(32 - distance, word)))
+        return eb.node("or", word, (high, low))
+
+    key1, key2, x1, x2 = (lw.operand(v, index) for v in eqn.inputs)
+    schedule = (key1, key2, xor(xor(key1, key2), eb.const(KEY_PARITY, word)))
+    x1, x2 = add(x1, schedule[0]), add(x2, schedule[1])
+    for group in range(5):
+        for distance in ROTATIONS[group % 2]:
+            x1 = add(x1, x2)
+            x2 = xor(rotate_left(x2, distance), x1)
+        x1 = add(x1, schedule[(group + 1) % 3])
+        x2 = add(x2, add(schedule[(group + 2) % 3], eb.const(group + 1, word)))
+    return [x1, x2]
+
+
+LOWERINGS["threefry2x32"] = _threefry2x32_rule
 
 
 def dot_compute_dtype(lhs_dtype, out_dtype):

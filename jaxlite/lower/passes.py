@@ -2,7 +2,8 @@
 
 Each pass rebuilds the equation list through a substitution map (`env`) from old
 variables to the atoms replacing them, so a pass never mutates its input. With
-config "jaxlite_dump_passes" set, the jaxpr is logged after every pass.
+config "jaxlite_dump_passes" set, the jaxpr is logged (logger "jaxlite.jit", at warning
+level so it shows without configuring logging) after every pass.
 
   inline_calls   nested jit calls become the inner equations
   dce            equations whose results are unused disappear, unless they have an
@@ -326,9 +327,9 @@ PIPELINE = (inline_calls, fold_constants, _simplify_all, cse, dce)
 
 def run_passes(closed, passes=PIPELINE):
     if config.jaxlite_dump_passes:
-        logger.info("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
+        logger.warning("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
     for graph_pass in passes:
         closed = graph_pass(closed)
         if config.jaxlite_dump_passes:
-            logger.info("after %s:\n%s", graph_pass.__name__, pretty_print(closed.jaxpr))
+            logger.warning("after %s:\n%s", graph_pass.__name__, pretty_print(closed.jaxpr))
     return closed

@@ -1,6 +1,7 @@
 """From a ClosedJaxpr to machine code: graph passes, fusion, code generation."""
 import numpy as np
 
+from jaxlite.core.config import config
 from jaxlite.core.ir import pretty_print
 from jaxlite.lower import epilogues, fusion, passes, runtime
 from jaxlite.lower.fusion import KernelStep
@@ -27,7 +28,10 @@ def lower_jaxpr(closed):
     optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
-    return LoweredProgram(optimized, steps)
+    program = LoweredProgram(optimized, steps)
+    if config.jaxlite_dump_passes:
+        passes.logger.warning("after fusion:\n%s", program.as_text())
+    return program
 
 
 def _fuse_gemm_epilogues(closed):

@@ -1,11 +1,12 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
-A compiled program is a list of steps: each fused kernel has a native entry point
-(`void entry(ptr objects, i64 start, i64 stop)`, the range of its parallel loop, so a
-big kernel runs on several threads), and the few equations that run outside
-(dot_general through the GEMM kernel, and logged fallbacks to an equation's numpy
-implementation) sit between them. All kernels of one compiled function share one
-LLVM module.
+A compiled program is a list of steps: fused kernels, and the few equations that
+run outside them (dot_general through the GEMM kernel, control flow with compiled
+bodies, and logged fallbacks to an equation's numpy implementation). All kernels of
+one compiled function share one LLVM module. Each kernel has a native entry point
+`void entry(ptr objects, i64 start, i64 stop)` bounding its parallel loop, so a big
+kernel runs on several threads; a program made only of kernels that each run on one
+thread is called through a single entry point, once per call.
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
@@ -44,19 +45,17 @@ FALLBACKS = {
     "reduce_or": "on integers (the lowering covers booleans)",
     "bitcast_convert_type": "to or from bool",
     # Not lowered:
-    **{name: f"control flow: the body runs eagerly per step; native loops are {_NOT_YET}"
-       for name in ("cond", "while", "scan")},
-    **{name: f"cumulative scan along an axis: {_NOT_YET}"
-       for name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp")},
+    **{name: f"reversed, or in float16/bfloat16 (accumulated in float32 eagerly): {_NOT_YET}"
+       for name in ("cumsum", "cumprod", "cummax", "cummin")},
+    "cumlogsumexp": f"cumulative log-sum-exp: {_NOT_YET}",
     **{name: f"data-dependent indexing: {_NOT_YET}"
-       for name in ("dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add",
+       for name in ("gather", "scatter", "scatter-add",
                     "scatter-mul", "scatter-min", "scatter-max")},
     **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
     **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve", "svd")},
     **{name: f"windowed reduction: {_NOT_YET}"
        for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
-    "threefry2x32": f"two results per element: multi-output elementwise {_NOT_YET}",
     "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
@@ -139,18 +138,25 @@ class Executable:
         self.plan = MemoryPlan(self.steps, intermediates)
 
     def _build_segments(self):
-        """One native entry point per kernel (so a big one can be split across threads)."""
-        segments = []
+        """An entry point per kernel (so a big one can be split across threads), and when
+        every step is a kernel, one more that runs them all: one native call per call."""
+        segments, calls = [], []
         for number, step in enumerate(self.steps):
             if isinstance(step, EqnStep):
                 segments.append(step)
                 continue
             function = codegen.emit_kernel(self.module, step.kernel)
             sources = [self._source(v) for v in step.inputs + step.outputs]
+            loop = step.kernel.parallel_loop()
             name = f"{self.name}_kernel{number}"
-            _emit_object_entry(self.module, name, function, sources, step.kernel.parallel_loop() is not None)
+            _emit_object_entry(self.module, name, [(function, sources, True if loop is not None else None)])
+            calls.append((function, sources, loop.extent if loop is not None else None))
             segments.append((name, step.kernel))
-        self._has_native = any(isinstance(s, tuple) for s in segments)
+        self._has_native = bool(calls)
+        self._whole_entry = None
+        if calls and len(calls) == len(self.steps):
+            self._whole_entry = f"{self.name}_all"
+            _emit_object_entry(self.module, self._whole_entry, calls)
         return segments
 
     def _source(self, var):
@@ -166,6 +172,9 @@ class Executable:
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
                 self._runners.append(_PythonStep(segment))
+        if self._whole_entry and all(r.threads == 1 for r in self._runners):
+            whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
+            self._runners = [_WholeProgram(whole)]
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
         self._prepare_call()
 
@@ -209,10 +218,11 @@ class Executable:
         return self.compiled.asm() if self.compiled is not None else ""
 
 
-def _emit_object_entry(module, name, kernel_function, sources, parallel):
-    """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, the kernel on its buffers,
+def _emit_object_entry(module, name, calls):
+    """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, each kernel on its buffers,
     MXCSR restored. Data pointers are read out of the numpy array objects (slot 0: the
-    workspace); start/stop bound the kernel's parallel loop."""
+    workspace). A call's `bounds` is True to pass start/stop on to the kernel's parallel
+    loop, an extent to run all of it, or None for a kernel without one."""
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]), name)
     llvm_target.add_function_attributes(function)
     objects, start, stop = function.args
@@ -236,11 +246,28 @@ def _emit_object_entry(module, name, kernel_function, sources, parallel):
                 pointers[source] = b.gep(base, [ir.Constant(codegen.I64, value)], inbounds=True, source_etype=codegen.I8)
         return pointers[source]
 
-    args = [pointer(s) for s in sources] + ([start, stop] if parallel else [])
-    b.call(kernel_function, args)
+    for kernel_function, sources, bounds in calls:
+        args = [pointer(s) for s in sources]
+        if bounds is True:
+            args += [start, stop]
+        elif bounds is not None:
+            args += [ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, bounds)]
+        b.call(kernel_function, args)
     codegen.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
+
+
+class _WholeProgram:
+    """All kernels in one native call (programs of kernels only, none split over threads)."""
+
+    threads = 1
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, slots):
+        self.function(slots, 0, 0)
 
 
 PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
@@ -285,8 +312,12 @@ _NO_WORKSPACE = np.empty(0, np.uint8)
 
 
 def _contiguous(x):
-    x = np.asarray(x)
-    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    """A C-contiguous ndarray (never a numpy scalar: the entry points read array objects)."""
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x).reshape(x.shape)   # (ascontiguousarray makes 0-d arrays 1-d)
+    return x
 
 
 def _buffer_view(var, env, workspace, plan):
@@ -304,6 +335,7 @@ class _PythonStep:
     def __init__(self, step):
         self.step = step
         self.gemm = _GemmCall(step.eqn) if step.kind == "gemm" else None
+        self.run = CONTROL_FLOW[step.eqn.primitive.name](step.eqn) if step.kind == "control" else None
 
     def __call__(self, env, workspace, plan):
         eqn = self.step.eqn
@@ -313,10 +345,71 @@ class _PythonStep:
         if self.gemm is not None:
             self.gemm(*inputs, out=outputs[0])
             return
-        results = eqn.primitive.impl(*inputs, **eqn.params)
-        results = results if eqn.primitive.multiple_results else [results]
+        if self.run is not None:
+            results = self.run(inputs)
+        else:
+            results = eqn.primitive.impl(*inputs, **eqn.params)
+            results = results if eqn.primitive.multiple_results else [results]
         for out, result in zip(outputs, results):
             np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))
+
+
+# ---------------------------------------------------------------- control flow
+# The loop runs in Python, each body (and condition, and branch) as its own compiled
+# program: one native call per iteration instead of one eager operation per equation.
+# Native loops around the kernels (a loop stage in the kernel IR) are the next step.
+
+def _compile_jaxpr(closed):
+    from jaxlite.lower import pipeline   # pipeline imports this module
+    return pipeline.compile_program(pipeline.lower_jaxpr(closed), "body")
+
+
+def _split(values, *counts):
+    parts, start = [], 0
+    for count in counts:
+        parts.append(list(values[start:start + count]))
+        start += count
+    return parts + [list(values[start:])]
+
+
+def _while_loop(eqn):
+    params = eqn.params
+    cond, body = _compile_jaxpr(params["cond_jaxpr"]), _compile_jaxpr(params["body_jaxpr"])
+
+    def run(inputs):
+        cond_consts, body_consts, carry = _split(inputs, params["cond_nconsts"], params["body_nconsts"])
+        while cond(cond_consts + carry)[0]:
+            carry = body(body_consts + carry)
+        return carry
+    return run
+
+
+def _scan_loop(eqn):
+    params = eqn.params
+    body, num_carry, length = _compile_jaxpr(params["jaxpr"]), params["num_carry"], params["length"]
+
+    def run(inputs):
+        consts, carry, xs = _split(inputs, params["num_consts"], num_carry)
+        ys = [np.empty((length,) + a.shape, a.dtype) for a in params["jaxpr"].out_avals[num_carry:]]
+        for i in (reversed(range(length)) if params["reverse"] else range(length)):
+            outs = body(consts + carry + [x[i, ...] for x in xs])
+            carry = outs[:num_carry]
+            for y, value in zip(ys, outs[num_carry:]):
+                y[i] = value
+        return carry + ys
+    return run
+
+
+def _cond_branches(eqn):
+    branches = [_compile_jaxpr(branch) for branch in eqn.params["branches"]]
+
+    def run(inputs):
+        index, args = inputs[0], inputs[1:]
+        return branches[int(index)](list(args))
+    return run
+
+
+CONTROL_FLOW = {"while": _while_loop, "scan": _scan_loop, "cond": _cond_branches}
 
 
 # ---------------------------------------------------------------- equations outside kernels
@@ -328,7 +421,7 @@ def eqn_step_kind(eqn):
         return "gemm"
     if is_fusible(eqn):
         return None
-    return "fallback"
+    return "control" if eqn.primitive.name in CONTROL_FLOW else "fallback"
 
 
 def log_fallbacks(steps):

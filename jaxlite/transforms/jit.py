@@ -92,6 +92,8 @@ class _CacheEntry:
 
     def __init__(self, closed, out_tree, name):
         self.closed, self.out_tree, self.name = closed, out_tree, name
+        self.in_avals = closed.in_avals
+        self.out_weak_types = [a.weak_type for a in closed.out_avals]
         self.executable = None
         self.lock = threading.Lock()
 
@@ -207,7 +209,8 @@ class JittedFunction:
             signature = _array_signature(args)
             entry = self._fast_entries.get(signature) if signature is not None else None
             if entry is not None:
-                return tree_unflatten(entry.out_tree, _run_eagerly(entry, args))
+                outs = _run_eagerly(entry, args)
+                return outs[0] if entry.out_tree.kind is None else tree_unflatten(entry.out_tree, outs)
         entry, flat_args = self._entry(args, kwargs)
         if current_trace() is EVAL_TRACE:
             outs = _run_eagerly(entry, flat_args)
@@ -297,9 +300,9 @@ def _lift_tracer_consts(closed, is_tracer):
 
 def _run_eagerly(entry, flat_args):
     values = [x._value if type(x) is Array else _numpy_argument(x, aval)
-              for x, aval in zip(flat_args, entry.closed.in_avals)]
-    outs = entry.get_executable()(entry.extra_args + values)
-    return [Array(np.asarray(o), aval.weak_type) for o, aval in zip(outs, entry.closed.out_avals)]
+              for x, aval in zip(flat_args, entry.in_avals)]
+    executable = entry.executable or entry.get_executable()
+    return [Array(o, weak) for o, weak in zip(executable(entry.extra_args + values), entry.out_weak_types)]
 
 
 def _numpy_argument(x, aval):
