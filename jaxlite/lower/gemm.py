@@ -11,11 +11,17 @@ rows of C (contiguous in memory), so B is the vector operand and A the broadcast
           for each row tile, for each column tile (the A micro-panel stays in L1)
             microkernel: mr x nr accumulators in registers, mr*nv FMAs per k step
 
-M, N, K are static and threads get whole row tiles, so the shape of every edge tile is
-static too: the last row tile has M % mr rows, the last column tile N % nr columns. Each
-edge shape is compiled as its own microkernel instance, so full tiles carry no masks and
-edge tiles never touch memory outside the operands. Small problems skip packing and run
-the same microkernel straight on A and B.
+One native kernel serves a whole family (dtype, transposes, epilogue, vector width,
+inner product): M, N, K, the batch count and batch strides are runtime arguments, so a
+process compiles each family once, whatever shapes it meets. The register tile's height
+stays static; edges are handled at run time. Packed panels are always mr x nr wide
+(packing reads only inside the operands, the rest of a panel is zero or repeats the last
+valid row or column), so the inner loop never masks, and the microkernel hands its
+accumulators to one store loop over the tile's valid rows whose loads and stores of C
+carry a lane mask of its valid columns (AVX-512 k-masks). Microkernels come in two kinds,
+A packed and A read where it is (when N fits one column tile, packing A would only copy),
+each 1 to nv vectors wide, picked at run time by the tile's width: a narrow edge tile
+does not pay for the full width's FMAs.
 
 The packed panels live in a caller-provided workspace rather than on the stack: they
 reach ~1 MB, more than a worker thread's stack may hold, and a runtime can keep one
@@ -39,8 +45,6 @@ I64 = ir.IntType(64)
 PTR = ir.PointerType()
 _ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType(), "int32": ir.IntType(32)}
 _WORKSPACE_ALIGN = 64
-# Below this many operand bytes everything sits in L1/L2 and packing costs more than it saves.
-_SMALL_OPERAND_BYTES = 96 * 1024
 # Handing a range to a pool thread costs ~50-80 us, the time of ~5 MFLOP here: a thread
 # must get more work than that to pay for itself.
 _MIN_FLOPS_PER_THREAD = 8e6
@@ -401,28 +405,29 @@ class GemmEmitter:
 
     # -- microkernel
 
-    def microkernel(self, a_packed):
+    def microkernel(self, a_packed, vectors):
         """void(a, packed b, c, i64 kc, i1 first, i1 last, i64 row0, i64 col0, i64 rows,
         i64 cols, i64 n, i64 a_stride, extra...)
 
-        An mr x nr tile whose first `rows` rows and `cols` columns are stored (at most
-        mr, nr). B comes packed nr wide. A comes packed mr wide, or (a_packed False) as
-        stored, `a_stride` apart along its runtime-strided axis."""
-        return self._cached(("kernel", a_packed),
-                            lambda: self._emit_microkernel(a_packed, f"tile_{'packed' if a_packed else 'direct'}_a"))
+        An mr x (vectors * lanes) tile whose first `rows` rows and `cols` columns are
+        stored (rows <= mr, cols <= vectors * lanes). B comes packed nr wide. A comes
+        packed mr wide, or (a_packed False) as stored, `a_stride` apart along its
+        runtime-strided axis."""
+        name = f"tile_{'packed' if a_packed else 'direct'}_a_{vectors}"
+        return self._cached(("kernel", a_packed, vectors), lambda: self._emit_microkernel(a_packed, vectors, name))
 
-    def _emit_microkernel(self, a_packed, name):
+    def _emit_microkernel(self, a_packed, vectors, name):
         extra_types = [PTR] * len(self.spec.epilogue_kinds)
         function, builder = self.new_function(name, [PTR, PTR, PTR, I64, I1, I1] + [I64] * 6 + extra_types)
         a, b, c, kc, first, last, row0, col0, rows, cols, n, a_stride, *extra = function.args
         buffer = builder.alloca(self.vec, size=self.blk.mr * self.blk.nv)
         a_rows, a_k_stride = self._a_row_pointers(builder, a, a_packed, rows, a_stride)
-        acc = [ir.Constant(self.vec, None)] * (self.blk.mr * self.blk.nv)
+        acc = [ir.Constant(self.vec, None)] * (self.blk.mr * vectors)
         unroll = 4
         main_end = builder.sub(kc, builder.urem(kc, as_i64(unroll)))
 
         def step(k, acc):
-            return self._fma_step(builder, a_rows, a_k_stride, b, k, acc)
+            return self._fma_step(builder, a_rows, a_k_stride, b, k, vectors, acc)
 
         def unrolled_steps(k, *acc):
             for offset in range(unroll):
@@ -435,7 +440,9 @@ class GemmEmitter:
         # valid rows: far less code than a masked store per register (compile time), at
         # the cost of 2*mr*nv vector moves per kc-deep slice.
         for index, value in enumerate(acc):
-            builder.store(value, self.gep(builder, buffer, index * self.blk.lanes), align=self.spec.itemsize)
+            r, v = divmod(index, vectors)
+            builder.store(value, self.gep(builder, buffer, r * self.blk.nr + v * self.blk.lanes),
+                          align=self.spec.itemsize)
         builder.call(self.store_tile(), [buffer, c, first, last, row0, col0, rows, cols, n, *extra])
         builder.ret_void()
         return function
@@ -452,9 +459,9 @@ class GemmEmitter:
                     for r in range(mr)]
         return pointers, k_stride
 
-    def _fma_step(self, builder, a_rows, a_k_stride, b, k, acc):
+    def _fma_step(self, builder, a_rows, a_k_stride, b, k, nv, acc):
         """acc[r][v] += A[r, k] * B[k, v*lanes : (v+1)*lanes] for the whole tile."""
-        lanes, nv = self.blk.lanes, self.blk.nv
+        lanes = self.blk.lanes
         b_row = builder.mul(k, as_i64(self.blk.nr))
         b_vectors = [self.load_vector(builder, b, builder.add(b_row, as_i64(v * lanes))) for v in range(nv)]
         a_offset = builder.mul(k, a_k_stride)
@@ -719,13 +726,25 @@ class GemmEmitter:
                   self._edge(builder, sizes.m, rt, self.blk.mr), self._edge(builder, sizes.n, ct, self.blk.nr),
                   sizes.n]
         a_stride = k_stride if self.spec.trans_a else row_stride
+        vectors = self._tiles(builder, common[8], self.blk.lanes)
         with builder.if_else(packs_a) as (packed, direct):
             with packed:
                 a_tile = self._panel(builder, packed_a, rt, block_start, self.blk.mr)
-                builder.call(self.microkernel(True), [a_tile, *common, a_stride, *extra])
+                self._call_by_width(builder, vectors, True, [a_tile, *common, a_stride, *extra])
             with direct:
                 a_tile = self._a_origin(builder, sizes, a, rt, k0)
-                builder.call(self.microkernel(False), [a_tile, *common, a_stride, *extra])
+                self._call_by_width(builder, vectors, False, [a_tile, *common, a_stride, *extra])
+
+    def _call_by_width(self, builder, vectors, a_packed, args, narrowest=1):
+        """Call the microkernel just wide enough for `vectors` vectors of columns."""
+        if narrowest == self.blk.nv:
+            builder.call(self.microkernel(a_packed, narrowest), args)
+            return
+        with builder.if_else(builder.icmp_signed("<=", vectors, as_i64(narrowest))) as (narrow, wider):
+            with narrow:
+                builder.call(self.microkernel(a_packed, narrowest), args)
+            with wider:
+                self._call_by_width(builder, vectors, a_packed, args, narrowest + 1)
 
 
 # ----------------------------------------------------------------------------- Python API
