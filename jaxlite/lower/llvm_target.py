@@ -80,12 +80,11 @@ def add_function_attributes(target, bits=None):
                   str(target), flags=re.MULTILINE)
 
 
-def optimize(module_ref, tm, speed_level=3, vectorize=True):
-    """Run the O3 pipeline once on a parsed module (a pass manager must never be rerun).
-    vectorize=False leaves out the loop and SLP vectorizers, for code written in vectors."""
+def optimize(module_ref, tm, speed_level=3):
+    """Run the O3 pipeline once on a parsed module (a pass manager must never be rerun)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    pto.loop_vectorization = vectorize
-    pto.slp_vectorization = vectorize
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
     pass_builder = llvm.create_pass_builder(tm, pto)
     pass_builder.getModulePassManager().run(module_ref, pass_builder)
 
@@ -93,7 +92,7 @@ def optimize(module_ref, tm, speed_level=3, vectorize=True):
 class CompiledModule:
     """Machine code for one LLVM module, alive as long as this object is."""
 
-    def __init__(self, llvm_ir, optimize_ir=True, vectorize=True):
+    def __init__(self, llvm_ir, optimize_ir=True):
         _ensure_initialized()
         self.module_ref = llvm.parse_assembly(str(llvm_ir))
         self.module_ref.verify()
@@ -101,7 +100,7 @@ class CompiledModule:
         self.module_ref.triple = tm.triple
         self.module_ref.data_layout = str(tm.target_data)
         if optimize_ir:
-            optimize(self.module_ref, tm, vectorize=vectorize)
+            optimize(self.module_ref, tm)
         self.optimized_ir = str(self.module_ref)
         self._asm_tm = new_target_machine()
         self.engine = llvm.create_mcjit_compiler(self.module_ref, tm)
@@ -114,6 +113,6 @@ class CompiledModule:
         return self._asm_tm.emit_assembly(llvm.parse_assembly(self.optimized_ir))
 
 
-def compile_ir(llvm_ir, optimize_ir=True, vectorize=True):
+def compile_ir(llvm_ir, optimize_ir=True):
     """Parse, verify, optimize and JIT-compile LLVM IR text (or an llvmlite.ir.Module)."""
-    return CompiledModule(llvm_ir, optimize_ir, vectorize)
+    return CompiledModule(llvm_ir, optimize_ir)
