@@ -547,7 +547,7 @@ class GemmEmitter:
         lanes, nv, nr = self.blk.lanes, self.blk.nv, self.blk.nr
 
         def store_row(k, v, vector):
-            offset = builder.add(builder.mul(k, as_i64(nr)), as_i64(v * lanes))
+            offset = builder.add(builder.mul(k, as_i64(nr)), builder.mul(as_i64(v), as_i64(lanes)))
             builder.store(vector, self.gep(builder, dst, offset), align=self.spec.itemsize)
 
         if not self.spec.trans_b:
@@ -564,30 +564,34 @@ class GemmEmitter:
         return function
 
     def _pack_transposed_b(self, builder, src, kc, cols, stride, store_row):
-        """B stored n x k: lanes x lanes blocks, loaded contiguously along k and transposed
-        in registers, then a scalar loop over the last kc % lanes values of k."""
-        lanes, nv = self.blk.lanes, self.blk.nv
+        """B stored n x k: per vector of columns, lanes x lanes blocks loaded contiguously
+        along k and transposed in registers, then a scalar loop over the last kc % lanes
+        values of k. Only the vectors holding valid columns are packed, in a runtime loop:
+        the microkernel of that width reads no others."""
+        lanes = self.blk.lanes
         last_col = builder.sub(cols, as_i64(1))
-        col_starts = [builder.mul(smin(builder, as_i64(j), last_col), stride) for j in range(nv * lanes)]
+        blocked_end = builder.sub(kc, builder.urem(kc, as_i64(lanes)))
 
-        def copy_square_blocks(k0):
-            for v in range(nv):
-                columns = [self.load_vector(builder, src, builder.add(k0, col_starts[v * lanes + j]))
-                           for j in range(lanes)]
+        def one_vector(v):
+            first_col = builder.mul(v, as_i64(lanes))
+            col_starts = [builder.mul(smin(builder, builder.add(first_col, as_i64(j)), last_col), stride)
+                          for j in range(lanes)]
+
+            def copy_square_block(k0):
+                columns = [self.load_vector(builder, src, builder.add(k0, start)) for start in col_starts]
                 for i, vector in enumerate(transpose_square(builder, columns)):
                     store_row(builder.add(k0, as_i64(i)), v, vector)
 
-        def copy_row(k):
-            for v in range(nv):
+            def copy_row(k):
                 vector = ir.Constant(self.vec, None)
-                for j in range(lanes):
-                    address = self.gep(builder, src, builder.add(k, col_starts[v * lanes + j]))
-                    vector = builder.insert_element(vector, builder.load(address, typ=self.elem), as_i64(j))
+                for j, start in enumerate(col_starts):
+                    element = builder.load(self.gep(builder, src, builder.add(k, start)), typ=self.elem)
+                    vector = builder.insert_element(vector, element, as_i64(j))
                 store_row(k, v, vector)
 
-        blocked_end = builder.sub(kc, builder.urem(kc, as_i64(lanes)))
-        emit_loop(builder, 0, blocked_end, copy_square_blocks, lanes, name="kb")
-        emit_loop(builder, blocked_end, kc, copy_row, name="k")
+            emit_loop(builder, 0, blocked_end, copy_square_block, lanes, name="kb")
+            emit_loop(builder, blocked_end, kc, copy_row, name="k")
+        emit_loop(builder, 0, self._tiles(builder, cols, lanes), one_vector, name="v")
 
     # -- drivers
 
