@@ -209,7 +209,7 @@ def test_out_of_range_tile_bounds_are_clamped():
     c = np.zeros((30, 40), np.float32)
     workspace = np.empty(kernel.workspace_bytes, np.uint8)
     kernel.native.function(a.ctypes.data, b.ctypes.data, c.ctypes.data, workspace.ctypes.data, -5, 10**9,
-                           *kernel.sizes)
+                           kernel.sizes)
     np.testing.assert_array_equal(c, kernel(a, b))
 
 

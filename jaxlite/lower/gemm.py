@@ -321,11 +321,13 @@ class GemmSpec:
     b_batch_stride: int
     family: GemmFamily
 
-    def __getattr__(self, name):
-        # dtype, trans_a, epilogue_kinds, ... read through to the family.
-        if name == "family":
-            raise AttributeError(name)
-        return getattr(self.family, name)
+    # Properties rather than __getattr__: a failed lookup first costs ~1 us per call.
+    dtype = property(lambda self: self.family.dtype)
+    trans_a = property(lambda self: self.family.trans_a)
+    trans_b = property(lambda self: self.family.trans_b)
+    epilogue = property(lambda self: self.family.epilogue)
+    epilogue_kinds = property(lambda self: self.family.epilogue_kinds)
+    itemsize = property(lambda self: self.family.itemsize)
 
 
 @dataclass
@@ -596,12 +598,15 @@ class GemmEmitter:
     # -- drivers
 
     def emit_entry(self):
-        """void name(a, b, c, workspace, i64 tile_start, i64 tile_end, i64 m, i64 n, i64 k,
-        i64 batch, i64 a_batch_stride, i64 b_batch_stride, extra...)"""
+        """void name(a, b, c, workspace, i64 tile_start, i64 tile_end, i64* sizes, extra...)
+        with sizes = {m, n, k, batch, a_batch_stride, b_batch_stride}: one pointer converts
+        faster in a ctypes call than six integers."""
         extra_types = [PTR] * len(self.spec.epilogue_kinds)
         function, builder = self.new_function(
-            self.name, [PTR] * 4 + [I64] * 8 + extra_types, internal=False)
-        a, b, c, workspace, tile_start, tile_end, m, n, k, batch, a_batch, b_batch, *extra = function.args
+            self.name, [PTR] * 4 + [I64] * 2 + [PTR] + extra_types, internal=False)
+        a, b, c, workspace, tile_start, tile_end, size_array, *extra = function.args
+        m, n, k, batch, a_batch, b_batch = [builder.load(builder.gep(size_array, [as_i64(i)], source_etype=I64), typ=I64)
+                                            for i in range(6)]
         for pointer in (a, b, workspace):
             pointer.add_attribute("noalias")
         sizes = Sizes(m, n, k, self._tiles(builder, m, self.blk.mr), self._tiles(builder, n, self.blk.nr))
@@ -781,8 +786,8 @@ class CompiledFamily:
         self.family, self.blocking = family, blocking
         self._compiled = compiled
         self.address = compiled.address(emitter.name)
-        self.argtypes = ([ctypes.c_void_p] * 4 + [ctypes.c_int64] * 8
-                         + [ctypes.c_void_p] * len(family.epilogue_kinds))
+        self.argtypes = ([ctypes.c_void_p] * 4 + [ctypes.c_int64] * 2
+                         + [ctypes.c_void_p] * (1 + len(family.epilogue_kinds)))
         self.function = ctypes.CFUNCTYPE(None, *self.argtypes)(self.address)
 
     def asm(self):
@@ -793,9 +798,9 @@ class GemmKernel:
     """A family's kernel bound to one problem's sizes.
 
     `address`/`argtypes` are the family's native entry point:
-        void(T* a, T* b, T* c, void* workspace, i64 tile_start, i64 tile_end,
-             i64 m, i64 n, i64 k, i64 batch, i64 a_batch_stride, i64 b_batch_stride, T* extra...)
-    with `sizes` the six i64s after tile_end. It writes the row tiles [tile_start, tile_end)
+        void(T* a, T* b, T* c, void* workspace, i64 tile_start, i64 tile_end, i64* sizes, T* extra...)
+    with `sizes` pointing at {m, n, k, batch, a_batch_stride, b_batch_stride} (this kernel's
+    `sizes`, a ctypes array). It writes the row tiles [tile_start, tile_end)
     of C in every batch (a row tile is `blocking.mr` rows; there are `row_tiles`), so calls
     on disjoint ranges may run on different threads at once, each with its own workspace
     of `workspace_bytes`.
@@ -806,7 +811,7 @@ class GemmKernel:
         blk = self.blocking
         self.row_tiles = -(-spec.m // blk.mr)
         col_tiles = -(-spec.n // blk.nr)
-        self.sizes = (spec.m, spec.n, spec.k, spec.batch, spec.a_batch_stride, spec.b_batch_stride)
+        self.sizes = (ctypes.c_int64 * 6)(spec.m, spec.n, spec.k, spec.batch, spec.a_batch_stride, spec.b_batch_stride)
         packed_elements = blk.kc * (blk.mr * min(blk.mb_tiles, self.row_tiles) + blk.nr * min(blk.nc_tiles, col_tiles))
         self.workspace_bytes = packed_elements * spec.itemsize + _WORKSPACE_ALIGN
         self.address, self.argtypes = native.address, native.argtypes
@@ -835,7 +840,7 @@ class GemmKernel:
         return out
 
     def _run_range(self, pointers, tile_start, tile_end):
-        self.native.function(*pointers[:3], self._workspace(), tile_start, tile_end, *self.sizes, *pointers[3:])
+        self.native.function(*pointers[:3], self._workspace(), tile_start, tile_end, self.sizes, *pointers[3:])
 
     def _workspace(self):
         """Per calling thread, kept: concurrent calls must not share packed panels."""
