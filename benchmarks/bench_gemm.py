@@ -64,6 +64,18 @@ def ours_time(m, k, n, threads):
     return best_time(lambda: kernel.run(a, b, out=out, threads=threads)), out
 
 
+def compile_times():
+    """Seconds to compile the float32 family's native kernel, then to bind a further shape."""
+    from jaxlite.lower import gemm, llvm_target
+    llvm_target.vector_width_bits()   # initializes LLVM, outside the timing
+    start = time.perf_counter()
+    gemm.compile_gemm(*SHAPES[0], "float32")
+    family = time.perf_counter() - start
+    start = time.perf_counter()
+    gemm.compile_gemm(*SHAPES[1], "float32")
+    return family, time.perf_counter() - start
+
+
 def check_results(results):
     for (key, _), out in results.items():
         m, k, n = map(int, key.split("x"))
@@ -73,6 +85,7 @@ def check_results(results):
 
 def main():
     single_thread_numpy = numpy_times_single_thread()
+    family_seconds, shape_seconds = compile_times()
     ours, results = {}, {}
     for m, k, n in SHAPES:
         for threads in (1, 2):
@@ -90,6 +103,7 @@ def main():
             print(f"{key:>16} {threads:>3} {ours[key, threads] * 1e3:9.3f} "
                   f"{gflop / ours[key, threads]:8.1f} {numpy_seconds * 1e3:9.3f} "
                   f"{gflop / numpy_seconds:8.1f} {ours[key, threads] / numpy_seconds:10.2f}")
+    print(f"compile: float32 family {family_seconds:.3f} s, each further shape {shape_seconds * 1e3:.2f} ms")
     for m, k, n in SHAPES:
         key = f"{m}x{k}x{n}"
         print(f"two-thread speedup {key}: ours {ours[key, 1] / ours[key, 2]:.2f}x, "

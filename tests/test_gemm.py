@@ -96,9 +96,10 @@ def test_avx2_variant_uses_no_zmm_registers():
 def test_avx512_inner_loop_is_broadcast_fma_without_spills():
     kernel = compile_gemm(1024, 1024, 1024, "float32")
     full_tile = max(_functions(kernel.asm()).values(), key=lambda body: body.count("vfmadd231ps"))
-    assert full_tile.count("vfmadd231ps\t%zmm") >= 4 * kernel.blocking.mr * kernel.blocking.nv
-    assert "vbroadcastss" in full_tile
-    assert "(%rsp)" not in full_tile
+    inner_loop = max(full_tile.split("\n.LBB"), key=lambda block: block.count("vfmadd231ps"))
+    assert inner_loop.count("vfmadd231ps\t%zmm") >= 4 * kernel.blocking.mr * kernel.blocking.nv
+    assert "vbroadcastss" in inner_loop
+    assert "(%rsp)" not in inner_loop
 
 
 def _functions(asm):
@@ -207,7 +208,8 @@ def test_out_of_range_tile_bounds_are_clamped():
     kernel = compile_gemm(30, 40, 300)
     c = np.zeros((30, 40), np.float32)
     workspace = np.empty(kernel.workspace_bytes, np.uint8)
-    kernel._function(a.ctypes.data, b.ctypes.data, c.ctypes.data, workspace.ctypes.data, -5, 10**9)
+    kernel.native.function(a.ctypes.data, b.ctypes.data, c.ctypes.data, workspace.ctypes.data, -5, 10**9,
+                           kernel.sizes)
     np.testing.assert_array_equal(c, kernel(a, b))
 
 
@@ -235,3 +237,47 @@ def test_operand_checks():
         kernel(a, b, np.ones(5, np.float32))
     with pytest.raises(TypeError):
         compile_gemm(2, 2, 2, "int32")
+
+
+def test_one_native_kernel_per_family():
+    shapes = [(1, 1, 1), (13, 61, 97), (256, 10, 512), (300, 257, 513)]
+    kernels = [compile_gemm(m, n, k, trans_b=True) for m, n, k in shapes]
+    assert len({id(kernel.native) for kernel in kernels}) == 1
+    for (m, n, k), kernel in zip(shapes, kernels):
+        a, b = operands(np.random.default_rng(m), m, n, k, "float32", trans_b=True)
+        x, y = as_product_operands(a, b, False, True)
+        assert_matches(kernel(a, b), x @ y, np.abs(x) @ np.abs(y), k, "float32")
+
+
+def _page_end_array(rng, shape, dtype):
+    """A random array whose last byte sits right before an inaccessible page."""
+    import ctypes
+    import mmap
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    page = mmap.PAGESIZE
+    total = -(-size // page) * page + page
+    memory = mmap.mmap(-1, total)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    prot_none = 0
+    assert ctypes.CDLL(None).mprotect(ctypes.c_void_p(address + total - page), page, prot_none) == 0
+    array = np.frombuffer(memory, dtype, count=int(np.prod(shape)), offset=total - page - size).reshape(shape)
+    array[...] = rng.uniform(-1, 1, shape)
+    return array
+
+
+@pytest.mark.parametrize("m,n,k,trans_a,trans_b", [(13, 61, 97, False, False), (9, 10, 300, True, False),
+                                                   (17, 50, 33, False, True), (3, 97, 5, True, True)])
+def test_edge_tiles_stay_inside_operands(m, n, k, trans_a, trans_b):
+    # Every operand ends at a page that faults when touched: masked edge loads and
+    # stores, clamped packing and the epilogue's loads must all stay inside.
+    rng = np.random.default_rng(7)
+    a = _page_end_array(rng, (k, m) if trans_a else (m, k), "float32")
+    b = _page_end_array(rng, (n, k) if trans_b else (k, n), "float32")
+    bias, residual = _page_end_array(rng, (n,), "float32"), _page_end_array(rng, (m, n), "float32")
+    out = _page_end_array(rng, (m, n), "float32")
+    kernel = compile_gemm(m, n, k, trans_a=trans_a, trans_b=trans_b, epilogue=chain(BIAS, RESIDUAL))
+    kernel(a, b, bias, residual, out=out)
+    x, y = as_product_operands(a, b, trans_a, trans_b)
+    bias, residual = bias.astype(np.float64), residual.astype(np.float64)
+    assert_matches(out, x @ y + bias + residual, np.abs(x) @ np.abs(y) + np.abs(bias) + np.abs(residual),
+                   k, "float32")

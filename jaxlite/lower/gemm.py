@@ -11,11 +11,17 @@ rows of C (contiguous in memory), so B is the vector operand and A the broadcast
           for each row tile, for each column tile (the A micro-panel stays in L1)
             microkernel: mr x nr accumulators in registers, mr*nv FMAs per k step
 
-M, N, K are static and threads get whole row tiles, so the shape of every edge tile is
-static too: the last row tile has M % mr rows, the last column tile N % nr columns. Each
-edge shape is compiled as its own microkernel instance, so full tiles carry no masks and
-edge tiles never touch memory outside the operands. Small problems skip packing and run
-the same microkernel straight on A and B.
+One native kernel serves a whole family (dtype, transposes, epilogue, vector width,
+inner product): M, N, K, the batch count and batch strides are runtime arguments, so a
+process compiles each family once, whatever shapes it meets. The register tile's height
+stays static; edges are handled at run time. Packed panels are always mr x nr wide
+(packing reads only inside the operands, the rest of a panel is zero or repeats the last
+valid row or column), so the inner loop never masks, and the microkernel hands its
+accumulators to one store loop over the tile's valid rows whose loads and stores of C
+carry a lane mask of its valid columns (AVX-512 k-masks). Microkernels come in two kinds,
+A packed and A read where it is (when N fits one column tile, packing A would only copy),
+each 1 to nv vectors wide, picked at run time by the tile's width: a narrow edge tile
+does not pay for the full width's FMAs.
 
 The packed panels live in a caller-provided workspace rather than on the stack: they
 reach ~1 MB, more than a worker thread's stack may hold, and a runtime can keep one
@@ -39,8 +45,6 @@ I64 = ir.IntType(64)
 PTR = ir.PointerType()
 _ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType(), "int32": ir.IntType(32)}
 _WORKSPACE_ALIGN = 64
-# Below this many operand bytes everything sits in L1/L2 and packing costs more than it saves.
-_SMALL_OPERAND_BYTES = 96 * 1024
 # Handing a range to a pool thread costs ~50-80 us, the time of ~5 MFLOP here: a thread
 # must get more work than that to pay for itself.
 _MIN_FLOPS_PER_THREAD = 8e6
@@ -99,12 +103,13 @@ class Epilogue:
 
 
 class EpilogueContext:
-    """Where an epilogue runs: builder, row/column index values, and its arguments."""
+    """Where an epilogue runs: builder, row/column index values, and its arguments.
+    `row_stride` is C's runtime row length; masked-off lanes lie past C's last column."""
 
-    def __init__(self, emitter, builder, row, col, valid, args):
-        self.builder, self.row, self.col = builder, row, col
+    def __init__(self, emitter, builder, row, col, row_stride, mask, args):
+        self.builder, self.row, self.col, self.row_stride = builder, row, col, row_stride
         self.args = args
-        self._emitter, self._valid = emitter, valid
+        self._emitter, self._mask = emitter, mask
 
     def load(self, arg_index):
         """The vector of argument `arg_index` matching this accumulator."""
@@ -115,11 +120,12 @@ class EpilogueContext:
             return splat(builder, builder.load(address, typ=emitter.elem), emitter.vec)
         offset = self.col
         if kind == "tile":
-            offset = builder.add(builder.mul(self.row, as_i64(emitter.spec.n)), self.col)
-        return emitter.load_vector(builder, pointer, offset, self._valid)
+            offset = builder.add(builder.mul(self.row, self.row_stride), self.col)
+        return emitter.load_vector(builder, pointer, offset, self._mask)
 
     def with_args(self, args):
-        return EpilogueContext(self._emitter, self.builder, self.row, self.col, self._valid, args)
+        return EpilogueContext(self._emitter, self.builder, self.row, self.col, self.row_stride,
+                               self._mask, args)
 
 
 def _add_argument(ctx, acc):
@@ -285,17 +291,12 @@ def emit_choice(builder, condition, if_true, if_false):
 # ----------------------------------------------------------------------------- the generator
 
 @dataclass(frozen=True)
-class GemmSpec:
-    """Everything static about one kernel; the kernel cache key."""
-    m: int
-    n: int
-    k: int
+class GemmFamily:
+    """Everything static about one native kernel, the kernel cache key. Sizes, batch and
+    batch strides are runtime arguments, so every shape of a family shares its code."""
     dtype: str
     trans_a: bool
     trans_b: bool
-    batch: int
-    a_batch_stride: int
-    b_batch_stride: int
     epilogue: Epilogue | None
     vector_bits: int
     product: InnerProduct
@@ -305,53 +306,57 @@ class GemmSpec:
         return np.dtype(self.dtype).itemsize
 
     @property
-    def a_strides(self):
-        """(row, k) element strides of A as stored."""
-        return (1, self.m) if self.trans_a else (self.k, 1)
-
-    @property
-    def b_strides(self):
-        """(k, column) element strides of B as stored."""
-        return (1, self.k) if self.trans_b else (self.n, 1)
-
-    @property
     def epilogue_kinds(self):
         return self.epilogue.arg_kinds if self.epilogue else ()
 
 
 @dataclass(frozen=True)
-class TileKernel:
-    """One microkernel instance: tile shape and how it reads A and B."""
-    mr: int
-    nv: int
-    valid_last: int     # valid lanes of the last vector (all lanes for a full tile)
-    a_row_stride: int
-    a_k_stride: int
-    b_k_stride: int
-    b_packed: bool      # packed B is zero-padded, so edge lanes may be loaded
+class GemmSpec:
+    """One problem: a family bound to sizes, batch count and batch strides."""
+    m: int
+    n: int
+    k: int
+    batch: int
+    a_batch_stride: int
+    b_batch_stride: int
+    family: GemmFamily
+
+    # Properties rather than __getattr__: a failed lookup first costs ~1 us per call.
+    dtype = property(lambda self: self.family.dtype)
+    trans_a = property(lambda self: self.family.trans_a)
+    trans_b = property(lambda self: self.family.trans_b)
+    epilogue = property(lambda self: self.family.epilogue)
+    epilogue_kinds = property(lambda self: self.family.epilogue_kinds)
+    itemsize = property(lambda self: self.family.itemsize)
+
+
+@dataclass
+class Sizes:
+    """The runtime sizes inside the entry point, as i64 IR values."""
+    m: ir.Value
+    n: ir.Value
+    k: ir.Value
+    row_tiles: ir.Value
+    col_tiles: ir.Value
 
 
 class GemmEmitter:
-    """Builds the LLVM module of one GemmSpec."""
+    """Builds the LLVM module of one GemmFamily."""
 
-    def __init__(self, spec, blocking, name):
-        self.spec, self.blk, self.name = spec, blocking, name
-        self.elem = _ELEMENT_TYPES[spec.dtype]
+    def __init__(self, family, blocking, name):
+        self.spec, self.blk, self.name = family, blocking, name
+        self.elem = _ELEMENT_TYPES[family.dtype]
         self.vec = ir.VectorType(self.elem, blocking.lanes)
         self.module = ir.Module(name=name)
         kind = "i" if isinstance(self.elem, ir.IntType) else "f"
-        self.vector_suffix = suffix = f"v{blocking.lanes}{kind}{8 * spec.itemsize}"
+        self.vector_suffix = suffix = f"v{blocking.lanes}{kind}{8 * family.itemsize}"
         # The i32 alignment operand is the older form; newer LLVMs upgrade it on parsing.
-        mask = ir.VectorType(I1, blocking.lanes)
+        self.mask_type = ir.VectorType(I1, blocking.lanes)
         self.masked_load = self.intrinsic(f"llvm.masked.load.{suffix}.p0", self.vec,
-                                          [PTR, ir.IntType(32), mask, self.vec])
+                                          [PTR, ir.IntType(32), self.mask_type, self.vec])
         self.masked_store = self.intrinsic(f"llvm.masked.store.{suffix}.p0", ir.VoidType(),
-                                           [self.vec, PTR, ir.IntType(32), mask])
+                                           [self.vec, PTR, ir.IntType(32), self.mask_type])
         self._functions = {}
-        self.row_tiles = -(-spec.m // blocking.mr)
-        self.col_tiles = -(-spec.n // blocking.nr)
-        self.row_shapes = self._row_shapes()
-        self.col_shapes = self._col_shapes()
 
     def intrinsic(self, name, return_type, arg_types):
         return declare(self.module, name, return_type, arg_types)
@@ -359,253 +364,274 @@ class GemmEmitter:
     def add(self, builder, x, y):
         return builder.add(x, y) if isinstance(self.elem, ir.IntType) else builder.fadd(x, y)
 
-    def _row_shapes(self):
-        """(full, edge) rows per row tile; edge is None when mr divides M."""
-        edge = self.spec.m % self.blk.mr
-        return self.blk.mr, (edge or None)
-
-    def _col_shapes(self):
-        """(full, edge) as (vectors, valid lanes of the last vector) per column tile."""
-        edge_columns = self.spec.n % self.blk.nr
-        full = (self.blk.nv, self.blk.lanes)
-        if not edge_columns:
-            return full, None
-        vectors = -(-edge_columns // self.blk.lanes)
-        return full, (vectors, edge_columns - (vectors - 1) * self.blk.lanes)
-
-    @property
-    def packs_b(self):
-        """Whether to run the blocked, packing path at all."""
-        spec = self.spec
-        operand_bytes = (spec.m * spec.k + spec.k * spec.n) * spec.itemsize
-        return spec.trans_b or spec.k > self.blk.kc or operand_bytes > _SMALL_OPERAND_BYTES
-
-    @property
-    def packs_a(self):
-        """A micro-panel is reused once per column tile: with one, packing only copies."""
-        return self.packs_b and self.col_tiles > 1
-
-    def workspace_bytes(self):
-        if not self.packs_b:
-            return 0
-        a_elements = self._packed_a_elements()
-        b_elements = self.blk.kc * self.blk.nr * min(self.blk.nc_tiles, self.col_tiles)
-        return (a_elements + b_elements) * self.spec.itemsize + _WORKSPACE_ALIGN
-
-    def _packed_a_elements(self):
-        return self.blk.kc * self.blk.mr * min(self.blk.mb_tiles, self.row_tiles) if self.packs_a else 0
-
     # -- element and vector access
 
     def gep(self, builder, pointer, offset):
         return builder.gep(pointer, [as_i64(offset)], source_etype=self.elem)
 
-    def lane_mask(self, valid):
-        return ir.Constant(ir.VectorType(I1, self.blk.lanes),
-                           [int(lane < valid) for lane in range(self.blk.lanes)])
+    def lane_mask(self, builder, valid):
+        """Lanes below the runtime count `valid` (any i64), as the bits of one integer:
+        that becomes a single k-register move, where a vector compare would not."""
+        lanes = self.blk.lanes
+        count = smin(builder, smax(builder, as_i64(valid), as_i64(0)), as_i64(lanes))
+        bits = builder.sub(builder.shl(as_i64(1), count), as_i64(1))
+        return builder.bitcast(builder.trunc(bits, ir.IntType(lanes)), self.mask_type)
 
-    def load_vector(self, builder, pointer, offset, valid=None, lane_stride=1):
-        """Vector at pointer[offset + lane * lane_stride]; lanes >= valid are zero, not read."""
-        valid = self.blk.lanes if valid is None else valid
+    def load_vector(self, builder, pointer, offset, mask=None):
+        """Vector at pointer[offset:]; with a mask, masked-off lanes are zero and not read."""
         address = self.gep(builder, pointer, offset)
-        if lane_stride == 1 and valid == self.blk.lanes:
+        if mask is None:
             return builder.load(address, typ=self.vec, align=self.spec.itemsize)
-        if lane_stride == 1:
-            return builder.call(self.masked_load, [address, ir.Constant(ir.IntType(32), self.spec.itemsize),
-                                                   self.lane_mask(valid), ir.Constant(self.vec, None)])
-        vector = ir.Constant(self.vec, None)
-        for lane in range(valid):
-            address = self.gep(builder, pointer, builder.add(as_i64(offset), as_i64(lane * lane_stride)))
-            vector = builder.insert_element(vector, builder.load(address, typ=self.elem), as_i64(lane))
-        return vector
+        return builder.call(self.masked_load, [address, ir.Constant(ir.IntType(32), self.spec.itemsize),
+                                               mask, ir.Constant(self.vec, None)])
 
-    def store_vector(self, builder, vector, pointer, offset, valid):
-        """Store the lanes below `valid`; the others leave memory untouched."""
-        address = self.gep(builder, pointer, offset)
-        if valid == self.blk.lanes:
-            builder.store(vector, address, align=self.spec.itemsize)
-        else:
-            builder.call(self.masked_store, [vector, address, ir.Constant(ir.IntType(32), self.spec.itemsize),
-                                             self.lane_mask(valid)])
+    def store_vector(self, builder, vector, pointer, offset, mask):
+        """Store the lanes in `mask`; the others leave memory untouched."""
+        builder.call(self.masked_store, [vector, self.gep(builder, pointer, offset),
+                                         ir.Constant(ir.IntType(32), self.spec.itemsize), mask])
 
     def new_function(self, name, arg_types, internal=True):
         function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name)
         if internal:
+            # One copy of each piece, called where needed: inlining the packing routines
+            # into every call site doubled the code and the compile time.
             function.linkage = "internal"
+            function.attributes.add("noinline")
         builder = ir.IRBuilder(function.append_basic_block("entry"))
         return function, builder
 
-    # -- microkernel
-
-    def microkernel(self, tile):
-        """void(a, b, c, i64 kc, i1 first, i1 last, i64 row0, i64 col0, extra...)"""
-        key = ("kernel", tile)
+    def _cached(self, key, emit):
         if key not in self._functions:
-            self._functions[key] = self._emit_microkernel(tile, f"tile_{len(self._functions)}")
+            self._functions[key] = emit()
         return self._functions[key]
 
-    def _emit_microkernel(self, tile, name):
+    # -- microkernel
+
+    def microkernel(self, a_packed, vectors):
+        """void(a, packed b, c, i64 kc, i1 first, i1 last, i64 row0, i64 col0, i64 rows,
+        i64 cols, i64 n, i64 a_stride, extra...)
+
+        An mr x (vectors * lanes) tile whose first `rows` rows and `cols` columns are
+        stored (rows <= mr, cols <= vectors * lanes). B comes packed nr wide. A comes
+        packed mr wide, or (a_packed False) as stored, `a_stride` apart along its
+        runtime-strided axis."""
+        name = f"tile_{'packed' if a_packed else 'direct'}_a_{vectors}"
+        return self._cached(("kernel", a_packed, vectors), lambda: self._emit_microkernel(a_packed, vectors, name))
+
+    def _emit_microkernel(self, a_packed, vectors, name):
         extra_types = [PTR] * len(self.spec.epilogue_kinds)
-        function, builder = self.new_function(
-            name, [PTR, PTR, PTR, I64, I1, I1, I64, I64] + extra_types)
-        # Kept out of line so the register allocator sees the tile loop alone.
-        function.attributes.add("noinline")
-        a, b, c, kc, first, last, row0, col0, *extra = function.args
-        zero = ir.Constant(self.vec, None)
-        acc = [zero] * (tile.mr * tile.nv)
+        function, builder = self.new_function(name, [PTR, PTR, PTR, I64, I1, I1] + [I64] * 6 + extra_types)
+        a, b, c, kc, first, last, row0, col0, rows, cols, n, a_stride, *extra = function.args
+        buffer = builder.alloca(self.vec, size=self.blk.mr * self.blk.nv)
+        a_rows, a_k_stride = self._a_row_pointers(builder, a, a_packed, rows, a_stride)
+        acc = [ir.Constant(self.vec, None)] * (self.blk.mr * vectors)
         unroll = 4
         main_end = builder.sub(kc, builder.urem(kc, as_i64(unroll)))
 
+        def step(k, acc):
+            return self._fma_step(builder, a_rows, a_k_stride, b, k, vectors, acc)
+
         def unrolled_steps(k, *acc):
-            for step in range(unroll):
-                acc = self._fma_step(builder, tile, a, b, builder.add(k, as_i64(step)), acc)
+            for offset in range(unroll):
+                acc = step(builder.add(k, as_i64(offset)), acc)
             return acc
 
         acc = emit_loop(builder, 0, main_end, unrolled_steps, unroll, acc, "k")
-        acc = emit_loop(builder, main_end, kc,
-                        lambda k, *acc: self._fma_step(builder, tile, a, b, k, acc), 1, acc, "k_rest")
-        self._store_tile(builder, tile, c, first, last, row0, col0, extra, acc)
+        acc = emit_loop(builder, main_end, kc, lambda k, *acc: step(k, acc), 1, acc, "k_rest")
+        # The accumulators leave through a stack tile to one shared store loop over the
+        # valid rows: far less code than a masked store per register (compile time), at
+        # the cost of 2*mr*nv vector moves per kc-deep slice.
+        for index, value in enumerate(acc):
+            r, v = divmod(index, vectors)
+            builder.store(value, self.gep(builder, buffer, r * self.blk.nr + v * self.blk.lanes),
+                          align=self.spec.itemsize)
+        builder.call(self.store_tile(), [buffer, c, first, last, row0, col0, rows, cols, n, *extra])
         builder.ret_void()
         return function
 
-    def _fma_step(self, builder, tile, a, b, k, acc):
+    def _a_row_pointers(self, builder, a, a_packed, rows, a_stride):
+        """(pointer to each tile row's first A element, A's stride along k).
+        Unpacked rows past `rows` repeat the last valid row, so nothing outside A is read."""
+        mr = self.blk.mr
+        if a_packed:
+            return [self.gep(builder, a, r) for r in range(mr)], as_i64(mr)
+        row_stride, k_stride = (as_i64(1), a_stride) if self.spec.trans_a else (a_stride, as_i64(1))
+        last_row = builder.sub(rows, as_i64(1))
+        pointers = [self.gep(builder, a, builder.mul(smin(builder, as_i64(r), last_row), row_stride))
+                    for r in range(mr)]
+        return pointers, k_stride
+
+    def _fma_step(self, builder, a_rows, a_k_stride, b, k, nv, acc):
         """acc[r][v] += A[r, k] * B[k, v*lanes : (v+1)*lanes] for the whole tile."""
         lanes = self.blk.lanes
-        b_row = builder.mul(k, as_i64(tile.b_k_stride))
-        b_vectors = [self.load_vector(builder, b, builder.add(b_row, as_i64(v * lanes)),
-                                      self._valid_lanes(tile, v) if not tile.b_packed else None)
-                     for v in range(tile.nv)]
-        a_column = builder.mul(k, as_i64(tile.a_k_stride))
+        b_row = builder.mul(k, as_i64(self.blk.nr))
+        b_vectors = [self.load_vector(builder, b, builder.add(b_row, as_i64(v * lanes))) for v in range(nv)]
+        a_offset = builder.mul(k, a_k_stride)
         updated = []
-        for r in range(tile.mr):
-            address = self.gep(builder, a, builder.add(a_column, as_i64(r * tile.a_row_stride)))
-            a_value = splat(builder, builder.load(address, typ=self.elem), self.vec)
-            for v in range(tile.nv):
-                updated.append(self.spec.product.multiply_add(
-                    self, builder, a_value, b_vectors[v], acc[r * tile.nv + v]))
+        for r, a_row in enumerate(a_rows):
+            a_value = splat(builder, builder.load(self.gep(builder, a_row, a_offset), typ=self.elem), self.vec)
+            for v in range(nv):
+                updated.append(self.spec.product.multiply_add(self, builder, a_value, b_vectors[v], acc[r * nv + v]))
         return updated
 
-    def _valid_lanes(self, tile, v):
-        return tile.valid_last if v == tile.nv - 1 else self.blk.lanes
+    def store_tile(self):
+        """void(acc, c, i1 first, i1 last, i64 row0, i64 col0, i64 rows, i64 cols, i64 n, extra...):
+        C = acc on the first K slice, C += acc after, the epilogue on the last one, for
+        the first `rows` rows and `cols` columns of an mr x nr tile of accumulators."""
+        return self._cached("store_tile", self._emit_store_tile)
 
-    def _store_tile(self, builder, tile, c, first, last, row0, col0, extra, acc):
-        """C = acc on the first K slice, C += acc after; the epilogue on the last one."""
-        places = [(r, v, r * self.spec.n + v * self.blk.lanes, self._valid_lanes(tile, v))
-                  for r in range(tile.mr) for v in range(tile.nv)]
+    def _emit_store_tile(self):
+        extra_types = [PTR] * len(self.spec.epilogue_kinds)
+        function, builder = self.new_function("store_tile", [PTR, PTR, I1, I1] + [I64] * 5 + extra_types)
+        acc, c, first, last, row0, col0, rows, cols, n, *extra = function.args
+        lanes, nv = self.blk.lanes, self.blk.nv
+        masks = [self.lane_mask(builder, builder.sub(cols, as_i64(v * lanes))) for v in range(nv)]
+        epilogue_args = tuple(zip(self.spec.epilogue_kinds, extra))
 
-        def add_c():
-            return [self.add(builder, value, self.load_vector(builder, c, offset, valid))
-                    for value, (_, _, offset, valid) in zip(acc, places)]
+        def store_row(r):
+            row = builder.add(row0, r)
+            places = [(builder.add(builder.mul(r, n), as_i64(v * lanes)), builder.add(col0, as_i64(v * lanes)), mask)
+                      for v, mask in enumerate(masks)]
+            values = [self.load_vector(builder, acc, builder.add(builder.mul(r, as_i64(self.blk.nr)), as_i64(v * lanes)))
+                      for v in range(nv)]
 
-        acc = emit_choice(builder, first, lambda: acc, add_c)
-        if self.spec.epilogue is not None:
-            def apply_epilogue():
-                return [self._apply_epilogue(builder, value, row0, col0, r, v, valid, extra)
-                        for value, (r, v, _, valid) in zip(acc, places)]
-            acc = emit_choice(builder, last, apply_epilogue, lambda: acc)
-        for value, (_, _, offset, valid) in zip(acc, places):
-            self.store_vector(builder, value, c, offset, valid)
+            def add_c():
+                return [self.add(builder, value, self.load_vector(builder, c, offset, mask))
+                        for value, (offset, _, mask) in zip(values, places)]
 
-    def _apply_epilogue(self, builder, value, row0, col0, r, v, valid, extra):
-        row = builder.add(row0, as_i64(r))
-        col = builder.add(col0, as_i64(v * self.blk.lanes))
-        args = tuple(zip(self.spec.epilogue_kinds, extra))
-        return self.spec.epilogue.apply(EpilogueContext(self, builder, row, col, valid, args), value)
+            values = emit_choice(builder, first, lambda: values, add_c)
+            if self.spec.epilogue is not None:
+                def apply_epilogue():
+                    return [self.spec.epilogue.apply(EpilogueContext(self, builder, row, col, n, mask, epilogue_args), value)
+                            for value, (_, col, mask) in zip(values, places)]
+                values = emit_choice(builder, last, apply_epilogue, lambda: values)
+            for value, (offset, _, mask) in zip(values, places):
+                self.store_vector(builder, value, c, offset, mask)
+
+        emit_loop(builder, 0, rows, store_row, name="r")
+        builder.ret_void()
+        return function
 
     # -- packing
 
-    def pack_a(self, rows):
-        """void(src at A[row0, k0], dst, i64 kc): dst[k*rows + r] = A[row0 + r, k0 + k]."""
-        key = ("pack_a", rows)
-        if key not in self._functions:
-            function, builder = self.new_function(f"pack_a_{rows}", [PTR, PTR, I64])
-            src, dst, kc = function.args
-            row_stride, k_stride = self.spec.a_strides
+    def pack_a(self):
+        """void(src at A[row0, k0], dst, i64 kc, i64 rows, i64 row_stride, i64 k_stride):
+        dst[k*mr + r] = A[row0 + min(r, rows - 1), k0 + k]."""
+        return self._cached("pack_a", self._emit_pack_a)
 
-            def copy_column(k):
-                for r in range(rows):
-                    address = self.gep(builder, src, builder.add(builder.mul(k, as_i64(k_stride)),
-                                                                 as_i64(r * row_stride)))
-                    value = builder.load(address, typ=self.elem)
-                    builder.store(value, self.gep(builder, dst, builder.add(builder.mul(k, as_i64(rows)),
-                                                                           as_i64(r))))
-            emit_loop(builder, 0, kc, copy_column, name="k")
-            builder.ret_void()
-            self._functions[key] = function
-        return self._functions[key]
+    def _emit_pack_a(self):
+        function, builder = self.new_function("pack_a", [PTR, PTR] + [I64] * 4)
+        src, dst, kc, rows, row_stride, k_stride = function.args
+        mr = self.blk.mr
+        last_row = builder.sub(rows, as_i64(1))
+        row_starts = [builder.mul(smin(builder, as_i64(r), last_row), row_stride) for r in range(mr)]
 
-    def pack_b(self, vectors, valid_last):
-        """void(src at B[k0, col0], dst, i64 kc): dst[k*width + j] = B[k0 + k, col0 + j],
-        zero past the valid columns so the microkernel may load whole vectors."""
-        key = ("pack_b", vectors, valid_last)
-        if key not in self._functions:
-            function, builder = self.new_function(f"pack_b_{vectors}_{valid_last}", [PTR, PTR, I64])
-            src, dst, kc = function.args
-            k_stride, col_stride = self.spec.b_strides
-            lanes = self.blk.lanes
+        def copy_column(k):
+            column = builder.mul(k, k_stride)
+            for r, row_start in enumerate(row_starts):
+                value = builder.load(self.gep(builder, src, builder.add(column, row_start)), typ=self.elem)
+                builder.store(value, self.gep(builder, dst, builder.add(builder.mul(k, as_i64(mr)), as_i64(r))))
+        emit_loop(builder, 0, kc, copy_column, name="k")
+        builder.ret_void()
+        return function
 
-            def store_row(k, v, vector):
-                dst_offset = builder.add(builder.mul(k, as_i64(vectors * lanes)), as_i64(v * lanes))
-                builder.store(vector, self.gep(builder, dst, dst_offset), align=self.spec.itemsize)
+    def pack_b(self):
+        """void(src at B[k0, col0], dst, i64 kc, i64 cols, i64 stride): dst[k*nr + j] =
+        B[k0 + k, col0 + j] for j < cols. `stride` is B's runtime stride (along k for a
+        plain B, along columns for a transposed one). Lanes past `cols` are zero for a
+        plain B and repeat the last valid column for a transposed one: the microkernel
+        never stores them."""
+        return self._cached("pack_b", self._emit_pack_b)
+
+    def _emit_pack_b(self):
+        function, builder = self.new_function("pack_b", [PTR, PTR] + [I64] * 3)
+        src, dst, kc, cols, stride = function.args
+        lanes, nv, nr = self.blk.lanes, self.blk.nv, self.blk.nr
+
+        def store_row(k, v, vector):
+            offset = builder.add(builder.mul(k, as_i64(nr)), builder.mul(as_i64(v), as_i64(lanes)))
+            builder.store(vector, self.gep(builder, dst, offset), align=self.spec.itemsize)
+
+        if not self.spec.trans_b:
+            masks = [self.lane_mask(builder, builder.sub(cols, as_i64(v * lanes))) for v in range(nv)]
 
             def copy_row(k):
-                row = builder.mul(k, as_i64(k_stride))
-                for v in range(vectors):
-                    valid = valid_last if v == vectors - 1 else lanes
-                    offset = builder.add(row, as_i64(v * lanes * col_stride))
-                    store_row(k, v, self.load_vector(builder, src, offset, valid, col_stride))
+                row = builder.mul(k, stride)
+                for v, mask in enumerate(masks):
+                    store_row(k, v, self.load_vector(builder, src, builder.add(row, as_i64(v * lanes)), mask))
+            emit_loop(builder, 0, kc, copy_row, name="k")
+        else:
+            self._pack_transposed_b(builder, src, kc, cols, stride, store_row)
+        builder.ret_void()
+        return function
 
-            def copy_square_blocks(k0):
-                """lanes x lanes blocks of a transposed B: contiguous loads along k, a
-                register transpose, contiguous stores, instead of one scalar per element."""
-                for v in range(vectors):
-                    valid = valid_last if v == vectors - 1 else lanes
-                    columns = [self.load_vector(builder, src, builder.add(k0, as_i64((v * lanes + j) * col_stride)))
-                               if j < valid else ir.Constant(self.vec, None) for j in range(lanes)]
-                    for i, vector in enumerate(transpose_square(builder, columns)):
-                        store_row(builder.add(k0, as_i64(i)), v, vector)
+    def _pack_transposed_b(self, builder, src, kc, cols, stride, store_row):
+        """B stored n x k: per vector of columns, lanes x lanes blocks loaded contiguously
+        along k and transposed in registers, then a scalar loop over the last kc % lanes
+        values of k. Only the vectors holding valid columns are packed, in a runtime loop:
+        the microkernel of that width reads no others."""
+        lanes = self.blk.lanes
+        last_col = builder.sub(cols, as_i64(1))
+        blocked_end = builder.sub(kc, builder.urem(kc, as_i64(lanes)))
 
-            blocked_end = as_i64(0)
-            if self.spec.trans_b:
-                blocked_end = builder.sub(kc, builder.urem(kc, as_i64(lanes)))
-                emit_loop(builder, 0, blocked_end, copy_square_blocks, lanes, name="kb")
+        def one_vector(v):
+            first_col = builder.mul(v, as_i64(lanes))
+            col_starts = [builder.mul(smin(builder, builder.add(first_col, as_i64(j)), last_col), stride)
+                          for j in range(lanes)]
+
+            def copy_square_block(k0):
+                columns = [self.load_vector(builder, src, builder.add(k0, start)) for start in col_starts]
+                for i, vector in enumerate(transpose_square(builder, columns)):
+                    store_row(builder.add(k0, as_i64(i)), v, vector)
+
+            def copy_row(k):
+                vector = ir.Constant(self.vec, None)
+                for j, start in enumerate(col_starts):
+                    element = builder.load(self.gep(builder, src, builder.add(k, start)), typ=self.elem)
+                    vector = builder.insert_element(vector, element, as_i64(j))
+                store_row(k, v, vector)
+
+            emit_loop(builder, 0, blocked_end, copy_square_block, lanes, name="kb")
             emit_loop(builder, blocked_end, kc, copy_row, name="k")
-            builder.ret_void()
-            self._functions[key] = function
-        return self._functions[key]
+        emit_loop(builder, 0, self._tiles(builder, cols, lanes), one_vector, name="v")
 
     # -- drivers
 
     def emit_entry(self):
-        """void name(a, b, c, workspace, i64 tile_start, i64 tile_end, extra...)"""
+        """void name(a, b, c, workspace, i64 tile_start, i64 tile_end, i64* sizes, extra...)
+        with sizes = {m, n, k, batch, a_batch_stride, b_batch_stride}: one pointer converts
+        faster in a ctypes call than six integers."""
         extra_types = [PTR] * len(self.spec.epilogue_kinds)
         function, builder = self.new_function(
-            self.name, [PTR, PTR, PTR, PTR, I64, I64] + extra_types, internal=False)
-        a, b, c, workspace, tile_start, tile_end, *extra = function.args
+            self.name, [PTR] * 4 + [I64] * 2 + [PTR] + extra_types, internal=False)
+        a, b, c, workspace, tile_start, tile_end, size_array, *extra = function.args
+        m, n, k, batch, a_batch, b_batch = [builder.load(builder.gep(size_array, [as_i64(i)], source_etype=I64), typ=I64)
+                                            for i in range(6)]
         for pointer in (a, b, workspace):
             pointer.add_attribute("noalias")
+        sizes = Sizes(m, n, k, self._tiles(builder, m, self.blk.mr), self._tiles(builder, n, self.blk.nr))
         # Clamping makes any range memory-safe; the caller picks disjoint ones.
         start = smax(builder, tile_start, as_i64(0))
-        end = smin(builder, tile_end, as_i64(self.row_tiles))
+        end = smin(builder, tile_end, sizes.row_tiles)
         workspace = self._aligned(builder, workspace)
-        spec = self.spec
+        c_stride = builder.mul(m, n)
 
         def one_matrix(batch_index):
             def offset(pointer, stride):
-                return self.gep(builder, pointer, builder.mul(batch_index, as_i64(stride)))
-            operands = (offset(a, spec.a_batch_stride), offset(b, spec.b_batch_stride),
-                        offset(c, spec.m * spec.n))
-            batched_extra = [offset(p, spec.m * spec.n) if kind == "tile" else p
-                             for kind, p in zip(spec.epilogue_kinds, extra)]
-            if self.packs_b:
-                self._emit_blocked(builder, *operands, workspace, start, end, batched_extra)
-            else:
-                self._emit_direct(builder, *operands, start, end, batched_extra)
+                return self.gep(builder, pointer, builder.mul(batch_index, stride))
+            operands = (offset(a, a_batch), offset(b, b_batch), offset(c, c_stride))
+            batched_extra = [offset(p, c_stride) if kind == "tile" else p
+                             for kind, p in zip(self.spec.epilogue_kinds, extra)]
+            self._emit_blocked(builder, sizes, *operands, workspace, start, end, batched_extra)
 
         saved_mxcsr = self._flush_subnormals(builder)
-        emit_loop(builder, 0, spec.batch, one_matrix, name="batch")
+        emit_loop(builder, 0, batch, one_matrix, name="batch")
         builder.call(self._mxcsr_intrinsic("ld"), [saved_mxcsr])
         builder.ret_void()
+
+    @staticmethod
+    def _tiles(builder, size, tile):
+        return builder.udiv(builder.add(size, as_i64(tile - 1)), as_i64(tile))
 
     def _flush_subnormals(self, builder):
         """Set FTZ and DAZ for this call, as XLA:CPU runs: subnormal operands slow FMAs ~14x.
@@ -629,100 +655,70 @@ class GemmEmitter:
                                as_i64(-_WORKSPACE_ALIGN))
         return builder.inttoptr(address, PTR)
 
-    def _dispatch(self, builder, index, count, shapes, emit):
-        """emit(shape) under a branch on whether `index` is the last of `count` tiles."""
-        full, edge = shapes
-        if edge is None:
-            emit(full)
-            return
-        with builder.if_else(builder.icmp_signed("==", index, as_i64(count - 1))) as (then, otherwise):
-            with then:
-                emit(edge)
-            with otherwise:
-                emit(full)
+    def _a_strides(self, sizes):
+        """(row, k) element strides of A as stored."""
+        return (as_i64(1), sizes.m) if self.spec.trans_a else (sizes.k, as_i64(1))
 
-    def _dispatch_tile(self, builder, row_tile, col_tile, emit):
-        """emit(rows, vectors, valid_last) for the shape of tile (row_tile, col_tile)."""
-        self._dispatch(builder, row_tile, self.row_tiles, self.row_shapes,
-                       lambda rows: self._dispatch(builder, col_tile, self.col_tiles, self.col_shapes,
-                                                   lambda cols: emit(rows, *cols)))
+    def _b_strides(self, sizes):
+        """(k, column) element strides of B as stored."""
+        return (as_i64(1), sizes.k) if self.spec.trans_b else (sizes.n, as_i64(1))
 
-    def _tile_origin_c(self, builder, c, row_tile, col_tile):
-        rows = builder.mul(row_tile, as_i64(self.blk.mr * self.spec.n))
-        return self.gep(builder, c, builder.add(rows, builder.mul(col_tile, as_i64(self.blk.nr))))
-
-    def _emit_direct(self, builder, a, b, c, start, end, extra):
-        """No packing: the microkernel reads A and B where they are."""
-        row_stride, k_stride = self.spec.a_strides
-        true = ir.Constant(I1, 1)
-
-        def row_tile(rt):
-            a_tile = self._a_origin(builder, a, rt, as_i64(0))
-
-            def col_tile(ct):
-                def call(rows, vectors, valid_last):
-                    tile = TileKernel(rows, vectors, valid_last, row_stride, k_stride,
-                                      self.spec.n, b_packed=False)
-                    b_tile = self.gep(builder, b, builder.mul(ct, as_i64(self.blk.nr)))
-                    builder.call(self.microkernel(tile), [
-                        a_tile, b_tile, self._tile_origin_c(builder, c, rt, ct), as_i64(self.spec.k),
-                        true, true, builder.mul(rt, as_i64(self.blk.mr)),
-                        builder.mul(ct, as_i64(self.blk.nr)), *extra])
-                self._dispatch_tile(builder, rt, ct, call)
-            emit_loop(builder, 0, self.col_tiles, col_tile, name="ct")
-        emit_loop(builder, start, end, row_tile, name="rt")
-
-    def _emit_blocked(self, builder, a, b, c, workspace, start, end, extra):
+    def _emit_blocked(self, builder, sizes, a, b, c, workspace, start, end, extra):
         blk = self.blk
+        # A micro-panel is reused once per column tile: with one, packing would only copy.
+        packs_a = builder.icmp_signed(">", sizes.col_tiles, as_i64(1))
         packed_a = workspace
-        packed_b = self.gep(builder, workspace, self._packed_a_elements())
+        packed_a_tiles = smin(builder, sizes.row_tiles, as_i64(blk.mb_tiles))
+        packed_b = self.gep(builder, workspace, builder.mul(packed_a_tiles, as_i64(blk.kc * blk.mr)))
 
         def row_block(block_start):
             block_end = smin(builder, builder.add(block_start, as_i64(blk.mb_tiles)), end)
 
             def k_slice(k0):
-                kc = smin(builder, as_i64(blk.kc), builder.sub(as_i64(self.spec.k), k0))
+                kc = smin(builder, as_i64(blk.kc), builder.sub(sizes.k, k0))
                 first = builder.icmp_signed("==", k0, as_i64(0))
-                last = builder.icmp_signed(">=", builder.add(k0, as_i64(blk.kc)), as_i64(self.spec.k))
-                if self.packs_a:
-                    self._pack_a_block(builder, a, packed_a, block_start, block_end, k0, kc)
+                last = builder.icmp_signed(">=", builder.add(k0, as_i64(blk.kc)), sizes.k)
+                with builder.if_then(packs_a):
+                    self._pack_a_block(builder, sizes, a, packed_a, block_start, block_end, k0, kc)
 
                 def col_block(col_start):
-                    col_end = smin(builder, builder.add(col_start, as_i64(blk.nc_tiles)),
-                                   as_i64(self.col_tiles))
-                    self._pack_b_block(builder, b, packed_b, col_start, col_end, k0, kc)
-                    panels = (a, packed_a, block_start, k0, packed_b, col_start)
+                    col_end = smin(builder, builder.add(col_start, as_i64(blk.nc_tiles)), sizes.col_tiles)
+                    self._pack_b_block(builder, sizes, b, packed_b, col_start, col_end, k0, kc)
+                    slice_ = (packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last)
                     emit_loop(builder, block_start, block_end, lambda rt: emit_loop(
                         builder, col_start, col_end,
-                        lambda ct: self._packed_tile(builder, panels, c, rt, ct, kc, first, last, extra),
+                        lambda ct: self._packed_tile(builder, sizes, slice_, c, rt, ct, extra),
                         name="ct"), name="rt")
-                emit_loop(builder, 0, self.col_tiles, col_block, blk.nc_tiles, name="cb")
-            emit_loop(builder, 0, self.spec.k, k_slice, blk.kc, name="k0")
+                emit_loop(builder, 0, sizes.col_tiles, col_block, blk.nc_tiles, name="cb")
+            emit_loop(builder, 0, sizes.k, k_slice, blk.kc, name="k0")
         emit_loop(builder, start, end, row_block, blk.mb_tiles, name="rb")
 
-    def _a_origin(self, builder, a, row_tile, k0):
-        """Address of A[row_tile * mr, k0] as stored."""
-        row_stride, k_stride = self.spec.a_strides
-        return self.gep(builder, a, builder.add(builder.mul(row_tile, as_i64(self.blk.mr * row_stride)),
-                                                builder.mul(k0, as_i64(k_stride))))
+    def _edge(self, builder, size, tile_index, tile):
+        """How many of the `tile` rows or columns of tile `tile_index` lie inside `size`."""
+        return smin(builder, as_i64(tile), builder.sub(size, builder.mul(tile_index, as_i64(tile))))
 
-    def _pack_a_block(self, builder, a, packed_a, block_start, block_end, k0, kc):
+    def _a_origin(self, builder, sizes, a, row_tile, k0):
+        """Address of A[row_tile * mr, k0] as stored."""
+        row_stride, k_stride = self._a_strides(sizes)
+        return self.gep(builder, a, builder.add(builder.mul(builder.mul(row_tile, as_i64(self.blk.mr)), row_stride),
+                                                builder.mul(k0, k_stride)))
+
+    def _pack_a_block(self, builder, sizes, a, packed_a, block_start, block_end, k0, kc):
         def pack_tile(rt):
-            src = self._a_origin(builder, a, rt, k0)
-            dst = self._panel(builder, packed_a, rt, block_start, self.blk.mr)
-            self._dispatch(builder, rt, self.row_tiles, self.row_shapes,
-                           lambda rows: builder.call(self.pack_a(rows), [src, dst, kc]))
+            builder.call(self.pack_a(), [self._a_origin(builder, sizes, a, rt, k0),
+                                         self._panel(builder, packed_a, rt, block_start, self.blk.mr), kc,
+                                         self._edge(builder, sizes.m, rt, self.blk.mr), *self._a_strides(sizes)])
         emit_loop(builder, block_start, block_end, pack_tile, name="pa")
 
-    def _pack_b_block(self, builder, b, packed_b, col_start, col_end, k0, kc):
-        k_stride, col_stride = self.spec.b_strides
+    def _pack_b_block(self, builder, sizes, b, packed_b, col_start, col_end, k0, kc):
+        k_stride, col_stride = self._b_strides(sizes)
+        runtime_stride = col_stride if self.spec.trans_b else k_stride
 
         def pack_tile(ct):
-            src = self.gep(builder, b, builder.add(builder.mul(k0, as_i64(k_stride)),
-                                                   builder.mul(ct, as_i64(self.blk.nr * col_stride))))
-            dst = self._panel(builder, packed_b, ct, col_start, self.blk.nr)
-            self._dispatch(builder, ct, self.col_tiles, self.col_shapes,
-                           lambda cols: builder.call(self.pack_b(*cols), [src, dst, kc]))
+            src = self.gep(builder, b, builder.add(builder.mul(k0, k_stride),
+                                                   builder.mul(builder.mul(ct, as_i64(self.blk.nr)), col_stride)))
+            builder.call(self.pack_b(), [src, self._panel(builder, packed_b, ct, col_start, self.blk.nr), kc,
+                                         self._edge(builder, sizes.n, ct, self.blk.nr), runtime_stride])
         emit_loop(builder, col_start, col_end, pack_tile, name="pb")
 
     def _panel(self, builder, packed, tile, block_start, width):
@@ -730,22 +726,34 @@ class GemmEmitter:
         return self.gep(builder, packed, builder.mul(builder.sub(tile, block_start),
                                                      as_i64(self.blk.kc * width)))
 
-    def _packed_tile(self, builder, panels, c, rt, ct, kc, first, last, extra):
-        a, packed_a, block_start, k0, packed_b, col_start = panels
-        if self.packs_a:
-            a_tile = self._panel(builder, packed_a, rt, block_start, self.blk.mr)
-        else:
-            a_tile = self._a_origin(builder, a, rt, k0)
+    def _packed_tile(self, builder, sizes, slice_, c, rt, ct, extra):
+        packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last = slice_
+        row0, col0 = builder.mul(rt, as_i64(self.blk.mr)), builder.mul(ct, as_i64(self.blk.nr))
+        row_stride, k_stride = self._a_strides(sizes)
+        c_tile = self.gep(builder, c, builder.add(builder.mul(row0, sizes.n), col0))
+        common = [self._panel(builder, packed_b, ct, col_start, self.blk.nr), c_tile, kc, first, last, row0, col0,
+                  self._edge(builder, sizes.m, rt, self.blk.mr), self._edge(builder, sizes.n, ct, self.blk.nr),
+                  sizes.n]
+        a_stride = k_stride if self.spec.trans_a else row_stride
+        vectors = self._tiles(builder, common[8], self.blk.lanes)
+        with builder.if_else(packs_a) as (packed, direct):
+            with packed:
+                a_tile = self._panel(builder, packed_a, rt, block_start, self.blk.mr)
+                self._call_by_width(builder, vectors, True, [a_tile, *common, a_stride, *extra])
+            with direct:
+                a_tile = self._a_origin(builder, sizes, a, rt, k0)
+                self._call_by_width(builder, vectors, False, [a_tile, *common, a_stride, *extra])
 
-        def call(rows, vectors, valid_last):
-            a_strides = (1, rows) if self.packs_a else self.spec.a_strides
-            tile = TileKernel(rows, vectors, valid_last, *a_strides, vectors * self.blk.lanes,
-                              b_packed=True)
-            builder.call(self.microkernel(tile), [
-                a_tile, self._panel(builder, packed_b, ct, col_start, self.blk.nr),
-                self._tile_origin_c(builder, c, rt, ct), kc, first, last,
-                builder.mul(rt, as_i64(self.blk.mr)), builder.mul(ct, as_i64(self.blk.nr)), *extra])
-        self._dispatch_tile(builder, rt, ct, call)
+    def _call_by_width(self, builder, vectors, a_packed, args, narrowest=1):
+        """Call the microkernel just wide enough for `vectors` vectors of columns."""
+        if narrowest == self.blk.nv:
+            builder.call(self.microkernel(a_packed, narrowest), args)
+            return
+        with builder.if_else(builder.icmp_signed("<=", vectors, as_i64(narrowest))) as (narrow, wider):
+            with narrow:
+                builder.call(self.microkernel(a_packed, narrowest), args)
+            with wider:
+                self._call_by_width(builder, vectors, a_packed, args, narrowest + 1)
 
 
 # ----------------------------------------------------------------------------- Python API
@@ -770,29 +778,47 @@ def split_range(count, parts):
     return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
-class GemmKernel:
-    """A compiled GEMM.
+class CompiledFamily:
+    """The machine code of one GemmFamily: a native entry point at `address` with ctypes
+    signature `argtypes` (see GemmEmitter.emit_entry)."""
 
-    Native entry point at `address`, with ctypes signature `argtypes`:
-        void(T* a, T* b, T* c, void* workspace, i64 tile_start, i64 tile_end, T* extra...)
-    It writes the row tiles [tile_start, tile_end) of C in every batch (a row tile is
-    `blocking.mr` rows; there are `row_tiles`), so calls on disjoint ranges may run on
-    different threads at once, each with its own workspace of `workspace_bytes`.
-    """
-
-    def __init__(self, spec, blocking, emitter, compiled):
-        self.spec, self.blocking = spec, blocking
-        self.row_tiles = emitter.row_tiles
-        self.workspace_bytes = emitter.workspace_bytes()
+    def __init__(self, family, blocking, emitter, compiled):
+        self.family, self.blocking = family, blocking
         self._compiled = compiled
         self.address = compiled.address(emitter.name)
         self.argtypes = ([ctypes.c_void_p] * 4 + [ctypes.c_int64] * 2
-                         + [ctypes.c_void_p] * len(spec.epilogue_kinds))
-        self._function = ctypes.CFUNCTYPE(None, *self.argtypes)(self.address)
-        self._local = threading.local()
+                         + [ctypes.c_void_p] * (1 + len(family.epilogue_kinds)))
+        self.function = ctypes.CFUNCTYPE(None, *self.argtypes)(self.address)
 
     def asm(self):
         return self._compiled.asm()
+
+
+class GemmKernel:
+    """A family's kernel bound to one problem's sizes.
+
+    `address`/`argtypes` are the family's native entry point:
+        void(T* a, T* b, T* c, void* workspace, i64 tile_start, i64 tile_end, i64* sizes, T* extra...)
+    with `sizes` pointing at {m, n, k, batch, a_batch_stride, b_batch_stride} (this kernel's
+    `sizes`, a ctypes array). It writes the row tiles [tile_start, tile_end)
+    of C in every batch (a row tile is `blocking.mr` rows; there are `row_tiles`), so calls
+    on disjoint ranges may run on different threads at once, each with its own workspace
+    of `workspace_bytes`.
+    """
+
+    def __init__(self, spec, native):
+        self.spec, self.native, self.blocking = spec, native, native.blocking
+        blk = self.blocking
+        self.row_tiles = -(-spec.m // blk.mr)
+        col_tiles = -(-spec.n // blk.nr)
+        self.sizes = (ctypes.c_int64 * 6)(spec.m, spec.n, spec.k, spec.batch, spec.a_batch_stride, spec.b_batch_stride)
+        packed_elements = blk.kc * (blk.mr * min(blk.mb_tiles, self.row_tiles) + blk.nr * min(blk.nc_tiles, col_tiles))
+        self.workspace_bytes = packed_elements * spec.itemsize + _WORKSPACE_ALIGN
+        self.address, self.argtypes = native.address, native.argtypes
+        self._local = threading.local()
+
+    def asm(self):
+        return self.native.asm()
 
     def __call__(self, a, b, *extra, out=None):
         return self.run(a, b, *extra, out=out, threads=1)
@@ -814,14 +840,13 @@ class GemmKernel:
         return out
 
     def _run_range(self, pointers, tile_start, tile_end):
-        workspace = self._workspace()
-        self._function(*pointers[:3], workspace, tile_start, tile_end, *pointers[3:])
+        self.native.function(*pointers[:3], self._workspace(), tile_start, tile_end, self.sizes, *pointers[3:])
 
     def _workspace(self):
         """Per calling thread, kept: concurrent calls must not share packed panels."""
         buffer = getattr(self._local, "workspace", None)
         if buffer is None:
-            buffer = self._local.workspace = np.empty(max(self.workspace_bytes, 1), np.uint8)
+            buffer = self._local.workspace = np.empty(self.workspace_bytes, np.uint8)
         return buffer.ctypes.data
 
     def _output(self, out):
@@ -878,6 +903,8 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     element strides between batch entries of A and B (default: contiguous; 0 shares B).
     vector_bits forces 256 (AVX2 tiles) or 512; default: the host's width. `product` (an
     InnerProduct) replaces the FMA step; its dtype is then the element type (see gemm_lowp).
+    The machine code is compiled once per family (everything but the sizes, batch and
+    batch strides) and shared by every shape of it.
     """
     dtype = np.dtype(dtype).name if product is None else product.dtype
     if product is None and dtype not in FMA:
@@ -885,15 +912,25 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     if min(m, n, k, batch) < 1:
         raise ValueError(f"gemm dimensions must be positive, got m={m} n={n} k={k} batch={batch}")
     a_stride, b_stride = batch_strides or (m * k, k * n)
-    spec = GemmSpec(m, n, k, dtype, bool(trans_a), bool(trans_b), batch, a_stride, b_stride,
-                    epilogue, vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype])
-    return _compile(spec)
+    family = GemmFamily(dtype, bool(trans_a), bool(trans_b), epilogue,
+                        vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype])
+    return _bind(GemmSpec(m, n, k, batch, a_stride, b_stride, family))
 
 
 @functools.lru_cache(maxsize=None)
-def _compile(spec):
-    blocking = choose_blocking(spec.itemsize, spec.vector_bits)
-    emitter = GemmEmitter(spec, blocking, "gemm")
+def _bind(spec):
+    return GemmKernel(spec, compile_family(spec.family))
+
+
+@functools.lru_cache(maxsize=None)
+def compile_family(family):
+    """The native kernel of one GemmFamily, compiled once per process."""
+    blocking = choose_blocking(family.itemsize, family.vector_bits)
+    emitter = GemmEmitter(family, blocking, "gemm")
     emitter.emit_entry()
-    llvm_ir = llvm_target.add_function_attributes(emitter.module, spec.vector_bits)
-    return GemmKernel(spec, blocking, emitter, llvm_target.compile_ir(llvm_ir))
+    llvm_ir = llvm_target.add_function_attributes(emitter.module, family.vector_bits)
+    # The generator already writes SSA loops, registers and vectors: LLVM's IR passes took
+    # half the compile time and changed no inner loop (the backend's own strength reduction
+    # and register allocation give the same broadcast-FMA loop; measured on 1024^3 and the
+    # MLP shapes), while the vectorizers bloated the packing loops with gathers.
+    return CompiledFamily(family, blocking, emitter, llvm_target.compile_ir(llvm_ir, optimize_ir=False))

@@ -177,8 +177,8 @@ class LowPrecisionGemm:
                              f"for an int8 GEMM, got {x.shape}")
         words = np.empty((self.m, self.k_words), self.product.dtype)
         scales = np.empty(self.m, np.float32)
-        quantizer = _compile_quantizer(self.k, 4 * self.k_words, self.offsets_activations)
-        quantizer(x.ctypes.data, words.ctypes.data, scales.ctypes.data, 0, self.m)
+        quantizer = _compile_quantizer(self.offsets_activations)
+        quantizer(x.ctypes.data, words.ctypes.data, scales.ctypes.data, 0, self.m, self.k, 4 * self.k_words)
         return words, scales
 
     def run(self, a, b, *extra, out=None, threads=1):
@@ -203,22 +203,24 @@ class LowPrecisionGemm:
 
 
 @functools.lru_cache(maxsize=None)
-def _compile_quantizer(k, k_padded, offset):
-    """void(float* x, i8* q, float* scales, i64 row_start, i64 row_end): per row of x (k wide),
-    scale = max(max|x|, 127 * tiny) / 127 and q = clamp(rint(x / scale), -127, 127), xor 128
-    when `offset`, zero(-offset)-padded to k_padded. Scalar loops: LLVM vectorizes them."""
+def _compile_quantizer(offset):
+    """void(float* x, i8* q, float* scales, i64 row_start, i64 row_end, i64 k, i64 k_padded):
+    per row of x (k wide), scale = max(max|x|, 127 * tiny) / 127 and
+    q = clamp(rint(x / scale), -127, 127), xor 128 when `offset`, zero(-offset)-padded to
+    k_padded. Sizes are arguments, so one quantizer serves every shape, as the GEMM kernels
+    do. Scalar loops: LLVM vectorizes them."""
     module = ir.Module(name="quantize")
     f32, i8 = ir.FloatType(), ir.IntType(8)
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [gemm.PTR] * 3 + [gemm.I64] * 2), "quantize")
-    x, q, scales, row_start, row_end = function.args
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [gemm.PTR] * 3 + [gemm.I64] * 4), "quantize")
+    x, q, scales, row_start, row_end, k, k_padded = function.args
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     call = lambda name, *args: builder.call(gemm.declare(module, f"llvm.{name}.f32", f32, [f32] * len(args)),
                                             list(args), fastmath=("nnan", "nsz"))
     fill = ir.Constant(i8, _ACTIVATION_OFFSET if offset else 0)
 
     def row(r):
-        x_row = builder.gep(x, [builder.mul(r, gemm.as_i64(k))], source_etype=f32)
-        q_row = builder.gep(q, [builder.mul(r, gemm.as_i64(k_padded))], source_etype=i8)
+        x_row = builder.gep(x, [builder.mul(r, k)], source_etype=f32)
+        q_row = builder.gep(q, [builder.mul(r, k_padded)], source_etype=i8)
         element = lambda j: builder.load(builder.gep(x_row, [j], source_etype=f32), typ=f32)
         (amax,) = gemm.emit_loop(builder, 0, k, lambda j, m: [call("maxnum", m, call("fabs", element(j)))],
                                  carried=[ir.Constant(f32, 0.0)], name="j")
@@ -238,7 +240,7 @@ def _compile_quantizer(k, k_padded, offset):
     gemm.emit_loop(builder, row_start, row_end, row, name="r")
     builder.ret_void()
     compiled = llvm_target.compile_ir(llvm_target.add_function_attributes(module))
-    signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, ctypes.c_int64, ctypes.c_int64)
+    signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, *[ctypes.c_int64] * 4)
     quantizer = signature(compiled.address("quantize"))
     quantizer.compiled = compiled   # the machine code lives as long as the function
     return quantizer
