@@ -108,6 +108,8 @@ def vmap_arguments(name):
 def test_jit_and_vmap_compose(name):
     fun = VMAP_CASES[name][0]
     args = vmap_arguments(name)
+    first = [a[0] for a in args]
+    assert_same(jaxlite.jit(fun)(*first), fun(*first), "jit(f) against f")
     expected = jaxlite.vmap(fun)(*args)
     assert_same(jaxlite.jit(jaxlite.vmap(fun))(*args), expected, "jit(vmap(f)) against vmap(f)")
     assert_same(jaxlite.vmap(jaxlite.jit(fun))(*args), expected, "vmap(jit(f)) against vmap(f)")
