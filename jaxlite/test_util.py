@@ -6,6 +6,7 @@ comes from central differences and, when forward mode is checked too, from jvp. 
 checks on the derivative functions themselves. Integer and boolean arguments
 (indices, masks) are held fixed: their tangents and cotangents are zero.
 """
+import contextlib
 import functools
 
 import numpy as np
@@ -152,3 +153,15 @@ def check_transpose(primitive, args, linear, params, atol=1e-6, rtol=1e-6, seed=
     cts = transpose_rules[primitive](ct, *undefined, **params)
     _assert_close(_inner(ct, out), sum(_inner(cts[i], xs[i]) for i in linear), atol, rtol,
                   f"transpose of {primitive.name}: <ct, p(x)> against <p^T(ct), x>")
+
+
+@contextlib.contextmanager
+def enable_x64():
+    """64-bit mode inside a block (for float64 gradient checks with tight tolerances)."""
+    from jaxlite.core.config import config
+    previous = config.read("jax_enable_x64")
+    config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        config.update("jax_enable_x64", previous)

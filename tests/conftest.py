@@ -18,6 +18,7 @@ import pytest
 from hypothesis import settings
 
 import jaxlite
+from jaxlite import test_util
 
 # The machine is shared and noisy; compiled tests must not flake on deadlines.
 settings.register_profile("jaxlite", deadline=None, max_examples=30, print_blob=True)
@@ -73,8 +74,5 @@ def jit_all(request):
 @pytest.fixture
 def enable_x64():
     """64-bit mode for one test: gradient checks in float64 keep tolerances tight."""
-    jaxlite.config.update("jax_enable_x64", True)
-    try:
+    with test_util.enable_x64():
         yield
-    finally:
-        jaxlite.config.update("jax_enable_x64", False)

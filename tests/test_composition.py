@@ -6,7 +6,6 @@ The case tables are imported, not copied: a case added there is checked here too
 Each jitted function is built once per case, so a case compiles each distinct
 program once (the jit cache is keyed by the function object).
 """
-import contextlib
 import functools
 
 import numpy as np
@@ -17,7 +16,7 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite.core import dtypes
 from jaxlite.core.tree_util import tree_flatten, tree_map
-from jaxlite.test_util import check_grads
+from jaxlite.test_util import check_grads, enable_x64
 
 from test_ad import FORWARD_ONLY_CASES, PRIMITIVE_CASES, VARIANT_CASES
 from test_vmap import CASES as VMAP_CASES
@@ -169,16 +168,6 @@ def without_jit(stack):
     return tuple(name for name in stack if name != "jit")
 
 
-@contextlib.contextmanager
-def x64():
-    """64-bit mode inside one hypothesis example (fixtures last the whole test)."""
-    jaxlite.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jaxlite.config.update("jax_enable_x64", False)
-
-
 def check_first_gradient(fun, stack, x):
     """The eager stack below the first grad, summed, against central differences in
     float64 at the slice of x that level sees (outer vmaps strip leading axes)."""
@@ -186,7 +175,7 @@ def check_first_gradient(fun, stack, x):
     first = eager.index("grad")
     inner, outer_vmaps = eager[:first], eager[first:].count("vmap")
     level = lambda v: jnp.sum(apply_stack(fun, inner)(v))
-    with x64():
+    with enable_x64():
         check_grads(level, (x[(0,) * outer_vmaps].astype(np.float64),), order=1)
 
 
