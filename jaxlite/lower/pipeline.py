@@ -24,7 +24,7 @@ class LoweredProgram:
 
 def lower_jaxpr(closed):
     optimized = passes.run_passes(closed)
-    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, passes.dce))
+    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
     return LoweredProgram(optimized, steps)
@@ -32,6 +32,10 @@ def lower_jaxpr(closed):
 
 def _fuse_gemm_epilogues(closed):
     return epilogues.fuse_epilogues(closed, runtime.epilogue_fusable)
+
+
+def _fold_low_precision_weights(closed):
+    return passes.fold_constant_operands(closed, runtime.is_low_precision_gemm)
 
 
 def compile_program(program, name="jit_fn"):

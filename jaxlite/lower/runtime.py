@@ -164,7 +164,7 @@ class Executable:
                 name, kernel = segment
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
-                self._runners.append(_PythonStep(segment))
+                self._runners.append(_PythonStep(segment, set(self.jaxpr.constvars)))
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
         self._prepare_call()
 
@@ -300,9 +300,9 @@ def _buffer_view(var, env, workspace, plan):
 class _PythonStep:
     """An equation run between kernels on numpy views of its buffers."""
 
-    def __init__(self, step):
+    def __init__(self, step, constvars=()):
         self.step = step
-        self.gemm = _GemmCall(step.eqn) if step.kind == "gemm" else None
+        self.gemm = _GemmCall(step.eqn, step.eqn.inputs[1] in constvars) if step.kind == "gemm" else None
 
     def __call__(self, env, workspace, plan):
         eqn = self.step.eqn
@@ -351,6 +351,10 @@ def _low_precision_gemm(eqn):
     return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, eqn.outputs[0].aval.dtype.name))
 
 
+def is_low_precision_gemm(eqn):
+    return eqn.primitive.name == "dot_general" and _low_precision_gemm(eqn) is not None and _gemm_applies(eqn)
+
+
 def epilogue_fusable(eqn):
     """A dot_general whose GEMM can apply bias/residual/scale/relu (the float GEMMs)."""
     return _gemm_applies(eqn) and _low_precision_gemm(eqn) is None
@@ -390,8 +394,9 @@ class _GemmCall:
     transpose flag, any other layout is transposed into a contiguous copy.
     """
 
-    def __init__(self, eqn):
+    def __init__(self, eqn, rhs_is_constant=False):
         lhs, rhs = eqn.inputs[:2]
+        self.rhs_is_constant, self._prepared_b, self._prepares_b = rhs_is_constant, None, False
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
         lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
@@ -409,6 +414,7 @@ class _GemmCall:
             self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
             self.a_shape, self.b_shape = (m, k), (k, n)
             self.kernel = low_precision(m, n, k)
+            self._prepares_b = True
             return
         names = eqn.params.get("epilogue", ())
         epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
@@ -416,9 +422,27 @@ class _GemmCall:
 
     def __call__(self, lhs, rhs, *extra, out):
         a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
-        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
-        self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape))
+        self.kernel.run(a, self._operand_b(rhs), *map(np.ascontiguousarray, extra),
+                        out=out.reshape(self.c_shape), threads=GEMM_THREADS)
 
+    def _operand_b(self, rhs):
+        """B as the kernel takes it. The low-precision GEMMs repack B into words; for a
+        constant of the compiled function (the same array object on every call, owned by
+        it, never written) that happens on the first call only."""
+        if self._prepared_b is not None and self._prepared_b[0] is rhs:
+            return self._prepared_b[1]
+        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
+        if not self._prepares_b:
+            return b
+        prepared = self.kernel.prepare_b(b)
+        if self.rhs_is_constant:
+            self._prepared_b = (rhs, prepared)
+        return prepared
+
+
+# Every GEMM step splits its row tiles over the cores (the kernel takes fewer threads
+# when the problem is too small to repay the hand-off).
+GEMM_THREADS = os.cpu_count() or 1
 
 _EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU}
 
