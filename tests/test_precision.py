@@ -420,7 +420,7 @@ def test_jit_runs_lowered_products_on_the_low_precision_gemms(lowering, key, mon
     compiled = []
     original = runtime._LOW_PRECISION_GEMMS[key]
     monkeypatch.setitem(runtime._LOW_PRECISION_GEMMS, key,
-                        lambda *shape: compiled.append(shape) or original(*shape))
+                        lambda *shape, **options: compiled.append(shape) or original(*shape, **options))
     x, w = normal(64, 96), normal(96, 40)
     f = lambda x, w: jnp.maximum(x @ w, 0.0)
     np.testing.assert_allclose(jaxlite.jit(lowering(f))(x, w), lowering(f)(x, w), rtol=1e-5, atol=1e-4)

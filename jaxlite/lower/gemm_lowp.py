@@ -87,14 +87,15 @@ _UNDO_OFFSET = Epilogue("undo_activation_offset", ("columns",),
 
 
 def _dequantizing(relu):
-    """float32(acc) * row_scale * column_scale + bias (then relu), stored as float32 bits in
+    """float32(acc) * (row_scale * column_scale) + bias (then relu: precision.int8's order of
+    operations, so jit and eager agree to the bit), stored as float32 bits in
     the int32 C: the epilogue runs once, after the last K slice has summed the int32s.
     The float arguments arrive as int32 views, since every kernel argument has C's type."""
     def apply(ctx, acc):
         builder = ctx.builder
         floats = ir.VectorType(ir.FloatType(), acc.type.count)
         argument = lambda index: builder.bitcast(ctx.load(index), floats)
-        value = builder.fmul(builder.fmul(builder.sitofp(acc, floats), argument(0)), argument(1))
+        value = builder.fmul(builder.sitofp(acc, floats), builder.fmul(argument(0), argument(1)))
         value = builder.fadd(value, argument(2))
         if relu:
             value = gemm.RELU.apply(ctx, value)

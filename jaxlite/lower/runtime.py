@@ -302,7 +302,10 @@ class _PythonStep:
 
     def __init__(self, step, constvars=()):
         self.step = step
-        self.gemm = _GemmCall(step.eqn, step.eqn.inputs[1] in constvars) if step.kind == "gemm" else None
+        self.gemm = None
+        if step.kind == "gemm":
+            call = _Int8MatmulCall if step.eqn.primitive.name == "int8_matmul" else _GemmCall
+            self.gemm = call(step.eqn, step.eqn.inputs[1] in constvars)
 
     def __call__(self, env, workspace, plan):
         eqn = self.step.eqn
@@ -320,10 +323,14 @@ class _PythonStep:
 
 # ---------------------------------------------------------------- equations outside kernels
 
+# Equations that run on a GEMM (dot_general when _gemm_applies; the fused forms always).
+GEMM_PRIMITIVES = ("dot_general", "dot_epilogue", "int8_matmul")
+
+
 def eqn_step_kind(eqn):
     """How an equation runs if not inside a fused kernel: "gemm", "fallback" or None (fused)."""
     from jaxlite.lower.fusion import is_fusible
-    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name == "dot_epilogue":
+    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name in GEMM_PRIMITIVES[1:]:
         return "gemm"
     if is_fusible(eqn):
         return None
@@ -353,6 +360,10 @@ def _low_precision_gemm(eqn):
 
 def is_low_precision_gemm(eqn):
     return eqn.primitive.name == "dot_general" and _low_precision_gemm(eqn) is not None and _gemm_applies(eqn)
+
+
+def is_int8_gemm(eqn):
+    return is_low_precision_gemm(eqn) and eqn.inputs[0].aval.dtype == np.int8
 
 
 def epilogue_fusable(eqn):
@@ -396,7 +407,7 @@ class _GemmCall:
 
     def __init__(self, eqn, rhs_is_constant=False):
         lhs, rhs = eqn.inputs[:2]
-        self.rhs_is_constant, self._prepared_b, self._prepares_b = rhs_is_constant, None, False
+        self._prepared_b = None
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
         lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
@@ -414,7 +425,7 @@ class _GemmCall:
             self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
             self.a_shape, self.b_shape = (m, k), (k, n)
             self.kernel = low_precision(m, n, k)
-            self._prepares_b = True
+            self._prepared_b = _PreparedB(self.kernel, rhs_is_constant, self._arranged_b)
             return
         names = eqn.params.get("epilogue", ())
         epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
@@ -426,18 +437,45 @@ class _GemmCall:
                         out=out.reshape(self.c_shape), threads=GEMM_THREADS)
 
     def _operand_b(self, rhs):
-        """B as the kernel takes it. The low-precision GEMMs repack B into words; for a
-        constant of the compiled function (the same array object on every call, owned by
-        it, never written) that happens on the first call only."""
-        if self._prepared_b is not None and self._prepared_b[0] is rhs:
-            return self._prepared_b[1]
-        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
-        if not self._prepares_b:
-            return b
-        prepared = self.kernel.prepare_b(b)
-        if self.rhs_is_constant:
-            self._prepared_b = (rhs, prepared)
+        return self._arranged_b(rhs) if self._prepared_b is None else self._prepared_b(rhs)
+
+    def _arranged_b(self, rhs):
+        return _arrange(rhs, self.b_perm).reshape(self.b_shape)
+
+
+class _PreparedB:
+    """A low-precision GEMM's B repacked into words. For a constant of the compiled function
+    (the same array object on every call, owned by it, never written) that happens on the
+    first call only."""
+
+    def __init__(self, kernel, constant, arrange=lambda b: b):
+        self.kernel, self.constant, self.arrange = kernel, constant, arrange
+        self.source = self.prepared = None
+
+    def __call__(self, b):
+        if self.source is b:
+            return self.prepared
+        prepared = self.kernel.prepare_b(self.arrange(b))
+        if self.constant:
+            self.source, self.prepared = b, prepared
         return prepared
+
+
+class _Int8MatmulCall:
+    """quantized.int8_matmul: x quantized per row straight into the GEMM's A words (one
+    compiled pass), the int8 GEMM, and scales, bias and relu applied by its epilogue."""
+
+    def __init__(self, eqn, rhs_is_constant=False):
+        m, n, k, _ = _gemm_sizes(eqn)
+        epilogue = gemm_lowp.DEQUANTIZE_RELU if eqn.params["relu"] else gemm_lowp.DEQUANTIZE
+        self.kernel = _LOW_PRECISION_GEMMS[("int8", "int32")](m, n, k, epilogue=epilogue)
+        self._prepared_b = _PreparedB(self.kernel, rhs_is_constant)
+        self._no_bias = np.zeros(n, np.float32) if len(eqn.inputs) == 3 else None
+
+    def __call__(self, x, qw, w_scale, *bias, out):
+        words, x_scale = self.kernel.quantize_a(x)
+        bias = bias[0] if bias else self._no_bias
+        self.kernel.run_words(words, self._prepared_b(qw), x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
 
 
 # Every GEMM step splits its row tiles over the cores (the kernel takes fewer threads
