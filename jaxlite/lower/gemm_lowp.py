@@ -169,9 +169,10 @@ class LowPrecisionGemm:
             padded = padded.view(np.uint8) ^ np.uint8(_ACTIVATION_OFFSET)
         return padded.view(self.product.dtype)
 
-    def quantize_a(self, x):
+    def quantize_a(self, x, threads=1):
         """Quantize float32 activations x (m x k) per row, as precision.quantize does, straight
-        into A's words: returns (words, row scales). One compiled pass over x."""
+        into A's words: returns (words, row scales). One compiled pass over x, its rows
+        split over up to `threads` threads."""
         x = np.ascontiguousarray(x, np.float32)
         if x.shape != (self.m, self.k) or self.narrow_dtype != np.int8:
             raise ValueError(f"quantize_a takes float32 activations of shape {(self.m, self.k)} "
@@ -179,7 +180,14 @@ class LowPrecisionGemm:
         words = np.empty((self.m, self.k_words), self.product.dtype)
         scales = np.empty(self.m, np.float32)
         quantizer = _compile_quantizer(self.k, 4 * self.k_words, self.offsets_activations)
-        quantizer(x.ctypes.data, words.ctypes.data, scales.ctypes.data, 0, self.m)
+        pointers = (x.ctypes.data, words.ctypes.data, scales.ctypes.data)
+        # Rows are independent; below ~64K elements per thread the hand-off costs more.
+        threads = max(1, min(threads, self.m * self.k >> 16))
+        ranges = gemm.split_range(self.m, threads)
+        pending = [gemm._thread_pool().submit(quantizer, *pointers, lo, hi) for lo, hi in ranges[1:]]
+        quantizer(*pointers, *ranges[0])
+        for future in pending:
+            future.result()
         return words, scales
 
     def run(self, a, b, *extra, out=None, threads=1):

@@ -179,16 +179,34 @@ def fold_constant_operands(closed, is_consumer):
         return closed
     values = dict(zip(jaxpr.constvars, map(np.asarray, closed.consts)))
     rewriter = Rewriter(closed)
+    exposed = set(jaxpr.constvars)
     for eqn in jaxpr.eqns:
         if eqn in folded:
             _evaluate_into(values, eqn)
             continue
         for v in eqn.inputs:
-            if v in values and v not in rewriter.constvars:
-                rewriter.constvars.append(v)
-                rewriter.consts.append(values[v])
+            if isinstance(v, Var) and v in values:
+                _expose(v, values, folded, rewriter, exposed)
         rewriter.emit(eqn)
     return rewriter.result()
+
+
+def _expose(var, values, folded, rewriter, exposed):
+    """Give the rewritten program a folded value: as a constant, except that a broadcast
+    is emitted again on its (constant) operand, so the kernels that read it fuse it in
+    rather than read a materialized array."""
+    if var in exposed:
+        return
+    exposed.add(var)
+    producer = next((e for e in folded if var in e.outputs), None)
+    if producer is not None and producer.primitive.name == "broadcast_in_dim":
+        for v in producer.inputs:
+            if isinstance(v, Var):
+                _expose(v, values, folded, rewriter, exposed)
+        rewriter.emit(producer)
+        return
+    rewriter.constvars.append(var)
+    rewriter.consts.append(values[var])
 
 
 def _constant_only_vars(jaxpr):

@@ -473,7 +473,7 @@ class _Int8MatmulCall:
         self._no_bias = np.zeros(n, np.float32) if len(eqn.inputs) == 3 else None
 
     def __call__(self, x, qw, w_scale, *bias, out):
-        words, x_scale = self.kernel.quantize_a(x)
+        words, x_scale = self.kernel.quantize_a(x, threads=GEMM_THREADS)
         bias = bias[0] if bias else self._no_bias
         self.kernel.run_words(words, self._prepared_b(qw), x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
 
