@@ -485,7 +485,10 @@ def test_int8_matmul_impl_matches_the_transform():
     from jaxlite.lower.quantized import int8_matmul_p
     x, w, bias = normal(9, 20), normal(20, 7), normal(7)
     q_w, w_scale = (np.asarray(v) for v in precision.quantize(jnp.asarray(w), (0,)))
-    out = int8_matmul_p.impl(x, q_w, w_scale, bias, dimension_numbers=(((1,), (0,)), ((), ())), relu=True)
+    out = int8_matmul_p.impl(x, q_w, w_scale, bias, dimension_numbers=(((1,), (0,)), ((), ())), relu=True,
+                            quantize_weights=False)
+    np.testing.assert_array_equal(out, int8_matmul_p.impl(x, w, bias, dimension_numbers=(((1,), (0,)), ((), ())),
+                                                          relu=True, quantize_weights=True))
     expected = precision.int8(lambda x, w: jnp.maximum(x @ w + bias, 0.0))(x, w)
     np.testing.assert_array_equal(out, expected)
 
@@ -505,9 +508,13 @@ def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_o
                                                       monkeypatch):
     from jaxlite.lower import gemm_lowp
     calls = []
-    original = gemm_lowp.LowPrecisionGemm.prepare_b
-    monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, "prepare_b",
-                        lambda self, b: calls.append(b.shape) or original(self, b))
+    # Weights passed as arguments are repacked by prepare_b (bf16) or quantized and packed
+    # in one pass by quantize_b (int8) on every call.
+    for name in ("prepare_b", "quantize_b"):
+        original = getattr(gemm_lowp.LowPrecisionGemm, name)
+        monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, name, functools.partialmethod(
+            lambda self, b, original, **options: calls.append(b.shape) or original(self, b, **options),
+            original=original))
     x, w = normal(64, 96), normal(96, 40)
     f = lowering((lambda x: x @ w) if weights_closed_over else (lambda x, w: x @ w))
     args = (x,) if weights_closed_over else (x, w)
@@ -526,3 +533,21 @@ def test_quantize_a_on_several_threads_matches_one():
     one, two = kernel.quantize_a(x, threads=1), kernel.quantize_a(x, threads=2)
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("k, n", [(70, 50), (33, 7), (64, 130)])
+def test_quantize_b_matches_quantize_then_prepare_b(k, n, portable):
+    from jaxlite.lower import gemm_lowp
+    w = normal(k, n)
+    w[:, 3] = 0     # an all-zero column quantizes to zeros
+    kernel = gemm_lowp.compile_gemm_int8(16, n, k, portable=portable)
+    prepared, scales = kernel.quantize_b(w, threads=2)
+    q_w, w_scale = (np.asarray(v) for v in precision.quantize(jnp.asarray(w), (0,)))
+    expected = kernel.prepare_b(q_w)
+    np.testing.assert_array_equal(scales, w_scale)
+    np.testing.assert_array_equal(prepared.words, expected.words)
+    if expected.column_correction is None:
+        assert prepared.column_correction is None
+    else:
+        np.testing.assert_array_equal(prepared.column_correction, expected.column_correction)

@@ -33,8 +33,13 @@ def quantize_rows(x):
     return q.astype(np.int8), scale
 
 
-def _int8_matmul_impl(x, qw, w_scale, *bias, dimension_numbers, relu):
+def _int8_matmul_impl(x, w, *rest, dimension_numbers, relu, quantize_weights):
     """The numpy meaning, in the transform's order of float operations."""
+    if quantize_weights:
+        qw_t, w_scale = quantize_rows(w.T)      # per column of w
+        qw, bias = qw_t.T, rest
+    else:
+        qw, (w_scale, *bias) = w, rest
     qx, x_scale = quantize_rows(x)
     acc = qx.astype(np.int32) @ qw.astype(np.int32)
     out = acc.astype(np.float32) * (x_scale[:, None] * w_scale[None, :])
@@ -42,8 +47,8 @@ def _int8_matmul_impl(x, qw, w_scale, *bias, dimension_numbers, relu):
     return np.maximum(out, np.float32(0)) if relu else out
 
 
-def _int8_matmul_aval(x, qw, w_scale, *bias, dimension_numbers, relu):
-    return ShapedArray((x.shape[0], qw.shape[1]), np.dtype(np.float32))
+def _int8_matmul_aval(x, w, *rest, dimension_numbers, relu, quantize_weights):
+    return ShapedArray((x.shape[0], w.shape[1]), np.dtype(np.float32))
 
 
 int8_matmul_p = Primitive("int8_matmul")
@@ -75,13 +80,18 @@ def _match(dot, producers, consumer, outputs):
     """(equation to replace, the int8_matmul taking its place) or None."""
     if dot.params["dimension_numbers"] != (((1,), (0,)), ((), ())) or dot.inputs[0].aval.ndim != 2:
         return None
-    x, row_scale = _quantized_rows_source(dot.inputs[0], producers)
+    x, row_scale = _quantized_source(dot.inputs[0], producers, _ROWS)
     if x is None or x.aval.dtype != np.float32:
         return None
     dequantize = _dequantize(dot.outputs[0], consumer, producers)
     if dequantize is None or dequantize[1] is not row_scale:
         return None
     last, _, w_scale = dequantize
+    # Weights quantized in the program (not folded into constants) are quantized by the
+    # runtime straight into the GEMM's packed layout.
+    w, column_scale = _quantized_source(dot.inputs[1], producers, _COLUMNS)
+    quantize_weights = w is not None and column_scale is w_scale and w.aval.dtype == np.float32
+    weights = [w] if quantize_weights else [dot.inputs[1], w_scale]
     bias, relu = [], False
     step = _next_epilogue(last, consumer, producers, outputs)
     if step is not None and step[1][0] == "bias":
@@ -89,8 +99,9 @@ def _match(dot, producers, consumer, outputs):
         step = _next_epilogue(last, consumer, producers, outputs)
     if step is not None and step[1][0] == "relu":
         last, relu = step[0], True
-    fused = last.replace(primitive=int8_matmul_p, inputs=[x, dot.inputs[1], w_scale] + bias,
-                         params={"dimension_numbers": dot.params["dimension_numbers"], "relu": relu})
+    fused = last.replace(primitive=int8_matmul_p, inputs=[x] + weights + bias,
+                         params={"dimension_numbers": dot.params["dimension_numbers"], "relu": relu,
+                                 "quantize_weights": quantize_weights})
     return last, fused
 
 
@@ -119,8 +130,11 @@ def _with_literal(eqn, value):
     return None
 
 
-def _quantized_rows_source(qx, producers):
-    """(x, row scale var) when qx = precision.quantize(x, (1,))[0], else (None, None)."""
+_ROWS, _COLUMNS = 1, 0        # the axis a matrix is quantized along (one scale per slice)
+
+
+def _quantized_source(qx, producers, axis):
+    """(x, scale var) when qx = precision.quantize(x, (axis,))[0] for a matrix x, else (None, None)."""
     convert = _producer(qx, producers, "convert_element_type")
     clamped = convert and _with_literal(_producer(convert.inputs[0], producers, "min"), _INT8_MAX)
     rounded = clamped and _with_literal(_producer(clamped, producers, "max"), -_INT8_MAX)
@@ -129,17 +143,17 @@ def _quantized_rows_source(qx, producers):
     if not division:
         return None, None
     x, broadcast = division.inputs
-    broadcast = _producer(broadcast, producers, "broadcast_in_dim", broadcast_dimensions=(0,))
-    if not broadcast or not _is_row_scale_of(broadcast.inputs[0], x, producers):
+    broadcast = _producer(broadcast, producers, "broadcast_in_dim", broadcast_dimensions=(1 - axis,))
+    if not broadcast or not _is_scale_of(broadcast.inputs[0], x, axis, producers):
         return None, None
     return x, broadcast.inputs[0]
 
 
-def _is_row_scale_of(scale, x, producers):
-    """scale = max(reduce_max(abs(x), rows), floor) / 127."""
+def _is_scale_of(scale, x, axis, producers):
+    """scale = max(reduce_max(abs(x), axis), floor) / 127."""
     floored = _with_literal(_producer(scale, producers, "div"), _INT8_MAX)
     amax = floored and _with_literal(_producer(floored, producers, "max"), _SCALE_FLOOR)
-    reduced = amax and _producer(amax, producers, "reduce_max", axes=(1,))
+    reduced = amax and _producer(amax, producers, "reduce_max", axes=(axis,))
     absolute = reduced and _producer(reduced.inputs[0], producers, "abs")
     return bool(absolute) and absolute.inputs[0] is x and x.aval.ndim == 2
 

@@ -470,12 +470,17 @@ class _Int8MatmulCall:
         epilogue = gemm_lowp.DEQUANTIZE_RELU if eqn.params["relu"] else gemm_lowp.DEQUANTIZE
         self.kernel = _LOW_PRECISION_GEMMS[("int8", "int32")](m, n, k, epilogue=epilogue)
         self._prepared_b = _PreparedB(self.kernel, rhs_is_constant)
-        self._no_bias = np.zeros(n, np.float32) if len(eqn.inputs) == 3 else None
+        self.quantize_weights = eqn.params["quantize_weights"]
+        self._no_bias = np.zeros(n, np.float32)
 
-    def __call__(self, x, qw, w_scale, *bias, out):
+    def __call__(self, x, w, *rest, out):
         words, x_scale = self.kernel.quantize_a(x, threads=GEMM_THREADS)
-        bias = bias[0] if bias else self._no_bias
-        self.kernel.run_words(words, self._prepared_b(qw), x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
+        if self.quantize_weights:
+            b, w_scale = self.kernel.quantize_b(w, threads=GEMM_THREADS)
+        else:
+            b, (w_scale, *rest) = self._prepared_b(w), rest
+        bias = rest[0] if rest else self._no_bias
+        self.kernel.run_words(words, b, x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
 
 
 # Every GEMM step splits its row tiles over the cores (the kernel takes fewer threads
