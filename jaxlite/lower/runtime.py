@@ -450,14 +450,15 @@ class _PreparedB:
 
     def __init__(self, kernel, constant, arrange=lambda b: b):
         self.kernel, self.constant, self.arrange = kernel, constant, arrange
-        self.source = self.prepared = None
+        self.cached = (None, None)      # (source, prepared): one attribute, so threads see both or neither
 
     def __call__(self, b):
-        if self.source is b:
-            return self.prepared
+        source, prepared = self.cached
+        if source is b:
+            return prepared
         prepared = self.kernel.prepare_b(self.arrange(b))
         if self.constant:
-            self.source, self.prepared = b, prepared
+            self.cached = (b, prepared)
         return prepared
 
 
