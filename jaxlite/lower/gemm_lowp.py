@@ -333,7 +333,8 @@ def _compile_weight_quantizer(k, n):
             scale = builder.load(scale_at(j), typ=f32)
             word, total = ir.Constant(I32, 0), ir.Constant(I32, 0)
             for g in range(rows):
-                q = _quantized(builder, call, element(builder.add(builder.mul(p, gemm.as_i64(4)), gemm.as_i64(g)), j), scale)
+                row = builder.add(builder.mul(p, gemm.as_i64(4)), gemm.as_i64(g))
+                q = _quantized(builder, call, element(row, j), scale)
                 byte = builder.and_(q, ir.Constant(I32, 0xFF))
                 word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * g)))
                 total = builder.add(total, q)

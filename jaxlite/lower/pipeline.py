@@ -24,7 +24,8 @@ class LoweredProgram:
 
 def lower_jaxpr(closed):
     optimized = passes.run_passes(closed)
-    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights, _fuse_int8_matmuls, passes.dce))
+    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights,
+                                              _fuse_int8_matmuls, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
     return LoweredProgram(optimized, steps)
