@@ -551,3 +551,20 @@ def test_quantize_b_matches_quantize_then_prepare_b(k, n, portable):
         assert prepared.column_correction is None
     else:
         np.testing.assert_array_equal(prepared.column_correction, expected.column_correction)
+
+
+def test_fold_constant_operands_keeps_folded_outputs_defined():
+    from jaxlite.core.staging import eval_jaxpr
+    from jaxlite.lower import passes
+    w, x = jnp.asarray(normal(8, 6)), normal(4, 8)
+
+    def f(x):
+        doubled = w * 2.0
+        # `doubled` is folded on the way to the product's operand and read by nothing else
+        return x @ (doubled + 1.0), doubled
+    closed = jaxlite.make_jaxpr(f)(x)
+    folded = passes.fold_constant_operands(closed, lambda eqn: eqn.primitive.name == "dot_general")
+    typecheck(folded)
+    assert [eqn.primitive.name for eqn in folded.jaxpr.eqns] == ["dot_general"]
+    for got, want in zip(eval_jaxpr(folded.jaxpr, folded.consts, x), f(x)):
+        np.testing.assert_array_equal(got, want)

@@ -188,6 +188,9 @@ def fold_constant_operands(closed, is_consumer):
             if isinstance(v, Var) and v in values:
                 _expose(v, values, folded, rewriter, exposed)
         rewriter.emit(eqn)
+    for v in jaxpr.outvars:
+        if isinstance(v, Var) and v in values:
+            _expose(v, values, folded, rewriter, exposed)
     return rewriter.result()
 
 
@@ -212,7 +215,8 @@ def _expose(var, values, folded, rewriter, exposed):
 def _constant_only_vars(jaxpr):
     constant = set(jaxpr.constvars)
     for eqn in jaxpr.eqns:
-        if not _has_subjaxpr(eqn) and all(isinstance(v, Literal) or v in constant for v in eqn.inputs):
+        pure = not _has_subjaxpr(eqn) and not getattr(eqn.primitive, "effectful", False)
+        if pure and all(isinstance(v, Literal) or v in constant for v in eqn.inputs):
             constant.update(eqn.outputs)
     return constant
 
