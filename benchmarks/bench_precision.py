@@ -8,8 +8,16 @@ vdpbf16ps (32) and vpdpbusd (64). Weights (B) are prepared once, as in inference
 bf16/int8 rows include preparing A on every call (the int8 activation offset), and the
 "B repacked per call" rows show the cost when B is not a weight. Best of several repeats,
 since the machine is shared.
+
+The "under jit" section times what users run: `jit(f)`, `jit(precision.bf16(f))` and
+`jit(precision.int8(f))` side by side (interleaved rounds, best of each, so a noisy
+neighbour slows all three alike), with the weights either passed as arguments
+(quantized/rounded and repacked on every call) or closed over, as in inference
+(prepared once, when the function is compiled).
 """
+import functools
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_gemm import best_time  # noqa: E402
 
+import jaxlite  # noqa: E402
+from jaxlite import numpy as jnp  # noqa: E402
 from jaxlite.core.dtypes import bfloat16  # noqa: E402
+from jaxlite.examples import mlp  # noqa: E402
 from jaxlite.lower import gemm, gemm_lowp  # noqa: E402
+from jaxlite.transforms import precision  # noqa: E402
 
 SIZE = 1024
 MLP_SIZES = [784, 1024, 1024, 10]
@@ -112,6 +124,54 @@ def report(title, times):
         print(f"  {name:32s} {1e3 * seconds:8.2f} ms   {base / seconds:5.2f}x vs float32")
 
 
+# ----------------------------------------------------------------------------- under jit
+
+VARIANTS = {"float32": lambda f: f, "bf16": precision.bf16, "int8": precision.int8}
+
+
+def interleaved_best(runs, clock, rounds=15):
+    """Best time of each callable on `clock` over rounds that run them all in turn."""
+    for run in runs.values():
+        jaxlite.block_until_ready(run())
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(rounds):
+        for name, run in runs.items():
+            start = clock()
+            jaxlite.block_until_ready(run())
+            best[name] = min(best[name], clock() - start)
+    return best
+
+
+def jit_times(fun, args, clock):
+    compiled = {name: jaxlite.jit(lower(fun)) for name, lower in VARIANTS.items()}
+    return interleaved_best({name: functools.partial(f, *args) for name, f in compiled.items()}, clock)
+
+
+def jit_workloads():
+    rng = np.random.default_rng(0)
+    a = jnp.asarray(rng.standard_normal((SIZE, SIZE), dtype=np.float32))
+    w = jnp.asarray(rng.standard_normal((SIZE, SIZE), dtype=np.float32))
+    params = [(jnp.asarray(wi), jnp.asarray(bi)) for wi, bi in mlp.init_params(MLP_SIZES, seed=0)]
+    x = jnp.asarray(rng.standard_normal((MLP_BATCH, MLP_SIZES[0]), dtype=np.float32))
+    return {
+        f"{SIZE}^3 matmul, weights closed over": (lambda a: a @ w, (a,)),
+        f"{SIZE}^3 matmul, weights as arguments": (lambda a, w: a @ w, (a, w)),
+        f"MLP {MLP_SIZES} batch {MLP_BATCH}, weights closed over": (lambda x: mlp.logits(jnp, params, x), (x,)),
+        f"MLP {MLP_SIZES} batch {MLP_BATCH}, weights as arguments": (lambda p, x: mlp.logits(jnp, p, x), (params, x)),
+    }
+
+
+# Wall time is what a user waits; CPU time (summed over both cores) is steadier when other
+# processes compete for the two cores, and its ratios are the work each variant does.
+CLOCKS = {"wall time": time.perf_counter, "CPU time": time.process_time}
+
+
+def main_jit():
+    for title, (fun, args) in jit_workloads().items():
+        for clock_name, clock in CLOCKS.items():
+            report(f"under jit: {title} ({clock_name})", jit_times(fun, args, clock))
+
+
 def main():
     for threads in (1, 2):
         report(f"{SIZE}^3 matmul, {threads} thread(s)", matmul_times(threads))
@@ -129,4 +189,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--jit"]:
+        main_jit()
+    else:
+        main()
+        main_jit()

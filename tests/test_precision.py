@@ -420,8 +420,151 @@ def test_jit_runs_lowered_products_on_the_low_precision_gemms(lowering, key, mon
     compiled = []
     original = runtime._LOW_PRECISION_GEMMS[key]
     monkeypatch.setitem(runtime._LOW_PRECISION_GEMMS, key,
-                        lambda *shape: compiled.append(shape) or original(*shape))
+                        lambda *shape, **options: compiled.append(shape) or original(*shape, **options))
     x, w = normal(64, 96), normal(96, 40)
     f = lambda x, w: jnp.maximum(x @ w, 0.0)
     np.testing.assert_allclose(jaxlite.jit(lowering(f))(x, w), lowering(f)(x, w), rtol=1e-5, atol=1e-4)
     assert compiled == [(64, 40, 96)]
+
+
+# ----------------------------------------------------------------------------- under jit: weights, fused int8
+
+def lowered_program(fun, *args):
+    from jaxlite.lower import pipeline
+    return pipeline.lower_jaxpr(jaxlite.make_jaxpr(fun)(*args))
+
+
+def equation_names(program):
+    return [eqn.primitive.name for eqn in program.closed.jaxpr.eqns]
+
+
+def mlp_params(sizes, seed):
+    return [(jnp.asarray(w), jnp.asarray(normal(w.shape[1]))) for w, _ in mlp.init_params(sizes, seed=seed)]
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_jit_with_weights_closed_over_agrees_with_eager(lowering):
+    """The weights' rounding/quantization is folded at compile time by running the same
+    primitive implementations as eager execution (int8 results agree to the bit; bf16
+    ones up to the float32 GEMM's order of summation)."""
+    params = mlp_params([48, 64, 64, 10], seed=3)
+    x = normal(40, 48)
+    f = lowering(lambda x: predict(params, x))
+    compiled = jaxlite.jit(f)
+    for _ in range(2):      # the second call reuses the weights prepared by the first
+        if lowering is precision.int8:
+            np.testing.assert_array_equal(compiled(x), f(x))
+        else:
+            np.testing.assert_allclose(compiled(x), f(x), rtol=1e-5, atol=1e-5)
+    consts = lowered_program(f, x).closed.consts
+    narrow = "int8" if lowering is precision.int8 else "bfloat16"
+    weights = sorted(c.shape for c in map(np.asarray, consts) if c.dtype.name == narrow)
+    assert weights == sorted(w.shape for w, _ in params)
+
+
+@pytest.mark.parametrize("weights_closed_over", [True, False])
+def test_int8_products_fuse_quantize_gemm_and_dequantize(weights_closed_over):
+    params = mlp_params([48, 64, 64, 10], seed=4)
+    x = normal(40, 48)
+    x[5] = 0        # an all-zero row
+    if weights_closed_over:
+        f = precision.int8(lambda x: predict(params, x))
+        args = (x,)
+    else:
+        f = precision.int8(predict)
+        args = (params, x)
+    names = equation_names(lowered_program(f, *args))
+    assert names.count("int8_matmul") == 3 and "dot_general" not in names
+    # Bias and relu went into the GEMM epilogue with the scales: nothing else is left
+    # beyond quantizing the weights passed as arguments.
+    assert "add" not in names and "max" not in names or not weights_closed_over
+    np.testing.assert_array_equal(jaxlite.jit(f)(*args), f(*args))
+
+
+def test_int8_matmul_impl_matches_the_transform():
+    from jaxlite.lower.quantized import int8_matmul_p
+    x, w, bias = normal(9, 20), normal(20, 7), normal(7)
+    q_w, w_scale = (np.asarray(v) for v in precision.quantize(jnp.asarray(w), (0,)))
+    out = int8_matmul_p.impl(x, q_w, w_scale, bias, dimension_numbers=(((1,), (0,)), ((), ())), relu=True,
+                            quantize_weights=False)
+    np.testing.assert_array_equal(out, int8_matmul_p.impl(x, w, bias, dimension_numbers=(((1,), (0,)), ((), ())),
+                                                          relu=True, quantize_weights=True))
+    expected = precision.int8(lambda x, w: jnp.maximum(x @ w + bias, 0.0))(x, w)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_products_outside_the_pattern_stay_int8_dots():
+    """A batched product, or quantized operands used elsewhere, keep the plain int8 dot."""
+    x, w = normal(3, 5, 8), normal(3, 8, 4)
+    f = precision.int8(lambda x, w: jnp.matmul(x, w))
+    assert "int8_matmul" not in equation_names(lowered_program(f, x, w))
+    np.testing.assert_allclose(jaxlite.jit(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("lowering, weights_closed_over, prepared_per_call",
+                         [(precision.bf16, True, 0), (precision.int8, True, 0),
+                          (precision.bf16, False, 1), (precision.int8, False, 1)])
+def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_over, prepared_per_call,
+                                                      monkeypatch):
+    from jaxlite.lower import gemm_lowp
+    calls = []
+    # Weights passed as arguments are repacked by prepare_b (bf16) or quantized and packed
+    # in one pass by quantize_b (int8) on every call.
+    for name in ("prepare_b", "quantize_b"):
+        original = getattr(gemm_lowp.LowPrecisionGemm, name)
+        monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, name, functools.partialmethod(
+            lambda self, b, original, **options: calls.append(b.shape) or original(self, b, **options),
+            original=original))
+    x, w = normal(64, 96), normal(96, 40)
+    f = lowering((lambda x: x @ w) if weights_closed_over else (lambda x, w: x @ w))
+    args = (x,) if weights_closed_over else (x, w)
+    compiled = jaxlite.jit(f)
+    first = compiled(*args)
+    calls.clear()
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(*args), first)
+    assert len(calls) == 3 * prepared_per_call
+
+
+def test_quantize_a_on_several_threads_matches_one():
+    from jaxlite.lower import gemm_lowp
+    x = normal(300, 400)
+    kernel = gemm_lowp.compile_gemm_int8(300, 8, 400)
+    one, two = kernel.quantize_a(x, threads=1), kernel.quantize_a(x, threads=2)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("k, n", [(70, 50), (33, 7), (64, 130)])
+def test_quantize_b_matches_quantize_then_prepare_b(k, n, portable):
+    from jaxlite.lower import gemm_lowp
+    w = normal(k, n)
+    w[:, 3] = 0     # an all-zero column quantizes to zeros
+    kernel = gemm_lowp.compile_gemm_int8(16, n, k, portable=portable)
+    prepared, scales = kernel.quantize_b(w, threads=2)
+    q_w, w_scale = (np.asarray(v) for v in precision.quantize(jnp.asarray(w), (0,)))
+    expected = kernel.prepare_b(q_w)
+    np.testing.assert_array_equal(scales, w_scale)
+    np.testing.assert_array_equal(prepared.words, expected.words)
+    if expected.column_correction is None:
+        assert prepared.column_correction is None
+    else:
+        np.testing.assert_array_equal(prepared.column_correction, expected.column_correction)
+
+
+def test_fold_constant_operands_keeps_folded_outputs_defined():
+    from jaxlite.core.staging import eval_jaxpr
+    from jaxlite.lower import passes
+    w, x = jnp.asarray(normal(8, 6)), normal(4, 8)
+
+    def f(x):
+        doubled = w * 2.0
+        # `doubled` is folded on the way to the product's operand and read by nothing else
+        return x @ (doubled + 1.0), doubled
+    closed = jaxlite.make_jaxpr(f)(x)
+    folded = passes.fold_constant_operands(closed, lambda eqn: eqn.primitive.name == "dot_general")
+    typecheck(folded)
+    assert [eqn.primitive.name for eqn in folded.jaxpr.eqns] == ["dot_general"]
+    for got, want in zip(eval_jaxpr(folded.jaxpr, folded.consts, x), f(x)):
+        np.testing.assert_array_equal(got, want)

@@ -87,14 +87,15 @@ _UNDO_OFFSET = Epilogue("undo_activation_offset", ("columns",),
 
 
 def _dequantizing(relu):
-    """float32(acc) * row_scale * column_scale + bias (then relu), stored as float32 bits in
+    """float32(acc) * (row_scale * column_scale) + bias (then relu: precision.int8's order of
+    operations, so jit and eager agree to the bit), stored as float32 bits in
     the int32 C: the epilogue runs once, after the last K slice has summed the int32s.
     The float arguments arrive as int32 views, since every kernel argument has C's type."""
     def apply(ctx, acc):
         builder = ctx.builder
         floats = ir.VectorType(ir.FloatType(), acc.type.count)
         argument = lambda index: builder.bitcast(ctx.load(index), floats)
-        value = builder.fmul(builder.fmul(builder.sitofp(acc, floats), argument(0)), argument(1))
+        value = builder.fmul(builder.sitofp(acc, floats), builder.fmul(argument(0), argument(1)))
         value = builder.fadd(value, argument(2))
         if relu:
             value = gemm.RELU.apply(ctx, value)
@@ -168,9 +169,10 @@ class LowPrecisionGemm:
             padded = padded.view(np.uint8) ^ np.uint8(_ACTIVATION_OFFSET)
         return padded.view(self.product.dtype)
 
-    def quantize_a(self, x):
+    def quantize_a(self, x, threads=1):
         """Quantize float32 activations x (m x k) per row, as precision.quantize does, straight
-        into A's words: returns (words, row scales). One compiled pass over x."""
+        into A's words: returns (words, row scales). One compiled pass over x, its rows
+        split over up to `threads` threads."""
         x = np.ascontiguousarray(x, np.float32)
         if x.shape != (self.m, self.k) or self.narrow_dtype != np.int8:
             raise ValueError(f"quantize_a takes float32 activations of shape {(self.m, self.k)} "
@@ -178,8 +180,24 @@ class LowPrecisionGemm:
         words = np.empty((self.m, self.k_words), self.product.dtype)
         scales = np.empty(self.m, np.float32)
         quantizer = _compile_quantizer(self.offsets_activations)
-        quantizer(x.ctypes.data, words.ctypes.data, scales.ctypes.data, 0, self.m, self.k, 4 * self.k_words)
+        sizes_and_pointers = (x.ctypes.data, words.ctypes.data, scales.ctypes.data, self.k, 4 * self.k_words)
+        _split_rows(quantizer, sizes_and_pointers, self.m, threads, self.m * self.k)
         return words, scales
+
+    def quantize_b(self, w, threads=1):
+        """Quantize float32 weights w (k x n) per column, as precision.quantize does, straight
+        into a PreparedB: returns (PreparedB, column scales). One compiled pass over w (plus
+        one for the scales), its columns split over up to `threads` threads."""
+        w = np.ascontiguousarray(w, np.float32)
+        if w.shape != (self.k, self.n) or self.narrow_dtype != np.int8:
+            raise ValueError(f"quantize_b takes float32 weights of shape {(self.k, self.n)} "
+                             f"for an int8 GEMM, got {w.shape}")
+        words = np.empty((self.k_words, self.n), np.int32)
+        scales, correction = np.empty(self.n, np.float32), np.empty(self.n, np.int32)
+        quantizer = _compile_weight_quantizer(self.k, self.n)
+        pointers = (w.ctypes.data, words.ctypes.data, scales.ctypes.data, correction.ctypes.data)
+        _split_rows(quantizer, pointers, self.n, threads, self.k * self.n)
+        return PreparedB(words, correction if self.offsets_activations else None), scales
 
     def run(self, a, b, *extra, out=None, threads=1):
         """A @ B (then the epilogue) for a narrow A and a PreparedB (or a narrow B)."""
@@ -202,20 +220,64 @@ class LowPrecisionGemm:
         return self.run(a, b, *extra, out=out)
 
 
+def _quantizer_module(name, pointers, sizes=0):
+    """(module, function, builder, call) for
+    `void name(ptr * pointers, i64 * sizes, i64 start, i64 stop)`;
+    call(name, *args) calls the float32 LLVM intrinsic llvm.<name>.f32."""
+    module = ir.Module(name=name)
+    f32 = ir.FloatType()
+    arguments = [gemm.PTR] * pointers + [gemm.I64] * (sizes + 2)
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), name)
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    call = lambda intrinsic, *args: builder.call(
+        gemm.declare(module, f"llvm.{intrinsic}.f32", f32, [f32] * len(args)), list(args), fastmath=("nnan", "nsz"))
+    return module, function, builder, call
+
+
+def _scale_of(builder, call, amax):
+    """max(amax, 127 * tiny) / 127, as precision.quantize computes it."""
+    f32 = ir.FloatType()
+    floor = float(np.float32(_INT8_MAX * np.finfo(np.float32).tiny))
+    return builder.fdiv(call("maxnum", amax, ir.Constant(f32, floor)), ir.Constant(f32, float(_INT8_MAX)))
+
+
+def _quantized(builder, call, value, scale):
+    """clamp(rint(value / scale), -127, 127) as an int32."""
+    f32 = ir.FloatType()
+    value = call("rint", builder.fdiv(value, scale))
+    value = call("minnum", call("maxnum", value, ir.Constant(f32, -_INT8_MAX)), ir.Constant(f32, _INT8_MAX))
+    return builder.fptosi(value, I32)
+
+
+def _compiled_quantizer(module, name, pointers, sizes=0):
+    compiled = llvm_target.compile_ir(llvm_target.add_function_attributes(module))
+    signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * pointers, *[ctypes.c_int64] * (sizes + 2))
+    quantizer = signature(compiled.address(name))
+    quantizer.compiled = compiled   # the machine code lives as long as the function
+    return quantizer
+
+
+def _split_rows(quantizer, pointers, count, threads, elements):
+    """quantizer(*pointers, start, stop) over range(count) (`pointers` may end with sizes), split over up to `threads`
+    threads: the slices are independent; below ~64K elements a thread costs more than it saves."""
+    threads = max(1, min(threads, elements >> 16))
+    ranges = gemm.split_range(count, threads)
+    pending = [gemm._thread_pool().submit(quantizer, *pointers, lo, hi) for lo, hi in ranges[1:]]
+    quantizer(*pointers, *ranges[0])
+    for future in pending:
+        future.result()
+
+
 @functools.lru_cache(maxsize=None)
 def _compile_quantizer(offset):
-    """void(float* x, i8* q, float* scales, i64 row_start, i64 row_end, i64 k, i64 k_padded):
+    """void(float* x, i8* q, float* scales, i64 k, i64 k_padded, i64 row_start, i64 row_end):
     per row of x (k wide), scale = max(max|x|, 127 * tiny) / 127 and
     q = clamp(rint(x / scale), -127, 127), xor 128 when `offset`, zero(-offset)-padded to
     k_padded. Sizes are arguments, so one quantizer serves every shape, as the GEMM kernels
     do. Scalar loops: LLVM vectorizes them."""
-    module = ir.Module(name="quantize")
+    module, function, builder, call = _quantizer_module("quantize", 3, sizes=2)
+    x, q, scales, k, k_padded, row_start, row_end = function.args
     f32, i8 = ir.FloatType(), ir.IntType(8)
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [gemm.PTR] * 3 + [gemm.I64] * 4), "quantize")
-    x, q, scales, row_start, row_end, k, k_padded = function.args
-    builder = ir.IRBuilder(function.append_basic_block("entry"))
-    call = lambda name, *args: builder.call(gemm.declare(module, f"llvm.{name}.f32", f32, [f32] * len(args)),
-                                            list(args), fastmath=("nnan", "nsz"))
     fill = ir.Constant(i8, _ACTIVATION_OFFSET if offset else 0)
 
     def row(r):
@@ -224,14 +286,11 @@ def _compile_quantizer(offset):
         element = lambda j: builder.load(builder.gep(x_row, [j], source_etype=f32), typ=f32)
         (amax,) = gemm.emit_loop(builder, 0, k, lambda j, m: [call("maxnum", m, call("fabs", element(j)))],
                                  carried=[ir.Constant(f32, 0.0)], name="j")
-        floor = float(np.float32(_INT8_MAX * np.finfo(np.float32).tiny))
-        scale = builder.fdiv(call("maxnum", amax, ir.Constant(f32, floor)), ir.Constant(f32, float(_INT8_MAX)))
+        scale = _scale_of(builder, call, amax)
         builder.store(scale, builder.gep(scales, [r], source_etype=f32))
 
         def quantize(j):
-            value = call("rint", builder.fdiv(element(j), scale))
-            value = call("minnum", call("maxnum", value, ir.Constant(f32, -_INT8_MAX)), ir.Constant(f32, _INT8_MAX))
-            byte = builder.xor(builder.trunc(builder.fptosi(value, I32), i8), fill)
+            byte = builder.xor(builder.trunc(_quantized(builder, call, element(j), scale), i8), fill)
             builder.store(byte, builder.gep(q_row, [j], source_etype=i8))
         gemm.emit_loop(builder, 0, k, quantize, name="jq")
         def pad(j):
@@ -239,11 +298,59 @@ def _compile_quantizer(offset):
         gemm.emit_loop(builder, k, k_padded, pad, name="jp")
     gemm.emit_loop(builder, row_start, row_end, row, name="r")
     builder.ret_void()
-    compiled = llvm_target.compile_ir(llvm_target.add_function_attributes(module))
-    signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, *[ctypes.c_int64] * 4)
-    quantizer = signature(compiled.address("quantize"))
-    quantizer.compiled = compiled   # the machine code lives as long as the function
-    return quantizer
+    return _compiled_quantizer(module, "quantize", 3, sizes=2)
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_weight_quantizer(k, n):
+    """void(float* w, i32* words, float* scales, i32* correction, i64 col_start, i64 col_end):
+    per column of w (k x n), the scale as precision.quantize(w, (0,)) computes it, the
+    quantized column packed four K values to a word (as prepare_b packs them, zero-padded)
+    and 128 * its sum (prepare_b's correction). Loops run down the rows with the columns
+    innermost, so LLVM vectorizes across columns."""
+    module, function, builder, call = _quantizer_module("quantize_weights", 4)
+    w, words, scales, correction, start, stop = function.args
+    f32 = ir.FloatType()
+    index = lambda i, j: builder.add(builder.mul(gemm.as_i64(i), gemm.as_i64(n)), j)
+    element = lambda i, j: builder.load(builder.gep(w, [index(i, j)], source_etype=f32), typ=f32)
+    scale_at = lambda j: builder.gep(scales, [j], source_etype=f32)
+    correction_at = lambda j: builder.gep(correction, [j], source_etype=I32)
+
+    def start_column(j):
+        builder.store(ir.Constant(f32, 0.0), scale_at(j))
+        builder.store(ir.Constant(I32, 0), correction_at(j))
+    gemm.emit_loop(builder, start, stop, start_column, name="j0")
+
+    def column_max(i):
+        def update(j):
+            amax = call("maxnum", builder.load(scale_at(j), typ=f32), call("fabs", element(i, j)))
+            builder.store(amax, scale_at(j))
+        gemm.emit_loop(builder, start, stop, update, name="jm")
+    gemm.emit_loop(builder, 0, k, column_max, name="i")
+
+    def finish_scale(j):
+        builder.store(_scale_of(builder, call, builder.load(scale_at(j), typ=f32)), scale_at(j))
+    gemm.emit_loop(builder, start, stop, finish_scale, name="js")
+
+    def pack_word(p, rows):
+        def column(j):
+            scale = builder.load(scale_at(j), typ=f32)
+            word, total = ir.Constant(I32, 0), ir.Constant(I32, 0)
+            for g in range(rows):
+                row = builder.add(builder.mul(p, gemm.as_i64(4)), gemm.as_i64(g))
+                q = _quantized(builder, call, element(row, j), scale)
+                byte = builder.and_(q, ir.Constant(I32, 0xFF))
+                word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * g)))
+                total = builder.add(total, q)
+            builder.store(word, builder.gep(words, [index(p, j)], source_etype=I32))
+            offset_sum = builder.mul(total, ir.Constant(I32, _ACTIVATION_OFFSET))
+            builder.store(builder.add(builder.load(correction_at(j), typ=I32), offset_sum), correction_at(j))
+        gemm.emit_loop(builder, start, stop, column, name="jw")
+    gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(p, 4), name="p")
+    if k % 4:
+        pack_word(gemm.as_i64(k // 4), k % 4)
+    builder.ret_void()
+    return _compiled_quantizer(module, "quantize_weights", 4)
 
 
 def compile_gemm_bf16(m, n, k, epilogue=None, portable=None):

@@ -12,6 +12,8 @@ level so it shows without configuring logging) after every pass.
                  params) reuses its results; effectful equations are never merged
   fold_constants equations on literals and small constants are evaluated now;
                  a scalar result becomes a literal (bigger results would bloat the code)
+  fold_constant_operands  (run by the pipeline for the low-precision GEMMs' operands)
+                 constant-only computations feeding chosen equations are evaluated now
   simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
                  x-0, since -0.0+0.0 is +0.0), neg(neg x), transpose of transpose,
                  reshape of reshape, a transposed dot_general operand (folded into the
@@ -165,6 +167,83 @@ def _known_value(atom, known):
 
 def _has_subjaxpr(eqn):
     return any(isinstance(p, (ClosedJaxpr, Jaxpr)) for p in eqn.params.values())
+
+
+def fold_constant_operands(closed, is_consumer):
+    """Evaluate now, whatever their size, the computations on constants alone that
+    produce an operand of an `is_consumer` equation: the weights of an inference
+    function (closed over by jit) get their bf16 rounding or int8 quantization once,
+    at compile time, instead of on every call. Other equations that read a value
+    computed on the way (the weight scales dequantization needs) read it as a constant.
+    Evaluation runs each primitive's impl, as eager execution does."""
+    jaxpr = closed.jaxpr
+    constant = _constant_only_vars(jaxpr)
+    wanted = {v for eqn in jaxpr.eqns if is_consumer(eqn)
+              for v in eqn.inputs if v in constant and v not in jaxpr.constvars}
+    folded = _backward_slice(jaxpr, wanted)
+    if not folded:
+        return closed
+    values = dict(zip(jaxpr.constvars, map(np.asarray, closed.consts)))
+    rewriter = Rewriter(closed)
+    exposed = set(jaxpr.constvars)
+    for eqn in jaxpr.eqns:
+        if eqn in folded:
+            _evaluate_into(values, eqn)
+            continue
+        for v in eqn.inputs:
+            if isinstance(v, Var) and v in values:
+                _expose(v, values, folded, rewriter, exposed)
+        rewriter.emit(eqn)
+    for v in jaxpr.outvars:
+        if isinstance(v, Var) and v in values:
+            _expose(v, values, folded, rewriter, exposed)
+    return rewriter.result()
+
+
+def _expose(var, values, folded, rewriter, exposed):
+    """Give the rewritten program a folded value: as a constant, except that a broadcast
+    is emitted again on its (constant) operand, so the kernels that read it fuse it in
+    rather than read a materialized array."""
+    if var in exposed:
+        return
+    exposed.add(var)
+    producer = next((e for e in folded if var in e.outputs), None)
+    if producer is not None and producer.primitive.name == "broadcast_in_dim":
+        for v in producer.inputs:
+            if isinstance(v, Var):
+                _expose(v, values, folded, rewriter, exposed)
+        rewriter.emit(producer)
+        return
+    rewriter.constvars.append(var)
+    rewriter.consts.append(values[var])
+
+
+def _constant_only_vars(jaxpr):
+    constant = set(jaxpr.constvars)
+    for eqn in jaxpr.eqns:
+        pure = not _has_subjaxpr(eqn) and not getattr(eqn.primitive, "effectful", False)
+        if pure and all(isinstance(v, Literal) or v in constant for v in eqn.inputs):
+            constant.update(eqn.outputs)
+    return constant
+
+
+def _backward_slice(jaxpr, wanted):
+    """The equations (a set) computing the vars `wanted` from the jaxpr's constants."""
+    producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outputs}
+    stack, found = list(wanted), set()
+    while stack:
+        eqn = producers.get(stack.pop())
+        if eqn is not None and eqn not in found:
+            found.add(eqn)
+            stack.extend(v for v in eqn.inputs if isinstance(v, Var))
+    return found
+
+
+def _evaluate_into(values, eqn):
+    results = eqn.primitive.impl(*[_known_value(v, values) for v in eqn.inputs], **eqn.params)
+    results = results if eqn.primitive.multiple_results else [results]
+    for out, result in zip(eqn.outputs, results):
+        values[out] = np.asarray(result).astype(out.aval.dtype, copy=False)
 
 
 # ---------------------------------------------------------------- algebraic simplification

@@ -3,7 +3,7 @@ import numpy as np
 
 from jaxlite.core.config import config
 from jaxlite.core.ir import pretty_print
-from jaxlite.lower import epilogues, fusion, passes, runtime
+from jaxlite.lower import epilogues, fusion, passes, quantized, runtime
 from jaxlite.lower.fusion import KernelStep
 from jaxlite.lower.kernel_ir import Reduce
 
@@ -25,7 +25,8 @@ class LoweredProgram:
 
 def lower_jaxpr(closed):
     optimized = passes.run_passes(closed)
-    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, passes.dce))
+    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights,
+                                              _fuse_int8_matmuls, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
     program = LoweredProgram(optimized, steps)
@@ -36,6 +37,14 @@ def lower_jaxpr(closed):
 
 def _fuse_gemm_epilogues(closed):
     return epilogues.fuse_epilogues(closed, runtime.epilogue_fusable)
+
+
+def _fold_low_precision_weights(closed):
+    return passes.fold_constant_operands(closed, runtime.is_low_precision_gemm)
+
+
+def _fuse_int8_matmuls(closed):
+    return quantized.fuse_int8_matmuls(closed, runtime.is_int8_gemm)
 
 
 def compile_program(program, name="jit_fn"):
@@ -58,7 +67,7 @@ def cost_analysis(program):
         accessed += sum(v.aval.size * v.aval.dtype.itemsize for v in step.inputs + step.outputs)
         if isinstance(step, KernelStep):
             flops += _kernel_flops(step.kernel)
-        elif step.eqn.primitive.name in ("dot_general", "dot_epilogue"):
+        elif step.eqn.primitive.name in runtime.GEMM_PRIMITIVES:
             m, n, k, batch = runtime._gemm_sizes(step.eqn)
             flops += 2 * m * n * k * batch
     return {"flops": float(flops), "bytes accessed": float(accessed)}

@@ -171,7 +171,7 @@ class Executable:
                 name, kernel = segment
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
-                self._runners.append(_PythonStep(segment))
+                self._runners.append(_PythonStep(segment, set(self.jaxpr.constvars)))
         if self._whole_entry and all(r.threads == 1 for r in self._runners):
             whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
             self._runners = [_WholeProgram(whole)]
@@ -332,9 +332,12 @@ def _buffer_view(var, env, workspace, plan):
 class _PythonStep:
     """An equation run between kernels on numpy views of its buffers."""
 
-    def __init__(self, step):
+    def __init__(self, step, constvars=()):
         self.step = step
-        self.gemm = _GemmCall(step.eqn) if step.kind == "gemm" else None
+        self.gemm = None
+        if step.kind == "gemm":
+            call = _Int8MatmulCall if step.eqn.primitive.name == "int8_matmul" else _GemmCall
+            self.gemm = call(step.eqn, step.eqn.inputs[1] in constvars)
         self.run = CONTROL_FLOW[step.eqn.primitive.name](step.eqn) if step.kind == "control" else None
 
     def __call__(self, env, workspace, plan):
@@ -414,10 +417,14 @@ CONTROL_FLOW = {"while": _while_loop, "scan": _scan_loop, "cond": _cond_branches
 
 # ---------------------------------------------------------------- equations outside kernels
 
+# Equations that run on a GEMM (dot_general when _gemm_applies; the fused forms always).
+GEMM_PRIMITIVES = ("dot_general", "dot_epilogue", "int8_matmul")
+
+
 def eqn_step_kind(eqn):
     """How an equation runs if not inside a fused kernel: "gemm", "fallback" or None (fused)."""
     from jaxlite.lower.fusion import is_fusible
-    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name == "dot_epilogue":
+    if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name in GEMM_PRIMITIVES[1:]:
         return "gemm"
     if is_fusible(eqn):
         return None
@@ -443,6 +450,14 @@ def _low_precision_gemm(eqn):
     if lhs.aval.dtype != rhs.aval.dtype:
         return None
     return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, eqn.outputs[0].aval.dtype.name))
+
+
+def is_low_precision_gemm(eqn):
+    return eqn.primitive.name == "dot_general" and _low_precision_gemm(eqn) is not None and _gemm_applies(eqn)
+
+
+def is_int8_gemm(eqn):
+    return is_low_precision_gemm(eqn) and eqn.inputs[0].aval.dtype == np.int8
 
 
 def epilogue_fusable(eqn):
@@ -484,8 +499,9 @@ class _GemmCall:
     transpose flag, any other layout is transposed into a contiguous copy.
     """
 
-    def __init__(self, eqn):
+    def __init__(self, eqn, rhs_is_constant=False):
         lhs, rhs = eqn.inputs[:2]
+        self._prepared_b = None
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
         lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
@@ -503,6 +519,7 @@ class _GemmCall:
             self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
             self.a_shape, self.b_shape = (m, k), (k, n)
             self.kernel = low_precision(m, n, k)
+            self._prepared_b = _PreparedB(self.kernel, rhs_is_constant, self._arranged_b)
             return
         names = eqn.params.get("epilogue", ())
         epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
@@ -510,9 +527,60 @@ class _GemmCall:
 
     def __call__(self, lhs, rhs, *extra, out):
         a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
-        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
-        self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape))
+        self.kernel.run(a, self._operand_b(rhs), *map(np.ascontiguousarray, extra),
+                        out=out.reshape(self.c_shape), threads=GEMM_THREADS)
 
+    def _operand_b(self, rhs):
+        return self._arranged_b(rhs) if self._prepared_b is None else self._prepared_b(rhs)
+
+    def _arranged_b(self, rhs):
+        return _arrange(rhs, self.b_perm).reshape(self.b_shape)
+
+
+class _PreparedB:
+    """A low-precision GEMM's B repacked into words. For a constant of the compiled function
+    (the same array object on every call, owned by it, never written) that happens on the
+    first call only."""
+
+    def __init__(self, kernel, constant, arrange=lambda b: b):
+        self.kernel, self.constant, self.arrange = kernel, constant, arrange
+        self.cached = (None, None)      # (source, prepared): one attribute, so threads see both or neither
+
+    def __call__(self, b):
+        source, prepared = self.cached
+        if source is b:
+            return prepared
+        prepared = self.kernel.prepare_b(self.arrange(b))
+        if self.constant:
+            self.cached = (b, prepared)
+        return prepared
+
+
+class _Int8MatmulCall:
+    """quantized.int8_matmul: x quantized per row straight into the GEMM's A words (one
+    compiled pass), the int8 GEMM, and scales, bias and relu applied by its epilogue."""
+
+    def __init__(self, eqn, rhs_is_constant=False):
+        m, n, k, _ = _gemm_sizes(eqn)
+        epilogue = gemm_lowp.DEQUANTIZE_RELU if eqn.params["relu"] else gemm_lowp.DEQUANTIZE
+        self.kernel = _LOW_PRECISION_GEMMS[("int8", "int32")](m, n, k, epilogue=epilogue)
+        self._prepared_b = _PreparedB(self.kernel, rhs_is_constant)
+        self.quantize_weights = eqn.params["quantize_weights"]
+        self._no_bias = np.zeros(n, np.float32)
+
+    def __call__(self, x, w, *rest, out):
+        words, x_scale = self.kernel.quantize_a(x, threads=GEMM_THREADS)
+        if self.quantize_weights:
+            b, w_scale = self.kernel.quantize_b(w, threads=GEMM_THREADS)
+        else:
+            b, (w_scale, *rest) = self._prepared_b(w), rest
+        bias = rest[0] if rest else self._no_bias
+        self.kernel.run_words(words, b, x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
+
+
+# Every GEMM step splits its row tiles over the cores (the kernel takes fewer threads
+# when the problem is too small to repay the hand-off).
+GEMM_THREADS = os.cpu_count() or 1
 
 _EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU}
 
