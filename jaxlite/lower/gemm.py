@@ -892,6 +892,11 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
 
 @functools.lru_cache(maxsize=None)
 def _compile(spec):
+    from jaxlite.lower import program_cache
+    return program_cache.gemm_kernel(spec, _build, "gemm")
+
+
+def _build(spec):
     blocking = choose_blocking(spec.itemsize, spec.vector_bits)
     emitter = GemmEmitter(spec, blocking, "gemm")
     emitter.emit_entry()

@@ -108,6 +108,12 @@ class _CacheEntry:
 
 
 def _compile(closed, name):
+    """Machine code for `closed`: from the persistent cache when configured, else compiled."""
+    from jaxlite.lower import program_cache
+    return program_cache.compile_cached(closed, name, _compile_now)
+
+
+def _compile_now(closed, name):
     from jaxlite.lower import pipeline
     if config.jax_log_compiles:
         shown = ", ".join(a.str_short() for a in closed.in_avals)
