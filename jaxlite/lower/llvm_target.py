@@ -5,6 +5,7 @@ choices below (host features, pass manager rules, vector width) were measured on
 the development machine and are recorded in DESIGN.md.
 """
 import ctypes.util
+import functools
 import re
 import threading
 
@@ -26,13 +27,16 @@ def _ensure_initialized():
             _initialized = True
 
 
+@functools.lru_cache(maxsize=None)
 def host_cpu_name():
     _ensure_initialized()
     return llvm.get_host_cpu_name()
 
 
+@functools.lru_cache(maxsize=None)
 def host_cpu_features():
-    """The feature string; the CPU *name* alone undersells the host (it hides AVX-512)."""
+    """The feature string; the CPU *name* alone undersells the host (it hides AVX-512).
+    Asked once: every target machine needs it, and the question costs ~0.4 ms."""
     _ensure_initialized()
     return llvm.get_host_cpu_features().flatten()
 
