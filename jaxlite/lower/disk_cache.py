@@ -22,9 +22,11 @@ caller compiles and overwrites it.
 
 Writes go to a temporary file in the same directory and are renamed into place
 (os.replace is atomic), so concurrent writers and readers see either no entry or
-a whole one. The directory holds code this process will execute: one writable by
-group or others, or owned by another user, is refused (with a warning, once) and
-the process runs without a disk cache.
+a whole one. The directory holds code this process will execute (machine code, and
+pickles, which run code when loaded; the checksum guards against damage, not
+against someone who can write there): one writable by group or others, or owned by
+another user, is refused (with a warning, once) and the process runs without a
+disk cache.
 """
 import functools
 import hashlib
@@ -104,8 +106,11 @@ def environment_digest():
 def _source_digest():
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for directory_path, subdirectories, files in os.walk(root):
+        subdirectories.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = Path(directory_path, name)
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

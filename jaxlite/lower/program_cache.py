@@ -110,7 +110,7 @@ def _aval_text(aval):
 
 def _array_text(value):
     digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
-    return f"array({value.dtype.str},{value.shape},{digest})"
+    return f"array({value.dtype.str}:{value.dtype.name},{value.shape},{digest})"
 
 
 def program_key(closed, name):
@@ -123,10 +123,18 @@ def program_key(closed, name):
 class _Pickler(cloudpickle.CloudPickler):
     """Primitives are stored by where they are defined: rule tables key on their identity."""
 
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.locations = None
+
     def persistent_id(self, obj):
-        if isinstance(obj, Primitive):
-            return ("primitive",) + _primitive_location(obj)
-        return None
+        if not isinstance(obj, Primitive):
+            return None
+        if self.locations is None:
+            self.locations = _primitive_locations()
+        if id(obj) not in self.locations:
+            raise pickle.PicklingError(f"primitive {obj.name} is not a module attribute")
+        return ("primitive",) + self.locations[id(obj)]
 
 
 class _Unpickler(pickle.Unpickler):
@@ -135,18 +143,20 @@ class _Unpickler(pickle.Unpickler):
         return getattr(importlib.import_module(module), attribute)
 
 
-def _primitive_location(primitive):
+def _primitive_locations():
+    """id(primitive) -> (module, attribute) for every primitive in jaxlite's modules."""
+    locations = {}
     for module_name, module in list(sys.modules.items()):
         if module_name.startswith("jaxlite.") and module is not None:
-            for attribute, value in vars(module).items():
-                if value is primitive:
-                    return module_name, attribute
-    raise pickle.PicklingError(f"primitive {primitive.name} is not a module attribute")
+            for attribute, value in list(vars(module).items()):
+                if isinstance(value, Primitive):
+                    locations.setdefault(id(value), (module_name, attribute))
+    return locations
 
 
 def dumps(value):
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    _Pickler(buffer).dump(value)
     return buffer.getvalue()
 
 
@@ -159,7 +169,9 @@ def load_or_build(key, build, save, restore):
     payload = disk_cache.read(key)
     if payload is not None:
         try:
-            return restore(loads(payload))
+            value = restore(loads(payload))
+            logger.debug("jaxlite: loaded %s from the persistent compilation cache", key)
+            return value
         except Exception as err:     # a verified entry that still fails to load: never fatal
             disk_cache.reject(key, f"cannot be restored ({type(err).__name__}: {err})")
     value = build()
