@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -52,17 +53,26 @@ def test_second_process_loads_instead_of_compiling(tmp_path):
 
 # ---------------------------------------------------------------- in one process
 
+@contextmanager
+def _cache_directory(path):
+    """Use `path` as the cache directory, then restore the setting (JAX_COMPILATION_CACHE_DIR
+    may be set for the whole suite)."""
+    previous = jaxlite.config.jax_compilation_cache_dir
+    jaxlite.config.update("jax_compilation_cache_dir", str(path))
+    try:
+        yield
+    finally:
+        jaxlite.config.update("jax_compilation_cache_dir", previous)
+
+
 @pytest.fixture
 def cache_dir(tmp_path):
     """A fresh private cache directory for one test; memory caches cleared around it."""
     path = tmp_path / "cache"
     jit_module.clear_caches()
-    jaxlite.config.update("jax_compilation_cache_dir", str(path))
-    try:
+    with _cache_directory(path):
         yield path
-    finally:
-        jaxlite.config.update("jax_compilation_cache_dir", None)
-        jit_module.clear_caches()
+    jit_module.clear_caches()
 
 
 def _f(x):
@@ -159,12 +169,8 @@ def test_shared_directory_is_refused(tmp_path, caplog, mode):
     shared = tmp_path / f"shared{mode:o}"
     shared.mkdir()
     shared.chmod(mode)
-    jaxlite.config.update("jax_compilation_cache_dir", str(shared))
-    try:
-        with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
-            out, compiled = _call_fresh()
-    finally:
-        jaxlite.config.update("jax_compilation_cache_dir", None)
+    with _cache_directory(shared), caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        out, compiled = _call_fresh()
     assert compiled
     assert any("writable by group or others" in r.getMessage() for r in caplog.records)
     assert list(shared.iterdir()) == []
@@ -173,11 +179,8 @@ def test_shared_directory_is_refused(tmp_path, caplog, mode):
 
 def test_missing_directory_is_created_private(tmp_path):
     path = tmp_path / "a" / "b"
-    jaxlite.config.update("jax_compilation_cache_dir", str(path))
-    try:
+    with _cache_directory(path):
         assert disk_cache.directory() == path
-    finally:
-        jaxlite.config.update("jax_compilation_cache_dir", None)
     assert path.stat().st_mode & 0o777 == 0o700
 
 
