@@ -1,4 +1,5 @@
 """The persistent compilation cache: reuse across processes, and every way an entry can be bad."""
+import dataclasses
 import json
 import logging
 import os
@@ -35,18 +36,20 @@ print(json.dumps({"out": out.tolist(), "compiles": jit_module.compile_count(), "
 
 
 def _run_process(cache_dir):
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT), JAX_LOG_COMPILES="1")
     done = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
 def test_second_process_loads_instead_of_compiling(tmp_path):
     cache_dir = tmp_path / "cache"
-    first = _run_process(cache_dir)
-    second = _run_process(cache_dir)
-    assert first["compiles"] == 1 and first["disk"]["writes"] >= 2      # the program and its GEMM
-    assert second["compiles"] == 0 and second["disk"]["hits"] >= 2
-    assert second["disk"]["writes"] == 0
+    first, first_log = _run_process(cache_dir)
+    second, second_log = _run_process(cache_dir)
+    assert first["disk"]["misses"] >= 2 and first["disk"]["writes"] >= 2      # the program and its GEMM
+    assert "Persistent compilation cache hit" not in first_log
+    assert second["disk"]["hits"] >= 2
+    assert second["disk"]["misses"] == second["disk"]["writes"] == second["disk"]["rejected"] == 0
+    assert "Persistent compilation cache hit for jit(<lambda>)" in second_log
     np.testing.assert_array_equal(first["out"], second["out"])
     assert cache_dir.stat().st_mode & 0o777 == 0o700
 
@@ -85,9 +88,9 @@ _X = np.linspace(-2, 2, 37, dtype=np.float32)
 def _call_fresh():
     """Call a new jitted function (nothing in memory), return (result, compiled?)."""
     jit_module.clear_caches()
-    before = jit_module.compile_count()
+    hits = disk_cache.stats["hits"]
     out = np.asarray(jaxlite.jit(_f)(_X))
-    return out, jit_module.compile_count() > before
+    return out, disk_cache.stats["hits"] == hits
 
 
 def _program_entry(cache_dir):
@@ -233,3 +236,16 @@ def test_parameters_without_canonical_text_are_not_cached():
         text.value(Opaque())
     with pytest.raises(program_cache.Uncacheable):
         text.value(lambda: None)
+
+
+def test_parameter_texts_are_exact():
+    @dataclasses.dataclass(frozen=True)
+    class Numbers:
+        axes: tuple
+        dtype: np.dtype
+
+    text = program_cache._Canonicalizer([])
+    assert text.value(Numbers((0, 1), np.dtype("float32"))) != text.value(Numbers((0, 2), np.dtype("float32")))
+    assert text.value({"b": 1, 2: "a"}) == text.value({2: "a", "b": 1})
+    assert text.value(1) != text.value(1.0) != text.value(True)
+    assert text.value(np.float32(0.1)) != text.value(np.float64(0.1))

@@ -47,6 +47,7 @@ MAGIC = b"JXLC"
 FORMAT_VERSION = 1
 _HEADER = struct.Struct("<4sH32sQ32s")
 
+# hits: entries loaded and restored; misses: absent; rejected: present but unusable.
 stats = {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
 _refused = set()      # directories already warned about
 
@@ -173,7 +174,6 @@ def read(key):
     except BadEntry as err:
         reject(key, err)
         return None
-    stats["hits"] += 1
     return payload
 
 

@@ -122,18 +122,18 @@ class CompiledModule:
 
 
 class LoadedModule:
-    """Machine code loaded back from an object file (no LLVM IR at hand)."""
+    """Machine code loaded back from an object file; `optimized_ir` only for `asm()`."""
 
-    def __init__(self, object_code):
+    def __init__(self, object_code, optimized_ir):
         _ensure_initialized()
-        self.object_code = object_code
+        self.object_code, self.optimized_ir = object_code, optimized_ir
         self.engine = _engine_for(object_code)
 
     def address(self, name):
         return self.engine.get_function_address(name)
 
     def asm(self):
-        return "; loaded from the persistent compilation cache: no assembly text kept\n"
+        return new_target_machine().emit_assembly(llvm.parse_assembly(self.optimized_ir))
 
 
 def _engine_for(object_code):

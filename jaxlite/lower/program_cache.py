@@ -19,6 +19,8 @@ object code of its kernel module. GEMM kernels live in entries of their own, key
 by their specification, so programs share them. A jaxpr that has no canonical text
 (a parameter holding a Python function, say) is compiled without the disk cache.
 """
+import dataclasses
+import enum
 import hashlib
 import importlib
 import io
@@ -86,7 +88,12 @@ class _Canonicalizer:
             kind = type(x).__qualname__
             return f"{kind}(" + ",".join(self.value(v) for v in x) + ")"
         if isinstance(x, dict):
-            return "dict(" + ",".join(f"{self.value(k)}:{self.value(v)}" for k, v in sorted(x.items())) + ")"
+            return "dict(" + ",".join(sorted(f"{self.value(k)}:{self.value(v)}" for k, v in x.items())) + ")"
+        if isinstance(x, enum.Enum):
+            return f"{type(x).__module__}.{type(x).__qualname__}.{x.name}"
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = ",".join(f"{f.name}={self.value(getattr(x, f.name))}" for f in dataclasses.fields(x))
+            return f"{type(x).__module__}.{type(x).__qualname__}({fields})"
         if isinstance(x, np.dtype):
             return f"dtype:{x.str}:{x.name}"
         if isinstance(x, (np.ndarray, np.generic)):
@@ -164,13 +171,16 @@ def loads(payload):
     return _Unpickler(io.BytesIO(payload)).load()
 
 
-def load_or_build(key, build, save, restore):
-    """`restore(stored)` from the entry under `key`, else `build()` and store `save(value)`."""
+def load_or_build(key, what, build, save, restore):
+    """`restore(stored)` from the entry under `key`, else `build()` and store `save(value)`;
+    `what` names the entry in log messages."""
     payload = disk_cache.read(key)
     if payload is not None:
         try:
             value = restore(loads(payload))
-            logger.debug("jaxlite: loaded %s from the persistent compilation cache", key)
+            disk_cache.stats["hits"] += 1
+            level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
+            logger.log(level, "Persistent compilation cache hit for %s (%s)", what, key)
             return value
         except Exception as err:     # a verified entry that still fails to load: never fatal
             disk_cache.reject(key, f"cannot be restored ({type(err).__name__}: {err})")
@@ -199,13 +209,13 @@ def compile_cached(closed, name, compile_program):
     except Uncacheable as err:
         logger.debug("jaxlite: %s compiled without the disk cache: %s", name, err)
         return compile_program(closed, name)
-    return load_or_build(key, lambda: compile_program(closed, name), _save_executable, _restore_executable)
+    return load_or_build(key, name, lambda: compile_program(closed, name), _save_executable, _restore_executable)
 
 
 def _save_executable(executable):
     state = {k: v for k, v in vars(executable).items() if k not in _BOUND_ATTRIBUTES}
-    code = executable.compiled.object_code if executable.compiled is not None else None
-    return {"state": state, "object_code": code}
+    compiled = executable.compiled
+    return {"state": state, "code": _save_code(compiled) if compiled is not None else None}
 
 
 def _restore_executable(stored):
@@ -213,10 +223,19 @@ def _restore_executable(stored):
     executable = Executable.__new__(Executable)
     vars(executable).update(stored["state"])
     executable.llvm_ir = "; loaded from the persistent compilation cache"
-    code = stored["object_code"]
-    executable.compiled = llvm_target.LoadedModule(code) if code is not None else None
+    code = stored["code"]
+    executable.compiled = _restore_code(code) if code is not None else None
     executable._bind_entries()
     return executable
+
+
+def _save_code(compiled):
+    """Object code to run, and the optimized IR text for `asm()` (parsed only if asked)."""
+    return {"object_code": compiled.object_code, "optimized_ir": compiled.optimized_ir}
+
+
+def _restore_code(code):
+    return llvm_target.LoadedModule(code["object_code"], code["optimized_ir"])
 
 
 # ---------------------------------------------------------------- GEMM kernels
@@ -227,7 +246,7 @@ def gemm_kernel(spec, build, entry_name):
     if disk_cache.directory() is None:
         return build(spec)
     key = disk_cache.make_key("gemm", _gemm_spec_text(spec).encode())
-    return load_or_build(key, lambda: build(spec), _save_gemm,
+    return load_or_build(key, f"gemm {spec.m}x{spec.n}x{spec.k}", lambda: build(spec), _save_gemm,
                          lambda stored: _restore_gemm(spec, entry_name, stored))
 
 
@@ -254,10 +273,10 @@ class _EmitterFacts:
 
 def _save_gemm(kernel):
     return {"blocking": kernel.blocking, "row_tiles": kernel.row_tiles,
-            "workspace_bytes": kernel.workspace_bytes, "object_code": kernel._compiled.object_code}
+            "workspace_bytes": kernel.workspace_bytes, "code": _save_code(kernel._compiled)}
 
 
 def _restore_gemm(spec, entry_name, stored):
     from jaxlite.lower.gemm import GemmKernel
     facts = _EmitterFacts(entry_name, stored["row_tiles"], stored["workspace_bytes"])
-    return GemmKernel(spec, stored["blocking"], facts, llvm_target.LoadedModule(stored["object_code"]))
+    return GemmKernel(spec, stored["blocking"], facts, _restore_code(stored["code"]))
