@@ -15,7 +15,9 @@ the program key is taken right after tracing:
 Everything after tracing is a deterministic function of those (the source digest
 stands for the passes, fusion and code generators), so a hit skips it all: the
 entry holds the planned executable (optimized jaxpr, steps, memory plan) and the
-object code of its kernel module. GEMM kernels live in entries of their own, keyed
+object code of its kernel module. Measured on the MLP step in a fresh process
+(benchmarks/bench_compile_cache.py): cold ~1.65 s; warm ~23 ms (trace ~4 ms, key,
+reads and unpickling ~5 ms, one engine per loaded object ~1-1.5 ms each, nine here). GEMM kernels live in entries of their own, keyed
 by their specification, so programs share them. A jaxpr that has no canonical text
 (a parameter holding a Python function, say) is compiled without the disk cache.
 """
