@@ -924,7 +924,13 @@ def _bind(spec):
 
 @functools.lru_cache(maxsize=None)
 def compile_family(family):
-    """The native kernel of one GemmFamily, compiled once per process."""
+    """The native kernel of one GemmFamily: compiled once per process (and loaded from the
+    persistent compilation cache when one is configured)."""
+    from jaxlite.lower import program_cache
+    return program_cache.gemm_family(family, _build_family, "gemm")
+
+
+def _build_family(family):
     blocking = choose_blocking(family.itemsize, family.vector_bits)
     emitter = GemmEmitter(family, blocking, "gemm")
     emitter.emit_entry()

@@ -5,6 +5,7 @@ choices below (host features, pass manager rules, vector width) were measured on
 the development machine and are recorded in DESIGN.md.
 """
 import ctypes.util
+import functools
 import re
 import threading
 
@@ -26,13 +27,16 @@ def _ensure_initialized():
             _initialized = True
 
 
+@functools.lru_cache(maxsize=None)
 def host_cpu_name():
     _ensure_initialized()
     return llvm.get_host_cpu_name()
 
 
+@functools.lru_cache(maxsize=None)
 def host_cpu_features():
-    """The feature string; the CPU *name* alone undersells the host (it hides AVX-512)."""
+    """The feature string; the CPU *name* alone undersells the host (it hides AVX-512).
+    Asked once: every target machine needs it, and the question costs ~0.4 ms."""
     _ensure_initialized()
     return llvm.get_host_cpu_features().flatten()
 
@@ -90,21 +94,25 @@ def optimize(module_ref, tm, speed_level=3):
 
 
 class CompiledModule:
-    """Machine code for one LLVM module, alive as long as this object is."""
+    """Machine code for one LLVM module, alive as long as this object is.
+
+    Code generation goes through an object file (`emit_object`), which the engine then
+    loads: the same single codegen MCJIT would do, and the bytes are kept in
+    `object_code` so the persistent cache (disk_cache.py) can store them.
+    """
 
     def __init__(self, llvm_ir, optimize_ir=True):
         _ensure_initialized()
         self.module_ref = llvm.parse_assembly(str(llvm_ir))
         self.module_ref.verify()
-        tm = new_target_machine()
-        self.module_ref.triple = tm.triple
-        self.module_ref.data_layout = str(tm.target_data)
-        if optimize_ir:
-            optimize(self.module_ref, tm)
-        self.optimized_ir = str(self.module_ref)
         self._asm_tm = new_target_machine()
-        self.engine = llvm.create_mcjit_compiler(self.module_ref, tm)
-        self.engine.finalize_object()
+        self.module_ref.triple = self._asm_tm.triple
+        self.module_ref.data_layout = str(self._asm_tm.target_data)
+        if optimize_ir:
+            optimize(self.module_ref, self._asm_tm)
+        self.optimized_ir = str(self.module_ref)
+        self.object_code = self._asm_tm.emit_object(self.module_ref)
+        self.engine = _engine_for(self.object_code)
 
     def address(self, name):
         return self.engine.get_function_address(name)
@@ -113,6 +121,32 @@ class CompiledModule:
         return self._asm_tm.emit_assembly(llvm.parse_assembly(self.optimized_ir))
 
 
+class LoadedModule:
+    """Machine code loaded back from an object file; `optimized_ir` only for `asm()`."""
+
+    def __init__(self, object_code, optimized_ir):
+        _ensure_initialized()
+        self.object_code, self.optimized_ir = object_code, optimized_ir
+        self.engine = _engine_for(object_code)
+
+    def address(self, name):
+        return self.engine.get_function_address(name)
+
+    def asm(self):
+        return new_target_machine().emit_assembly(llvm.parse_assembly(self.optimized_ir))
+
+
+def _engine_for(object_code):
+    """An MCJIT engine holding one object file (each engine owns its target machine)."""
+    tm = new_target_machine()
+    empty = llvm.parse_assembly("")
+    empty.triple = tm.triple
+    engine = llvm.create_mcjit_compiler(empty, tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    engine.finalize_object()
+    return engine
+
+
 def compile_ir(llvm_ir, optimize_ir=True):
-    """Parse, verify, optimize and JIT-compile LLVM IR text (or an llvmlite.ir.Module)."""
+    """Parse, verify, optimize and compile LLVM IR text (or an llvmlite.ir.Module)."""
     return CompiledModule(llvm_ir, optimize_ir)

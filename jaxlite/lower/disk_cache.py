@@ -1,0 +1,203 @@
+"""The persistent compilation cache: entries of executable code in a private directory.
+
+Enabled by `config.update("jax_compilation_cache_dir", path)` or the environment
+variable JAX_COMPILATION_CACHE_DIR. This module is the storage layer: what a key
+covers, the entry format, and the safety rules; program_cache.py decides what is
+stored under which key.
+
+An entry file is a header followed by a cloudpickle payload:
+
+    magic  b"JXLC" | format version (u16) | environment digest (32 bytes)
+    | payload length (u64) | payload sha256 (32 bytes) | payload
+
+The environment digest names everything the machine code depends on besides the
+program itself: host CPU name and feature string, LLVM and llvmlite versions, the
+jaxlite version and a digest of its source files (a change to a lowering changes
+the code it generates even when the version number stays), Python, numpy and
+cloudpickle versions (the payload is a pickle). The digest is also part of every
+key, so a foreign entry is only ever seen when a file was copied or tampered with;
+it is checked anyway, because entries hold code that will be jumped to. A short,
+corrupt or foreign entry is never executed: it is reported with a warning, and the
+caller compiles and overwrites it.
+
+Writes go to a temporary file in the same directory and are renamed into place
+(os.replace is atomic), so concurrent writers and readers see either no entry or
+a whole one. The directory holds code this process will execute (machine code, and
+pickles, which run code when loaded; the checksum guards against damage, not
+against someone who can write there): one writable by group or others, or owned by
+another user, is refused (with a warning, once) and the process runs without a
+disk cache.
+"""
+import functools
+import hashlib
+import logging
+import os
+import platform
+import stat
+import struct
+import sys
+import tempfile
+from pathlib import Path
+
+from jaxlite.core.config import config
+
+logger = logging.getLogger("jaxlite.jit")
+
+MAGIC = b"JXLC"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<4sH32sQ32s")
+
+# hits: entries loaded and restored; misses: absent; rejected: present but unusable.
+stats = {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
+_refused = set()      # directories already warned about
+
+
+def directory():
+    """The usable cache directory, or None (unset, or refused as unsafe)."""
+    path = config.jax_compilation_cache_dir
+    if not path:
+        return None
+    path = Path(path).expanduser()
+    reason = _unsafe_reason(path)
+    if reason is None:
+        return path
+    if str(path) not in _refused:
+        _refused.add(str(path))
+        logger.warning("jaxlite: not using the compilation cache directory %s: %s; "
+                       "compiling without a disk cache", path, reason)
+    return None
+
+
+def _unsafe_reason(path):
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = path.stat()
+    except OSError as err:
+        return f"it cannot be created or read ({err})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory"
+    if info.st_uid != os.getuid():
+        return f"it is owned by another user (uid {info.st_uid}); it holds code this process runs"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (f"it is writable by group or others (mode {stat.S_IMODE(info.st_mode):o}); "
+                f"it holds code this process runs, so make it private: chmod 700")
+    return None
+
+
+# ---------------------------------------------------------------- keys
+
+@functools.lru_cache(maxsize=None)
+def environment_digest():
+    """sha256 of everything besides the program that the stored code depends on."""
+    import cloudpickle
+    import llvmlite
+    import llvmlite.binding as llvm
+    import numpy as np
+
+    import jaxlite
+    from jaxlite.lower import llvm_target
+    parts = [f"cpu={llvm_target.host_cpu_name()}", f"features={llvm_target.host_cpu_features()}",
+             f"llvm={llvm.llvm_version_info}", f"llvmlite={llvmlite.__version__}",
+             f"jaxlite={jaxlite.__version__}", f"source={_source_digest()}",
+             f"python={platform.python_implementation()} {sys.version_info[:3]}",
+             f"numpy={np.__version__}", f"cloudpickle={cloudpickle.__version__}"]
+    return hashlib.sha256("\n".join(parts).encode()).digest()
+
+
+def _source_digest():
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for directory_path, subdirectories, files in os.walk(root):
+        subdirectories.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = Path(directory_path, name)
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def make_key(kind, *parts):
+    """A file name: sha256 over the environment, the kind of entry and its parts (bytes)."""
+    digest = hashlib.sha256(environment_digest())
+    digest.update(kind.encode() + b"\0")
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "little") + part)
+    return f"{kind}-{digest.hexdigest()}"
+
+
+# ---------------------------------------------------------------- entries
+
+class BadEntry(Exception):
+    """An entry that must not be used; the message says why."""
+
+
+def encode(payload):
+    checksum = hashlib.sha256(payload).digest()
+    return _HEADER.pack(MAGIC, FORMAT_VERSION, environment_digest(), len(payload), checksum) + payload
+
+
+def decode(data):
+    """The payload of an entry file's bytes, or BadEntry."""
+    if len(data) < _HEADER.size:
+        raise BadEntry("truncated header")
+    magic, version, environment, length, checksum = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise BadEntry("not a jaxlite cache entry")
+    if version != FORMAT_VERSION:
+        raise BadEntry(f"entry format {version}, this jaxlite reads {FORMAT_VERSION}")
+    if environment != environment_digest():
+        raise BadEntry("made for another CPU, LLVM, Python or jaxlite version")
+    payload = data[_HEADER.size:]
+    if len(payload) != length:
+        raise BadEntry(f"payload of {len(payload)} bytes, header says {length} (truncated?)")
+    if hashlib.sha256(payload).digest() != checksum:
+        raise BadEntry("checksum mismatch (corrupt)")
+    return payload
+
+
+def read(key):
+    """The verified payload stored under `key`, or None (absent, refused or bad)."""
+    root = directory()
+    if root is None:
+        return None
+    path = root / key
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        stats["misses"] += 1
+        return None
+    except OSError as err:
+        logger.warning("jaxlite: cannot read cache entry %s (%s); recompiling", path, err)
+        stats["misses"] += 1
+        return None
+    try:
+        payload = decode(data)
+    except BadEntry as err:
+        reject(key, err)
+        return None
+    return payload
+
+
+def reject(key, reason):
+    """Count and report an entry that cannot be used; the caller recompiles over it."""
+    stats["rejected"] += 1
+    logger.warning("jaxlite: ignoring compilation cache entry %s: %s; recompiling", key, reason)
+
+
+def write(key, payload):
+    """Store atomically: a temporary file in the directory, then renamed over `key`."""
+    root = directory()
+    if root is None:
+        return
+    try:
+        handle, temporary = tempfile.mkstemp(dir=root, prefix=f".{key[:16]}-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(encode(payload))
+            os.replace(temporary, root / key)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as err:
+        logger.warning("jaxlite: cannot write cache entry %s (%s)", root / key, err)
+        return
+    stats["writes"] += 1

@@ -1,0 +1,277 @@
+"""What the persistent cache stores: whole compiled programs, and GEMM kernels.
+
+Where compile time goes (MLP training step, 784-512-512-10, batch 256, measured):
+tracing ~10 ms; graph passes and fusion ~130 ms; emitting the kernels' LLVM IR and
+compiling it ~300 ms; the eight GEMM kernels ~1.8 s (a fifth of it printing their
+LLVM IR, the rest LLVM). A key on the optimized IR or the LLVM IR text would make a
+fresh process pay for the passes and for printing IR before it could even look, so
+the program key is taken right after tracing:
+
+    program key = environment digest (disk_cache.py: target, versions, jaxlite's
+                  source) + the canonical text of the traced jaxpr (structure,
+                  avals, params, literal and constant values) + the function name
+                  + the options that change lowering (x64, autotune).
+
+Everything after tracing is a deterministic function of those (the source digest
+stands for the passes, fusion and code generators), so a hit skips it all: the
+entry holds the planned executable (optimized jaxpr, steps, memory plan) and the
+object code of its kernel module. Measured on the MLP step in a fresh process
+(benchmarks/bench_compile_cache.py): cold ~1.65 s; warm ~23 ms (trace ~4 ms, key,
+reads and unpickling ~5 ms, one engine per loaded object ~1-1.5 ms each, nine here). GEMM kernels live in entries of their own, keyed
+by their specification, so programs share them. A jaxpr that has no canonical text
+(a parameter holding a Python function, say) is compiled without the disk cache.
+"""
+import dataclasses
+import enum
+import hashlib
+import importlib
+import io
+import logging
+import pickle
+import sys
+
+import cloudpickle
+import numpy as np
+
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.config import config
+from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
+from jaxlite.core.primitive import Primitive
+from jaxlite.lower import disk_cache, llvm_target
+
+logger = logging.getLogger("jaxlite.jit")
+
+
+class Uncacheable(Exception):
+    """The program has no canonical text: compile it without the disk cache."""
+
+
+# ---------------------------------------------------------------- canonical text of a jaxpr
+
+def canonical_text(closed):
+    """A text that determines `closed` up to variable naming (variables numbered in order)."""
+    out = []
+    _Canonicalizer(out).closed(closed)
+    return "\n".join(out).encode()
+
+
+class _Canonicalizer:
+    def __init__(self, out):
+        self.out, self.numbers = out, {}
+
+    def closed(self, closed):
+        consts = " ".join(_array_text(np.asarray(c)) for c in closed.consts)
+        self.out.append(f"consts {consts}")
+        self.jaxpr(closed.jaxpr)
+
+    def jaxpr(self, jaxpr):
+        self.out.append("{ " + " ".join(self.var(v) for v in jaxpr.constvars)
+                        + " ; " + " ".join(self.var(v) for v in jaxpr.invars))
+        for eqn in jaxpr.eqns:
+            params = " ".join(f"{k}={self.value(v)}" for k, v in sorted(eqn.params.items()))
+            outs = " ".join(self.var(v) for v in eqn.outputs)
+            ins = " ".join(self.var(v) for v in eqn.inputs)
+            self.out.append(f"{outs} = {eqn.primitive.name}[{params}] {ins}")
+        self.out.append("} " + " ".join(self.var(v) for v in jaxpr.outvars))
+
+    def var(self, v):
+        if isinstance(v, Literal):
+            return f"lit({_array_text(np.asarray(v.val))}:{_aval_text(v.aval)})"
+        if v not in self.numbers:
+            self.numbers[v] = len(self.numbers)
+            return f"v{self.numbers[v]}:{_aval_text(v.aval)}"
+        return f"v{self.numbers[v]}"
+
+    def value(self, x):
+        """Parameters: only types whose text says everything about them."""
+        if x is None or isinstance(x, (bool, int, float, complex, str, bytes)):
+            return f"{type(x).__name__}:{x!r}"
+        if isinstance(x, (tuple, list)):
+            kind = type(x).__qualname__
+            return f"{kind}(" + ",".join(self.value(v) for v in x) + ")"
+        if isinstance(x, dict):
+            return "dict(" + ",".join(sorted(f"{self.value(k)}:{self.value(v)}" for k, v in x.items())) + ")"
+        if isinstance(x, enum.Enum):
+            return f"{type(x).__module__}.{type(x).__qualname__}.{x.name}"
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = ",".join(f"{f.name}={self.value(getattr(x, f.name))}" for f in dataclasses.fields(x))
+            return f"{type(x).__module__}.{type(x).__qualname__}({fields})"
+        if isinstance(x, np.dtype):
+            return f"dtype:{x.str}:{x.name}"
+        if isinstance(x, (np.ndarray, np.generic)):
+            return _array_text(np.asarray(x))
+        if isinstance(x, ShapedArray):
+            return _aval_text(x)
+        if isinstance(x, ClosedJaxpr):
+            inner = []
+            _Canonicalizer(inner).closed(x)
+            return "closed[" + "\n".join(inner) + "]"
+        if isinstance(x, Jaxpr):
+            inner = []
+            _Canonicalizer(inner).jaxpr(x)
+            return "jaxpr[" + "\n".join(inner) + "]"
+        raise Uncacheable(f"parameter of type {type(x).__name__} has no canonical text")
+
+
+def _aval_text(aval):
+    return f"{aval.dtype.name}{list(aval.shape)}{'w' if aval.weak_type else ''}"
+
+
+def _array_text(value):
+    digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+    return f"array({value.dtype.str}:{value.dtype.name},{value.shape},{digest})"
+
+
+def program_key(closed, name):
+    options = f"x64={config.jax_enable_x64} autotune={config.jaxlite_autotune}"
+    return disk_cache.make_key("program", canonical_text(closed), name.encode(), options.encode())
+
+
+# ---------------------------------------------------------------- pickling
+
+class _Pickler(cloudpickle.CloudPickler):
+    """Primitives are stored by where they are defined: rule tables key on their identity."""
+
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.locations = None
+
+    def persistent_id(self, obj):
+        if not isinstance(obj, Primitive):
+            return None
+        if self.locations is None:
+            self.locations = _primitive_locations()
+        if id(obj) not in self.locations:
+            raise pickle.PicklingError(f"primitive {obj.name} is not a module attribute")
+        return ("primitive",) + self.locations[id(obj)]
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        _, module, attribute = pid
+        return getattr(importlib.import_module(module), attribute)
+
+
+def _primitive_locations():
+    """id(primitive) -> (module, attribute) for every primitive in jaxlite's modules."""
+    locations = {}
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("jaxlite.") and module is not None:
+            for attribute, value in list(vars(module).items()):
+                if isinstance(value, Primitive):
+                    locations.setdefault(id(value), (module_name, attribute))
+    return locations
+
+
+def dumps(value):
+    buffer = io.BytesIO()
+    _Pickler(buffer).dump(value)
+    return buffer.getvalue()
+
+
+def loads(payload):
+    return _Unpickler(io.BytesIO(payload)).load()
+
+
+def load_or_build(key, what, build, save, restore):
+    """`restore(stored)` from the entry under `key`, else `build()` and store `save(value)`;
+    `what` names the entry in log messages."""
+    payload = disk_cache.read(key)
+    if payload is not None:
+        try:
+            value = restore(loads(payload))
+            disk_cache.stats["hits"] += 1
+            level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
+            logger.log(level, "Persistent compilation cache hit for %s (%s)", what, key)
+            return value
+        except Exception as err:     # a verified entry that still fails to load: never fatal
+            disk_cache.reject(key, f"cannot be restored ({type(err).__name__}: {err})")
+    value = build()
+    try:
+        payload = dumps(save(value))
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as err:
+        logger.debug("jaxlite: %s not stored in the compilation cache: %s", key, err)
+        return value
+    disk_cache.write(key, payload)
+    return value
+
+
+# ---------------------------------------------------------------- programs
+
+# Executable attributes tied to this process's machine code; rebuilt on load.
+_BOUND_ATTRIBUTES = ("module", "llvm_ir", "compiled", "_runners", "_slot_array")
+
+
+def compile_cached(closed, name, compile_program):
+    """`compile_program(closed, name)`, through the disk cache when one is configured."""
+    if disk_cache.directory() is None:
+        return compile_program(closed, name)
+    try:
+        key = program_key(closed, name)
+    except Uncacheable as err:
+        logger.debug("jaxlite: %s compiled without the disk cache: %s", name, err)
+        return compile_program(closed, name)
+    return load_or_build(key, name, lambda: compile_program(closed, name), _save_executable, _restore_executable)
+
+
+def _save_executable(executable):
+    state = {k: v for k, v in vars(executable).items() if k not in _BOUND_ATTRIBUTES}
+    compiled = executable.compiled
+    return {"state": state, "code": _save_code(compiled) if compiled is not None else None}
+
+
+def _restore_executable(stored):
+    from jaxlite.lower.runtime import Executable
+    executable = Executable.__new__(Executable)
+    vars(executable).update(stored["state"])
+    executable.llvm_ir = "; loaded from the persistent compilation cache"
+    code = stored["code"]
+    executable.compiled = _restore_code(code) if code is not None else None
+    executable._bind_entries()
+    return executable
+
+
+def _save_code(compiled):
+    """Object code to run, and the optimized IR text for `asm()` (parsed only if asked)."""
+    return {"object_code": compiled.object_code, "optimized_ir": compiled.optimized_ir}
+
+
+def _restore_code(code):
+    return llvm_target.LoadedModule(code["object_code"], code["optimized_ir"])
+
+
+# ---------------------------------------------------------------- GEMM kernels
+
+def gemm_family(family, build, entry_name):
+    """The CompiledFamily for a GemmFamily (entry point `entry_name`): `build(family)`,
+    through the disk cache when one is configured."""
+    if disk_cache.directory() is None:
+        return build(family)
+    key = disk_cache.make_key("gemm", _gemm_family_text(family).encode())
+    return load_or_build(key, f"gemm {_gemm_family_text(family)}", lambda: build(family), _save_gemm,
+                         lambda stored: _restore_gemm(family, entry_name, stored))
+
+
+def _gemm_family_text(family):
+    epilogue, product = family.epilogue, family.product
+    step = product.multiply_add
+    return (f"dtype={family.dtype} trans={family.trans_a},{family.trans_b} "
+            f"epilogue={(epilogue.name, epilogue.arg_kinds) if epilogue else None} "
+            f"vector_bits={family.vector_bits} product={product.name},{product.dtype},{product.group},"
+            f"{step.__module__}.{step.__qualname__}")
+
+
+class _EmitterFacts:
+    """What a CompiledFamily reads from the emitter that generated it."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _save_gemm(native):
+    return {"blocking": native.blocking, "code": _save_code(native._compiled)}
+
+
+def _restore_gemm(family, entry_name, stored):
+    from jaxlite.lower.gemm import CompiledFamily
+    return CompiledFamily(family, stored["blocking"], _EmitterFacts(entry_name), _restore_code(stored["code"]))

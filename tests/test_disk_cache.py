@@ -1,0 +1,251 @@
+"""The persistent compilation cache: reuse across processes, and every way an entry can be bad."""
+import dataclasses
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite.lower import disk_cache, program_cache
+from jaxlite.transforms import jit as jit_module
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A dense layer: its dot runs on a GEMM kernel (an entry of its own), the rest in a fused kernel.
+_PROGRAM = """
+import json, sys
+import numpy as np
+import jaxlite, jaxlite.numpy as jnp
+from jaxlite.lower import disk_cache
+from jaxlite.transforms import jit as jit_module
+
+layer = jaxlite.jit(lambda x, w, b: jnp.tanh(x @ w + b).sum(axis=0))
+rng = np.random.default_rng(0)
+x, w, b = (rng.normal(size=s).astype(np.float32) for s in ((32, 48), (48, 40), (40,)))
+out = np.asarray(layer(x, w, b))
+print(json.dumps({"out": out.tolist(), "compiles": jit_module.compile_count(), "disk": disk_cache.stats}))
+"""
+
+
+def _run_process(cache_dir):
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT), JAX_LOG_COMPILES="1")
+    done = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def test_second_process_loads_instead_of_compiling(tmp_path):
+    cache_dir = tmp_path / "cache"
+    first, first_log = _run_process(cache_dir)
+    second, second_log = _run_process(cache_dir)
+    assert first["disk"]["misses"] >= 2 and first["disk"]["writes"] >= 2      # the program and its GEMM
+    assert "Persistent compilation cache hit" not in first_log
+    assert second["disk"]["hits"] >= 2
+    assert second["disk"]["misses"] == second["disk"]["writes"] == second["disk"]["rejected"] == 0
+    assert "Persistent compilation cache hit for jit(<lambda>)" in second_log
+    np.testing.assert_array_equal(first["out"], second["out"])
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+
+
+# ---------------------------------------------------------------- in one process
+
+@contextmanager
+def _cache_directory(path):
+    """Use `path` as the cache directory, then restore the setting (JAX_COMPILATION_CACHE_DIR
+    may be set for the whole suite)."""
+    previous = jaxlite.config.jax_compilation_cache_dir
+    jaxlite.config.update("jax_compilation_cache_dir", str(path))
+    try:
+        yield
+    finally:
+        jaxlite.config.update("jax_compilation_cache_dir", previous)
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    """A fresh private cache directory for one test; memory caches cleared around it."""
+    path = tmp_path / "cache"
+    jit_module.clear_caches()
+    with _cache_directory(path):
+        yield path
+    jit_module.clear_caches()
+
+
+def _f(x):
+    return jnp.sin(x) * 2.0 + x
+
+
+_X = np.linspace(-2, 2, 37, dtype=np.float32)
+
+
+def _call_fresh():
+    """Call a new jitted function (nothing in memory), return (result, compiled?)."""
+    jit_module.clear_caches()
+    hits = disk_cache.stats["hits"]
+    out = np.asarray(jaxlite.jit(_f)(_X))
+    return out, disk_cache.stats["hits"] == hits
+
+
+def _program_entry(cache_dir):
+    (entry,) = cache_dir.glob("program-*")
+    return entry
+
+
+def test_entry_is_reused_in_process(cache_dir):
+    out, compiled = _call_fresh()
+    assert compiled
+    again, compiled = _call_fresh()
+    assert not compiled
+    np.testing.assert_array_equal(out, again)
+    np.testing.assert_allclose(out, np.sin(_X) * 2 + _X, rtol=1e-6)
+
+
+def _flip_bytes(data):
+    data = bytearray(data)
+    middle = len(data) - 40
+    data[middle:middle + 8] = bytes(b ^ 0xFF for b in data[middle:middle + 8])
+    return bytes(data)
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (_flip_bytes, "checksum mismatch"),
+    (lambda data: data[:len(data) // 2], "truncated"),
+    (lambda data: data[:10], "truncated header"),
+    (lambda data: b"", "truncated header"),
+])
+def test_damaged_entry_is_recompiled(cache_dir, caplog, damage, reason):
+    expected, _ = _call_fresh()
+    entry = _program_entry(cache_dir)
+    entry.write_bytes(damage(entry.read_bytes()))
+    with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        out, compiled = _call_fresh()
+    assert compiled
+    assert any(reason in r.getMessage() and "recompiling" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(out, expected)
+    disk_cache.decode(entry.read_bytes())       # rewritten whole
+    assert not _call_fresh()[1]
+
+
+def _rewrite_header(data, **fields):
+    magic, version, environment, length, checksum = disk_cache._HEADER.unpack_from(data)
+    values = dict(magic=magic, version=version, environment=environment, length=length, checksum=checksum)
+    values.update(fields)
+    header = disk_cache._HEADER.pack(*values.values())
+    return header + data[disk_cache._HEADER.size:]
+
+
+@pytest.mark.parametrize("fields, reason", [
+    ({"version": disk_cache.FORMAT_VERSION + 1}, "entry format"),
+    ({"environment": b"\0" * 32}, "another CPU"),
+    ({"magic": b"ELF\0"}, "not a jaxlite cache entry"),
+])
+def test_foreign_entry_is_ignored(cache_dir, caplog, fields, reason):
+    expected, _ = _call_fresh()
+    entry = _program_entry(cache_dir)
+    entry.write_bytes(_rewrite_header(entry.read_bytes(), **fields))
+    with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        out, compiled = _call_fresh()
+    assert compiled
+    assert any(reason in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_entry_that_fails_to_restore_is_recompiled(cache_dir, caplog):
+    expected, _ = _call_fresh()
+    entry = _program_entry(cache_dir)
+    entry.write_bytes(disk_cache.encode(b"not a pickle"))    # valid header and checksum
+    with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        out, compiled = _call_fresh()
+    assert compiled and any("cannot be restored" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777])
+def test_shared_directory_is_refused(tmp_path, caplog, mode):
+    shared = tmp_path / f"shared{mode:o}"
+    shared.mkdir()
+    shared.chmod(mode)
+    with _cache_directory(shared), caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        out, compiled = _call_fresh()
+    assert compiled
+    assert any("writable by group or others" in r.getMessage() for r in caplog.records)
+    assert list(shared.iterdir()) == []
+    np.testing.assert_allclose(out, np.sin(_X) * 2 + _X, rtol=1e-6)
+
+
+def test_missing_directory_is_created_private(tmp_path):
+    path = tmp_path / "a" / "b"
+    with _cache_directory(path):
+        assert disk_cache.directory() == path
+    assert path.stat().st_mode & 0o777 == 0o700
+
+
+def test_concurrent_writers_leave_one_whole_entry(cache_dir):
+    payloads = [bytes([i]) * (200_000 + i) for i in range(6)]
+    seen, errors = [], []
+    rejected = disk_cache.stats["rejected"]
+
+    def writer(payload):
+        for _ in range(15):
+            disk_cache.write("program-race", payload)
+
+    def reader():
+        for _ in range(60):
+            try:
+                data = disk_cache.read("program-race")
+            except Exception as err:       # noqa: BLE001 (collected for the assertion)
+                errors.append(err)
+                return
+            if data is not None:
+                seen.append(data)
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in payloads]
+    threads.append(threading.Thread(target=reader))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and disk_cache.stats["rejected"] == rejected
+    assert all(data in payloads for data in seen)
+    assert disk_cache.read("program-race") in payloads
+    assert [p.name for p in cache_dir.iterdir()] == ["program-race"]     # no temporary files left
+
+
+def test_key_depends_on_values_and_options():
+    closed = jaxlite.make_jaxpr(_f)(_X)
+    other_literal = jaxlite.make_jaxpr(lambda x: jnp.sin(x) * 3.0 + x)(_X)
+    other_shape = jaxlite.make_jaxpr(_f)(_X[:5])
+    keys = {program_cache.program_key(c, "f") for c in (closed, other_literal, other_shape)}
+    assert len(keys) == 3
+    assert program_cache.program_key(closed, "f") == program_cache.program_key(jaxlite.make_jaxpr(_f)(_X), "f")
+    assert program_cache.program_key(closed, "f") != program_cache.program_key(closed, "g")
+
+
+def test_parameters_without_canonical_text_are_not_cached():
+    class Opaque:
+        pass
+    text = program_cache._Canonicalizer([])
+    with pytest.raises(program_cache.Uncacheable):
+        text.value(Opaque())
+    with pytest.raises(program_cache.Uncacheable):
+        text.value(lambda: None)
+
+
+def test_parameter_texts_are_exact():
+    @dataclasses.dataclass(frozen=True)
+    class Numbers:
+        axes: tuple
+        dtype: np.dtype
+
+    text = program_cache._Canonicalizer([])
+    assert text.value(Numbers((0, 1), np.dtype("float32"))) != text.value(Numbers((0, 2), np.dtype("float32")))
+    assert text.value({"b": 1, 2: "a"}) == text.value({2: "a", "b": 1})
+    assert text.value(1) != text.value(1.0) != text.value(True)
+    assert text.value(np.float32(0.1)) != text.value(np.float64(0.1))
