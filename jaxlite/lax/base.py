@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.array import Array
+from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.primitive import Primitive
 from jaxlite.transforms import batching
 
@@ -34,15 +34,12 @@ def check_dtype(name, aval, accepts, position="argument"):
 
 
 def as_operand(x, dtype=None):
-    """Prepare one primitive operand: Python scalars become weakly typed arrays."""
-    if dtypes.is_python_scalar(x):
-        if dtype is None:
-            dtype, weak = dtypes.result_type(x, return_weak_type_flag=True)
-        else:
-            weak = True
-        return Array(dtypes.scalar_to_numpy(x, dtype), weak and dtypes.can_be_weak(dtype))
-    if isinstance(x, (np.ndarray, np.generic)) and not isinstance(x, Array):
-        return Array(np.asarray(x, dtypes.canonicalize_dtype(x.dtype)))
+    """Prepare one primitive operand: Python scalars become weakly typed arrays (of
+    `dtype` when given), numpy values Arrays of their canonical dtype."""
+    if dtypes.is_python_scalar(x) and dtype is not None:
+        return Array(dtypes.scalar_to_numpy(x, dtype), dtypes.can_be_weak(dtype))
+    if dtypes.is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic)):
+        return as_array_argument(x)
     if isinstance(x, (list, tuple)):
         raise TypeError(f"lax operations take arrays, not {type(x).__name__}s; "
                         "convert with jnp.asarray first")

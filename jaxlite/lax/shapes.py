@@ -291,17 +291,15 @@ def index_in_dim(x, index, axis=0, keepdims=True):
 
 
 def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
-    strides = strides or (1,) * len(start_indices)
+    """Pad the cotangent back to the operand's shape: zeros outside the slice and
+    (step - 1) zeros between the elements a strided slice kept."""
     shape = x.aval.shape
-    config = []
-    for lo, size, step, n in zip(start_indices, shape, strides, ct.shape):
-        used = (n - 1) * step + 1 if n else 0
-        config.append((lo, size - lo - used, step - 1) if n else (0, size, 0))
-    zero = convert_element_type(0, ct.dtype)
     if any(n == 0 for n in ct.shape):
-        from jaxlite.lax.elementwise import full_like
-        return [full_like(ct, 0, shape=shape)]
-    return [pad(ct, zero, config)]
+        return [full(shape, 0, ct.dtype)]
+    strides = strides or (1,) * len(start_indices)
+    config = [(lo, size - lo - (n - 1) * step - 1, step - 1)
+              for lo, size, step, n in zip(start_indices, shape, strides, ct.shape)]
+    return [pad(ct, convert_element_type(0, ct.dtype), config)]
 
 
 def _slice_batch(args, dims, start_indices, limit_indices, strides=None):

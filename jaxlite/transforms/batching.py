@@ -35,10 +35,7 @@ class BatchTracer(Tracer):
     @property
     def aval(self):
         aval = self.val.aval
-        if self.dim is None:
-            return aval
-        shape = aval.shape[:self.dim] + aval.shape[self.dim + 1:]
-        return aval.update(shape=shape)
+        return aval if self.dim is None else aval.update(shape=logical_shape(aval, self.dim))
 
 
 class BatchTrace(Trace):
