@@ -120,7 +120,7 @@ def _initial_roots(jaxpr, producers, eqn_step_kind):
         if eqn_step_kind(eqn) or eqn.primitive.name == "dot_general":
             roots.update(v for v in eqn.inputs if isinstance(v, Var) and v in producers)
             roots.update(eqn.outputs)
-        if eqn.primitive.name in CUMULATIVE:     # it reads back its own output
+        if eqn.primitive.name in CUMULATIVE or eqn.primitive.name in SCATTERS:   # it reads back its own output
             roots.update(eqn.outputs)
     return {v for v in roots if not eqn_step_kind(producers[v])}
 
@@ -136,13 +136,15 @@ def _domain(var, producers):
         return var.aval.shape, "dot"
     if eqn.primitive.name in CUMULATIVE:
         return var.aval.shape, "scan"
+    if eqn.primitive.name in SCATTERS:
+        return var.aval.shape, "scatter"
     return var.aval.shape, None
 
 
 def _compatible(domains):
     shapes = {shape for shape, _ in domains}
     reduced = {axes for _, axes in domains if axes is not None}
-    return len(shapes) == 1 and len(reduced) <= 1 and "dot" not in reduced and "scan" not in reduced
+    return len(shapes) == 1 and len(reduced) <= 1 and not reduced & {"dot", "scan", "scatter"}
 
 
 class _UnionFind:
@@ -291,6 +293,8 @@ def _lower_group(group, producers, roots):
     if reduced == "scan":       # every axis but the scanned one is independent
         axis = producers[group[0]].params["axis"]
         outer = [a for a in range(len(shape)) if a != axis]
+    elif reduced == "scatter":  # the updates land one after another
+        outer = []
     else:
         first = _GroupLowering(producers, roots, shape, reduced, outer=None)
         first.build(group)
@@ -381,6 +385,9 @@ class _GroupLowering:
     # -- building the stages
     def build(self, group):
         index = [self.eb.loop_var(loop) for loop in self.loops]
+        if self.reduced == "scatter":
+            self._apply_rule(group[0], index)
+            return self.stages
         per_point, per_element = [], []
         for root in group:
             if _domain(root, self.producers)[1] in (None, "scan"):
@@ -668,7 +675,53 @@ def _dynamic_update_slice_rule(lw, eqn, index):
     return eb.node("select_n", x.aval.dtype, (inside, lw.value(x, index), lw.value(update, update_index)))
 
 
+def _as_index(eb, value):
+    return eb.node("convert", INDEX, (value,))
+
+
+def _window_starts(lw, indices, batch_index, operand_shape, sizes, index_map, batching_dims, mode):
+    """Per operand axis, the start of the window a gather or scatter index vector selects,
+    clamped so the window fits (every load and store stays in bounds whatever the index);
+    and, for FILL_OR_DROP, whether the unclamped window was in bounds (else None)."""
+    from jaxlite.lax.slicing import GatherScatterMode
+    eb = lw.eb
+    starts = [eb.index(0)] * len(operand_shape)
+    for k, axis in enumerate(index_map):
+        starts[axis] = _as_index(eb, lw.value(indices, list(batch_index) + [eb.index(k)]))
+    for axis, index_axis in batching_dims:
+        starts[axis] = batch_index[index_axis]
+    inside = None
+    if mode is GatherScatterMode.FILL_OR_DROP:
+        for axis in index_map:
+            last = eb.index(operand_shape[axis] - sizes[axis])
+            fits = eb.node("and", dtypes.bool_, (eb.node("ge", dtypes.bool_, (starts[axis], eb.index(0))),
+                                                  eb.node("le", dtypes.bool_, (starts[axis], last))))
+            inside = fits if inside is None else eb.node("and", dtypes.bool_, (inside, fits))
+    clamped = [_clamp_index(eb, s, max(n - k, 0) + 1) for s, n, k in zip(starts, operand_shape, sizes)]
+    return clamped, inside
+
+
+def _gather_rule(lw, eqn, index):
+    """An indexed load: the start indices are read inside the kernel, then the operand."""
+    x, indices = eqn.inputs
+    d, sizes, eb = eqn.params["dimension_numbers"], eqn.params["slice_sizes"], lw.eb
+    dtype = x.aval.dtype
+    dropped = set(d.collapsed_slice_dims) | set(d.operand_batching_dims)
+    windows = [a for a in range(x.aval.ndim) if a not in dropped]
+    batch_index = [i for p, i in enumerate(index) if p not in d.offset_dims]
+    starts, inside = _window_starts(lw, indices, batch_index, x.aval.shape, sizes, d.start_index_map,
+                                    zip(d.operand_batching_dims, d.start_indices_batching_dims),
+                                    eqn.params["mode"])
+    offsets = {a: index[p] for a, p in zip(windows, d.offset_dims)}
+    operand_index = [eb.add(s, offsets.get(a, eb.index(0))) for a, s in enumerate(starts)]
+    loaded = lw.value(x, operand_index) if x.aval.size else eb.const(0, dtype)
+    if inside is None:
+        return loaded
+    return eb.node("select_n", dtype, (inside, eb.const(eqn.params["fill_value"], dtype), loaded))
+
+
 LOWERINGS.update({
+    "gather": _gather_rule,
     "dynamic_slice": _dynamic_slice_rule, "dynamic_update_slice": _dynamic_update_slice_rule,
     "broadcast_in_dim": _broadcast_in_dim_rule, "transpose": _transpose_rule,
     "reshape": _reshape_rule, "squeeze": _squeeze_rule, "rev": _rev_rule, "slice": _slice_rule,
@@ -732,6 +785,57 @@ def _cumulative_supported(eqn):
 for _name in CUMULATIVE:
     LOWERINGS[_name] = _cumulative_rule
     _CONSTRAINTS[_name] = _cumulative_supported
+
+
+# Scatters: a kernel of two sequential stages, out = operand, then for each update entry
+# in order out[target] = combine(out[target], update). Entries of a dropped window (mode
+# FILL_OR_DROP) write back what is there, so no store ever leaves the buffer.
+SCATTERS = {"scatter": None, "scatter-add": "add", "scatter-mul": "mul", "scatter-min": "min",
+            "scatter-max": "max"}
+
+
+def _scatter_stages(lw, eqn, index):
+    """Appends the scatter's stages to its kernel (it is no map of the output index)."""
+    from jaxlite.lax.slicing import _scatter_slice_sizes
+    x, indices, updates = eqn.inputs
+    out, eb = eqn.outputs[0], lw.eb
+    d = eqn.params["dimension_numbers"]
+    out_buffer = lw.buffer(out)
+    operand = lw.value(x, index)
+    lw.stages.append(Store(list(lw.loops), [(out_buffer, eb.linearize(index, out.aval.shape), operand)]))
+    if x.aval.size == 0:
+        return
+    loops = [eb.new_loop(n) for n in updates.aval.shape]
+    update_index = [eb.loop_var(loop) for loop in loops]
+    windows = d.update_window_dims
+    batch_positions = [p for p in range(updates.aval.ndim) if p not in windows]
+    sizes = _scatter_slice_sizes(x.aval.shape, updates.aval.shape, d)
+    starts, inside = _window_starts(lw, indices, [update_index[p] for p in batch_positions], x.aval.shape,
+                                    sizes, d.scatter_dims_to_operand_dims,
+                                    zip(d.operand_batching_dims, d.scatter_indices_batching_dims),
+                                    eqn.params["mode"])
+    dropped = set(d.inserted_window_dims) | set(d.operand_batching_dims)
+    offsets = iter(update_index[p] for p in windows)
+    target = [s if a in dropped else eb.add(s, next(offsets)) for a, s in enumerate(starts)]
+    offset = eb.linearize(target, out.aval.shape)
+    current = eb.node("load", out.aval.dtype, (offset,), out_buffer)
+    updated = _scatter_combine(eb, SCATTERS[eqn.primitive.name], current, lw.value(updates, update_index))
+    if inside is not None:
+        updated = eb.node("select_n", out.aval.dtype, (inside, current, updated))
+    in_order = [loops[p] for p in batch_positions] + [loops[p] for p in windows]   # as the eager impl
+    lw.stages.append(Store(in_order, [(out_buffer, offset, updated)]))
+
+
+def _scatter_combine(eb, op, current, update):
+    if op is None:
+        return update
+    if op == "add" and current.dtype == dtypes.bool_:     # numpy adds booleans as "or"
+        op = "or"
+    return eb.node(op, current.dtype, (current, update))
+
+
+for _name in SCATTERS:
+    LOWERINGS[_name] = _scatter_stages
 
 
 def _threefry2x32_rule(lw, eqn, index):

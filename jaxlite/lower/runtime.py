@@ -48,9 +48,6 @@ FALLBACKS = {
     **{name: f"reversed, or in float16/bfloat16 (accumulated in float32 eagerly): {_NOT_YET}"
        for name in ("cumsum", "cumprod", "cummax", "cummin")},
     "cumlogsumexp": f"cumulative log-sum-exp: {_NOT_YET}",
-    **{name: f"data-dependent indexing: {_NOT_YET}"
-       for name in ("gather", "scatter", "scatter-add",
-                    "scatter-mul", "scatter-min", "scatter-max")},
     **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
     **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve", "svd")},
     **{name: f"windowed reduction: {_NOT_YET}"
