@@ -594,12 +594,15 @@ def _iota_rule(lw, eqn, index):
     return lw.eb.node("convert", eqn.params["dtype"], (index[eqn.params["dimension"]],))
 
 
-def _pad_rule(lw, eqn, index):
-    """Inside the operand: load it (at a clamped, always valid index); else the pad value."""
-    x, pad_value = eqn.inputs
+def _padded_load(lw, x, index, padding_config, fill):
+    """x padded per (low, high, interior) at `index`: inside the operand, x loaded at a
+    clamped, always valid index; elsewhere `fill`."""
     eb = lw.eb
     inside, operand_index = None, []
-    for i, n, (lo, _, interior) in zip(index, x.aval.shape, eqn.params["padding_config"]):
+    for i, n, (lo, _, interior) in zip(index, x.aval.shape, padding_config):
+        if lo == interior == 0 and kernel_ir.upper_bound(i) < n:    # never in the padding
+            operand_index.append(i)
+            continue
         shifted = eb.node("sub", INDEX, (i, eb.index(lo)))
         step = interior + 1
         position = eb.node("div", INDEX, (shifted, eb.index(step))) if step > 1 else shifted
@@ -610,10 +613,14 @@ def _pad_rule(lw, eqn, index):
         for condition in conditions:
             inside = condition if inside is None else eb.node("and", dtypes.bool_, (inside, condition))
         operand_index.append(_clamp_index(eb, position, n))
-    fill = lw.value(pad_value, [])
     if inside is None or x.aval.size == 0:
         return fill if x.aval.size == 0 else lw.value(x, operand_index)
     return eb.node("select_n", x.aval.dtype, (inside, fill, lw.value(x, operand_index)))
+
+
+def _pad_rule(lw, eqn, index):
+    x, pad_value = eqn.inputs
+    return _padded_load(lw, x, index, eqn.params["padding_config"], lw.value(pad_value, []))
 
 
 def _clamp_index(eb, i, n):
@@ -756,6 +763,34 @@ def _reduction_rule(lw, eqn, kept_index):
 
 for _name in REDUCTIONS:
     LOWERINGS[_name] = _reduction_rule
+
+
+WINDOW_REDUCTIONS = {"reduce_window_sum": "sum", "reduce_window_max": "max", "reduce_window_min": "min"}
+
+
+def _reduce_window_rule(lw, eqn, out_index):
+    """A reduction over the window loops, hoisted per output point; positions in the
+    padding or between base-dilated elements read the reduction's identity."""
+    from jaxlite.lower.codegen import reduction_identity
+    x, p = eqn.inputs[0], eqn.params
+    kind, dtype, eb = WINDOW_REDUCTIONS[eqn.primitive.name], x.aval.dtype, lw.eb
+    padding_config = [(lo, hi, d - 1) for (lo, hi), d in zip(p["padding"], p["base_dilation"])]
+    reduced_axes = [a for a, size in enumerate(p["window_dimensions"]) if size > 1]
+
+    def body(reduce_vars):
+        window = dict(zip(reduced_axes, reduce_vars))
+        padded_index = [eb.add(eb.mul(o, eb.index(stride)), eb.mul(window.get(a, eb.index(0)), eb.index(dilation)))
+                        for a, (o, stride, dilation) in enumerate(zip(out_index, p["window_strides"],
+                                                                      p["window_dilation"]))]
+        identity = eb.const(reduction_identity(kind, dtype), dtype)
+        return _padded_load(lw, x, padded_index, padding_config, identity), None
+
+    extents = [p["window_dimensions"][a] for a in reduced_axes]
+    return lw.hoist(eqn.outputs[0], out_index, kind, extents, body)
+
+
+for _name in WINDOW_REDUCTIONS:
+    LOWERINGS[_name] = _reduce_window_rule
 
 
 # Cumulative reductions: one kernel per result, its scanned axis the innermost loop, each
