@@ -399,6 +399,8 @@ class _GroupLowering:
                   for v, i in per_point]
         if writes:
             self.stages.append(Store([], writes))
+        per_element = [(v, _scan_index(self.producers[v], i, self.eb) if self.reduced == "scan" else i)
+                       for v, i in per_element]
         writes = [(self.buffer(v), self.eb.linearize(i, v.aval.shape), self._compute(v, i))
                   for v, i in per_element]
         if writes:
@@ -795,31 +797,53 @@ for _name in WINDOW_REDUCTIONS:
 
 # Cumulative reductions: one kernel per result, its scanned axis the innermost loop, each
 # element combining the previous output element (read back from memory) with the next input.
-CUMULATIVE = {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min"}
+# A reversed scan runs its loop over the mirrored index (`_scan_index`), so "previous" is
+# the element after. (16-bit floats are widened to float32 around the scan by a graph
+# pass, pipeline._widen_narrow_scans, as the eager implementation accumulates.)
+
+def _combine_with(op):
+    return lambda eb, dtype, previous, value: eb.node(op, dtype, (previous, value))
+
+
+def _logaddexp(eb, dtype, a, b):
+    """log(exp(a) + exp(b)) from the larger: equal infinities give that infinity, not NaN."""
+    high, low = eb.node("max", dtype, (a, b)), eb.node("min", dtype, (a, b))
+    gap = eb.node("sub", dtype, (low, high))
+    gap = eb.node("select_n", dtype, (eb.node("eq", dtypes.bool_, (gap, gap)), eb.const(float("-inf"), dtype), gap))
+    return eb.node("add", dtype, (high, eb.node("log1p", dtype, (eb.node("exp", dtype, (gap,)),))))
+
+
+CUMULATIVE = {"cumsum": _combine_with("add"), "cumprod": _combine_with("mul"),
+              "cummax": _combine_with("max"), "cummin": _combine_with("min"),
+              "cumlogsumexp": _logaddexp}
+
+
+def _scan_index(eqn, index, eb):
+    """The element a scan kernel's loop point computes: mirrored along a reversed axis."""
+    if not eqn.params["reverse"]:
+        return index
+    axis = eqn.params["axis"]
+    mirrored = list(index)
+    mirrored[axis] = eb.node("sub", INDEX, (eb.index(eqn.inputs[0].aval.shape[axis] - 1), index[axis]))
+    return mirrored
 
 
 def _cumulative_rule(lw, eqn, index):
     x, out = eqn.inputs[0], eqn.outputs[0]
-    axis, eb = eqn.params["axis"], lw.eb
+    axis, eb, n = eqn.params["axis"], lw.eb, x.aval.shape[eqn.params["axis"]]
     position = index[axis]
+    step, first = (1, n - 1) if eqn.params["reverse"] else (-1, 0)
     previous_index = list(index)
-    previous_index[axis] = _clamp_index(eb, eb.node("sub", INDEX, (position, eb.index(1))), x.aval.shape[axis])
+    previous_index[axis] = _clamp_index(eb, eb.node("add", INDEX, (position, eb.index(step))), n)
     previous = eb.node("load", out.aval.dtype, (eb.linearize(previous_index, out.aval.shape),), lw.buffer(out))
     value = lw.value(x, index)
-    combined = eb.node(CUMULATIVE[eqn.primitive.name], out.aval.dtype, (previous, value))
-    first = eb.node("eq", dtypes.bool_, (position, eb.index(0)))
-    return eb.node("select_n", out.aval.dtype, (first, combined, value))
-
-
-def _cumulative_supported(eqn):
-    """Scanning backwards needs a descending loop; 16-bit floats accumulate in float32 eagerly."""
-    dtype = _in_dtype(eqn)
-    return not eqn.params["reverse"] and not (dtypes.is_float(dtype) and dtype.itemsize < 4)
+    combined = CUMULATIVE[eqn.primitive.name](eb, out.aval.dtype, previous, value)
+    is_first = eb.node("eq", dtypes.bool_, (position, eb.index(first)))
+    return eb.node("select_n", out.aval.dtype, (is_first, combined, value))
 
 
 for _name in CUMULATIVE:
     LOWERINGS[_name] = _cumulative_rule
-    _CONSTRAINTS[_name] = _cumulative_supported
 
 
 # Scatters: a kernel of two sequential stages, out = operand, then for each update entry

@@ -19,14 +19,17 @@ level so it shows without configuring logging) after every pass.
                  reshape of reshape, a transposed dot_general operand (folded into the
                  dimension numbers), and elementwise ops on a broadcast scalar literal
                  use the literal directly (lax elementwise ops broadcast rank 0)
+  widen_narrow_floats  (run by the pipeline for the cumulative ops) chosen equations on
+                 float16/bfloat16 compute in float32 between two conversions
 """
 import logging
 
 import numpy as np
 
 from jaxlite.core import dtypes
+from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.config import config
-from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var, has_effects, pretty_print
+from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects, pretty_print
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -52,6 +55,34 @@ class Rewriter:
         jaxpr = self.closed.jaxpr
         outvars = [self.read(v) for v in jaxpr.outvars]
         return ClosedJaxpr(Jaxpr(self.constvars, jaxpr.invars, self.eqns, outvars), self.consts)
+
+
+# ---------------------------------------------------------------- widening
+
+def widen_narrow_floats(closed, names):
+    """Equations of the primitives `names` on float16/bfloat16 run in float32 between two
+    conversions (for the cumulative ops, whose eager implementation accumulates so)."""
+    from jaxlite.lax.elementwise import convert_element_type_p
+    rewriter = Rewriter(closed)
+    wide = np.dtype(np.float32)
+
+    def convert(x, out):
+        return Eqn(convert_element_type_p, [x], {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}, [out])
+
+    for eqn in closed.jaxpr.eqns:
+        narrow = eqn.primitive.name in names and any(
+            dtypes.is_float(v.aval.dtype) and v.aval.dtype.itemsize < 4 for v in eqn.outputs)
+        if not narrow:
+            rewriter.emit(eqn)
+            continue
+        inputs = [Var(ShapedArray(v.aval.shape, wide)) for v in eqn.inputs]
+        outputs = [Var(ShapedArray(v.aval.shape, wide)) for v in eqn.outputs]
+        for v, w in zip(eqn.inputs, inputs):
+            rewriter.emit(convert(v, w))
+        rewriter.emit(eqn.replace(inputs=inputs, outputs=outputs))
+        for w, v in zip(outputs, eqn.outputs):
+            rewriter.emit(convert(w, v))
+    return rewriter.result()
 
 
 # ---------------------------------------------------------------- inlining

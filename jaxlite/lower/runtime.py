@@ -45,9 +45,6 @@ FALLBACKS = {
     "reduce_or": "on integers (the lowering covers booleans)",
     "bitcast_convert_type": "to or from bool",
     # Not lowered:
-    **{name: f"reversed, or in float16/bfloat16 (accumulated in float32 eagerly): {_NOT_YET}"
-       for name in ("cumsum", "cumprod", "cummax", "cummin")},
-    "cumlogsumexp": f"cumulative log-sum-exp: {_NOT_YET}",
     **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
     **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve", "svd")},
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
