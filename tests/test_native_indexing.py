@@ -282,3 +282,12 @@ def test_no_fallback_warning_is_logged(caplog):
     with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
         jaxlite.jit(jaxlite.value_and_grad(everything))(x, i)
     assert "numpy implementation" not in caplog.text
+
+
+def test_long_scan_is_not_split_across_threads():
+    """A 1-D scan is one ordered loop: splitting it over threads would start a share
+    before the element it reads back exists."""
+    from jaxlite.lower import runtime
+    x = jnp.asarray(np.ones(runtime.PARALLEL_MIN_POINTS + 3, np.int32))
+    for reverse in [False, True]:
+        assert_native_and_agree(lambda a: lax.cumsum(a, reverse=reverse), x)

@@ -405,7 +405,7 @@ class _GroupLowering:
                   for v, i in per_element]
         if writes:
             inner = [l for a, l in enumerate(self.loops) if a not in self.outer_axes]
-            self.stages.append(Store(inner, writes))
+            self.stages.append(Store(inner, writes, ordered=self.reduced == "scan"))
         return self.stages
 
     def _kept_index(self, root, index):
@@ -882,7 +882,7 @@ def _scatter_stages(lw, eqn, index):
     if inside is not None:
         updated = eb.node("select_n", out.aval.dtype, (inside, current, updated))
     in_order = [loops[p] for p in batch_positions] + [loops[p] for p in windows]   # as the eager impl
-    lw.stages.append(Store(in_order, [(out_buffer, offset, updated)]))
+    lw.stages.append(Store(in_order, [(out_buffer, offset, updated)], ordered=True))
 
 
 def _scatter_combine(eb, op, current, update):

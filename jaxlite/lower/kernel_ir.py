@@ -84,12 +84,17 @@ class Reduce:
 
 
 class Store:
-    """buffer[index] = value for every point of `loops` (inside the current outer point)."""
+    """buffer[index] = value for every point of `loops` (inside the current outer point).
 
-    __slots__ = ("loops", "writes")
+    `ordered`: the points must run in loop order, because they read what earlier points
+    wrote (a scan reads the previous output, a scatter the element it updates).
+    """
 
-    def __init__(self, loops, writes):
+    __slots__ = ("loops", "writes", "ordered")
+
+    def __init__(self, loops, writes, ordered=False):
         self.loops, self.writes = loops, writes   # writes: list of (Buffer, index Expr, value Expr)
+        self.ordered = ordered
 
 
 class Kernel:
@@ -107,11 +112,12 @@ class Kernel:
         """A loop whose iterations are independent (split across threads), or None.
 
         The first outer loop qualifies (each outer point has its own stages), and so
-        does the first loop of a lone store stage (each point is written once).
+        does the first loop of a lone store stage whose points are independent.
         """
         if self.outer:
             return self.outer[0]
-        if len(self.stages) == 1 and isinstance(self.stages[0], Store) and self.stages[0].loops:
+        lone = self.stages[0] if len(self.stages) == 1 else None
+        if isinstance(lone, Store) and lone.loops and not lone.ordered:
             return self.stages[0].loops[0]
         return None
 
