@@ -9,11 +9,13 @@ turned into index arithmetic on the loads.
 
 Reductions inside a kernel become stages computed once per outer point (the kept
 axes): softmax is one kernel `for row: max-stage, sum-stage, store-stage` that reads
-each row from memory once and twice more from cache.
+each row from memory once and twice more from cache. reduce_window is such a stage
+over the window loops; gather is an indexed load (its indices loaded in the same
+loop, clamped so no index value reads outside the operand).
 
 Choosing what to materialize, greedily:
   1. jaxpr outputs, operands and results of equations without a fused lowering,
-     and dot_general and cumulative results (each its own kernel);
+     and dot_general, cumulative and scatter results (each its own kernel);
   2. a value needed by roots of different kernels, unless those roots can share
      one kernel (same domain, compatible reductions, independent of each other);
   3. a reduction whose result would have to be recomputed per inner point
