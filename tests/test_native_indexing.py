@@ -291,3 +291,13 @@ def test_long_scan_is_not_split_across_threads():
     x = jnp.asarray(np.ones(runtime.PARALLEL_MIN_POINTS + 3, np.int32))
     for reverse in [False, True]:
         assert_native_and_agree(lambda a: lax.cumsum(a, reverse=reverse), x)
+
+
+def test_int64_and_unsigned_extreme_indices(enable_x64):
+    x = jnp.asarray(floats(np.random.default_rng(7), (5, 2), np.float64))
+    wide = np.array([0, 4, -1, 5, 2 ** 63 - 1, -2 ** 63, 2 ** 32 + 1], np.int64)
+    for indices in [jnp.asarray(wide), jnp.asarray(wide.astype(np.uint64)), jnp.asarray(wide.astype(np.uint32))]:
+        for mode in ["clip", "fill"]:
+            assert_native_and_agree(lambda a, k: jnp.take(a, k, axis=0, mode=mode), x, indices)
+            assert_native_and_agree(lambda a, k: a.at[k].add(1.0, mode=mode if mode == "clip" else "drop"),
+                                    x, indices)
