@@ -118,7 +118,7 @@ class Kernel:
             return self.outer[0]
         lone = self.stages[0] if len(self.stages) == 1 else None
         if isinstance(lone, Store) and lone.loops and not lone.ordered:
-            return self.stages[0].loops[0]
+            return lone.loops[0]
         return None
 
     def points(self):
