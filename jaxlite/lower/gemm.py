@@ -425,19 +425,10 @@ class GemmEmitter:
         buffer = builder.alloca(self.vec, size=self.blk.mr * self.blk.nv)
         a_rows, a_k_stride = self._a_row_pointers(builder, a, a_packed, rows, a_stride)
         acc = [ir.Constant(self.vec, None)] * (self.blk.mr * vectors)
-        unroll = 4
-        main_end = builder.sub(kc, builder.urem(kc, as_i64(unroll)))
-
-        def step(k, acc):
-            return self._fma_step(builder, a_rows, a_k_stride, b, k, vectors, acc)
-
-        def unrolled_steps(k, *acc):
-            for offset in range(unroll):
-                acc = step(builder.add(k, as_i64(offset)), acc)
-            return acc
-
-        acc = emit_loop(builder, 0, main_end, unrolled_steps, unroll, acc, "k")
-        acc = emit_loop(builder, main_end, kc, lambda k, *acc: step(k, acc), 1, acc, "k_rest")
+        # Not unrolled: 4 k steps per iteration ran no faster (1024^3 and the MLP shapes,
+        # one thread) and made the microkernels, most of a family's code, 3x longer to compile.
+        acc = emit_loop(builder, 0, kc, lambda k, *acc: self._fma_step(builder, a_rows, a_k_stride, b, k, vectors, acc),
+                        1, acc, "k")
         # The accumulators leave through a stack tile to one shared store loop over the
         # valid rows: far less code than a masked store per register (compile time), at
         # the cost of 2*mr*nv vector moves per kc-deep slice.

@@ -85,10 +85,19 @@ def add_function_attributes(target, bits=None):
 
 
 def optimize(module_ref, tm, speed_level=3):
-    """Run the O3 pipeline once on a parsed module (a pass manager must never be rerun)."""
+    """Run the O3 pipeline once on a parsed module (a pass manager must never be rerun).
+
+    Without loop unrolling, and interleaving only loops whose metadata asks for it
+    (codegen's reductions): on the MLP step's elementwise module, unrolled and
+    interleaved vector loops took 215 ms to optimize and 190 ms to compile into 19 KB;
+    without, 90 + 50 ms into 8 KB, with kernels as fast or faster (layernorm 4096x1024
+    1.55 -> 1.1 ms on one thread; gelu and the MLP step unchanged).
+    """
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
+    pto.loop_unrolling = False
+    pto.loop_interleaving = False
     pass_builder = llvm.create_pass_builder(tm, pto)
     pass_builder.getModulePassManager().run(module_ref, pass_builder)
 
