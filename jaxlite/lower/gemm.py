@@ -913,7 +913,7 @@ def _bind(spec):
     return GemmKernel(spec, compile_family(spec.family))
 
 
-@functools.lru_cache(maxsize=None)
+@llvm_target.compile_once
 def compile_family(family):
     """The native kernel of one GemmFamily: compiled once per process (and loaded from the
     persistent compilation cache when one is configured)."""

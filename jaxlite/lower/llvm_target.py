@@ -4,6 +4,8 @@ Every compiled function in jaxlite goes through `compile_ir`. The facts behind t
 choices below (host features, pass manager rules, vector width) were measured on
 the development machine and are recorded in DESIGN.md.
 """
+import concurrent.futures
+import ctypes
 import ctypes.util
 import functools
 import re
@@ -11,6 +13,7 @@ import threading
 
 import llvmlite.binding as llvm
 from llvmlite import ir
+from llvmlite.binding import ffi
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -99,7 +102,71 @@ def optimize(module_ref, tm, speed_level=3):
     pto.loop_unrolling = False
     pto.loop_interleaving = False
     pass_builder = llvm.create_pass_builder(tm, pto)
-    pass_builder.getModulePassManager().run(module_ref, pass_builder)
+    _outside_llvmlite_lock("LLVMPY_RunNewModulePassManager")(
+        pass_builder.getModulePassManager(), module_ref, pass_builder)
+
+
+# ---------------------------------------------------------------- concurrent compilation
+# llvmlite serializes every call into LLVM with one process-wide lock, while LLVM itself
+# lets threads work at once on modules of distinct LLVMContexts with distinct target
+# machines. So each module is parsed into a context of its own, and the two long calls,
+# the optimization pipeline and code generation, go to llvmlite's ctypes functions
+# directly (same signatures, without the lock; ctypes releases the GIL): compilations
+# on two threads then use both cores. The short calls keep the lock.
+
+def _outside_llvmlite_lock(name):
+    return getattr(ffi.lib, name)._cfn
+
+
+def emit_object(tm, module_ref):
+    """`tm.emit_object(module_ref)` without llvmlite's lock (module_ref in its own context)."""
+    with ffi.OutputString() as error:
+        buffer = _outside_llvmlite_lock("LLVMPY_TargetMachineEmitToMemory")(tm, module_ref, 1, error)
+        if not buffer:
+            raise RuntimeError(str(error))
+    try:
+        return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+
+
+_compile_pool = None
+_compile_pool_lock = threading.Lock()
+# More threads than cores: a task may wait for another one compiling the same GEMM family.
+_COMPILE_THREADS = 8
+
+
+def in_background(function, *args):
+    """A future of `function(*args)`, run by a compile thread while the caller goes on.
+    The function must not wait for other background tasks (the pool is bounded)."""
+    global _compile_pool
+    with _compile_pool_lock:
+        if _compile_pool is None:
+            _compile_pool = concurrent.futures.ThreadPoolExecutor(_COMPILE_THREADS, "jaxlite-compile")
+    return _compile_pool.submit(function, *args)
+
+
+def compile_once(build):
+    """Cache `build(key)` per key, like functools.lru_cache, except that threads asking
+    for a key being built wait for that build instead of compiling it again."""
+    futures, lock = {}, threading.Lock()
+
+    @functools.wraps(build)
+    def cached(key):
+        with lock:
+            future = futures.get(key)
+            is_builder = future is None
+            if is_builder:
+                future = futures[key] = concurrent.futures.Future()
+        if is_builder:
+            try:
+                future.set_result(build(key))
+            except BaseException as err:
+                with lock:
+                    del futures[key]        # a later call tries again
+                future.set_exception(err)
+        return future.result()
+    return cached
 
 
 class CompiledModule:
@@ -112,15 +179,18 @@ class CompiledModule:
 
     def __init__(self, llvm_ir, optimize_ir=True):
         _ensure_initialized()
-        self.module_ref = llvm.parse_assembly(str(llvm_ir))
-        self.module_ref.verify()
+        text = str(llvm_ir)
+        module_ref = llvm.parse_assembly(text, llvm.create_context())
+        module_ref.verify()
         self._asm_tm = new_target_machine()
-        self.module_ref.triple = self._asm_tm.triple
-        self.module_ref.data_layout = str(self._asm_tm.target_data)
+        module_ref.triple = self._asm_tm.triple
+        module_ref.data_layout = str(self._asm_tm.target_data)
         if optimize_ir:
-            optimize(self.module_ref, self._asm_tm)
-        self.optimized_ir = str(self.module_ref)
-        self.object_code = self._asm_tm.emit_object(self.module_ref)
+            optimize(module_ref, self._asm_tm)
+        # Unoptimized, the IR is the input text: printing the module again costs ~4 ms
+        # per GEMM family.
+        self.optimized_ir = str(module_ref) if optimize_ir else text
+        self.object_code = emit_object(self._asm_tm, module_ref)
         self.engine = _engine_for(self.object_code)
 
     def address(self, name):

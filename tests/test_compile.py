@@ -1,0 +1,94 @@
+"""The compiler's own machinery: concurrent compilation and the loop hints it emits."""
+import threading
+
+import numpy as np
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite.lower import gemm, llvm_target, runtime
+
+
+def _kernel_module(scale):
+    x = np.linspace(-3, 3, 4096, dtype=np.float32)
+    return jaxlite.jit(lambda v: jnp.tanh(v * scale) + jnp.sum(v)).lower(x).compile()
+
+
+def test_concurrent_compilations_give_the_same_machine_code():
+    executable = _kernel_module(2.0).executable
+    serial = [llvm_target.compile_ir(executable.llvm_ir).object_code for _ in range(2)]
+    futures = [llvm_target.in_background(llvm_target.compile_ir, executable.llvm_ir) for _ in range(4)]
+    concurrent = [future.result().object_code for future in futures]
+    assert serial[0] == serial[1]
+    assert all(code == serial[0] for code in concurrent)
+
+
+def test_concurrently_compiled_modules_run_correctly():
+    x = np.linspace(-3, 3, 4096, dtype=np.float32)
+    results = {}
+
+    def run(scale):
+        results[scale] = np.asarray(jaxlite.jit(lambda v: jnp.tanh(v * scale) + jnp.max(v))(x))
+
+    threads = [threading.Thread(target=run, args=(scale,)) for scale in (0.5, 1.5, 2.5, 3.5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for scale, got in results.items():
+        np.testing.assert_allclose(got, np.tanh(x * scale) + x.max(), rtol=1e-5, atol=1e-5)
+    assert len(results) == 4
+
+
+def test_compile_once_builds_each_key_once_for_concurrent_callers():
+    calls, started = [], threading.Event()
+
+    @llvm_target.compile_once
+    def build(key):
+        calls.append(key)
+        started.wait(1.0)
+        return object()
+
+    futures = [llvm_target.in_background(build, "family") for _ in range(4)]
+    started.set()
+    results = {id(future.result()) for future in futures}
+    assert calls == ["family"] and len(results) == 1
+
+
+def test_compile_once_retries_after_a_failed_build():
+    attempts = []
+
+    @llvm_target.compile_once
+    def build(key):
+        attempts.append(key)
+        if len(attempts) == 1:
+            raise RuntimeError("first build fails")
+        return key * 2
+
+    try:
+        build(3)
+    except RuntimeError:
+        pass
+    assert build(3) == 6 and attempts == [3, 3]
+
+
+def test_only_reduction_loops_ask_for_interleaving():
+    x = np.ones((64, 256), np.float32)
+    text = jaxlite.jit(lambda v: jnp.exp(v) / jnp.sum(v, axis=1, keepdims=True)).lower(x).compile().executable.llvm_ir
+    hinted = [line for line in text.splitlines() if "!llvm.loop" in line]
+    assert hinted and f"i32 {runtime.codegen.REDUCTION_INTERLEAVE}" in text
+    assert text.count("llvm.loop.interleave.count") == 1       # one hint node, shared
+    assert len(hinted) < sum(line.lstrip().startswith("br i1") for line in text.splitlines())
+
+
+def test_a_gemm_family_asked_for_by_several_threads_compiles_once(monkeypatch):
+    builds = []
+    build = gemm._build_family
+    monkeypatch.setattr(gemm, "_build_family", lambda family: builds.append(family) or build(family))
+    identity = gemm.Epilogue("identity", (), lambda ctx, acc: acc)     # a family no test compiled yet
+    futures = [llvm_target.in_background(gemm.compile_gemm, 20 + i, 30, 40, "float32", False, False, 1, None, identity)
+               for i in range(4)]
+    kernels = [future.result() for future in futures]
+    assert len(builds) == 1 and len({id(k.native) for k in kernels}) == 1
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(21, 40)).astype(np.float32), rng.normal(size=(40, 30)).astype(np.float32)
+    np.testing.assert_allclose(kernels[1](a, b), a @ b, rtol=1e-4, atol=1e-4)
