@@ -2,6 +2,7 @@
 import threading
 
 import numpy as np
+import pytest
 
 import jaxlite
 import jaxlite.numpy as jnp
@@ -92,3 +93,56 @@ def test_a_gemm_family_asked_for_by_several_threads_compiles_once(monkeypatch):
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(21, 40)).astype(np.float32), rng.normal(size=(40, 30)).astype(np.float32)
     np.testing.assert_allclose(kernels[1](a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def _softmax(x, axis):
+    z = jnp.exp(x - jnp.max(x, axis=axis, keepdims=True))
+    return z / jnp.sum(z, axis=axis, keepdims=True)
+
+
+def _numpy_softmax(x, axis):
+    z = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
+    return z / z.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("shape, axis", [((64, 300), 1), ((4, 5, 33), 2), ((37, 20), 0), ((8, 16, 8), 1)])
+def test_softmax_is_right_whatever_the_axis(shape, axis):
+    x = np.random.default_rng(1).normal(size=shape).astype(np.float32) * 4
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(lambda v: _softmax(v, axis))(x)), _numpy_softmax(x, axis),
+                               rtol=2e-6, atol=1e-7)
+
+
+def test_row_softmax_is_one_kernel_computing_exp_once():
+    x = np.random.default_rng(2).normal(size=(128, 256)).astype(np.float32)
+    lowered = jaxlite.jit(lambda v: _softmax(v, 1)).lower(x)
+    kernels = [step.kernel for step in lowered.program.steps]
+    assert len(kernels) == 1
+    text = str(kernels[0])
+    assert text.count("exp(") == 1 and "sum-reduce" in text and text.count("load[b0]") == 1
+
+
+def test_a_store_recomputing_no_transcendental_is_left_alone():
+    x = np.random.default_rng(3).normal(size=(64, 128)).astype(np.float32)
+
+    def layernorm(v):
+        centered = v - jnp.mean(v, axis=1, keepdims=True)
+        return centered / jnp.sqrt(jnp.mean(centered * centered, axis=1, keepdims=True) + 1e-5)
+
+    (kernel,) = [step.kernel for step in jaxlite.jit(layernorm).lower(x).program.steps]
+    assert all(not stage.writes for stage in kernel.stages[:-1])
+    centered = x - x.mean(axis=1, keepdims=True)
+    want = centered / np.sqrt((centered ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(layernorm)(x)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_log_softmax_keeps_its_single_exp():
+    x = np.random.default_rng(4).normal(size=(32, 64)).astype(np.float32)
+
+    def log_softmax(v):
+        z = v - jnp.max(v, axis=1, keepdims=True)
+        return z - jnp.log(jnp.sum(jnp.exp(z), axis=1, keepdims=True))
+
+    (kernel,) = [step.kernel for step in jaxlite.jit(log_softmax).lower(x).program.steps]
+    assert str(kernel).count("exp(") == 1
+    want = np.log(_numpy_softmax(x, 1))
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(log_softmax)(x)), want, rtol=1e-5, atol=1e-5)

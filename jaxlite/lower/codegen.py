@@ -609,6 +609,7 @@ class KernelEmitter:
         def body():
             emitter = self._emitter()
             value = emitter.emit(stage.value)
+            self._emit_writes(emitter, stage.writes)
             current = self.b.load(best)
             if not is_arg:
                 self.b.store(_combine(self.b, stage.kind, dtype, current, value), best)
@@ -624,14 +625,14 @@ class KernelEmitter:
         if not self._runs(stage):
             return
 
-        def body():
-            emitter = self._emitter()
-            for buffer, index, value in stage.writes:
-                offset, result = emitter.emit(index), emitter.emit(value)
-                pointer = self.b.gep(self.buffers[buffer], [offset], inbounds=True,
-                                     source_etype=memory_type(buffer.dtype))
-                self.b.store(to_memory(self.b, result, buffer.dtype), pointer)
-        self._loops(stage.loops, body)
+        self._loops(stage.loops, lambda: self._emit_writes(self._emitter(), stage.writes))
+
+    def _emit_writes(self, emitter, writes):
+        for buffer, index, value in writes:
+            offset, result = emitter.emit(index), emitter.emit(value)
+            pointer = self.b.gep(self.buffers[buffer], [offset], inbounds=True,
+                                 source_etype=memory_type(buffer.dtype))
+            self.b.store(to_memory(self.b, result, buffer.dtype), pointer)
 
 
 # The pipeline interleaves no loop by itself (llvm_target.optimize): for the elementwise

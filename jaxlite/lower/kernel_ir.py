@@ -73,14 +73,15 @@ class Reduce:
 
     `operand_order` lists the loops in the memory order of the reduced operand (kept
     and reduced axes interleaved) when that is known; it lets a column reduction be
-    rewritten to accumulate in place in memory order.
+    rewritten to accumulate in place in memory order. `writes`, like a Store's, are
+    stored at every point of the loops too (a later stage reads them back).
     """
 
-    __slots__ = ("result", "kind", "loops", "value", "index", "operand_order")
+    __slots__ = ("result", "kind", "loops", "value", "index", "operand_order", "writes")
 
-    def __init__(self, result, kind, loops, value, index=None, operand_order=None):
+    def __init__(self, result, kind, loops, value, index=None, operand_order=None, writes=()):
         self.result, self.kind, self.loops, self.value, self.index = result, kind, loops, value, index
-        self.operand_order = operand_order
+        self.operand_order, self.writes = operand_order, list(writes)
 
 
 class Store:
@@ -294,12 +295,13 @@ def print_kernel(kernel):
         indent += "  "
     for stage in kernel.stages:
         body = []
+        writes = [f"{buffer.name}[{printer.name(index)}] = {printer.name(value)}"
+                  for buffer, index, value in stage.writes]
         if isinstance(stage, Reduce):
             value = printer.name(stage.value)
-            body.append(f"{printer.name(stage.result)} = {stage.kind}-reduce {value}")
+            body.append(", ".join([f"{printer.name(stage.result)} = {stage.kind}-reduce {value}"] + writes))
         else:
-            for buffer, index, value in stage.writes:
-                body.append(f"{buffer.name}[{printer.name(index)}] = {printer.name(value)}")
+            body.extend(writes)
         loops = f"for {', '.join(map(repr, stage.loops))}: " if stage.loops else ""
         out.extend(f"{indent}  {line}" for line in printer.lines)
         printer.lines.clear()
