@@ -13,19 +13,18 @@ calls in 3 GEMM families (plain with a bias epilogue, A transposed, B transposed
     tracing, autodiff, graph passes, fusion       ~20 ms      ~20 ms
     kernel module: Python IR + text                16 ms       16 ms
       LLVM O3 pipeline                            172 ms      103 ms   no unrolling or
-      LLVM code generation                        143 ms       56 ms   interleaving (optimize)
-    3 GEMM families: Python IR                     70 ms       47 ms   one k step per
-      IR text (llvmlite.ir printing)               85 ms       33 ms   microkernel
-      parse + verify                               30 ms       12 ms   iteration (gemm.py)
-      LLVM code generation (not optimized)        260 ms      165 ms
+      LLVM code generation                        143 ms       57 ms   interleaving (optimize)
+    3 GEMM families: Python IR                     70 ms       40 ms   microkernels: one k
+      IR text (llvmlite.ir printing)               85 ms       25 ms   step per iteration, one
+      parse + verify                               30 ms        8 ms   per width for packed and
+      LLVM code generation (not optimized)        261 ms      137 ms   unpacked A (gemm.py)
     engines, ctypes binding                        ~8 ms       ~8 ms
-    total CPU                                     ~900 ms     ~525 ms
-    first call, wall clock, idle cores            ~760 ms     CPU / 2 + Python: below
+    total CPU                                     ~900 ms     ~460 ms
 
-and the kernel module and the GEMM families now compile at once on all cores (see
-"concurrent compilation" below): the wall clock is about the longest of the Python
-work (serialized by the GIL, ~130 ms) plus LLVM's ~380 ms spread over both cores.
-"""
+Before, all of it ran on one thread (~760 ms wall clock on a quiet machine, against
+~240 ms for JAX). Now the kernel module and the GEMM families compile at once (see
+"concurrent compilation" below): the wall clock approaches the Python work, which the
+GIL serializes (~120 ms), plus LLVM's ~300 ms spread over both cores."""
 import concurrent.futures
 import ctypes
 import ctypes.util
