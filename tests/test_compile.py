@@ -6,7 +6,7 @@ import pytest
 
 import jaxlite
 import jaxlite.numpy as jnp
-from jaxlite.lower import gemm, llvm_target, runtime
+from jaxlite.lower import gemm, kernel_ir, llvm_target, runtime
 
 
 def _kernel_module(scale):
@@ -146,3 +146,24 @@ def test_log_softmax_keeps_its_single_exp():
     assert str(kernel).count("exp(") == 1
     want = np.log(_numpy_softmax(x, 1))
     np.testing.assert_allclose(np.asarray(jaxlite.jit(log_softmax)(x)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_kernels_differing_only_in_name_share_their_code():
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(2, 64, 32)).astype(np.float32)
+    w = rng.normal(size=(32, 32)).astype(np.float32)
+
+    def f(a, b):       # the same column sum twice, split by GEMMs, and one of another dtype
+        s1 = jnp.sum(jnp.tanh(a), axis=0)
+        s2 = jnp.sum(jnp.tanh(a @ w), axis=0)
+        return s1, s2, jnp.sum(jnp.tanh(b.astype(jnp.float16)), axis=0)
+
+    executable = jaxlite.jit(f).lower(x, y).compile().executable
+    kernels = [step.kernel for step in executable.steps if hasattr(step, "kernel")]
+    keys = {kernel_ir.structure_key(k) for k in kernels}
+    assert len(keys) < len(kernels)
+    assert executable.llvm_ir.count("define internal") == len(keys)
+    got = [np.asarray(v) for v in jaxlite.jit(f)(x, y)]
+    np.testing.assert_allclose(got[0], np.tanh(x).sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], np.tanh(x @ w).sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[2], np.tanh(y.astype(np.float16)).sum(0), rtol=2e-2, atol=2e-2)

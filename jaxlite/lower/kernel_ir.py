@@ -262,14 +262,15 @@ def free_loops(expr, memo=None):
 class ExprPrinter:
     """Prints a DAG as numbered lines, each shared node once."""
 
-    def __init__(self):
+    def __init__(self, typed_constants=False):
         self.names, self.lines = {}, []
+        self.typed_constants = typed_constants
 
     def name(self, e):
         if id(e) in self.names:
             return self.names[id(e)]
         if e.op == "const":
-            text = f"{e.attr[1]}"
+            text = f"{e.attr[1]}:{dtypes.short_name(e.dtype)}" if self.typed_constants else f"{e.attr[1]}"
         elif e.op == "loop":
             text = e.attr.name
         else:
@@ -285,9 +286,15 @@ def _attr_text(attr):
     return attr.name if isinstance(attr, (Buffer, np.dtype)) else str(attr)
 
 
-def print_kernel(kernel):
-    printer = ExprPrinter()
-    out = [f"kernel {kernel.name}({', '.join(map(repr, kernel.inputs))}) -> "
+def structure_key(kernel):
+    """Equal for kernels that differ in name only (buffer and loop names restart in each
+    kernel): they compile to the same function."""
+    return print_kernel(kernel, name="", typed_constants=True)
+
+
+def print_kernel(kernel, name=None, typed_constants=False):
+    printer = ExprPrinter(typed_constants)
+    out = [f"kernel {kernel.name if name is None else name}({', '.join(map(repr, kernel.inputs))}) -> "
            f"({', '.join(map(repr, kernel.outputs))})"]
     indent = "  "
     if kernel.outer:

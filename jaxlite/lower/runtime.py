@@ -27,7 +27,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target
+from jaxlite.lower import codegen, gemm, gemm_lowp, kernel_ir, llvm_target
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -145,11 +145,15 @@ class Executable:
         """An entry point per kernel (so a big one can be split across threads), and when
         every step is a kernel, one more that runs them all: one native call per call."""
         segments, calls = [], []
+        functions = {}      # by kernel_ir.structure_key: identical kernels share code
         for number, step in enumerate(self.steps):
             if isinstance(step, EqnStep):
                 segments.append(step)
                 continue
-            function = codegen.emit_kernel(self.module, step.kernel)
+            key = kernel_ir.structure_key(step.kernel)
+            if key not in functions:
+                functions[key] = codegen.emit_kernel(self.module, step.kernel)
+            function = functions[key]
             sources = [self._source(v) for v in step.inputs + step.outputs]
             loop = step.kernel.parallel_loop()
             name = f"{self.name}_kernel{number}"
