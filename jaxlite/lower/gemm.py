@@ -18,10 +18,10 @@ stays static; edges are handled at run time. Packed panels are always mr x nr wi
 (packing reads only inside the operands, the rest of a panel is zero or repeats the last
 valid row or column), so the inner loop never masks, and the microkernel hands its
 accumulators to one store loop over the tile's valid rows whose loads and stores of C
-carry a lane mask of its valid columns (AVX-512 k-masks). Microkernels come in two kinds,
-A packed and A read where it is (when N fits one column tile, packing A would only copy),
-each 1 to nv vectors wide, picked at run time by the tile's width: a narrow edge tile
-does not pay for the full width's FMAs.
+carry a lane mask of its valid columns (AVX-512 k-masks). The microkernel reads A through
+run-time strides, packed or where it is (when N fits one column tile, packing A would only
+copy); there is one per width from 1 to nv vectors, picked at run time by the tile's
+width: a narrow edge tile does not pay for the full width's FMAs.
 
 The packed panels live in a caller-provided workspace rather than on the stack: they
 reach ~1 MB, more than a worker thread's stack may hold, and a runtime can keep one
@@ -407,37 +407,27 @@ class GemmEmitter:
 
     # -- microkernel
 
-    def microkernel(self, a_packed, vectors):
+    def microkernel(self, vectors):
         """void(a, packed b, c, i64 kc, i1 first, i1 last, i64 row0, i64 col0, i64 rows,
-        i64 cols, i64 n, i64 a_stride, extra...)
+        i64 cols, i64 n, i64 a_row_stride, i64 a_k_stride, extra...)
 
         An mr x (vectors * lanes) tile whose first `rows` rows and `cols` columns are
-        stored (rows <= mr, cols <= vectors * lanes). B comes packed nr wide. A comes
-        packed mr wide, or (a_packed False) as stored, `a_stride` apart along its
-        runtime-strided axis."""
-        name = f"tile_{'packed' if a_packed else 'direct'}_a_{vectors}"
-        return self._cached(("kernel", a_packed, vectors), lambda: self._emit_microkernel(a_packed, vectors, name))
+        stored (rows <= mr, cols <= vectors * lanes). B comes packed nr wide; A with
+        run-time strides: packed mr wide (1, mr) or as stored. One kernel for both A
+        layouts: a kernel per layout ran no faster and doubled the family's code."""
+        return self._cached(("kernel", vectors), lambda: self._emit_microkernel(vectors, f"tile_{vectors}"))
 
-    def _emit_microkernel(self, a_packed, vectors, name):
+    def _emit_microkernel(self, vectors, name):
         extra_types = [PTR] * len(self.spec.epilogue_kinds)
-        function, builder = self.new_function(name, [PTR, PTR, PTR, I64, I1, I1] + [I64] * 6 + extra_types)
-        a, b, c, kc, first, last, row0, col0, rows, cols, n, a_stride, *extra = function.args
+        function, builder = self.new_function(name, [PTR, PTR, PTR, I64, I1, I1] + [I64] * 7 + extra_types)
+        a, b, c, kc, first, last, row0, col0, rows, cols, n, a_row_stride, a_k_stride, *extra = function.args
         buffer = builder.alloca(self.vec, size=self.blk.mr * self.blk.nv)
-        a_rows, a_k_stride = self._a_row_pointers(builder, a, a_packed, rows, a_stride)
+        a_rows = self._a_row_pointers(builder, a, rows, a_row_stride)
         acc = [ir.Constant(self.vec, None)] * (self.blk.mr * vectors)
-        unroll = 4
-        main_end = builder.sub(kc, builder.urem(kc, as_i64(unroll)))
-
-        def step(k, acc):
-            return self._fma_step(builder, a_rows, a_k_stride, b, k, vectors, acc)
-
-        def unrolled_steps(k, *acc):
-            for offset in range(unroll):
-                acc = step(builder.add(k, as_i64(offset)), acc)
-            return acc
-
-        acc = emit_loop(builder, 0, main_end, unrolled_steps, unroll, acc, "k")
-        acc = emit_loop(builder, main_end, kc, lambda k, *acc: step(k, acc), 1, acc, "k_rest")
+        # Not unrolled: 4 k steps per iteration ran no faster (1024^3 and the MLP shapes,
+        # one thread) and made the microkernels, most of a family's code, 3x longer to compile.
+        acc = emit_loop(builder, 0, kc, lambda k, *acc: self._fma_step(builder, a_rows, a_k_stride, b, k, vectors, acc),
+                        1, acc, "k")
         # The accumulators leave through a stack tile to one shared store loop over the
         # valid rows: far less code than a masked store per register (compile time), at
         # the cost of 2*mr*nv vector moves per kc-deep slice.
@@ -449,17 +439,12 @@ class GemmEmitter:
         builder.ret_void()
         return function
 
-    def _a_row_pointers(self, builder, a, a_packed, rows, a_stride):
-        """(pointer to each tile row's first A element, A's stride along k).
-        Unpacked rows past `rows` repeat the last valid row, so nothing outside A is read."""
-        mr = self.blk.mr
-        if a_packed:
-            return [self.gep(builder, a, r) for r in range(mr)], as_i64(mr)
-        row_stride, k_stride = (as_i64(1), a_stride) if self.spec.trans_a else (a_stride, as_i64(1))
+    def _a_row_pointers(self, builder, a, rows, row_stride):
+        """A pointer to each tile row's first A element. Rows past `rows` repeat the last
+        valid row, so nothing outside A is read."""
         last_row = builder.sub(rows, as_i64(1))
-        pointers = [self.gep(builder, a, builder.mul(smin(builder, as_i64(r), last_row), row_stride))
-                    for r in range(mr)]
-        return pointers, k_stride
+        return [self.gep(builder, a, builder.mul(smin(builder, as_i64(r), last_row), row_stride))
+                for r in range(self.blk.mr)]
 
     def _fma_step(self, builder, a_rows, a_k_stride, b, k, nv, acc):
         """acc[r][v] += A[r, k] * B[k, v*lanes : (v+1)*lanes] for the whole tile."""
@@ -734,26 +719,23 @@ class GemmEmitter:
         common = [self._panel(builder, packed_b, ct, col_start, self.blk.nr), c_tile, kc, first, last, row0, col0,
                   self._edge(builder, sizes.m, rt, self.blk.mr), self._edge(builder, sizes.n, ct, self.blk.nr),
                   sizes.n]
-        a_stride = k_stride if self.spec.trans_a else row_stride
         vectors = self._tiles(builder, common[8], self.blk.lanes)
-        with builder.if_else(packs_a) as (packed, direct):
-            with packed:
-                a_tile = self._panel(builder, packed_a, rt, block_start, self.blk.mr)
-                self._call_by_width(builder, vectors, True, [a_tile, *common, a_stride, *extra])
-            with direct:
-                a_tile = self._a_origin(builder, sizes, a, rt, k0)
-                self._call_by_width(builder, vectors, False, [a_tile, *common, a_stride, *extra])
+        a_tile = builder.select(packs_a, self._panel(builder, packed_a, rt, block_start, self.blk.mr),
+                                self._a_origin(builder, sizes, a, rt, k0))
+        a_row_stride = builder.select(packs_a, as_i64(1), row_stride)
+        a_k_stride = builder.select(packs_a, as_i64(self.blk.mr), k_stride)
+        self._call_by_width(builder, vectors, [a_tile, *common, a_row_stride, a_k_stride, *extra])
 
-    def _call_by_width(self, builder, vectors, a_packed, args, narrowest=1):
+    def _call_by_width(self, builder, vectors, args, narrowest=1):
         """Call the microkernel just wide enough for `vectors` vectors of columns."""
         if narrowest == self.blk.nv:
-            builder.call(self.microkernel(a_packed, narrowest), args)
+            builder.call(self.microkernel(narrowest), args)
             return
         with builder.if_else(builder.icmp_signed("<=", vectors, as_i64(narrowest))) as (narrow, wider):
             with narrow:
-                builder.call(self.microkernel(a_packed, narrowest), args)
+                builder.call(self.microkernel(narrowest), args)
             with wider:
-                self._call_by_width(builder, vectors, a_packed, args, narrowest + 1)
+                self._call_by_width(builder, vectors, args, narrowest + 1)
 
 
 # ----------------------------------------------------------------------------- Python API
@@ -922,7 +904,7 @@ def _bind(spec):
     return GemmKernel(spec, compile_family(spec.family))
 
 
-@functools.lru_cache(maxsize=None)
+@llvm_target.compile_once
 def compile_family(family):
     """The native kernel of one GemmFamily: compiled once per process (and loaded from the
     persistent compilation cache when one is configured)."""

@@ -73,14 +73,15 @@ class Reduce:
 
     `operand_order` lists the loops in the memory order of the reduced operand (kept
     and reduced axes interleaved) when that is known; it lets a column reduction be
-    rewritten to accumulate in place in memory order.
+    rewritten to accumulate in place in memory order. `writes`, like a Store's, are
+    stored at every point of the loops too (a later stage reads them back).
     """
 
-    __slots__ = ("result", "kind", "loops", "value", "index", "operand_order")
+    __slots__ = ("result", "kind", "loops", "value", "index", "operand_order", "writes")
 
-    def __init__(self, result, kind, loops, value, index=None, operand_order=None):
+    def __init__(self, result, kind, loops, value, index=None, operand_order=None, writes=()):
         self.result, self.kind, self.loops, self.value, self.index = result, kind, loops, value, index
-        self.operand_order = operand_order
+        self.operand_order, self.writes = operand_order, list(writes)
 
 
 class Store:
@@ -267,14 +268,15 @@ def free_loops(expr, memo=None):
 class ExprPrinter:
     """Prints a DAG as numbered lines, each shared node once."""
 
-    def __init__(self):
+    def __init__(self, typed_constants=False):
         self.names, self.lines = {}, []
+        self.typed_constants = typed_constants
 
     def name(self, e):
         if id(e) in self.names:
             return self.names[id(e)]
         if e.op == "const":
-            text = f"{e.attr[1]}"
+            text = f"{e.attr[1]}:{dtypes.short_name(e.dtype)}" if self.typed_constants else f"{e.attr[1]}"
         elif e.op == "loop":
             text = e.attr.name
         else:
@@ -290,9 +292,15 @@ def _attr_text(attr):
     return attr.name if isinstance(attr, (Buffer, np.dtype)) else str(attr)
 
 
-def print_kernel(kernel):
-    printer = ExprPrinter()
-    out = [f"kernel {kernel.name}({', '.join(map(repr, kernel.inputs))}) -> "
+def structure_key(kernel):
+    """Equal for kernels that differ in name only (buffer and loop names restart in each
+    kernel): they compile to the same function."""
+    return print_kernel(kernel, name="", typed_constants=True)
+
+
+def print_kernel(kernel, name=None, typed_constants=False):
+    printer = ExprPrinter(typed_constants)
+    out = [f"kernel {kernel.name if name is None else name}({', '.join(map(repr, kernel.inputs))}) -> "
            f"({', '.join(map(repr, kernel.outputs))})"]
     indent = "  "
     if kernel.outer:
@@ -300,12 +308,13 @@ def print_kernel(kernel):
         indent += "  "
     for stage in kernel.stages:
         body = []
+        writes = [f"{buffer.name}[{printer.name(index)}] = {printer.name(value)}"
+                  for buffer, index, value in stage.writes]
         if isinstance(stage, Reduce):
             value = printer.name(stage.value)
-            body.append(f"{printer.name(stage.result)} = {stage.kind}-reduce {value}")
+            body.append(", ".join([f"{printer.name(stage.result)} = {stage.kind}-reduce {value}"] + writes))
         else:
-            for buffer, index, value in stage.writes:
-                body.append(f"{buffer.name}[{printer.name(index)}] = {printer.name(value)}")
+            body.extend(writes)
         loops = f"for {', '.join(map(repr, stage.loops))}: " if stage.loops else ""
         out.extend(f"{indent}  {line}" for line in printer.lines)
         printer.lines.clear()

@@ -27,7 +27,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target
+from jaxlite.lower import codegen, gemm, gemm_lowp, kernel_ir, llvm_target
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -113,8 +113,12 @@ class Executable:
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
         self.llvm_ir = str(self.module)
-        self.compiled = llvm_target.compile_ir(self.llvm_ir) if self._has_native else None
-        self._bind_entries()
+        # The kernels' module and the GEMM families the program calls compile at once,
+        # on all cores (see llvm_target).
+        pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir) if self._has_native else None
+        python_steps = self._python_steps()
+        self.compiled = pending.result() if pending is not None else None
+        self._bind_entries(python_steps)
 
     # -- planning
     def _plan_buffers(self):
@@ -133,11 +137,15 @@ class Executable:
         """An entry point per kernel (so a big one can be split across threads), and when
         every step is a kernel, one more that runs them all: one native call per call."""
         segments, calls = [], []
+        functions = {}      # by kernel_ir.structure_key: identical kernels share code
         for number, step in enumerate(self.steps):
             if isinstance(step, EqnStep):
                 segments.append(step)
                 continue
-            function = codegen.emit_kernel(self.module, step.kernel)
+            key = kernel_ir.structure_key(step.kernel)
+            if key not in functions:
+                functions[key] = codegen.emit_kernel(self.module, step.kernel)
+            function = functions[key]
             sources = [self._source(v) for v in step.inputs + step.outputs]
             loop = step.kernel.parallel_loop()
             name = f"{self.name}_kernel{number}"
@@ -156,14 +164,24 @@ class Executable:
             return ("object", self.object_slots[var])
         return ("workspace", self.plan.offsets[var])
 
-    def _bind_entries(self):
+    def _python_steps(self):
+        """The steps run from Python; GEMM steps compile their families concurrently.
+        (Control flow compiles its bodies here: those wait for background tasks.)"""
+        constvars = set(self.jaxpr.constvars)
+        steps = [llvm_target.in_background(_PythonStep, segment, constvars) if segment.kind == "gemm"
+                 else _PythonStep(segment, constvars)
+                 for segment in self._segments if not isinstance(segment, tuple)]
+        return [step.result() if isinstance(step, concurrent.futures.Future) else step for step in steps]
+
+    def _bind_entries(self, python_steps=None):
+        python_steps = iter(python_steps if python_steps is not None else self._python_steps())
         self._runners = []
         for segment in self._segments:
             if isinstance(segment, tuple):
                 name, kernel = segment
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
-                self._runners.append(_PythonStep(segment, set(self.jaxpr.constvars)))
+                self._runners.append(next(python_steps))
         if self._whole_entry and all(r.threads == 1 for r in self._runners):
             whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
             self._runners = [_WholeProgram(whole)]
