@@ -27,7 +27,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target
+from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target, native_routines, sort_kernels
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -51,7 +51,6 @@ FALLBACKS = {
     **{name: f"data-dependent indexing: {_NOT_YET}"
        for name in ("gather", "scatter", "scatter-add",
                     "scatter-mul", "scatter-min", "scatter-max")},
-    **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
     **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve", "svd")},
     **{name: f"windowed reduction: {_NOT_YET}"
        for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
@@ -339,6 +338,7 @@ class _PythonStep:
             call = _Int8MatmulCall if step.eqn.primitive.name == "int8_matmul" else _GemmCall
             self.gemm = call(step.eqn, step.eqn.inputs[1] in constvars)
         self.run = CONTROL_FLOW[step.eqn.primitive.name](step.eqn) if step.kind == "control" else None
+        self.routine = native_routines.compile_routine(native_spec(step.eqn)) if step.kind == "native" else None
 
     def __call__(self, env, workspace, plan):
         eqn = self.step.eqn
@@ -347,6 +347,9 @@ class _PythonStep:
         outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
         if self.gemm is not None:
             self.gemm(*inputs, out=outputs[0])
+            return
+        if self.routine is not None:
+            self.routine(*map(_contiguous, inputs), *outputs)
             return
         if self.run is not None:
             results = self.run(inputs)
@@ -421,11 +424,27 @@ CONTROL_FLOW = {"while": _while_loop, "scan": _scan_loop, "cond": _cond_branches
 GEMM_PRIMITIVES = ("dot_general", "dot_epilogue", "int8_matmul")
 
 
+# Sequential primitives run as hand-written native routines (native_routines.py): each
+# entry gives the routine's spec for an equation, or None where the routine does not apply.
+NATIVE_ROUTINES = {
+    "sort": sort_kernels.sort_spec,
+    "top_k": sort_kernels.top_k_spec,
+}
+
+
+def native_spec(eqn):
+    spec_for = NATIVE_ROUTINES.get(eqn.primitive.name)
+    return spec_for(eqn) if spec_for is not None else None
+
+
 def eqn_step_kind(eqn):
-    """How an equation runs if not inside a fused kernel: "gemm", "fallback" or None (fused)."""
+    """How an equation runs if not inside a fused kernel: "gemm", "native", "control",
+    "fallback" or None (fused)."""
     from jaxlite.lower.fusion import is_fusible
     if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name in GEMM_PRIMITIVES[1:]:
         return "gemm"
+    if native_spec(eqn) is not None:
+        return "native"
     if is_fusible(eqn):
         return None
     return "control" if eqn.primitive.name in CONTROL_FLOW else "fallback"

@@ -1,0 +1,100 @@
+"""Hand-written native routines for the sequential primitives: sorting and dense linear algebra.
+
+Sorts and factorizations do not fit the fused loop nests (their loops carry data-dependent
+state: merge positions, pivots, a failed factorization), so each is generated here as its own
+LLVM function with the static shapes baked in, the way gemm.py generates the GEMM:
+
+    void name(ptr operand0, ..., ptr result0, ..., ptr scratch)
+
+Only data pointers cross the interface, so native loop code can later call a routine
+directly. The routine loops over the batch (the leading axes, or every lane of a sort) itself;
+its twin `name_range(..., ptr scratch, i64 start, i64 stop)` does the batch entries
+[start, stop), so big batches split over threads, each with its own scratch.
+For now the runtime calls routines through ctypes (`Routine.__call__`).
+"""
+import ctypes
+import functools
+from concurrent.futures import ThreadPoolExecutor
+import os
+
+import numpy as np
+from llvmlite import ir
+
+from jaxlite.lower import llvm_target
+from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
+
+# A batch entry handed to another thread must carry more work than the hand-off (~50-80 us).
+_MIN_WORK_PER_THREAD = 2e6
+_SCRATCH_ALIGN = 64
+
+
+def gep(b, pointer, index, element_type):
+    return b.gep(pointer, [as_i64(index)], inbounds=True, source_etype=element_type)
+
+
+def load(b, pointer, index, element_type):
+    return b.load(gep(b, pointer, index, element_type), typ=element_type)
+
+
+def store(b, value, pointer, index):
+    b.store(value, gep(b, pointer, index, value.type))
+
+
+def define_routine(name, pointer_count, batch, emit_entry):
+    """A module holding `name` and `name_range` over `batch` entries. `emit_entry(b, pointers,
+    scratch, index)` emits the work of batch entry `index` (an i64 value)."""
+    module = ir.Module(name=name)
+    ranged = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (pointer_count + 1) + [I64, I64]),
+                         name + "_range")
+    b = ir.IRBuilder(ranged.append_basic_block("entry"))
+    *pointers, scratch, start, stop = ranged.args
+    emit_loop(b, start, stop, lambda index: emit_entry(b, pointers, scratch, index), name="entry")
+    b.ret_void()
+    whole = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (pointer_count + 1)), name)
+    b = ir.IRBuilder(whole.append_basic_block("entry"))
+    b.call(ranged, list(whole.args) + [as_i64(0), as_i64(batch)])
+    b.ret_void()
+    for function in (ranged, whole):
+        llvm_target.add_function_attributes(function)
+    return module
+
+
+class Routine:
+    """A compiled routine called from Python on C-contiguous numpy arrays (operands, then
+    results), the batch split over threads when each share is worth a hand-off."""
+
+    def __init__(self, module, name, batch, scratch_bytes, work_per_entry):
+        self._compiled = llvm_target.compile_ir(module)
+        self.batch, self.scratch_bytes = batch, scratch_bytes + _SCRATCH_ALIGN
+        self.address = self._compiled.address(name)
+        self._ranged = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (_pointer_count(module, name) + 1),
+                                        ctypes.c_int64, ctypes.c_int64)(self._compiled.address(name + "_range"))
+        self.threads = max(1, min(os.cpu_count() or 1, batch, int(batch * work_per_entry // _MIN_WORK_PER_THREAD)))
+
+    def __call__(self, *arrays):
+        pointers = [a.ctypes.data for a in arrays]
+        bounds = [self.batch * i // self.threads for i in range(self.threads + 1)]
+        pending = [_pool().submit(self._run, pointers, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+        self._run(pointers, bounds[0], bounds[1])
+        for future in pending:
+            future.result()
+
+    def _run(self, pointers, start, stop):
+        scratch = np.empty(self.scratch_bytes, np.uint8)
+        address = -(-scratch.ctypes.data // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
+        self._ranged(*pointers, address, start, stop)
+
+
+@functools.lru_cache(maxsize=None)
+def compile_routine(spec):
+    """The Routine of a spec (a frozen dataclass with `build() -> Routine`), once per process."""
+    return spec.build()
+
+
+def _pointer_count(module, name):
+    return len(module.globals[name].args) - 1
+
+
+@functools.lru_cache(maxsize=None)
+def _pool():
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="jaxlite-routine")
