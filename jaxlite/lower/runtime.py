@@ -27,7 +27,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target, native_routines, sort_kernels
+from jaxlite.lower import codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_routines, sort_kernels
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -44,6 +44,8 @@ FALLBACKS = {
     "reduce_and": "on integers (the lowering covers booleans)",
     "reduce_or": "on integers (the lowering covers booleans)",
     "bitcast_convert_type": "to or from bool",
+    **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
+       for name in ("cholesky", "lu", "triangular_solve")},
     # Not lowered:
     **{name: f"reversed, or in float16/bfloat16 (accumulated in float32 eagerly): {_NOT_YET}"
        for name in ("cumsum", "cumprod", "cummax", "cummin")},
@@ -51,9 +53,9 @@ FALLBACKS = {
     **{name: f"data-dependent indexing: {_NOT_YET}"
        for name in ("gather", "scatter", "scatter-add",
                     "scatter-mul", "scatter-min", "scatter-max")},
-    **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve", "svd")},
     **{name: f"windowed reduction: {_NOT_YET}"
        for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
+    "svd": f"iterative (Jacobi or bidiagonalization and QR sweeps, to converge like LAPACK): {_NOT_YET}",
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
     "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
@@ -429,6 +431,9 @@ GEMM_PRIMITIVES = ("dot_general", "dot_epilogue", "int8_matmul")
 NATIVE_ROUTINES = {
     "sort": sort_kernels.sort_spec,
     "top_k": sort_kernels.top_k_spec,
+    "cholesky": linalg_kernels.cholesky_spec,
+    "triangular_solve": linalg_kernels.triangular_solve_spec,
+    "lu": linalg_kernels.lu_spec,
 }
 
 

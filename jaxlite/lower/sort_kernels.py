@@ -100,6 +100,7 @@ def sort_spec(eqn):
     if not all(map(_sortable, operand_dtypes)):
         return None
     shape, axis = eqn.inputs[0].aval.shape, eqn.params["dimension"]
+    shape = tuple(map(int, shape))
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
     return SortSpec(operand_dtypes, outer, shape[axis], inner, eqn.params["num_keys"], shape[axis])
 
@@ -108,8 +109,9 @@ def top_k_spec(eqn):
     aval = eqn.inputs[0].aval
     if not _sortable(aval.dtype):
         return None
-    return SortSpec((np.dtype(aval.dtype),), math.prod(aval.shape[:-1]), aval.shape[-1], 1, 1,
-                    eqn.params["k"], descending=True, with_positions=True)
+    shape = tuple(map(int, aval.shape))
+    return SortSpec((np.dtype(aval.dtype),), math.prod(shape[:-1]), shape[-1], 1, 1,
+                    int(eqn.params["k"]), descending=True, with_positions=True)
 
 
 def _sortable(dtype):
