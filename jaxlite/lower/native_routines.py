@@ -61,10 +61,14 @@ def define_routine(name, pointer_count, batch, emit_entry):
 
 class Routine:
     """A compiled routine called from Python on C-contiguous numpy arrays (operands, then
-    results), the batch split over threads when each share is worth a hand-off."""
+    results), the batch split over threads when each share is worth a hand-off.
 
-    def __init__(self, module, name, batch, scratch_bytes, work_per_entry):
-        self._compiled = llvm_target.compile_ir(module)
+    `optimize` runs LLVM's IR passes, which cost ~200 ms a routine: worth it where loops
+    vectorize (linear algebra, 5x faster), not for the sorts' scalar loops, which the code
+    generator alone compiles about as well (measured: within noise of the optimized code)."""
+
+    def __init__(self, module, name, batch, scratch_bytes, work_per_entry, optimize=True):
+        self._compiled = llvm_target.compile_ir(module, optimize_ir=optimize)
         self.batch, self.scratch_bytes = batch, scratch_bytes + _SCRATCH_ALIGN
         self.address = self._compiled.address(name)
         self._ranged = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (_pointer_count(module, name) + 1),

@@ -92,7 +92,7 @@ class SortSpec:
         module = define_routine(name, pointer_count, self.lanes, _SortEmitter(self).emit_lane)
         passes = max(1, math.ceil(math.log2(max(self.length, 1))))
         work = self.length * (passes * self.num_keys + len(self.dtypes))
-        return Routine(module, name, self.lanes, self.scratch_bytes(), work)
+        return Routine(module, name, self.lanes, self.scratch_bytes(), work, optimize=False)
 
     def scratch_bytes(self):
         """Two key buffers (8 bytes an entry) and two position buffers, each one entry longer
