@@ -55,7 +55,8 @@ FALLBACKS = {
                     "scatter-mul", "scatter-min", "scatter-max")},
     **{name: f"windowed reduction: {_NOT_YET}"
        for name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min")},
-    "svd": f"iterative (Jacobi or bidiagonalization and QR sweeps, to converge like LAPACK): {_NOT_YET}",
+    "svd": ("iterative, and its singular vectors are unique only up to sign: a native Jacobi "
+            f"SVD would not give LAPACK's (the eager result's) vectors: {_NOT_YET}"),
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
     "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",

@@ -97,8 +97,8 @@ class SortSpec:
     def scratch_bytes(self):
         """Two key buffers (8 bytes an entry) and two position buffers, each one entry longer
         than a lane (the merge reads one past a run's end, and ignores it, rather than branch),
-        and the radix sort's 256 counts."""
-        return 2 * (self.length + 1) * (8 + 4) + 4 * 256
+        and the radix sort's counts (256 for each of up to 8 key bytes)."""
+        return 2 * (self.length + 1) * (8 + 4) + 4 * 256 * 8
 
 
 def sort_spec(eqn):
@@ -122,6 +122,12 @@ def top_k_spec(eqn):
 
 def _sortable(dtype):
     return np.dtype(dtype).kind in "biuf" or dtype == dtypes.bfloat16
+
+
+def _digit_slot(b, key, byte):
+    """Where byte `byte` of `key` is counted: 256 counts per byte position."""
+    digit = b.zext(b.trunc(b.lshr(key, ir.Constant(key.type, 8 * byte)), ir.IntType(8)), I64)
+    return b.add(digit, as_i64(256 * byte))
 
 
 def _increment(b, counts, index):
@@ -180,10 +186,11 @@ class _SortEmitter:
             store(b, b.not_(key) if self.spec.descending else key, keys_a, j)
             store(b, position, positions_a, j)
         emit_loop(b, 0, self.spec.length, load_key)
-        sort = self._radix_sort if self.spec.length >= RADIX_MIN_LENGTH else self._merge_sort
-        return sort(b, wide, (keys_a, positions_a), (keys_b, positions_b), buffers[4])
+        if self.spec.length >= RADIX_MIN_LENGTH:
+            return self._radix_sort(b, wide, (keys_a, positions_a), (keys_b, positions_b), buffers[4])
+        return self._merge_sort(b, wide, (keys_a, positions_a), (keys_b, positions_b))
 
-    def _merge_sort(self, b, wide, src, dst, counts):
+    def _merge_sort(self, b, wide, src, dst):
         """Bottom-up: runs of 1, 2, 4, ... merged pairwise, back and forth between the buffers."""
         passes = math.ceil(math.log2(self.spec.length)) if self.spec.length > 1 else 0
 
@@ -194,34 +201,39 @@ class _SortEmitter:
         return emit_loop(b, 0, passes, merge_pass, carried=src + dst, name="pass")[1]
 
     def _radix_sort(self, b, wide, src, dst, counts):
-        """Least significant byte first, each pass a stable counting sort; a byte that every
-        key shares (the high bytes of narrow keys, often) costs a count but no scatter."""
-        length = self.spec.length
-        for byte in range(wide.width // 8):
-            keys = src[0]
+        """Least significant byte first, each pass a stable counting sort. One read counts every
+        byte; a byte that all keys share (the high bytes of narrow keys, often) is skipped."""
+        byte_count = wide.width // 8
+        emit_loop(b, 0, 256 * byte_count, lambda d: store(b, ir.Constant(I32, 0), counts, d), name="clear")
 
-            def digit(j):
-                key = load(b, keys, j, wide)
-                return b.zext(b.trunc(b.lshr(key, ir.Constant(wide, 8 * byte)), ir.IntType(8)), I64)
-            emit_loop(b, 0, 256, lambda d: store(b, ir.Constant(I32, 0), counts, d), name="clear")
-            def count(j):
-                _increment(b, counts, digit(j))
-            emit_loop(b, 0, length, count, name="count")
-            shared = b.icmp_signed("==", load(b, counts, digit(as_i64(0)), I32), ir.Constant(I32, length))
-
-            def scatter(src=src, dst=dst, digit=digit):
-                emit_loop(b, 0, 256, lambda d, total: [_exclusive_sum_step(b, counts, d, total)],
-                          carried=[ir.Constant(I32, 0)], name="offsets")
-
-                def move(j):
-                    target = b.zext(_increment(b, counts, digit(j)), I64)
-                    for source, destination, element in zip(src, dst, (wide, I32)):
-                        store(b, load(b, source, j, element), destination, target)
-                emit_loop(b, 0, length, move, name="scatter")
-                return list(dst) + list(src)
-            merged = emit_choice(b, shared, lambda src=src, dst=dst: list(src) + list(dst), scatter)
+        def count(j):
+            key = load(b, src[0], j, wide)
+            for byte in range(byte_count):
+                _increment(b, counts, _digit_slot(b, key, byte))
+        emit_loop(b, 0, self.spec.length, count, name="count")
+        first_key = load(b, src[0], as_i64(0), wide)
+        for byte in range(byte_count):
+            slot = _digit_slot(b, first_key, byte)
+            shared = b.icmp_signed("==", load(b, counts, slot, I32), ir.Constant(I32, self.spec.length))
+            merged = emit_choice(b, shared, lambda: list(src + dst),
+                                 lambda: self._radix_pass(b, wide, byte, src, dst, counts))
             src, dst = tuple(merged[:2]), tuple(merged[2:])
         return src[1]
+
+    def _radix_pass(self, b, wide, byte, src, dst, counts):
+        """Moves (key, position) pairs from src to dst ordered stably by one byte of the keys."""
+        first = as_i64(256 * byte)
+        emit_loop(b, first, b.add(first, as_i64(256)),
+                  lambda d, total: [_exclusive_sum_step(b, counts, d, total)],
+                  carried=[ir.Constant(I32, 0)], name="offsets")
+
+        def move(j):
+            slot = _digit_slot(b, load(b, src[0], j, wide), byte)
+            target = b.zext(_increment(b, counts, slot), I64)
+            for source, destination, element in zip(src, dst, (wide, I32)):
+                store(b, load(b, source, j, element), destination, target)
+        emit_loop(b, 0, self.spec.length, move, name="scatter")
+        return list(dst + src)
 
     def _merge_pass(self, b, wide, width, src, dst):
         length = as_i64(self.spec.length)
