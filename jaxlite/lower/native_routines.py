@@ -14,14 +14,14 @@ For now the runtime calls routines through ctypes (`Routine.__call__`).
 """
 import ctypes
 import functools
-from concurrent.futures import ThreadPoolExecutor
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
-from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
+from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop, split_range
 
 # A batch entry handed to another thread must carry more work than the hand-off (~50-80 us).
 _MIN_WORK_PER_THREAD = 2e6
@@ -63,6 +63,9 @@ class Routine:
     """A compiled routine called from Python on C-contiguous numpy arrays (operands, then
     results), the batch split over threads when each share is worth a hand-off.
 
+    For native callers: `address` is the whole-batch entry point, whose scratch pointer must
+    point at `scratch_bytes` writable bytes.
+
     `optimize` runs LLVM's IR passes, which cost ~200 ms a routine: worth it where loops
     vectorize (linear algebra, 5x faster), not for the sorts' scalar loops, which the code
     generator alone compiles about as well (measured: within noise of the optimized code)."""
@@ -77,9 +80,9 @@ class Routine:
 
     def __call__(self, *arrays):
         pointers = [a.ctypes.data for a in arrays]
-        bounds = [self.batch * i // self.threads for i in range(self.threads + 1)]
-        pending = [_pool().submit(self._run, pointers, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-        self._run(pointers, bounds[0], bounds[1])
+        first, *rest = split_range(self.batch, self.threads) or [(0, 0)]
+        pending = [_pool().submit(self._run, pointers, lo, hi) for lo, hi in rest]
+        self._run(pointers, *first)
         for future in pending:
             future.result()
 

@@ -105,23 +105,28 @@ def sort_spec(eqn):
     operand_dtypes = tuple(np.dtype(v.aval.dtype) for v in eqn.inputs)
     if not all(map(_sortable, operand_dtypes)):
         return None
-    shape, axis = eqn.inputs[0].aval.shape, eqn.params["dimension"]
-    shape = tuple(map(int, shape))
+    shape, axis = tuple(map(int, eqn.inputs[0].aval.shape)), eqn.params["dimension"]
+    if not _fits_positions(shape[axis]):
+        return None
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
     return SortSpec(operand_dtypes, outer, shape[axis], inner, eqn.params["num_keys"], shape[axis])
 
 
 def top_k_spec(eqn):
     aval = eqn.inputs[0].aval
-    if not _sortable(aval.dtype):
-        return None
     shape = tuple(map(int, aval.shape))
+    if not _sortable(aval.dtype) or not _fits_positions(shape[-1]):
+        return None
     return SortSpec((np.dtype(aval.dtype),), math.prod(shape[:-1]), shape[-1], 1, 1,
                     int(eqn.params["k"]), descending=True, with_positions=True)
 
 
 def _sortable(dtype):
     return np.dtype(dtype).kind in "biuf" or dtype == dtypes.bfloat16
+
+
+def _fits_positions(length):
+    return length < 2 ** 31     # positions are int32
 
 
 def _digit_slot(b, key, byte):
