@@ -241,3 +241,24 @@ def test_no_fallback_is_logged_for_the_native_primitives(caplog):
         assert_jit_close(everything, [a, b], 1e-4)
     assert not [r for r in caplog.records if any(f"running {name} " in r.getMessage() for name in NATIVE)]
     assert lowered.as_text().count("native:") == 6
+
+
+def test_routines_are_stored_in_the_persistent_cache(tmp_path):
+    from jaxlite.lower import disk_cache, linalg_kernels, native_routines
+    previous = jaxlite.config.jax_compilation_cache_dir
+    jaxlite.config.update("jax_compilation_cache_dir", str(tmp_path / "cache"))
+    spec = linalg_kernels.CholeskySpec(np.dtype(np.float32), 2, 3)
+    try:
+        native_routines.compile_routine.cache_clear()
+        native_routines.compile_routine(spec)
+        native_routines.compile_routine.cache_clear()
+        hits = disk_cache.stats["hits"]
+        loaded = native_routines.compile_routine(spec)
+        assert disk_cache.stats["hits"] == hits + 1
+    finally:
+        jaxlite.config.update("jax_compilation_cache_dir", previous)
+        native_routines.compile_routine.cache_clear()
+    a = np.stack([4 * np.eye(3, dtype=np.float32), np.diag([1.0, 9.0, 16.0]).astype(np.float32)])
+    factor = np.empty_like(a)
+    loaded(a, factor)
+    np.testing.assert_array_equal(factor, np.sqrt(a))

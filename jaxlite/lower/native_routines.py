@@ -71,12 +71,17 @@ class Routine:
     generator alone compiles about as well (measured: within noise of the optimized code)."""
 
     def __init__(self, module, name, batch, scratch_bytes, work_per_entry, optimize=True):
-        self._compiled = llvm_target.compile_ir(module, optimize_ir=optimize)
+        self.name, self.pointer_count = name, _pointer_count(module, name)
         self.batch, self.scratch_bytes = batch, scratch_bytes + _SCRATCH_ALIGN
-        self.address = self._compiled.address(name)
-        self._ranged = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (_pointer_count(module, name) + 1),
-                                        ctypes.c_int64, ctypes.c_int64)(self._compiled.address(name + "_range"))
         self.threads = max(1, min(os.cpu_count() or 1, batch, int(batch * work_per_entry // _MIN_WORK_PER_THREAD)))
+        self.bind(llvm_target.compile_ir(module, optimize_ir=optimize))
+
+    def bind(self, compiled):
+        """Attach machine code (compiled now, or loaded from the persistent cache)."""
+        self.compiled = compiled
+        self.address = compiled.address(self.name)
+        prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (self.pointer_count + 1), ctypes.c_int64, ctypes.c_int64)
+        self._ranged = prototype(compiled.address(self.name + "_range"))
 
     def __call__(self, *arrays):
         pointers = [a.ctypes.data for a in arrays]
@@ -94,8 +99,10 @@ class Routine:
 
 @functools.lru_cache(maxsize=None)
 def compile_routine(spec):
-    """The Routine of a spec (a frozen dataclass with `build() -> Routine`), once per process."""
-    return spec.build()
+    """The Routine of a spec (a frozen dataclass with `build() -> Routine`): compiled once per
+    process, and loaded from the persistent compilation cache when one is configured."""
+    from jaxlite.lower import program_cache
+    return program_cache.native_routine(spec)
 
 
 def _pointer_count(module, name):

@@ -1,8 +1,9 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
 A compiled program is a list of steps: fused kernels, and the few equations that
-run outside them (dot_general through the GEMM kernel, control flow with compiled
-bodies, and logged fallbacks to an equation's numpy implementation). All kernels of
+run outside them (dot_general through the GEMM kernel, sorts and factorizations
+through native routines (native_routines.py), control flow with compiled bodies,
+and logged fallbacks to an equation's numpy implementation). All kernels of
 one compiled function share one LLVM module. Each kernel has a native entry point
 `void entry(ptr objects, i64 start, i64 stop)` bounding its parallel loop, so a big
 kernel runs on several threads; a program made only of kernels that each run on one
