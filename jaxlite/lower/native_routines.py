@@ -15,6 +15,7 @@ For now the runtime calls routines through ctypes (`Routine.__call__`).
 import ctypes
 import functools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -78,7 +79,7 @@ class Routine:
 
     def bind(self, compiled):
         """Attach machine code (compiled now, or loaded from the persistent cache)."""
-        self.compiled = compiled
+        self.compiled, self._local = compiled, threading.local()
         self.address = compiled.address(self.name)
         prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (self.pointer_count + 1), ctypes.c_int64, ctypes.c_int64)
         self._ranged = prototype(compiled.address(self.name + "_range"))
@@ -92,9 +93,17 @@ class Routine:
             future.result()
 
     def _run(self, pointers, start, stop):
-        scratch = np.empty(self.scratch_bytes, np.uint8)
-        address = -(-scratch.ctypes.data // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
-        self._ranged(*pointers, address, start, stop)
+        self._ranged(*pointers, self._scratch(), start, stop)
+
+    def _scratch(self):
+        """Per calling thread, kept across calls: a fresh one would fault its pages in every
+        time (~4 ms for the 24 MB of a 1M-entry sort, a tenth of the sort)."""
+        address = getattr(self._local, "scratch", None)
+        if address is None:
+            buffer = np.empty(self.scratch_bytes, np.uint8)
+            address = -(-buffer.ctypes.data // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
+            self._local.buffer, self._local.scratch = buffer, address
+        return address
 
 
 @functools.lru_cache(maxsize=None)

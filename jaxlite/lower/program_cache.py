@@ -280,7 +280,7 @@ def _restore_gemm(family, entry_name, stored):
 # ---------------------------------------------------------------- native routines
 
 # Routine attributes tied to this process's machine code; rebuilt on load.
-_ROUTINE_BOUND = ("compiled", "address", "_ranged")
+_ROUTINE_BOUND = ("compiled", "address", "_ranged", "_local")
 
 
 def native_routine(spec):
