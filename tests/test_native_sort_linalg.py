@@ -1,6 +1,7 @@
 """The native sort, top_k, cholesky, triangular_solve and lu routines under jit agree with eager."""
 import itertools
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -83,6 +84,14 @@ def test_long_sorts(length, dtype):
     assert_jit_matches_eager_bits(jnp.sort, x)
     assert_jit_matches_eager_bits(lambda a, b: lax.sort((a, b), num_keys=2), x, _values(rng, (length,), np.int8))
     assert_jit_matches_eager_bits(lambda a: jnp.argsort(a, axis=0), _values(rng, (length, 3), dtype))
+
+
+def test_a_large_batch_of_lanes_split_over_threads():
+    from jaxlite.lower import native_routines, sort_kernels
+    x = _values(np.random.default_rng(5), (4096, 130), np.float32)
+    spec = sort_kernels.SortSpec((np.dtype(np.float32),), 4096, 130, 1, 1, 130)
+    assert native_routines.compile_routine(spec).threads == min(os.cpu_count(), 2)
+    assert_jit_matches_eager_bits(lambda a: lax.sort(a, 1), x)
 
 
 def test_sixty_four_bit_keys():
