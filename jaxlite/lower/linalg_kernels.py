@@ -51,10 +51,6 @@ class _Matrix:
         store(self.b, value, self.base, self.offset(i, j))
 
 
-def _loop(b, start, stop, body, carried=(), name="i"):
-    return emit_loop(b, start, stop, body, carried=carried, name=name)
-
-
 # ---------------------------------------------------------------- cholesky
 
 @dataclass(frozen=True)
@@ -72,26 +68,25 @@ class CholeskySpec:
         a, factor = (_Matrix(b, p, entry, self.n, self.n, element) for p in pointers)
         zero = ir.Constant(element, 0.0)
 
+        def dot(i, j):
+            """The sum over k < j of L[i, k] L[j, k] (two rows: vectorizes)."""
+            def add_product(k, acc):
+                return [b.fadd(acc, b.fmul(factor.load(i, k), factor.load(j, k), flags=_SUM), flags=_SUM)]
+            return emit_loop(b, 0, j, add_product, carried=[zero], name="k")[0]
+
         def row(i, failed):
-            def entry_of_row(j, failed):
-                dot = _loop(b, 0, j, lambda k, acc: [b.fadd(acc, b.fmul(factor.load(i, k), factor.load(j, k),
-                                                                       flags=_SUM), flags=_SUM)],
-                            carried=[zero], name="k")[0]
-                rest = b.fsub(a.load(i, j), dot)
-                on_diagonal = b.icmp_signed("==", i, j)
-                # Not positive definite: a pivot that is not > 0 (or NaN) fails the whole matrix.
-                bad_pivot = b.and_(on_diagonal, b.fcmp_unordered("ule", rest, zero))
-                diagonal = b.call(_unary_intrinsic(b.module, "sqrt", element), [rest])
-                value = b.select(on_diagonal, diagonal, b.fdiv(rest, factor.load(j, j)))
-                factor.store(value, i, j)
-                return [b.or_(failed, bad_pivot)]
-            failed = _loop(b, 0, b.add(i, as_i64(1)), entry_of_row, carried=[failed], name="j")[0]
-            _loop(b, b.add(i, as_i64(1)), self.n, lambda j: factor.store(zero, i, j), name="upper")
-            return [failed]
-        failed = _loop(b, 0, self.n, row, carried=[ir.Constant(I1, 0)])[0]
+            def below_diagonal(j):
+                factor.store(b.fdiv(b.fsub(a.load(i, j), dot(i, j)), factor.load(j, j)), i, j)
+            emit_loop(b, 0, i, below_diagonal, name="j")
+            pivot = b.fsub(a.load(i, i), dot(i, i))
+            factor.store(b.call(_unary_intrinsic(b.module, "sqrt", element), [pivot]), i, i)
+            emit_loop(b, b.add(i, as_i64(1)), self.n, lambda j: factor.store(zero, i, j), name="upper")
+            # Not positive definite: a pivot that is not > 0 (or NaN) fails the whole matrix.
+            return [b.or_(failed, b.fcmp_unordered("ule", pivot, zero))]
+        failed = emit_loop(b, 0, self.n, row, carried=[ir.Constant(I1, 0)])[0]
         with b.if_then(failed):
             nan = ir.Constant(element, float("nan"))
-            _loop(b, 0, self.n * self.n, lambda k: store(b, nan, factor.base, k), name="nan")
+            emit_loop(b, 0, self.n * self.n, lambda k: store(b, nan, factor.base, k), name="nan")
 
 
 def _unary_intrinsic(module, name, element):
@@ -148,14 +143,14 @@ class TriangularSolveSpec:
 
             def eliminate(k):
                 coefficient = t(i, k)
-                _loop(b, 0, rhs, lambda c: work.store(
+                emit_loop(b, 0, rhs, lambda c: work.store(
                     b.fsub(work.load(i, c), b.fmul(coefficient, work.load(k, c), flags=_CONTRACT),
                            flags=_CONTRACT), i, c), name="c")
-            _loop(b, *known, eliminate, name="k")
+            emit_loop(b, *known, eliminate, name="k")
             if not self.unit_diagonal:
                 diagonal = t(i, i)
-                _loop(b, 0, rhs, lambda c: work.store(b.fdiv(work.load(i, c), diagonal), i, c), name="d")
-        _loop(b, 0, m, solve_row)
+                emit_loop(b, 0, rhs, lambda c: work.store(b.fdiv(work.load(i, c), diagonal), i, c), name="d")
+        emit_loop(b, 0, m, solve_row)
         if not self.left_side:
             _copy(b, work, out, transposed=True)
 
@@ -163,9 +158,9 @@ class TriangularSolveSpec:
 def _copy(b, source, target, transposed):
     """target = source, or its transpose."""
     def copy_row(i):
-        _loop(b, 0, source.cols, lambda j: target.store(source.load(i, j), *((j, i) if transposed else (i, j))),
+        emit_loop(b, 0, source.cols, lambda j: target.store(source.load(i, j), *((j, i) if transposed else (i, j))),
               name="j")
-    _loop(b, 0, source.rows, copy_row, name="row")
+    emit_loop(b, 0, source.rows, copy_row, name="row")
 
 
 def triangular_solve_spec(eqn):
@@ -198,23 +193,23 @@ class LuSpec:
         pivots = _Matrix(b, pointers[2], entry, 1, steps, I32)
         permutation = _Matrix(b, pointers[3], entry, 1, m, I32)
         _copy(b, a, lu, transposed=False)
-        _loop(b, 0, m, lambda i: permutation.store(b.trunc(i, I32), 0, i))
+        emit_loop(b, 0, m, lambda i: permutation.store(b.trunc(i, I32), 0, i))
 
         def eliminate(k):
             p = self._pivot_row(b, lu, k)
             pivots.store(b.trunc(p, I32), 0, k)
-            _loop(b, 0, n, lambda j: _swap(b, lu, (k, j), (p, j)), name="swap")
+            emit_loop(b, 0, n, lambda j: _swap(b, lu, (k, j), (p, j)), name="swap")
             _swap(b, permutation, (0, k), (0, p))
             pivot = lu.load(k, k)
             below = (b.add(k, as_i64(1)), m)
-            _loop(b, *below, lambda i: lu.store(b.fdiv(lu.load(i, k), pivot), i, k), name="scale")
+            emit_loop(b, *below, lambda i: lu.store(b.fdiv(lu.load(i, k), pivot), i, k), name="scale")
 
             def update_row(i):
                 multiplier = lu.load(i, k)
-                _loop(b, b.add(k, as_i64(1)), n, lambda j: lu.store(
+                emit_loop(b, b.add(k, as_i64(1)), n, lambda j: lu.store(
                     b.fsub(lu.load(i, j), b.fmul(multiplier, lu.load(k, j))), i, j), name="j")
-            _loop(b, *below, update_row, name="update")
-        _loop(b, 0, steps, eliminate, name="k")
+            emit_loop(b, *below, update_row, name="update")
+        emit_loop(b, 0, steps, eliminate, name="k")
 
     @staticmethod
     def _pivot_row(b, lu, k):
@@ -228,7 +223,7 @@ class LuSpec:
             better = b.or_(b.fcmp_ordered(">", value, best), b.and_(is_nan, b.not_(best_is_nan)))
             return [b.select(better, value, best), b.select(better, i, best_row)]
         first = b.call(fabs, [lu.load(k, k)])
-        return _loop(b, b.add(k, as_i64(1)), lu.rows, candidate, carried=[first, k], name="p")[1]
+        return emit_loop(b, b.add(k, as_i64(1)), lu.rows, candidate, carried=[first, k], name="p")[1]
 
 
 def _swap(b, matrix, first, second):
