@@ -60,8 +60,9 @@ class CholeskySpec:
     n: int
 
     def build(self):
-        module = define_routine("cholesky", 2, self.batch, self._emit_matrix)
-        return Routine(module, "cholesky", self.batch, 0, self.n ** 3 / 3)
+        name = "native_cholesky"
+        module = define_routine(name, 2, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, 0, self.n ** 3 / 3)
 
     def _emit_matrix(self, b, pointers, scratch, entry):
         element = _FLOAT_TYPES[self.dtype]
@@ -117,9 +118,10 @@ class TriangularSolveSpec:
     unit_diagonal: bool
 
     def build(self):
-        module = define_routine("triangular_solve", 3, self.batch, self._emit_matrix)
+        name = "native_triangular_solve"
+        module = define_routine(name, 3, self.batch, self._emit_matrix)
         scratch = 0 if self.left_side else self.m * self.rhs * self.dtype.itemsize
-        return Routine(module, "triangular_solve", self.batch, scratch, self.m * self.m * self.rhs)
+        return Routine(module, name, self.batch, scratch, self.m * self.m * self.rhs)
 
     def _emit_matrix(self, b, pointers, scratch, entry):
         """Solves t w = w in place on a contiguous m x rhs w: x itself on the left side, the
@@ -183,8 +185,9 @@ class LuSpec:
     n: int
 
     def build(self):
-        module = define_routine("lu", 4, self.batch, self._emit_matrix)
-        return Routine(module, "lu", self.batch, 0, self.m * self.n * min(self.m, self.n))
+        name = "native_lu"
+        module = define_routine(name, 4, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, 0, self.m * self.n * min(self.m, self.n))
 
     def _emit_matrix(self, b, pointers, scratch, entry):
         element = _FLOAT_TYPES[self.dtype]

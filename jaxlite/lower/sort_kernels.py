@@ -87,7 +87,7 @@ class SortSpec:
         return self.outer * self.inner
 
     def build(self):
-        name = "sort_routine"
+        name = "native_sort"
         pointer_count = 2 * len(self.dtypes) + self.with_positions
         module = define_routine(name, pointer_count, self.lanes, _SortEmitter(self).emit_lane)
         passes = max(1, math.ceil(math.log2(max(self.length, 1))))
