@@ -76,6 +76,11 @@ def test_jnp_sort_and_argsort(shape, dtype, data, seed):
     assert_jit_matches_eager_bits(lambda a: jnp.argsort(a, axis=axis, descending=descending), x)
 
 
+def test_descending_sort_of_an_empty_matrix_flattened():
+    x = np.zeros((0, 3), np.float32)
+    assert_jit_matches_eager_bits(lambda a: jnp.sort(a, axis=None, descending=True), x)
+
+
 @pytest.mark.parametrize("length", [1009, 4099])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, dtypes.bfloat16])
 def test_long_sorts(length, dtype):
