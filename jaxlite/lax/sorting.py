@@ -88,19 +88,21 @@ batching.batch_rules[sort_p] = _sort_batch
 
 def _top_k_impl(operand, k):
     # A stable sort of the negated keys keeps the lower index first among ties, as XLA does.
-    order = np.argsort(_descending_key(operand), axis=-1, kind="stable")[..., :k]
+    order = np.lexsort(_descending_keys(operand), axis=-1)[..., :k]
     return [np.take_along_axis(operand, order, -1), order.astype(np.int32)]
 
 
-def _descending_key(x):
+def _descending_keys(x):
+    """lexsort keys, the most significant last."""
     if dtypes.is_bool(x.dtype):
-        return ~x
+        return [~x]
     if dtypes.is_unsigned(x.dtype):
-        return np.iinfo(x.dtype).max - x
+        return [np.iinfo(x.dtype).max - x]
     if dtypes.is_int(x.dtype):
-        return -x.astype(np.int64)
-    # NaN ranks above +inf in top_k; bfloat16 and float16 sort as float32.
-    return np.where(np.isnan(x), -np.inf, -x.astype(np.float32 if x.itemsize < 4 else x.dtype))
+        return [-x.astype(np.int64)]
+    # NaN ranks above +inf in top_k (as in XLA); bfloat16 and float16 sort as float32.
+    nan = np.isnan(x)
+    return [np.where(nan, 0, -x.astype(np.float32 if x.itemsize < 4 else x.dtype)), ~nan]
 
 
 def _top_k_aval(operand, k):

@@ -223,6 +223,8 @@ class ExprBuilder:
         return offset
 
     def delinearize(self, offset, shape):
+        if 0 in shape:      # an empty array: no element is ever addressed (and steps would be 0)
+            return [self.index(0)] * len(shape)
         index, step = [], 1
         for extent in reversed(shape):
             index.append(self.index(0) if extent == 1 else self.mod(self.floordiv(offset, step), extent))

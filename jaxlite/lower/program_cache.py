@@ -275,3 +275,31 @@ def _save_gemm(native):
 def _restore_gemm(family, entry_name, stored):
     from jaxlite.lower.gemm import CompiledFamily
     return CompiledFamily(family, stored["blocking"], _EmitterFacts(entry_name), _restore_code(stored["code"]))
+
+
+# ---------------------------------------------------------------- native routines
+
+# Routine attributes tied to this process's machine code; rebuilt on load.
+_ROUTINE_BOUND = ("compiled", "address", "_ranged", "_local")
+
+
+def native_routine(spec):
+    """The Routine of a native_routines spec: `spec.build()`, through the disk cache when one
+    is configured (keyed by the spec, a dataclass of static shapes and dtypes)."""
+    if disk_cache.directory() is None:
+        return spec.build()
+    key = disk_cache.make_key("routine", repr(spec).encode())
+    return load_or_build(key, f"routine {spec!r}", spec.build, _save_routine, _restore_routine)
+
+
+def _save_routine(routine):
+    state = {k: v for k, v in vars(routine).items() if k not in _ROUTINE_BOUND}
+    return {"state": state, "code": _save_code(routine.compiled)}
+
+
+def _restore_routine(stored):
+    from jaxlite.lower.native_routines import Routine
+    routine = Routine.__new__(Routine)
+    vars(routine).update(stored["state"])
+    routine.bind(_restore_code(stored["code"]))
+    return routine

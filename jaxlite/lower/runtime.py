@@ -1,8 +1,9 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
 A compiled program is a list of steps: fused kernels, and the few equations that
-run outside them (dot_general through the GEMM kernel, control flow with compiled
-bodies, and logged fallbacks to an equation's numpy implementation). All kernels of
+run outside them (dot_general through the GEMM kernel, sorts and factorizations
+through native routines (native_routines.py), control flow with compiled bodies,
+and logged fallbacks to an equation's numpy implementation). All kernels of
 one compiled function share one LLVM module. Each kernel has a native entry point
 `void entry(ptr objects, i64 start, i64 stop)` bounding its parallel loop, so a big
 kernel runs on several threads; a program made only of kernels that each run on one
@@ -27,7 +28,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, kernel_ir, llvm_target
+from jaxlite.lower import codegen, gemm, gemm_lowp, kernel_ir, linalg_kernels, llvm_target, native_routines, sort_kernels
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -44,9 +45,11 @@ FALLBACKS = {
     "reduce_and": "on integers (the lowering covers booleans)",
     "reduce_or": "on integers (the lowering covers booleans)",
     "bitcast_convert_type": "to or from bool",
+    **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
+       for name in ("cholesky", "lu", "triangular_solve")},
     # Not lowered:
-    **{name: f"sorting: {_NOT_YET}" for name in ("sort", "sort_by_key", "top_k")},
-    **{name: f"dense linear algebra: {_NOT_YET}" for name in ("cholesky", "lu", "triangular_solve", "svd")},
+    "svd": ("iterative, and its singular vectors are unique only up to sign: a native Jacobi "
+            f"SVD would not give LAPACK's (the eager result's) vectors: {_NOT_YET}"),
     "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
     "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
@@ -349,6 +352,7 @@ class _PythonStep:
             call = _Int8MatmulCall if step.eqn.primitive.name == "int8_matmul" else _GemmCall
             self.gemm = call(step.eqn, step.eqn.inputs[1] in constvars)
         self.run = CONTROL_FLOW[step.eqn.primitive.name](step.eqn) if step.kind == "control" else None
+        self.routine = native_routines.compile_routine(native_spec(step.eqn)) if step.kind == "native" else None
 
     def __call__(self, env, workspace, plan):
         eqn = self.step.eqn
@@ -357,6 +361,9 @@ class _PythonStep:
         outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
         if self.gemm is not None:
             self.gemm(*inputs, out=outputs[0])
+            return
+        if self.routine is not None:
+            self.routine(*map(_contiguous, inputs), *outputs)
             return
         if self.run is not None:
             results = self.run(inputs)
@@ -431,11 +438,30 @@ CONTROL_FLOW = {"while": _while_loop, "scan": _scan_loop, "cond": _cond_branches
 GEMM_PRIMITIVES = ("dot_general", "dot_epilogue", "int8_matmul")
 
 
+# Sequential primitives run as hand-written native routines (native_routines.py): each
+# entry gives the routine's spec for an equation, or None where the routine does not apply.
+NATIVE_ROUTINES = {
+    "sort": sort_kernels.sort_spec,
+    "top_k": sort_kernels.top_k_spec,
+    "cholesky": linalg_kernels.cholesky_spec,
+    "triangular_solve": linalg_kernels.triangular_solve_spec,
+    "lu": linalg_kernels.lu_spec,
+}
+
+
+def native_spec(eqn):
+    spec_for = NATIVE_ROUTINES.get(eqn.primitive.name)
+    return spec_for(eqn) if spec_for is not None else None
+
+
 def eqn_step_kind(eqn):
-    """How an equation runs if not inside a fused kernel: "gemm", "fallback" or None (fused)."""
+    """How an equation runs if not inside a fused kernel: "gemm", "native", "control",
+    "fallback" or None (fused)."""
     from jaxlite.lower.fusion import is_fusible
     if eqn.primitive.name == "dot_general" and _gemm_applies(eqn) or eqn.primitive.name in GEMM_PRIMITIVES[1:]:
         return "gemm"
+    if native_spec(eqn) is not None:
+        return "native"
     if is_fusible(eqn):
         return None
     return "control" if eqn.primitive.name in CONTROL_FLOW else "fallback"

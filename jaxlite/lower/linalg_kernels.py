@@ -1,0 +1,242 @@
+"""Native cholesky, triangular_solve and lu for float32 and float64, batched over leading axes.
+
+Each matrix is handled by the textbook algorithm with its innermost loop running along a
+row (contiguous), so LLVM's vectorizer turns it into full-width vector code:
+  * cholesky: row by row (Cholesky-Banachiewicz), each entry a dot product of two rows;
+    a matrix that is not positive definite comes out all NaN, as the eager version's does;
+  * triangular_solve: substitution on whole rows of the right-hand side (row AXPYs); a
+    right-side solve x op(a) = b is the left-side one on the transposes, through scratch;
+  * lu: right-looking elimination with partial pivoting, the same operations in the same
+    order as the eager implementation (first largest |pivot|, divide, then subtract
+    products without contraction), so both give the same bits.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from jaxlite.lower.gemm import I64, as_i64, emit_loop
+from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
+
+I1 = ir.IntType(1)
+I32 = ir.IntType(32)
+_FLOAT_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+_CONTRACT = ("contract",)
+_SUM = ("reassoc", "contract")
+
+
+def _float_matrices(*avals):
+    return all(np.dtype(aval.dtype) in _FLOAT_TYPES for aval in avals)
+
+
+def _batch(shape):
+    return math.prod(map(int, shape[:-2]))
+
+
+class _Matrix:
+    """Element (i, j) of one matrix of a batch: a row-major rows x cols block at `base`."""
+
+    def __init__(self, b, pointer, entry, rows, cols, element_type):
+        self.b, self.rows, self.cols, self.element_type = b, rows, cols, element_type
+        self.base = b.gep(pointer, [b.mul(entry, as_i64(rows * cols))], inbounds=True, source_etype=element_type)
+
+    def offset(self, i, j):
+        return self.b.add(self.b.mul(as_i64(i), as_i64(self.cols)), as_i64(j))
+
+    def load(self, i, j):
+        return load(self.b, self.base, self.offset(i, j), self.element_type)
+
+    def store(self, value, i, j):
+        store(self.b, value, self.base, self.offset(i, j))
+
+
+# ---------------------------------------------------------------- cholesky
+
+@dataclass(frozen=True)
+class CholeskySpec:
+    dtype: np.dtype
+    batch: int
+    n: int
+
+    def build(self):
+        name = "native_cholesky"
+        module = define_routine(name, 2, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, 0, self.n ** 3 / 3)
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element = _FLOAT_TYPES[self.dtype]
+        a, factor = (_Matrix(b, p, entry, self.n, self.n, element) for p in pointers)
+        zero = ir.Constant(element, 0.0)
+
+        def dot(i, j):
+            """The sum over k < j of L[i, k] L[j, k] (two rows: vectorizes)."""
+            def add_product(k, acc):
+                return [b.fadd(acc, b.fmul(factor.load(i, k), factor.load(j, k), flags=_SUM), flags=_SUM)]
+            return emit_loop(b, 0, j, add_product, carried=[zero], name="k")[0]
+
+        def row(i, failed):
+            def below_diagonal(j):
+                factor.store(b.fdiv(b.fsub(a.load(i, j), dot(i, j)), factor.load(j, j)), i, j)
+            emit_loop(b, 0, i, below_diagonal, name="j")
+            pivot = b.fsub(a.load(i, i), dot(i, i))
+            factor.store(b.call(_unary_intrinsic(b.module, "sqrt", element), [pivot]), i, i)
+            emit_loop(b, b.add(i, as_i64(1)), self.n, lambda j: factor.store(zero, i, j), name="upper")
+            # Not positive definite: a pivot that is not > 0 (or NaN) fails the whole matrix.
+            return [b.or_(failed, b.fcmp_unordered("ule", pivot, zero))]
+        failed = emit_loop(b, 0, self.n, row, carried=[ir.Constant(I1, 0)])[0]
+        with b.if_then(failed):
+            nan = ir.Constant(element, float("nan"))
+            emit_loop(b, 0, self.n * self.n, lambda k: store(b, nan, factor.base, k), name="nan")
+
+
+def _unary_intrinsic(module, name, element):
+    """llvm.<name>.f32 or .f64, declared once per module."""
+    name = f"llvm.{name}." + ("f32" if isinstance(element, ir.FloatType) else "f64")
+    return module.globals.get(name) or ir.Function(module, ir.FunctionType(element, [element]), name)
+
+
+def cholesky_spec(eqn):
+    aval = eqn.inputs[0].aval
+    if not _float_matrices(aval):
+        return None
+    return CholeskySpec(np.dtype(aval.dtype), _batch(aval.shape), int(aval.shape[-1]))
+
+
+# ---------------------------------------------------------------- triangular_solve
+
+@dataclass(frozen=True)
+class TriangularSolveSpec:
+    """op(a) x = b (left_side) or x op(a) = b for a batch of m x m triangles a."""
+    dtype: np.dtype
+    batch: int
+    m: int
+    rhs: int              # columns of b (left side) or rows of b (right side)
+    left_side: bool
+    lower: bool
+    transpose_a: bool
+    unit_diagonal: bool
+
+    def build(self):
+        name = "native_triangular_solve"
+        module = define_routine(name, 3, self.batch, self._emit_matrix)
+        scratch = 0 if self.left_side else self.m * self.rhs * self.dtype.itemsize
+        return Routine(module, name, self.batch, scratch, self.m * self.m * self.rhs)
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        """Solves t w = w in place on a contiguous m x rhs w: x itself on the left side, the
+        transpose of b in scratch on the right (x op(a) = b is op(a)^T x^T = b^T)."""
+        element = _FLOAT_TYPES[self.dtype]
+        m, rhs = self.m, self.rhs
+        a = _Matrix(b, pointers[0], entry, m, m, element)
+        rhs_in = _Matrix(b, pointers[1], entry, *((m, rhs) if self.left_side else (rhs, m)), element)
+        out = _Matrix(b, pointers[2], entry, *((m, rhs) if self.left_side else (rhs, m)), element)
+        work = out if self.left_side else _Matrix(b, scratch, as_i64(0), m, rhs, element)
+        _copy(b, rhs_in, work, transposed=not self.left_side)
+        t_transposed = self.transpose_a != (not self.left_side)
+        t_lower = self.lower != t_transposed
+
+        def t(i, k):
+            return a.load(k, i) if t_transposed else a.load(i, k)
+
+        def solve_row(step):
+            i = step if t_lower else b.sub(as_i64(m - 1), step)
+            known = (as_i64(0), i) if t_lower else (b.add(i, as_i64(1)), as_i64(m))
+
+            def eliminate(k):
+                coefficient = t(i, k)
+                emit_loop(b, 0, rhs, lambda c: work.store(
+                    b.fsub(work.load(i, c), b.fmul(coefficient, work.load(k, c), flags=_CONTRACT),
+                           flags=_CONTRACT), i, c), name="c")
+            emit_loop(b, *known, eliminate, name="k")
+            if not self.unit_diagonal:
+                diagonal = t(i, i)
+                emit_loop(b, 0, rhs, lambda c: work.store(b.fdiv(work.load(i, c), diagonal), i, c), name="d")
+        emit_loop(b, 0, m, solve_row)
+        if not self.left_side:
+            _copy(b, work, out, transposed=True)
+
+
+def _copy(b, source, target, transposed):
+    """target = source, or its transpose."""
+    def copy_row(i):
+        emit_loop(b, 0, source.cols, lambda j: target.store(source.load(i, j), *((j, i) if transposed else (i, j))),
+              name="j")
+    emit_loop(b, 0, source.rows, copy_row, name="row")
+
+
+def triangular_solve_spec(eqn):
+    a, rhs = (v.aval for v in eqn.inputs)
+    if not _float_matrices(a, rhs):
+        return None
+    params = eqn.params
+    columns = rhs.shape[-1] if params["left_side"] else rhs.shape[-2]
+    return TriangularSolveSpec(np.dtype(a.dtype), _batch(a.shape), int(a.shape[-1]), int(columns), params["left_side"],
+                               params["lower"], params["transpose_a"], params["unit_diagonal"])
+
+
+# ---------------------------------------------------------------- lu
+
+@dataclass(frozen=True)
+class LuSpec:
+    dtype: np.dtype
+    batch: int
+    m: int
+    n: int
+
+    def build(self):
+        name = "native_lu"
+        module = define_routine(name, 4, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, 0, self.m * self.n * min(self.m, self.n))
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element = _FLOAT_TYPES[self.dtype]
+        m, n, steps = self.m, self.n, min(self.m, self.n)
+        a, lu = (_Matrix(b, p, entry, m, n, element) for p in pointers[:2])
+        pivots = _Matrix(b, pointers[2], entry, 1, steps, I32)
+        permutation = _Matrix(b, pointers[3], entry, 1, m, I32)
+        _copy(b, a, lu, transposed=False)
+        emit_loop(b, 0, m, lambda i: permutation.store(b.trunc(i, I32), 0, i))
+
+        def eliminate(k):
+            p = self._pivot_row(b, lu, k)
+            pivots.store(b.trunc(p, I32), 0, k)
+            emit_loop(b, 0, n, lambda j: _swap(b, lu, (k, j), (p, j)), name="swap")
+            _swap(b, permutation, (0, k), (0, p))
+            pivot = lu.load(k, k)
+            below = (b.add(k, as_i64(1)), m)
+            emit_loop(b, *below, lambda i: lu.store(b.fdiv(lu.load(i, k), pivot), i, k), name="scale")
+
+            def update_row(i):
+                multiplier = lu.load(i, k)
+                emit_loop(b, b.add(k, as_i64(1)), n, lambda j: lu.store(
+                    b.fsub(lu.load(i, j), b.fmul(multiplier, lu.load(k, j))), i, j), name="j")
+            emit_loop(b, *below, update_row, name="update")
+        emit_loop(b, 0, steps, eliminate, name="k")
+
+    @staticmethod
+    def _pivot_row(b, lu, k):
+        """The first row i >= k with the largest |lu[i, k]|, a NaN counting as largest (np.argmax)."""
+        fabs = _unary_intrinsic(b.module, "fabs", lu.element_type)
+
+        def candidate(i, best, best_row):
+            value = b.call(fabs, [lu.load(i, k)])
+            is_nan = b.fcmp_unordered("uno", value, value)
+            best_is_nan = b.fcmp_unordered("uno", best, best)
+            better = b.or_(b.fcmp_ordered(">", value, best), b.and_(is_nan, b.not_(best_is_nan)))
+            return [b.select(better, value, best), b.select(better, i, best_row)]
+        first = b.call(fabs, [lu.load(k, k)])
+        return emit_loop(b, b.add(k, as_i64(1)), lu.rows, candidate, carried=[first, k], name="p")[1]
+
+
+def _swap(b, matrix, first, second):
+    x, y = matrix.load(*first), matrix.load(*second)
+    matrix.store(y, *first)
+    matrix.store(x, *second)
+
+
+def lu_spec(eqn):
+    aval = eqn.inputs[0].aval
+    if not _float_matrices(aval):
+        return None
+    return LuSpec(np.dtype(aval.dtype), _batch(aval.shape), *map(int, aval.shape[-2:]))
