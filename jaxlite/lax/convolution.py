@@ -10,14 +10,24 @@ The numpy implementation is im2col: dilate and pad the input, take every window
 as a patch, and multiply the patches by the kernel matrix per group. The
 transposes with respect to lhs and rhs are themselves convolutions (the
 gradient of a strided convolution is a convolution of the lhs-dilated cotangent).
+
+Under jit the compiler rewrites each convolution into the same im2col with lax
+primitives (`_conv_as_gemm`, registered in core.primitive.compiler_rewrites): the
+`conv_patches` primitive gathers the windows, which fusion turns into one kernel
+writing the patch matrix, and a dot_general that runs on the generated GEMM.
 """
+import itertools
+
 import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.primitive import Primitive
+from jaxlite.core.primitive import Primitive, compiler_rewrites
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
-from jaxlite.lax.shapes import reshape, rev, transpose
+from jaxlite.lax.dot import dot_general
+from jaxlite.lax.elementwise import add
+from jaxlite.lax import shapes
+from jaxlite.lax.shapes import pad, reshape, rev, transpose
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
@@ -271,3 +281,150 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     out = _canonical_conv(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
                           feature_group_count, batch_group_count)
     return transpose(out, tuple(int(i) for i in np.argsort(out_perm)))
+
+
+# ---------------------------------------------------------------- im2col for the compiler
+
+def _patches_impl(x, window_shape, window_strides, window_dilation, first_axis):
+    n_spatial = len(window_shape)
+    trailing = x.ndim - first_axis - n_spatial
+    front = tuple(range(trailing))
+    moved = np.moveaxis(x, tuple(range(x.ndim - trailing, x.ndim)), front)
+    patches = windows(moved, window_shape, window_strides, window_dilation)
+    return np.moveaxis(patches, front, tuple(range(patches.ndim - trailing, patches.ndim)))
+
+
+def _patches_aval(x, window_shape, window_strides, window_dilation, first_axis):
+    spatial = x.shape[first_axis:first_axis + len(window_shape)]
+    extent = dilate_shape(window_shape, window_dilation)
+    out = tuple(max(0, (n - e) // s + 1) if n >= e else 0 for n, e, s in zip(spatial, extent, window_strides))
+    shape = x.shape[:first_axis] + out + tuple(window_shape) + x.shape[first_axis + len(spatial):]
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+# Every window of the axes from `first_axis`: x (lead..., spatial..., trailing...) ->
+# (lead..., out spatial..., window..., trailing...), out[o, k] = x[o * stride + k * dilation].
+conv_patches_p = Primitive("conv_patches")
+conv_patches_p.def_impl(_patches_impl)
+conv_patches_p.def_abstract_eval(_patches_aval)
+
+
+def _patches_transpose(ct, x, window_shape, window_strides, window_dilation, first_axis):
+    """Each window tap's cotangent slab, spread back over the input (col2im) and summed."""
+    shape, n_spatial = x.aval.shape, len(window_shape)
+    taps = first_axis + n_spatial
+    out = ct.shape[first_axis:taps]
+    total = None
+    for tap in itertools.product(*map(range, window_shape)):
+        start = [0] * ct.ndim
+        start[taps:taps + n_spatial] = tap
+        limit = list(ct.shape)
+        limit[taps:taps + n_spatial] = [t + 1 for t in tap]
+        slab = reshape(shapes.slice(ct, start, limit), ct.shape[:taps] + ct.shape[taps + n_spatial:])
+        config = [(0, 0, 0)] * slab.ndim
+        for j, (t, o, s, d) in enumerate(zip(tap, out, window_strides, window_dilation)):
+            reach = dilate_shape((o,), (s,))[0]
+            config[first_axis + j] = (t * d, shape[first_axis + j] - t * d - reach, s - 1)
+        placed = pad(slab, np.zeros((), ct.dtype), config)
+        total = placed if total is None else add(total, placed)
+    return [total]
+
+
+def _patches_batch(args, dims, first_axis, **params):
+    (x,), (d,) = args, dims
+    return conv_patches_p.bind(move_dim(x, d, 0), first_axis=first_axis + 1, **params), 0
+
+
+ad.deflinear(conv_patches_p, _patches_transpose)
+batching.batch_rules[conv_patches_p] = _patches_batch
+
+
+def conv_patches(x, window_shape, window_strides, window_dilation, first_axis):
+    return conv_patches_p.bind(as_operand(x), window_shape=tuple(window_shape),
+                               window_strides=tuple(window_strides),
+                               window_dilation=tuple(window_dilation), first_axis=int(first_axis))
+
+
+def _conv_as_gemm(lhs, rhs, memory_orders, window_strides, padding, lhs_dilation, rhs_dilation,
+                  feature_group_count, batch_group_count, preferred_element_type=None):
+    """The convolution as im2col and one matrix product (per group, as a batch axis).
+
+    The patch matrix's axes are (groups?, rows: batch and output positions, columns:
+    window taps and input features), each block ordered as the lhs buffer is laid
+    out (`memory_orders`), so the kernel writing it reads the input contiguously, and
+    the kernel matrix in the same column order. A 1x1 window needs no patches: a
+    (strided) view of the input is the matrix.
+    """
+    n_spatial = lhs.ndim - 2
+    groups = feature_group_count * batch_group_count
+    x, x_keys = _lhs_by_group(lhs, memory_orders[0], feature_group_count, batch_group_count)
+    lead = int(groups > 1)
+    config = [(0, 0, 0)] * (lead + 2) + [(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)]
+    x = pad(x, np.zeros((), x.dtype), config) if any(map(any, config)) else x
+    features_last = (*range(lead + 1), *range(lead + 2, x.ndim), lead + 1)
+    x, x_keys = transpose(x, features_last), [x_keys[a] for a in features_last]
+    window = rhs.shape[2:]
+    if all(k == 1 for k in window):
+        stride = (1,) * (lead + 1) + tuple(window_strides) + (1,)
+        patches, taps = shapes.slice(x, (0,) * x.ndim, x.shape, stride), []
+    else:
+        patches = conv_patches(x, window, window_strides, rhs_dilation, lead + 1)
+        taps = list(range(lead + 1 + n_spatial, lead + 1 + 2 * n_spatial))
+    out_axes = list(range(lead + 1, lead + 1 + n_spatial))
+    feature = patches.ndim - 1
+    keys = {a: x_keys[a] for a in range(lead + 1 + n_spatial)}
+    keys.update({t: x_keys[o] for t, o in zip(taps, out_axes)})
+    keys[feature] = x_keys[-1]
+    rows = sorted([lead] + out_axes, key=keys.get)
+    columns = sorted(taps + [feature], key=keys.get)
+    columns_last = keys[feature] > max(keys[r] for r in rows)
+    patches = transpose(patches, list(range(lead)) + (rows + columns if columns_last else columns + rows))
+    kernel, kernel_last = _kernel_by_columns(rhs, memory_orders[1], groups, columns, taps, feature, lead)
+    first_column = lead + (len(rows) if columns_last else 0)
+    contracting = tuple(range(first_column, first_column + len(columns)))
+    kernel_contracting = tuple(range(lead + (not kernel_last), lead + (not kernel_last) + len(columns)))
+    batch = tuple(range(lead))
+    out = dot_general(patches, kernel, ((contracting, kernel_contracting), (batch, batch)),
+                      preferred_element_type=preferred_element_type)
+    # out: (groups?, rows..., out features per group) -> (batch, features, spatial...)
+    position = {axis: lead + k for k, axis in enumerate(rows)}
+    order = [position[lead]] + list(range(lead)) + [out.ndim - 1] + [position[a] for a in out_axes]
+    out = transpose(out, order)
+    return reshape(out, (out.shape[0], rhs.shape[0]) + out.shape[lead + 2:]) if lead else out
+
+
+def _lhs_by_group(lhs, memory_order, feature_group_count, batch_group_count):
+    """lhs as (groups, batch, features, spatial...) (no group axis without groups), and
+    per axis a sort key for its place in memory."""
+    keys = [(rank, 0) for rank in memory_order]
+    if feature_group_count > 1:
+        n, c = lhs.shape[:2]
+        g = feature_group_count
+        x = reshape(lhs, (n, g, c // g) + lhs.shape[2:])
+        keys = [keys[0], (keys[1][0], 0), (keys[1][0], 1)] + keys[2:]
+        order = (1, 0) + tuple(range(2, x.ndim))
+        return transpose(x, order), [keys[a] for a in order]
+    if batch_group_count > 1:
+        b = batch_group_count
+        x = reshape(lhs, (b, lhs.shape[0] // b) + lhs.shape[1:])
+        return x, [(keys[0][0], 0), (keys[0][0], 1)] + keys[1:]
+    return lhs, keys
+
+
+def _kernel_by_columns(rhs, memory_order, groups, columns, taps, feature, lead):
+    """The kernel as (groups?, columns..., out features) or (groups?, out features,
+    columns...) in the patch matrix's column order, whichever its buffer is closer to;
+    the flag says whether the out features come last."""
+    w = reshape(rhs, (groups, rhs.shape[0] // groups) + rhs.shape[1:]) if lead else rhs
+    w_keys = list(memory_order[:1]) * (lead + 1) + list(memory_order[1:])
+    if not taps:    # a 1x1 window: its unit spatial axes are no columns
+        w, w_keys = reshape(w, w.shape[:lead + 2]), w_keys[:lead + 2]
+    out_features, in_features = lead, lead + 1
+    spatial_of_tap = {t: lead + 2 + j for j, t in enumerate(taps)}
+    column_axes = [in_features if c == feature else spatial_of_tap[c] for c in columns]
+    last = w_keys[out_features] > max(w_keys[a] for a in column_axes)
+    middle = column_axes + [out_features] if last else [out_features] + column_axes
+    return transpose(w, list(range(lead)) + middle), last
+
+
+compiler_rewrites[conv_general_dilated_p] = _conv_as_gemm

@@ -583,6 +583,15 @@ def _slice_rule(lw, eqn, index):
     return lw.value(eqn.inputs[0], operand_index)
 
 
+def _conv_patches_rule(lw, eqn, index):
+    """out[..., o, k, ...] = x[..., o * stride + k * dilation, ...] per spatial axis."""
+    first, n_spatial, eb = eqn.params["first_axis"], len(eqn.params["window_shape"]), lw.eb
+    out, taps = index[first:first + n_spatial], index[first + n_spatial:first + 2 * n_spatial]
+    spatial = [eb.add(eb.mul(o, eb.index(s)), eb.mul(k, eb.index(d)))
+               for o, k, s, d in zip(out, taps, eqn.params["window_strides"], eqn.params["window_dilation"])]
+    return lw.value(eqn.inputs[0], index[:first] + spatial + index[first + 2 * n_spatial:])
+
+
 def _iota_rule(lw, eqn, index):
     return lw.eb.node("convert", eqn.params["dtype"], (index[eqn.params["dimension"]],))
 
@@ -592,7 +601,10 @@ def _pad_rule(lw, eqn, index):
     x, pad_value = eqn.inputs
     eb = lw.eb
     inside, operand_index = None, []
-    for i, n, (lo, _, interior) in zip(index, x.aval.shape, eqn.params["padding_config"]):
+    for i, n, (lo, hi, interior) in zip(index, x.aval.shape, eqn.params["padding_config"]):
+        if lo == hi == interior == 0:   # an unpadded axis: always inside
+            operand_index.append(i)
+            continue
         shifted = eb.node("sub", INDEX, (i, eb.index(lo)))
         step = interior + 1
         position = eb.node("div", INDEX, (shifted, eb.index(step))) if step > 1 else shifted
@@ -673,6 +685,7 @@ LOWERINGS.update({
     "broadcast_in_dim": _broadcast_in_dim_rule, "transpose": _transpose_rule,
     "reshape": _reshape_rule, "squeeze": _squeeze_rule, "rev": _rev_rule, "slice": _slice_rule,
     "iota": _iota_rule, "pad": _pad_rule, "concatenate": _concatenate_rule,
+    "conv_patches": _conv_patches_rule,
 })
 
 

@@ -68,8 +68,12 @@ def inline_calls(closed):
 
 
 def _inline(rewriter, eqn):
-    """Copy the body with fresh variables: the same jaxpr may be inlined several times."""
-    inner = inline_calls(eqn.params["jaxpr"])
+    splice(rewriter, inline_calls(eqn.params["jaxpr"]), eqn)
+
+
+def splice(rewriter, inner, eqn):
+    """Emit `inner`'s equations in place of `eqn`, with fresh variables (the same jaxpr
+    may be spliced several times); eqn's outputs become inner's outputs."""
     jaxpr = inner.jaxpr
     renamed = {v: Var(v.aval) for v in jaxpr.constvars}
     rewriter.constvars += list(renamed.values())
@@ -366,10 +370,20 @@ def _fold_transposes_into_dot(eqn, producers):
         free = [permutation[d] for d in range(len(permutation)) if d not in contracting and d not in batch]
         if free != sorted(free):     # the output's free axes would come out in another order
             continue
-        axes[side] = [tuple(permutation[d] for d in contracting), tuple(permutation[d] for d in batch)]
+        folded = [tuple(permutation[d] for d in contracting), tuple(permutation[d] for d in batch)]
+        if not _matrix_layout(*folded, free):   # the GEMM would copy it back in Python
+            continue
+        axes[side] = folded
         inputs[side] = producers[x].inputs[0]
     dimension_numbers = ((axes[0][0], axes[1][0]), (axes[0][1], axes[1][1]))
     return eqn.replace(inputs=inputs, params={**eqn.params, "dimension_numbers": dimension_numbers})
+
+
+def _matrix_layout(contracting, batch, free):
+    """Whether an operand's axes are stored as (batch, free, contracting) or (batch,
+    contracting, free): a matrix (or its transpose) per batch entry."""
+    identity = list(range(len(contracting) + len(batch) + len(free)))
+    return identity in (list(batch) + free + list(contracting), list(batch) + list(contracting) + free)
 
 
 def _drop_identity_reshapes(closed):
