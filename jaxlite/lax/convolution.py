@@ -23,11 +23,12 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive, compiler_rewrites
+from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
 from jaxlite.lax.dot import dot_general
 from jaxlite.lax.elementwise import add
 from jaxlite.lax import shapes
-from jaxlite.lax.shapes import pad, reshape, rev, transpose
+from jaxlite.lax.shapes import pad, reshape, rev, squeeze, transpose
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
@@ -320,7 +321,7 @@ def _patches_transpose(ct, x, window_shape, window_strides, window_dilation, fir
         start[taps:taps + n_spatial] = tap
         limit = list(ct.shape)
         limit[taps:taps + n_spatial] = [t + 1 for t in tap]
-        slab = reshape(shapes.slice(ct, start, limit), ct.shape[:taps] + ct.shape[taps + n_spatial:])
+        slab = squeeze(shapes.slice(ct, start, limit), range(taps, taps + n_spatial))
         config = [(0, 0, 0)] * slab.ndim
         for j, (t, o, s, d) in enumerate(zip(tap, out, window_strides, window_dilation)):
             reach = dilate_shape((o,), (s,))[0]
@@ -355,6 +356,10 @@ def _conv_as_gemm(lhs, rhs, memory_orders, window_strides, padding, lhs_dilation
     the kernel matrix in the same column order. A 1x1 window needs no patches: a
     (strided) view of the input is the matrix.
     """
+    if _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                                  batch_group_count, preferred_element_type):
+        return _as_strided_conv_transpose(lhs, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
+                                          feature_group_count)
     n_spatial = lhs.ndim - 2
     groups = feature_group_count * batch_group_count
     x, x_keys = _lhs_by_group(lhs, memory_orders[0], feature_group_count, batch_group_count)
@@ -425,6 +430,50 @@ def _kernel_by_columns(rhs, memory_order, groups, columns, taps, feature, lead):
     last = w_keys[out_features] > max(w_keys[a] for a in column_axes)
     middle = column_axes + [out_features] if last else [out_features] + column_axes
     return transpose(w, list(range(lead)) + middle), last
+
+
+def _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                               batch_group_count, preferred_element_type):
+    """Whether the convolution dilates its input (as the gradient of a strided convolution
+    does) in a form `_as_strided_conv_transpose` covers."""
+    extent = dilate_shape(rhs.shape[2:], rhs_dilation)
+    return any(d > 1 for d in lhs_dilation) and all(s == 1 for s in window_strides) \
+        and batch_group_count == 1 and preferred_element_type is None and lhs.size and rhs.size \
+        and all(n > 0 for n in _conv_out_spatial(lhs.shape[2:], padding, lhs_dilation, extent))
+
+
+def _conv_out_spatial(in_shape, padding, lhs_dilation, extent):
+    return tuple((m - 1) * d + 1 + lo + hi - e + 1
+                 for m, (lo, hi), d, e in zip(in_shape, padding, lhs_dilation, extent))
+
+
+def _as_strided_conv_transpose(ct, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
+                               feature_group_count):
+    """A convolution of an lhs-dilated input, computed as the transpose of the strided
+    convolution whose lhs gradient it is (`_transpose_lhs` read backwards): the cotangent
+    times the kernel gives the patch matrix's cotangent (one GEMM), and the transpose of
+    conv_patches sums it back into place (col2im). Multiplying the zeros the dilation
+    inserts (3/4 of the patch matrix for stride 2 in 2-D) is skipped."""
+    g, n_spatial = feature_group_count, rhs.ndim - 2
+    o_t, i_t = rhs.shape[:2]
+    spatial = tuple(range(2, rhs.ndim))
+    extent = dilate_shape(rhs.shape[2:], rhs_dilation)
+    kernel = reshape(rev(rhs, spatial), (g, o_t // g, i_t) + rhs.shape[2:])
+    kernel = reshape(transpose(kernel, (0, 2, 1) + tuple(range(3, kernel.ndim))), (g * i_t, o_t // g) + rhs.shape[2:])
+    out_spatial = _conv_out_spatial(ct.shape[2:], padding, lhs_dilation, extent)
+    lows = [e - 1 - lo for e, (lo, _) in zip(extent, padding)]
+    pads = tuple((lo, (m - 1) * s + e - n - lo)
+                 for lo, m, s, e, n in zip(lows, ct.shape[2:], lhs_dilation, extent, out_spatial))
+    forward_params = dict(window_strides=tuple(lhs_dilation), padding=pads, lhs_dilation=(1,) * n_spatial,
+                          rhs_dilation=tuple(rhs_dilation), feature_group_count=g, batch_group_count=1)
+    kernel_order = (memory_orders[1][1], memory_orders[1][0]) + tuple(memory_orders[1][2:])
+    x_aval = ShapedArray((ct.shape[0], o_t) + out_spatial, ct.dtype)
+
+    def forward(x, w):
+        return [_conv_as_gemm(x, w, (memory_orders[0], kernel_order), **forward_params)]
+    closed = trace_to_jaxpr(forward, [x_aval, kernel.aval], "a strided convolution")
+    x_ct, _ = ad.backward_pass(closed.jaxpr, closed.consts, [ad.UndefinedPrimal(x_aval), kernel], [ct])
+    return ad.instantiate(x_ct)
 
 
 compiler_rewrites[conv_general_dilated_p] = _conv_as_gemm

@@ -26,13 +26,16 @@ def apply_rewrites(closed):
     jaxpr = closed.jaxpr
     if not any(eqn.primitive in compiler_rewrites for eqn in jaxpr.eqns):
         return closed
-    producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outputs}
-    rewriter = Rewriter(closed)
+    rewriter, producers = Rewriter(closed), {}
     for eqn in jaxpr.eqns:
+        emitted = len(rewriter.eqns)
         if eqn.primitive in compiler_rewrites:
-            splice(rewriter, *_rewritten(eqn, producers))
+            # Layouts are read off the rewritten program: an earlier convolution's
+            # result is laid out as its GEMM wrote it.
+            splice(rewriter, *_rewritten(eqn.replace(inputs=list(map(rewriter.read, eqn.inputs))), producers))
         else:
             rewriter.emit(eqn)
+        producers.update({v: new for new in rewriter.eqns[emitted:] for v in new.outputs})
     return rewriter.result()
 
 
