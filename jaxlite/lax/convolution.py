@@ -422,14 +422,16 @@ def _kernel_by_columns(rhs, memory_order, groups, columns, taps, feature, lead):
     the flag says whether the out features come last."""
     w = reshape(rhs, (groups, rhs.shape[0] // groups) + rhs.shape[1:]) if lead else rhs
     w_keys = list(memory_order[:1]) * (lead + 1) + list(memory_order[1:])
-    if not taps:    # a 1x1 window: its unit spatial axes are no columns
-        w, w_keys = reshape(w, w.shape[:lead + 2]), w_keys[:lead + 2]
     out_features, in_features = lead, lead + 1
     spatial_of_tap = {t: lead + 2 + j for j, t in enumerate(taps)}
     column_axes = [in_features if c == feature else spatial_of_tap[c] for c in columns]
     last = w_keys[out_features] > max(w_keys[a] for a in column_axes)
     middle = column_axes + [out_features] if last else [out_features] + column_axes
-    return transpose(w, list(range(lead)) + middle), last
+    # A 1x1 window's unit axes are no columns: moved last and dropped (as a reshape
+    # of the kernel buffer when the other axes keep their order).
+    unit = [a for a in range(lead + 2, w.ndim) if a not in column_axes]
+    w = transpose(w, list(range(lead)) + middle + unit)
+    return (reshape(w, w.shape[:w.ndim - len(unit)]) if unit else w), last
 
 
 def _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,

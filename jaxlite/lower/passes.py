@@ -16,9 +16,11 @@ level so it shows without configuring logging) after every pass.
                  constant-only computations feeding chosen equations are evaluated now
   simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
                  x-0, since -0.0+0.0 is +0.0), neg(neg x), transpose of transpose,
-                 reshape of reshape, a transposed dot_general operand (folded into the
-                 dimension numbers), and elementwise ops on a broadcast scalar literal
-                 use the literal directly (lax elementwise ops broadcast rank 0)
+                 reshape of reshape, a reshape of a transpose that only moves unit
+                 axes, a transposed dot_general operand (folded into the dimension
+                 numbers when the GEMM can read the result as stored), and
+                 elementwise ops on a broadcast scalar literal use the literal
+                 directly (lax elementwise ops broadcast rank 0)
 """
 import logging
 
@@ -354,7 +356,17 @@ def _merge_chain(eqn, producers):
     if name == "reshape" and _produced_by(x, producers, "reshape") and eqn.params.get("dimensions") is None \
             and producers[x].params.get("dimensions") is None:
         return eqn.replace(inputs=[producers[x].inputs[0]])
+    if name == "reshape" and _produced_by(x, producers, "transpose") and eqn.params.get("dimensions") is None \
+            and _moves_only_unit_axes(producers[x]):
+        return eqn.replace(inputs=[producers[x].inputs[0]])
     return eqn
+
+
+def _moves_only_unit_axes(transpose_eqn):
+    """A transpose keeping the order of the axes longer than 1 leaves the elements in place."""
+    shape = transpose_eqn.inputs[0].aval.shape
+    moved = [a for a in transpose_eqn.params["permutation"] if shape[a] != 1]
+    return moved == sorted(moved)
 
 
 def _fold_transposes_into_dot(eqn, producers):
