@@ -315,7 +315,7 @@ def _patches_transpose(ct, x, window_shape, window_strides, window_dilation, fir
     shape, n_spatial = x.aval.shape, len(window_shape)
     taps = first_axis + n_spatial
     out = ct.shape[first_axis:taps]
-    total = None
+    terms = []
     for tap in itertools.product(*map(range, window_shape)):
         start = [0] * ct.ndim
         start[taps:taps + n_spatial] = tap
@@ -326,9 +326,10 @@ def _patches_transpose(ct, x, window_shape, window_strides, window_dilation, fir
         for j, (t, o, s, d) in enumerate(zip(tap, out, window_strides, window_dilation)):
             reach = dilate_shape((o,), (s,))[0]
             config[first_axis + j] = (t * d, shape[first_axis + j] - t * d - reach, s - 1)
-        placed = pad(slab, np.zeros((), ct.dtype), config)
-        total = placed if total is None else add(total, placed)
-    return [total]
+        terms.append(pad(slab, np.zeros((), ct.dtype), config))
+    while len(terms) > 1:       # summed pairwise: a shallow expression for fusion to inline
+        terms = [add(a, b) for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
+    return terms
 
 
 def _patches_batch(args, dims, first_axis, **params):
@@ -436,12 +437,22 @@ def _kernel_by_columns(rhs, memory_order, groups, columns, taps, feature, lead):
 
 def _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                                batch_group_count, preferred_element_type):
-    """Whether the convolution dilates its input (as the gradient of a strided convolution
-    does) in a form `_as_strided_conv_transpose` covers."""
+    """Whether to compute the convolution as the transpose of another (with
+    `_as_strided_conv_transpose`): when it dilates its input, as the gradient of a
+    strided convolution does, or when it has fewer output than input features, so that
+    the GEMM's output (window taps x output features per row) is smaller than the patch
+    matrix (taps x input features) would be."""
     extent = dilate_shape(rhs.shape[2:], rhs_dilation)
-    return any(d > 1 for d in lhs_dilation) and all(s == 1 for s in window_strides) \
+    fewer_outputs = rhs.shape[0] < lhs.shape[1] and any(k > 1 for k in rhs.shape[2:])
+    return (any(d > 1 for d in lhs_dilation) or fewer_outputs) and all(s == 1 for s in window_strides) \
         and batch_group_count == 1 and preferred_element_type is None and lhs.size and rhs.size \
+        and int(np.prod(rhs.shape[2:])) <= COL2IM_MAX_TAPS \
         and all(n > 0 for n in _conv_out_spatial(lhs.shape[2:], padding, lhs_dilation, extent))
+
+
+# col2im sums one term per window tap into each element: meant for small windows (a
+# kernel-gradient convolution's window is the whole cotangent, and stays direct).
+COL2IM_MAX_TAPS = 27
 
 
 def _conv_out_spatial(in_shape, padding, lhs_dilation, extent):
