@@ -357,6 +357,10 @@ def _conv_as_gemm(lhs, rhs, memory_orders, window_strides, padding, lhs_dilation
     the kernel matrix in the same column order. A 1x1 window needs no patches: a
     (strided) view of the input is the matrix.
     """
+    out = _conv_aval(lhs.aval, rhs.aval, window_strides, padding, lhs_dilation, rhs_dilation,
+                     feature_group_count, batch_group_count)
+    if out.size == 0:     # (the padded input may even have a negative size)
+        return shapes.full(out.shape, 0, preferred_element_type or out.dtype)
     if _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                                   batch_group_count, preferred_element_type):
         return _as_strided_conv_transpose(lhs, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
