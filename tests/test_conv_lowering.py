@@ -130,6 +130,14 @@ def test_1x1_convolution_needs_no_im2col(strides):
     np.testing.assert_allclose(jaxlite.jit(f)(x, w), f(x, w), rtol=2e-5, atol=2e-5)
 
 
+def test_a_convolution_and_its_kernel_gradient_share_one_patch_matrix():
+    x, w = _operands((4, 9, 9, 3), (3, 3, 3, 8), np.float32)
+    f = _nhwc_conv((2, 2))
+    steps = _steps(jaxlite.value_and_grad(lambda w: jnp.sum(f(x, w) ** 2)), w)
+    patch_kernels = [s for s in steps if isinstance(s, KernelStep) and s.outputs[0].aval.ndim == 6]
+    assert len(patch_kernels) == 1 and len(patch_kernels[0].outputs) == 1
+
+
 def test_strided_convolution_gradient_skips_the_dilated_zeros():
     """The lhs gradient of a strided convolution multiplies the cotangent by the kernel
     (a GEMM as big as the forward one) instead of convolving a zero-dilated cotangent."""

@@ -365,31 +365,19 @@ def _conv_as_gemm(lhs, rhs, memory_orders, window_strides, padding, lhs_dilation
                                   batch_group_count, preferred_element_type):
         return _as_strided_conv_transpose(lhs, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
                                           feature_group_count)
-    n_spatial = lhs.ndim - 2
     groups = feature_group_count * batch_group_count
-    x, x_keys = _lhs_by_group(lhs, memory_orders[0], feature_group_count, batch_group_count)
     lead = int(groups > 1)
-    config = [(0, 0, 0)] * (lead + 2) + [(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)]
-    x = pad(x, np.zeros((), x.dtype), config) if any(map(any, config)) else x
-    features_last = (*range(lead + 1), *range(lead + 2, x.ndim), lead + 1)
-    x, x_keys = transpose(x, features_last), [x_keys[a] for a in features_last]
-    window = rhs.shape[2:]
-    if all(k == 1 for k in window):
-        stride = (1,) * (lead + 1) + tuple(window_strides) + (1,)
-        patches, taps = shapes.slice(x, (0,) * x.ndim, x.shape, stride), []
-    else:
-        patches = conv_patches(x, window, window_strides, rhs_dilation, lead + 1)
-        taps = list(range(lead + 1 + n_spatial, lead + 1 + 2 * n_spatial))
-    out_axes = list(range(lead + 1, lead + 1 + n_spatial))
-    feature = patches.ndim - 1
-    keys = {a: x_keys[a] for a in range(lead + 1 + n_spatial)}
-    keys.update({t: x_keys[o] for t, o in zip(taps, out_axes)})
-    keys[feature] = x_keys[-1]
-    rows = sorted([lead] + out_axes, key=keys.get)
-    columns = sorted(taps + [feature], key=keys.get)
-    columns_last = keys[feature] > max(keys[r] for r in rows)
+    x, x_keys = _lhs_by_group(lhs, memory_orders[0], feature_group_count, batch_group_count)
+    window, out_spatial = rhs.shape[2:], out.shape[2:]
+    reach = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_spatial, window_strides, window, rhs_dilation)]
+    x, x_keys, place = _padded_in_memory_order(x, x_keys, lead, padding, lhs_dilation, reach)
+    patches, place, keys = _windows(x, x_keys, place, window, out_spatial, window_strides, rhs_dilation)
+    rows = sorted([place["batch"]] + place["out"], key=keys.get)
+    columns = sorted(place["taps"] + [place["features"]], key=keys.get)
+    columns_last = keys[place["features"]] > max(keys[r] for r in rows)
     patches = transpose(patches, list(range(lead)) + (rows + columns if columns_last else columns + rows))
-    kernel, kernel_last = _kernel_by_columns(rhs, memory_orders[1], groups, columns, taps, feature, lead)
+    kernel, kernel_last = _kernel_by_columns(rhs, memory_orders[1], groups, columns, place["taps"],
+                                             place["features"], lead)
     first_column = lead + (len(rows) if columns_last else 0)
     contracting = tuple(range(first_column, first_column + len(columns)))
     kernel_contracting = tuple(range(lead + (not kernel_last), lead + (not kernel_last) + len(columns)))
@@ -398,9 +386,59 @@ def _conv_as_gemm(lhs, rhs, memory_orders, window_strides, padding, lhs_dilation
                       preferred_element_type=preferred_element_type)
     # out: (groups?, rows..., out features per group) -> (batch, features, spatial...)
     position = {axis: lead + k for k, axis in enumerate(rows)}
-    order = [position[lead]] + list(range(lead)) + [out.ndim - 1] + [position[a] for a in out_axes]
+    order = [position[place["batch"]]] + list(range(lead)) + [out.ndim - 1] + [position[a] for a in place["out"]]
     out = transpose(out, order)
     return reshape(out, (out.shape[0], rhs.shape[0]) + out.shape[lead + 2:]) if lead else out
+
+
+def _padded_in_memory_order(x, keys, lead, padding, lhs_dilation, reach):
+    """x (groups?, batch, features, spatial...) dilated and padded, cropped to the `reach`
+    of the windows, with its axes in memory order (the spatial ones kept together, in
+    order); its keys, and where batch, features and the first spatial axis went.
+
+    Cropping and ordering make the patches of one input the same equation wherever they
+    are taken (a convolution and its kernel gradient), so CSE keeps one patch matrix."""
+    dilated = dilate_shape(x.shape[lead + 2:], lhs_dilation)
+    config = [(0, 0, 0)] * (lead + 2) + [(lo, hi - (n + lo + hi - r), d - 1)
+                                         for (lo, hi), n, r, d in zip(padding, dilated, reach, lhs_dilation)]
+    spatial = list(range(lead + 2, x.ndim))
+    units = sorted([unit for unit in ([lead], [lead + 1], spatial) if unit],
+                   key=lambda unit: min(keys[a] for a in unit))
+    arrangement = list(range(lead)) + [a for unit in units for a in unit]
+    place = {"batch": arrangement.index(lead), "features": arrangement.index(lead + 1),
+             "spatial": arrangement.index(spatial[0]) if spatial else x.ndim}
+    # Transposed first, then padded: the transpose merges with the ones before it.
+    x, config = transpose(x, arrangement), [config[a] for a in arrangement]
+    x = pad(x, np.zeros((), x.dtype), config) if any(map(any, config)) else x
+    return x, [keys[a] for a in arrangement], place
+
+
+def _windows(x, keys, place, window, out_spatial, window_strides, rhs_dilation):
+    """The patches of x: (patches, where batch, features, output positions and window
+    taps are, a memory-order key per patch axis). A 1x1 window is a strided slice.
+
+    Windows and output positions are interchangeable (x[o * stride + k * dilation]);
+    the pair that comes first is taken as the window, a canonical form for CSE."""
+    first, n_spatial = place["spatial"], len(window)
+    if all(k == 1 for k in window):
+        strides = [1] * x.ndim
+        strides[first:first + n_spatial] = window_strides
+        patches = shapes.slice(x, (0,) * x.ndim, x.shape, strides)
+        outs, taps, shift = list(range(first, first + n_spatial)), [], 0
+    else:
+        swapped = [(o, s) < (k, d) for o, s, k, d in zip(out_spatial, window_strides, window, rhs_dilation)]
+        pick = lambda flags, a, b: tuple(p if flag else q for flag, p, q in zip(flags, a, b))
+        patches = conv_patches(x, pick(swapped, out_spatial, window), pick(swapped, rhs_dilation, window_strides),
+                               pick(swapped, window_strides, rhs_dilation), first)
+        outs = [first + j + n_spatial * flag for j, flag in enumerate(swapped)]
+        taps = [first + j + n_spatial * (not flag) for j, flag in enumerate(swapped)]
+        shift = n_spatial
+    moved = {a: a + shift if a >= first else a for a in (place["batch"], place["features"])}
+    patch_keys = {moved[a]: keys[a] for a in moved}
+    patch_keys.update({axis: keys[first + j] for j, axis in enumerate(outs)})
+    patch_keys.update({axis: keys[first + j] for j, axis in enumerate(taps)})
+    return patches, {"batch": moved[place["batch"]], "features": moved[place["features"]],
+                     "out": outs, "taps": taps}, patch_keys
 
 
 def _lhs_by_group(lhs, memory_order, feature_group_count, batch_group_count):
