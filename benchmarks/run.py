@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from jaxlite.examples import mlp  # noqa: E402
+from jaxlite.examples import cnn, mlp  # noqa: E402
 
 
 def _backends():
@@ -111,8 +111,22 @@ def mlp_train_step(b):
     return b.compile(step), (as_tree, b.asarray(x), b.asarray(y))
 
 
+def cnn_train_step(b):
+    """Batch 64 of 28x28x1 through conv3x3(1->32)-relu-conv3x3/2(32->64)-relu-mean-dense(64->10)."""
+    if b.grad is None:
+        return None
+    import importlib
+    lax = importlib.import_module("jax.lax" if b.name == "jax" else "jaxlite.lax")
+    grad = b.grad(lambda p, x, y: cnn.loss(b.xp, lax, p, x, y))
+
+    def step(p, x, y):
+        return cnn.sgd(p, grad(p, x, y), 0.01)
+    images, labels = cnn.batch()
+    return b.compile(step), ([b.asarray(p) for p in cnn.init_params()], b.asarray(images), b.asarray(labels))
+
+
 WORKLOADS = {f.__name__: f for f in [dispatch_scalar, gelu_4m, softmax_4096x1024,
-                                     layernorm_4096x1024, matmul_1024, mlp_train_step]}
+                                     layernorm_4096x1024, matmul_1024, mlp_train_step, cnn_train_step]}
 
 
 # ---------------------------------------------------------------- measuring

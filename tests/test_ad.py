@@ -160,6 +160,8 @@ PRIMITIVE_CASES = {
     "conv_general_dilated": (lambda x, w: lax.conv_general_dilated(x, w, (2, 1), "SAME", rhs_dilation=(1, 2),
                                                                    feature_group_count=2),
                              [normal((1, 4, 5, 4)), normal((2, 2, 2, 2), seed=1)]),
+    "conv_patches": (lambda x: lax.convolution.conv_patches(x, (2, 2), (1, 2), (2, 1), 1),
+                     [normal((2, 6, 5, 3))]),
     "cholesky": (lax.cholesky, [spd()]),
     "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
                          [well_conditioned(), normal((3, 2), seed=1)]),

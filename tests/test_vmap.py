@@ -183,6 +183,8 @@ CASES = {
                          [(_square, spd), (lambda s: (s[0], 2), floats)]),
     "conv_general_dilated": (lambda lhs, rhs: lax.conv_general_dilated(lhs, rhs, (1,), "VALID"),
                              [(lambda s: (2, 3, 5), floats), (lambda s: (4, 3, 2), floats)]),
+    "conv_patches": (lambda x: lax.convolution.conv_patches(x, (2, 2), (1, 2), (2, 1), 1),
+                     [(lambda s: (2, 6, 5, 3), floats)]),
     "reduce_window_sum": unary(_window(lax.add, 0.0)),
     "reduce_window_max": unary(_window(lax.max, -np.inf)),
     "reduce_window_min": unary(_window(lax.min, np.inf)),

@@ -32,3 +32,11 @@ class Primitive:
     def __repr__(self):
         return self.name
 
+
+
+# Rewrites the compiler applies before fusion, registered by a primitive's module:
+# primitive -> rule(*operands, memory_orders, **params) computing it with simpler
+# primitives. `memory_orders` gives, per operand, each axis's position in the memory
+# order of the buffer it is read from (a layout hint). Living here, the table lets
+# jaxlite.lower rewrite lax primitives without importing jaxlite.lax.
+compiler_rewrites = {}

@@ -10,14 +10,25 @@ The numpy implementation is im2col: dilate and pad the input, take every window
 as a patch, and multiply the patches by the kernel matrix per group. The
 transposes with respect to lhs and rhs are themselves convolutions (the
 gradient of a strided convolution is a convolution of the lhs-dilated cotangent).
+
+Under jit the compiler rewrites each convolution into the same im2col with lax
+primitives (`_conv_as_gemm`, registered in core.primitive.compiler_rewrites): the
+`conv_patches` primitive gathers the windows, which fusion turns into one kernel
+writing the patch matrix, and a dot_general that runs on the generated GEMM.
 """
+import itertools
+
 import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.primitive import Primitive
+from jaxlite.core.primitive import Primitive, compiler_rewrites
+from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
-from jaxlite.lax.shapes import reshape, rev, transpose
+from jaxlite.lax.dot import dot_general
+from jaxlite.lax.elementwise import add
+from jaxlite.lax import shapes
+from jaxlite.lax.shapes import pad, reshape, rev, squeeze, transpose
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
@@ -271,3 +282,253 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     out = _canonical_conv(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
                           feature_group_count, batch_group_count)
     return transpose(out, tuple(int(i) for i in np.argsort(out_perm)))
+
+
+# ---------------------------------------------------------------- im2col for the compiler
+
+def _patches_impl(x, window_shape, window_strides, window_dilation, first_axis):
+    n_spatial = len(window_shape)
+    trailing = x.ndim - first_axis - n_spatial
+    front = tuple(range(trailing))
+    moved = np.moveaxis(x, tuple(range(x.ndim - trailing, x.ndim)), front)
+    patches = windows(moved, window_shape, window_strides, window_dilation)
+    return np.moveaxis(patches, front, tuple(range(patches.ndim - trailing, patches.ndim)))
+
+
+def _patches_aval(x, window_shape, window_strides, window_dilation, first_axis):
+    spatial = x.shape[first_axis:first_axis + len(window_shape)]
+    extent = dilate_shape(window_shape, window_dilation)
+    out = tuple(max(0, (n - e) // s + 1) if n >= e else 0 for n, e, s in zip(spatial, extent, window_strides))
+    shape = x.shape[:first_axis] + out + tuple(window_shape) + x.shape[first_axis + len(spatial):]
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+# Every window of the axes from `first_axis`: x (lead..., spatial..., trailing...) ->
+# (lead..., out spatial..., window..., trailing...), out[o, k] = x[o * stride + k * dilation].
+conv_patches_p = Primitive("conv_patches")
+conv_patches_p.def_impl(_patches_impl)
+conv_patches_p.def_abstract_eval(_patches_aval)
+
+
+def _patches_transpose(ct, x, window_shape, window_strides, window_dilation, first_axis):
+    """Each window tap's cotangent slab, spread back over the input (col2im) and summed."""
+    shape, n_spatial = x.aval.shape, len(window_shape)
+    taps = first_axis + n_spatial
+    out = ct.shape[first_axis:taps]
+    terms = []
+    for tap in itertools.product(*map(range, window_shape)):
+        start = [0] * ct.ndim
+        start[taps:taps + n_spatial] = tap
+        limit = list(ct.shape)
+        limit[taps:taps + n_spatial] = [t + 1 for t in tap]
+        slab = squeeze(shapes.slice(ct, start, limit), range(taps, taps + n_spatial))
+        config = [(0, 0, 0)] * slab.ndim
+        for j, (t, o, s, d) in enumerate(zip(tap, out, window_strides, window_dilation)):
+            reach = dilate_shape((o,), (s,))[0]
+            config[first_axis + j] = (t * d, shape[first_axis + j] - t * d - reach, s - 1)
+        terms.append(pad(slab, np.zeros((), ct.dtype), config))
+    while len(terms) > 1:       # summed pairwise: a shallow expression for fusion to inline
+        terms = [add(a, b) for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
+    return terms
+
+
+def _patches_batch(args, dims, first_axis, **params):
+    (x,), (d,) = args, dims
+    return conv_patches_p.bind(move_dim(x, d, 0), first_axis=first_axis + 1, **params), 0
+
+
+ad.deflinear(conv_patches_p, _patches_transpose)
+batching.batch_rules[conv_patches_p] = _patches_batch
+
+
+def conv_patches(x, window_shape, window_strides, window_dilation, first_axis):
+    return conv_patches_p.bind(as_operand(x), window_shape=tuple(window_shape),
+                               window_strides=tuple(window_strides),
+                               window_dilation=tuple(window_dilation), first_axis=int(first_axis))
+
+
+def _conv_as_gemm(lhs, rhs, memory_orders, window_strides, padding, lhs_dilation, rhs_dilation,
+                  feature_group_count, batch_group_count, preferred_element_type=None):
+    """The convolution as im2col and one matrix product (per group, as a batch axis).
+
+    The patch matrix's axes are (groups?, rows: batch and output positions, columns:
+    window taps and input features), each block ordered as the lhs buffer is laid
+    out (`memory_orders`), so the kernel writing it reads the input contiguously, and
+    the kernel matrix in the same column order. A 1x1 window needs no patches: a
+    (strided) view of the input is the matrix.
+    """
+    out = _conv_aval(lhs.aval, rhs.aval, window_strides, padding, lhs_dilation, rhs_dilation,
+                     feature_group_count, batch_group_count)
+    if out.size == 0:     # (the padded input may even have a negative size)
+        return shapes.full(out.shape, 0, preferred_element_type or out.dtype)
+    if _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                                  batch_group_count, preferred_element_type):
+        return _as_strided_conv_transpose(lhs, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
+                                          feature_group_count)
+    groups = feature_group_count * batch_group_count
+    lead = int(groups > 1)
+    x, x_keys = _lhs_by_group(lhs, memory_orders[0], feature_group_count, batch_group_count)
+    window, out_spatial = rhs.shape[2:], out.shape[2:]
+    reach = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_spatial, window_strides, window, rhs_dilation)]
+    x, x_keys, place = _padded_in_memory_order(x, x_keys, lead, padding, lhs_dilation, reach)
+    patches, place, keys = _windows(x, x_keys, place, window, out_spatial, window_strides, rhs_dilation)
+    rows = sorted([place["batch"]] + place["out"], key=keys.get)
+    columns = sorted(place["taps"] + [place["features"]], key=keys.get)
+    columns_last = keys[place["features"]] > max(keys[r] for r in rows)
+    patches = transpose(patches, list(range(lead)) + (rows + columns if columns_last else columns + rows))
+    kernel, kernel_last = _kernel_by_columns(rhs, memory_orders[1], groups, columns, place["taps"],
+                                             place["features"], lead)
+    first_column = lead + (len(rows) if columns_last else 0)
+    contracting = tuple(range(first_column, first_column + len(columns)))
+    kernel_contracting = tuple(range(lead + (not kernel_last), lead + (not kernel_last) + len(columns)))
+    batch = tuple(range(lead))
+    out = dot_general(patches, kernel, ((contracting, kernel_contracting), (batch, batch)),
+                      preferred_element_type=preferred_element_type)
+    # out: (groups?, rows..., out features per group) -> (batch, features, spatial...)
+    position = {axis: lead + k for k, axis in enumerate(rows)}
+    order = [position[place["batch"]]] + list(range(lead)) + [out.ndim - 1] + [position[a] for a in place["out"]]
+    out = transpose(out, order)
+    return reshape(out, (out.shape[0], rhs.shape[0]) + out.shape[lead + 2:]) if lead else out
+
+
+def _padded_in_memory_order(x, keys, lead, padding, lhs_dilation, reach):
+    """x (groups?, batch, features, spatial...) dilated and padded, cropped to the `reach`
+    of the windows, with its axes in memory order (the spatial ones kept together, in
+    order); its keys, and where batch, features and the first spatial axis went.
+
+    Cropping and ordering make the patches of one input the same equation wherever they
+    are taken (a convolution and its kernel gradient), so CSE keeps one patch matrix."""
+    dilated = dilate_shape(x.shape[lead + 2:], lhs_dilation)
+    config = [(0, 0, 0)] * (lead + 2) + [(lo, hi - (n + lo + hi - r), d - 1)
+                                         for (lo, hi), n, r, d in zip(padding, dilated, reach, lhs_dilation)]
+    spatial = list(range(lead + 2, x.ndim))
+    units = sorted([unit for unit in ([lead], [lead + 1], spatial) if unit],
+                   key=lambda unit: min(keys[a] for a in unit))
+    arrangement = list(range(lead)) + [a for unit in units for a in unit]
+    place = {"batch": arrangement.index(lead), "features": arrangement.index(lead + 1),
+             "spatial": arrangement.index(spatial[0]) if spatial else x.ndim}
+    # Transposed first, then padded: the transpose merges with the ones before it.
+    x, config = transpose(x, arrangement), [config[a] for a in arrangement]
+    x = pad(x, np.zeros((), x.dtype), config) if any(map(any, config)) else x
+    return x, [keys[a] for a in arrangement], place
+
+
+def _windows(x, keys, place, window, out_spatial, window_strides, rhs_dilation):
+    """The patches of x: (patches, where batch, features, output positions and window
+    taps are, a memory-order key per patch axis). A 1x1 window is a strided slice.
+
+    Windows and output positions are interchangeable (x[o * stride + k * dilation]);
+    the pair that comes first is taken as the window, a canonical form for CSE."""
+    first, n_spatial = place["spatial"], len(window)
+    if all(k == 1 for k in window):
+        strides = [1] * x.ndim
+        strides[first:first + n_spatial] = window_strides
+        patches = shapes.slice(x, (0,) * x.ndim, x.shape, strides)
+        outs, taps, shift = list(range(first, first + n_spatial)), [], 0
+    else:
+        swapped = [(o, s) < (k, d) for o, s, k, d in zip(out_spatial, window_strides, window, rhs_dilation)]
+        pick = lambda flags, a, b: tuple(p if flag else q for flag, p, q in zip(flags, a, b))
+        patches = conv_patches(x, pick(swapped, out_spatial, window), pick(swapped, rhs_dilation, window_strides),
+                               pick(swapped, window_strides, rhs_dilation), first)
+        outs = [first + j + n_spatial * flag for j, flag in enumerate(swapped)]
+        taps = [first + j + n_spatial * (not flag) for j, flag in enumerate(swapped)]
+        shift = n_spatial
+    moved = {a: a + shift if a >= first else a for a in (place["batch"], place["features"])}
+    patch_keys = {moved[a]: keys[a] for a in moved}
+    patch_keys.update({axis: keys[first + j] for j, axis in enumerate(outs)})
+    patch_keys.update({axis: keys[first + j] for j, axis in enumerate(taps)})
+    return patches, {"batch": moved[place["batch"]], "features": moved[place["features"]],
+                     "out": outs, "taps": taps}, patch_keys
+
+
+def _lhs_by_group(lhs, memory_order, feature_group_count, batch_group_count):
+    """lhs as (groups, batch, features, spatial...) (no group axis without groups), and
+    per axis a sort key for its place in memory."""
+    keys = [(rank, 0) for rank in memory_order]
+    if feature_group_count > 1:
+        n, c = lhs.shape[:2]
+        g = feature_group_count
+        x = reshape(lhs, (n, g, c // g) + lhs.shape[2:])
+        keys = [keys[0], (keys[1][0], 0), (keys[1][0], 1)] + keys[2:]
+        order = (1, 0) + tuple(range(2, x.ndim))
+        return transpose(x, order), [keys[a] for a in order]
+    if batch_group_count > 1:
+        b = batch_group_count
+        x = reshape(lhs, (b, lhs.shape[0] // b) + lhs.shape[1:])
+        return x, [(keys[0][0], 0), (keys[0][0], 1)] + keys[1:]
+    return lhs, keys
+
+
+def _kernel_by_columns(rhs, memory_order, groups, columns, taps, feature, lead):
+    """The kernel as (groups?, columns..., out features) or (groups?, out features,
+    columns...) in the patch matrix's column order, whichever its buffer is closer to;
+    the flag says whether the out features come last."""
+    w = reshape(rhs, (groups, rhs.shape[0] // groups) + rhs.shape[1:]) if lead else rhs
+    w_keys = list(memory_order[:1]) * (lead + 1) + list(memory_order[1:])
+    out_features, in_features = lead, lead + 1
+    spatial_of_tap = {t: lead + 2 + j for j, t in enumerate(taps)}
+    column_axes = [in_features if c == feature else spatial_of_tap[c] for c in columns]
+    last = w_keys[out_features] > max(w_keys[a] for a in column_axes)
+    middle = column_axes + [out_features] if last else [out_features] + column_axes
+    # A 1x1 window's unit axes are no columns: moved last and dropped (as a reshape
+    # of the kernel buffer when the other axes keep their order).
+    unit = [a for a in range(lead + 2, w.ndim) if a not in column_axes]
+    w = transpose(w, list(range(lead)) + middle + unit)
+    return (reshape(w, w.shape[:w.ndim - len(unit)]) if unit else w), last
+
+
+def _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                               batch_group_count, preferred_element_type):
+    """Whether to compute the convolution as the transpose of another (with
+    `_as_strided_conv_transpose`): when it dilates its input, as the gradient of a
+    strided convolution does, or when it has fewer output than input features, so that
+    the GEMM's output (window taps x output features per row) is smaller than the patch
+    matrix (taps x input features) would be."""
+    extent = dilate_shape(rhs.shape[2:], rhs_dilation)
+    fewer_outputs = rhs.shape[0] < lhs.shape[1] and any(k > 1 for k in rhs.shape[2:])
+    return (any(d > 1 for d in lhs_dilation) or fewer_outputs) and all(s == 1 for s in window_strides) \
+        and batch_group_count == 1 and preferred_element_type is None and lhs.size and rhs.size \
+        and int(np.prod(rhs.shape[2:])) <= COL2IM_MAX_TAPS \
+        and all(n > 0 for n in _conv_out_spatial(lhs.shape[2:], padding, lhs_dilation, extent))
+
+
+# col2im sums one term per window tap into each element: meant for small windows (a
+# kernel-gradient convolution's window is the whole cotangent, and stays direct).
+COL2IM_MAX_TAPS = 27
+
+
+def _conv_out_spatial(in_shape, padding, lhs_dilation, extent):
+    return tuple((m - 1) * d + 1 + lo + hi - e + 1
+                 for m, (lo, hi), d, e in zip(in_shape, padding, lhs_dilation, extent))
+
+
+def _as_strided_conv_transpose(ct, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
+                               feature_group_count):
+    """A convolution of an lhs-dilated input, computed as the transpose of the strided
+    convolution whose lhs gradient it is (`_transpose_lhs` read backwards): the cotangent
+    times the kernel gives the patch matrix's cotangent (one GEMM), and the transpose of
+    conv_patches sums it back into place (col2im). Multiplying the zeros the dilation
+    inserts (3/4 of the patch matrix for stride 2 in 2-D) is skipped."""
+    g, n_spatial = feature_group_count, rhs.ndim - 2
+    o_t, i_t = rhs.shape[:2]
+    spatial = tuple(range(2, rhs.ndim))
+    extent = dilate_shape(rhs.shape[2:], rhs_dilation)
+    kernel = reshape(rev(rhs, spatial), (g, o_t // g, i_t) + rhs.shape[2:])
+    kernel = reshape(transpose(kernel, (0, 2, 1) + tuple(range(3, kernel.ndim))), (g * i_t, o_t // g) + rhs.shape[2:])
+    out_spatial = _conv_out_spatial(ct.shape[2:], padding, lhs_dilation, extent)
+    lows = [e - 1 - lo for e, (lo, _) in zip(extent, padding)]
+    pads = tuple((lo, (m - 1) * s + e - n - lo)
+                 for lo, m, s, e, n in zip(lows, ct.shape[2:], lhs_dilation, extent, out_spatial))
+    forward_params = dict(window_strides=tuple(lhs_dilation), padding=pads, lhs_dilation=(1,) * n_spatial,
+                          rhs_dilation=tuple(rhs_dilation), feature_group_count=g, batch_group_count=1)
+    kernel_order = (memory_orders[1][1], memory_orders[1][0]) + tuple(memory_orders[1][2:])
+    x_aval = ShapedArray((ct.shape[0], o_t) + out_spatial, ct.dtype)
+
+    def forward(x, w):
+        return [_conv_as_gemm(x, w, (memory_orders[0], kernel_order), **forward_params)]
+    closed = trace_to_jaxpr(forward, [x_aval, kernel.aval], "a strided convolution")
+    x_ct, _ = ad.backward_pass(closed.jaxpr, closed.consts, [ad.UndefinedPrimal(x_aval), kernel], [ct])
+    return ad.instantiate(x_ct)
+
+
+compiler_rewrites[conv_general_dilated_p] = _conv_as_gemm

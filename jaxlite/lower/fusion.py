@@ -667,6 +667,15 @@ def _slice_rule(lw, eqn, index):
     return lw.value(eqn.inputs[0], operand_index)
 
 
+def _conv_patches_rule(lw, eqn, index):
+    """out[..., o, k, ...] = x[..., o * stride + k * dilation, ...] per spatial axis."""
+    first, n_spatial, eb = eqn.params["first_axis"], len(eqn.params["window_shape"]), lw.eb
+    out, taps = index[first:first + n_spatial], index[first + n_spatial:first + 2 * n_spatial]
+    spatial = [eb.add(eb.mul(o, eb.index(s)), eb.mul(k, eb.index(d)))
+               for o, k, s, d in zip(out, taps, eqn.params["window_strides"], eqn.params["window_dilation"])]
+    return lw.value(eqn.inputs[0], index[:first] + spatial + index[first + 2 * n_spatial:])
+
+
 def _iota_rule(lw, eqn, index):
     return lw.eb.node("convert", eqn.params["dtype"], (index[eqn.params["dimension"]],))
 
@@ -810,6 +819,7 @@ LOWERINGS.update({
     "broadcast_in_dim": _broadcast_in_dim_rule, "transpose": _transpose_rule,
     "reshape": _reshape_rule, "squeeze": _squeeze_rule, "rev": _rev_rule, "slice": _slice_rule,
     "iota": _iota_rule, "pad": _pad_rule, "concatenate": _concatenate_rule,
+    "conv_patches": _conv_patches_rule,
 })
 
 

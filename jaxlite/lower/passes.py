@@ -16,9 +16,11 @@ level so it shows without configuring logging) after every pass.
                  constant-only computations feeding chosen equations are evaluated now
   simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
                  x-0, since -0.0+0.0 is +0.0), neg(neg x), transpose of transpose,
-                 reshape of reshape, a transposed dot_general operand (folded into the
-                 dimension numbers), and elementwise ops on a broadcast scalar literal
-                 use the literal directly (lax elementwise ops broadcast rank 0)
+                 reshape of reshape, a reshape of a transpose that only moves unit
+                 axes, a transposed dot_general operand (folded into the dimension
+                 numbers when the GEMM can read the result as stored), and
+                 elementwise ops on a broadcast scalar literal use the literal
+                 directly (lax elementwise ops broadcast rank 0)
   widen_narrow_floats  (run by the pipeline for the cumulative ops) chosen equations on
                  float16/bfloat16 compute in float32 between two conversions
 """
@@ -99,8 +101,12 @@ def inline_calls(closed):
 
 
 def _inline(rewriter, eqn):
-    """Copy the body with fresh variables: the same jaxpr may be inlined several times."""
-    inner = inline_calls(eqn.params["jaxpr"])
+    splice(rewriter, inline_calls(eqn.params["jaxpr"]), eqn)
+
+
+def splice(rewriter, inner, eqn):
+    """Emit `inner`'s equations in place of `eqn`, with fresh variables (the same jaxpr
+    may be spliced several times); eqn's outputs become inner's outputs."""
     jaxpr = inner.jaxpr
     renamed = {v: Var(v.aval) for v in jaxpr.constvars}
     rewriter.constvars += list(renamed.values())
@@ -381,7 +387,17 @@ def _merge_chain(eqn, producers):
     if name == "reshape" and _produced_by(x, producers, "reshape") and eqn.params.get("dimensions") is None \
             and producers[x].params.get("dimensions") is None:
         return eqn.replace(inputs=[producers[x].inputs[0]])
+    if name == "reshape" and _produced_by(x, producers, "transpose") and eqn.params.get("dimensions") is None \
+            and _moves_only_unit_axes(producers[x]):
+        return eqn.replace(inputs=[producers[x].inputs[0]])
     return eqn
+
+
+def _moves_only_unit_axes(transpose_eqn):
+    """A transpose keeping the order of the axes longer than 1 leaves the elements in place."""
+    shape = transpose_eqn.inputs[0].aval.shape
+    moved = [a for a in transpose_eqn.params["permutation"] if shape[a] != 1]
+    return moved == sorted(moved)
 
 
 def _fold_transposes_into_dot(eqn, producers):
@@ -397,10 +413,20 @@ def _fold_transposes_into_dot(eqn, producers):
         free = [permutation[d] for d in range(len(permutation)) if d not in contracting and d not in batch]
         if free != sorted(free):     # the output's free axes would come out in another order
             continue
-        axes[side] = [tuple(permutation[d] for d in contracting), tuple(permutation[d] for d in batch)]
+        folded = [tuple(permutation[d] for d in contracting), tuple(permutation[d] for d in batch)]
+        if not _matrix_layout(*folded, free):   # the GEMM would copy it back in Python
+            continue
+        axes[side] = folded
         inputs[side] = producers[x].inputs[0]
     dimension_numbers = ((axes[0][0], axes[1][0]), (axes[0][1], axes[1][1]))
     return eqn.replace(inputs=inputs, params={**eqn.params, "dimension_numbers": dimension_numbers})
+
+
+def _matrix_layout(contracting, batch, free):
+    """Whether an operand's axes are stored as (batch, free, contracting) or (batch,
+    contracting, free): a matrix (or its transpose) per batch entry."""
+    identity = list(range(len(contracting) + len(batch) + len(free)))
+    return identity in (list(batch) + free + list(contracting), list(batch) + list(contracting) + free)
 
 
 def _drop_identity_reshapes(closed):

@@ -3,7 +3,7 @@ import numpy as np
 
 from jaxlite.core.config import config
 from jaxlite.core.ir import pretty_print
-from jaxlite.lower import epilogues, fusion, passes, quantized, runtime
+from jaxlite.lower import epilogues, fusion, passes, quantized, rewrites, runtime
 from jaxlite.lower.fusion import KernelStep
 from jaxlite.lower.kernel_ir import Reduce
 
@@ -25,6 +25,9 @@ class LoweredProgram:
 
 def lower_jaxpr(closed):
     optimized = passes.run_passes(closed)
+    rewritten = rewrites.apply_rewrites(optimized)
+    if rewritten is not optimized:    # (the passes merge the rewrites' transposes with their neighbours')
+        optimized = passes.run_passes(rewritten)
     optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights,
                                               _fuse_int8_matmuls, _widen_narrow_scans, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)

@@ -50,7 +50,6 @@ FALLBACKS = {
     # Not lowered:
     "svd": ("iterative, and its singular vectors are unique only up to sign: a native Jacobi "
             f"SVD would not give LAPACK's (the eager result's) vectors: {_NOT_YET}"),
-    "conv_general_dilated": f"convolution: {_NOT_YET} (GEMM-based lowering planned)",
     "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"

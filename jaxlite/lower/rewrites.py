@@ -1,0 +1,91 @@
+"""Primitives the compiler computes with simpler ones (core.primitive.compiler_rewrites).
+
+Run before the graph passes clean up: a convolution becomes pad, `conv_patches` and a
+dot_general (lax.convolution._conv_as_gemm), so fusion writes the patch matrix with one
+kernel and the product runs on the GEMM. Each rule gets a layout hint per operand: the
+memory order of the buffer the operand is read from, found by looking through the
+transposes and elementwise operations that fusion inlines.
+
+A product of operands widened from bfloat16 (float32) or int8 (int32), which is how
+precision.bf16/int8 write a convolution, is rewritten on the narrow operands with a
+wide accumulator (the same products and sums), so it lands on the low-precision GEMMs.
+"""
+import numpy as np
+
+from jaxlite.core.ir import Var
+from jaxlite.core.primitive import compiler_rewrites
+from jaxlite.core.staging import trace_to_jaxpr
+from jaxlite.lower import fusion
+from jaxlite.lower.passes import Rewriter, splice
+
+_WIDENED = {("bfloat16", "float32"), ("int8", "int32")}
+_LAYOUT_PRESERVING = set(fusion._ELEMENTWISE) | {"convert_element_type"}
+
+
+def apply_rewrites(closed):
+    jaxpr = closed.jaxpr
+    if not any(eqn.primitive in compiler_rewrites for eqn in jaxpr.eqns):
+        return closed
+    rewriter, producers = Rewriter(closed), {}
+    for eqn in jaxpr.eqns:
+        emitted = len(rewriter.eqns)
+        if eqn.primitive in compiler_rewrites:
+            # Layouts are read off the rewritten program: an earlier convolution's
+            # result is laid out as its GEMM wrote it.
+            splice(rewriter, *_rewritten(eqn.replace(inputs=list(map(rewriter.read, eqn.inputs))), producers))
+        else:
+            rewriter.emit(eqn)
+        producers.update({v: new for new in rewriter.eqns[emitted:] for v in new.outputs})
+    return rewriter.result()
+
+
+def _rewritten(eqn, producers):
+    rule = compiler_rewrites[eqn.primitive]
+    operands, params = list(eqn.inputs), dict(eqn.params)
+    narrow = _narrow_sources(operands, eqn.outputs[0].aval.dtype, producers)
+    if narrow is not None:
+        operands, params["preferred_element_type"] = narrow, eqn.outputs[0].aval.dtype
+    orders = tuple(_memory_order(v, producers) for v in eqn.inputs)
+
+    def computed(*args):
+        return [rule(*args, memory_orders=orders, **params)]
+    rewritten = trace_to_jaxpr(computed, [v.aval for v in operands], f"the rewrite of {eqn.primitive}")
+    return rewritten, eqn.replace(inputs=operands)   # spliced in, reading the chosen operands
+
+
+def _narrow_sources(operands, out_dtype, producers):
+    sources = []
+    for v in operands:
+        eqn = producers.get(v) if isinstance(v, Var) else None
+        if eqn is None or eqn.primitive.name != "convert_element_type":
+            return None
+        sources.append(eqn.inputs[0])
+    dtypes_ = {s.aval.dtype for s in sources}
+    if len(dtypes_) != 1 or (next(iter(dtypes_)).name, np.dtype(out_dtype).name) not in _WIDENED:
+        return None
+    return sources
+
+
+def _memory_order(var, producers):
+    """Each axis's position in memory order of the buffer fusion will read it from."""
+    order = list(range(var.aval.ndim))
+    while isinstance(var, Var) and var in producers:
+        eqn = producers[var]
+        if eqn.primitive.name == "transpose":
+            order = [eqn.params["permutation"][a] for a in order]
+            var = eqn.inputs[0]
+        elif eqn.primitive.name in _LAYOUT_PRESERVING and _same_shape_operand(eqn, producers) is not None:
+            var = _same_shape_operand(eqn, producers)
+        else:
+            break
+    return tuple(order)
+
+
+def _same_shape_operand(eqn, producers):
+    """The operand an elementwise result is laid out like (not a broadcast constant)."""
+    for v in eqn.inputs:
+        if not isinstance(v, Var) or v.aval.shape != eqn.outputs[0].aval.shape:
+            continue
+        if v not in producers or producers[v].primitive.name != "broadcast_in_dim":
+            return v
+    return None
