@@ -733,6 +733,8 @@ def _concatenate_rule(lw, eqn, index):
         else:
             before = eb.node("lt", dtypes.bool_, (index[dim], eb.index(start)))
             result = eb.node("select_n", piece.dtype, (before, piece, result))
+    if result is None:      # every piece is empty, and so is the output: nothing is stored
+        return eb.const(0, eqn.outputs[0].aval.dtype)
     return result
 
 
