@@ -4,7 +4,8 @@ import numpy as np
 from jaxlite.core.config import config
 from jaxlite.core.ir import pretty_print
 from jaxlite.lower import epilogues, fusion, passes, quantized, runtime
-from jaxlite.lower.fusion import KernelStep
+from jaxlite.lower.fusion import EqnStep, KernelStep
+from jaxlite.lower.native_flow import control_programs
 from jaxlite.lower.kernel_ir import Reduce
 
 
@@ -16,11 +17,28 @@ class LoweredProgram:
 
     def as_text(self):
         parts = [pretty_print(self.closed.jaxpr)]
-        parts += [step.describe() for step in self.steps]
+        parts += [_describe(step) for step in self.steps]
         return "\n\n".join(parts)
 
     def kernel_count(self):
         return sum(isinstance(step, KernelStep) for step in self.steps)
+
+
+def _describe(step):
+    """A step's text; a control-flow step adds its native loop or branch and its bodies'
+    steps, indented."""
+    text = step.describe()
+    if not _is_control(step):
+        return text
+    roles = [role for role, _ in control_programs(step.eqn)]
+    for role, program in zip(roles, step.programs):
+        body = program.as_text().replace("\n", "\n    ")
+        text += f"\n  native {step.eqn.primitive.name} {role}:\n    {body}"
+    return text
+
+
+def _is_control(step):
+    return isinstance(step, EqnStep) and step.kind == "control"
 
 
 def lower_jaxpr(closed):
@@ -29,6 +47,8 @@ def lower_jaxpr(closed):
                                               _fuse_int8_matmuls, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
+    for step in filter(_is_control, steps):     # bodies run as native code inside the step
+        step.programs = [lower_jaxpr(body) for _, body in control_programs(step.eqn)]
     program = LoweredProgram(optimized, steps)
     if config.jaxlite_dump_passes:
         passes.logger.warning("after fusion:\n%s", program.as_text())
