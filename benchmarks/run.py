@@ -6,6 +6,7 @@ Times are steady-state medians after a first (compiling) call; ratios are
 jaxlite's time over the others' (below 1 means jaxlite is faster).
 """
 import argparse
+import importlib
 import json
 import platform
 import statistics
@@ -111,8 +112,23 @@ def mlp_train_step(b):
     return b.compile(step), (as_tree, b.asarray(x), b.asarray(y))
 
 
+def fori_loop_1000(b):
+    """A 1000-step loop on a small vector: jit runs it as one native loop (numpy: in Python)."""
+    def body(i, x):
+        return x * 0.999 + 0.001
+    x = np.random.default_rng(0).normal(size=64).astype(np.float32)
+    if b.name == "numpy":
+        def loop(x):
+            for i in range(1000):
+                x = body(i, x)
+            return x
+        return loop, (x,)
+    lax = importlib.import_module(f"{b.name}.lax")
+    return b.compile(lambda x: lax.fori_loop(0, 1000, body, x)), (b.asarray(x),)
+
+
 WORKLOADS = {f.__name__: f for f in [dispatch_scalar, gelu_4m, softmax_4096x1024,
-                                     layernorm_4096x1024, matmul_1024, mlp_train_step]}
+                                     layernorm_4096x1024, matmul_1024, mlp_train_step, fori_loop_1000]}
 
 
 # ---------------------------------------------------------------- measuring
