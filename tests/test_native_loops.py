@@ -177,18 +177,19 @@ def test_scan_inside_while():
     assert runs_without_python(executable(f, rand(5)))
 
 
-def rnn_loss(w, h, xs):
+def batched_rnn_loss(w, h, xs):
+    """Big enough for its products to run on GEMMs, forwards and backwards."""
     def step(h, x):
-        h = jnp.tanh(w @ h + x)
-        return h, jnp.sum(h * h)
-    h, losses = lax.scan(step, h, xs)
-    return jnp.sum(losses) + jnp.sum(h)
+        h = jnp.tanh(h @ w + x)
+        return h, jnp.mean(h, axis=1)
+    h, means = lax.scan(step, h, xs)
+    return jnp.sum(means ** 2) + jnp.sum(h)
 
 
 def test_scan_rnn_under_jit_of_grad():
-    w, h, xs = rand(6, 6) * 0.3, rand(6), rand(10, 6)
-    expected = jaxlite.grad(rnn_loss, argnums=(0, 1, 2))(w, h, xs)
-    actual = jaxlite.jit(jaxlite.grad(rnn_loss, argnums=(0, 1, 2)))(w, h, xs)
+    w, h, xs = rand(32, 32) * 0.2, rand(4, 32), rand(7, 4, 32)
+    expected = jaxlite.grad(batched_rnn_loss, argnums=(0, 1, 2))(w, h, xs)
+    actual = jaxlite.jit(jaxlite.grad(batched_rnn_loss, argnums=(0, 1, 2)))(w, h, xs)
     for a, e in zip(actual, expected):
         np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-4, atol=1e-5)
 
