@@ -28,6 +28,7 @@ their size arrays) are not baked into the code: they sit in a table whose addres
 passed in an extra slot of the objects array, so object code stays cacheable.
 """
 import ctypes
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -390,7 +391,8 @@ class HostBridge:
     def __init__(self, host_steps, gemm_eqns, constvars):
         from jaxlite.lower.runtime import _PythonStep
         self.steps = [_PythonStep(step, constvars) for step in host_steps]
-        self.errors = []
+        # Native code calls back on the thread that called it: an error belongs to that call.
+        self._raised = threading.local()
         self.callback = _HOST_PROTOTYPE(self._run_step)
         gemms = [native_gemm(eqn).kernel for eqn in gemm_eqns]
         addresses = [ctypes.cast(self.callback, ctypes.c_void_p).value]
@@ -408,13 +410,13 @@ class HostBridge:
             step.run_on(views.__getitem__)
             return 0
         except BaseException as error:     # noqa: B036 -- re-raised after the native call returns
-            self.errors.append(error)
+            self._raised.error = error
             return 1
 
     def raise_pending(self):
-        if self.errors:
-            error = self.errors.pop()
-            self.errors.clear()
+        error = getattr(self._raised, "error", None)
+        if error is not None:
+            self._raised.error = None
             raise error
 
 
