@@ -125,6 +125,25 @@ def test_scan_agrees_with_a_python_loop(length, width, reverse):
     np.testing.assert_allclose(np.asarray(carry), c, rtol=1e-5, atol=1e-6)
 
 
+@settings(deadline=None, max_examples=10)
+@given(limit=st.floats(0.5, 50.0), index=st.integers(-3, 5))
+def test_while_of_switch_agrees_with_python(limit, index):
+    branches = [lambda v: v * 2.0, lambda v: v + 1.5, lambda v: v * v + 1.0]
+
+    def f(limit, index):
+        def body(state):
+            value, count = state
+            return lax.switch(index + count % 2, branches, value), count + 1
+        return lax.while_loop(lambda s: s[0] < limit, body, (np.float32(0.25), 0))
+    value, count = jaxlite.jit(f)(np.float32(limit), index)
+    expected, steps = np.float32(0.25), 0
+    while expected < np.float32(limit):
+        expected = branches[min(max(index + steps % 2, 0), 2)](expected)
+        steps += 1
+    assert int(count) == steps
+    np.testing.assert_allclose(float(value), float(expected), rtol=1e-6)
+
+
 # ---------------------------------------------------------------- branches
 
 def test_cond_takes_either_branch():

@@ -34,7 +34,8 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, llvm_target
+# runtime imports this module; it is only read from inside functions, once both are loaded.
+from jaxlite.lower import codegen, gemm, llvm_target, runtime
 from jaxlite.lower.codegen import I1, I8, I32, I64, PTR
 from jaxlite.lower.fusion import KernelStep
 
@@ -125,11 +126,10 @@ class _Function:
 
     def slot_data(self, slot):
         """The data pointer of the numpy array in `slot` (see runtime: numpy's stable ABI)."""
-        from jaxlite.lower.runtime import _DATA_OFFSET
         obj = self.slot_word(slot)
 
         def load(b):
-            field = b.gep(obj, [ir.Constant(I64, _DATA_OFFSET)], inbounds=True, source_etype=I8)
+            field = b.gep(obj, [ir.Constant(I64, runtime._DATA_OFFSET)], inbounds=True, source_etype=I8)
             return b.load(field, typ=PTR)
         return self._once(("data", slot), load)
 
@@ -180,7 +180,6 @@ def _emit_program(fn, program, inputs, outputs, region):
     """Run a lowered program: `inputs` are pointers to its arguments, `outputs` the
     destinations of its results (never overlapping the inputs). Returns workspace bytes
     used from `region`."""
-    from jaxlite.lower.runtime import MemoryPlan
     jaxpr = program.closed.jaxpr
     env = dict(zip(jaxpr.invars, inputs))
     fn.code.constvars.update(jaxpr.constvars)
@@ -192,7 +191,7 @@ def _emit_program(fn, program, inputs, outputs, region):
         else:
             copies.append((var, destination))
     intermediates = {v for step in program.steps for v in step.outputs} - set(env)
-    plan = MemoryPlan(program.steps, intermediates)
+    plan = runtime.MemoryPlan(program.steps, intermediates)
     env.update((v, fn.workspace(region + offset)) for v, offset in plan.offsets.items())
     scratch = region + plan.size
     used = max([_emit_step(fn, step, env, scratch) for step in program.steps], default=0)
@@ -342,7 +341,6 @@ _CONTROL_EMITTERS = {"while": _emit_while, "scan": _emit_scan, "cond": _emit_con
 def native_gemm(eqn):
     """The runtime's GEMM call for eqn when native code can call its kernel as is (float
     GEMM, operands used as stored), else None."""
-    from jaxlite.lower import runtime
     if eqn.primitive.name == "int8_matmul" or runtime._low_precision_gemm(eqn) is not None:
         return None
     call = runtime._GemmCall(eqn)
@@ -389,8 +387,7 @@ class HostBridge:
     here), the GEMM kernels, and the table of their addresses."""
 
     def __init__(self, host_steps, gemm_eqns, constvars):
-        from jaxlite.lower.runtime import _PythonStep
-        self.steps = [_PythonStep(step, constvars) for step in host_steps]
+        self.steps = [runtime._PythonStep(step, constvars) for step in host_steps]
         # Native code calls back on the thread that called it: an error belongs to that call.
         self._raised = threading.local()
         self.callback = _HOST_PROTOTYPE(self._run_step)
