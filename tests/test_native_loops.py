@@ -318,3 +318,11 @@ def test_a_loop_program_loads_from_the_disk_cache(tmp_path):
         jit_module.clear_caches()
     np.testing.assert_array_equal(first, second)
     np.testing.assert_allclose(first, np.asarray(f(x)), rtol=1e-5)
+
+
+def test_cost_analysis_counts_a_scan_body_per_iteration():
+    def f(x):
+        return lax.fori_loop(0, 10, lambda i, x: x * 0.5 + 1.0, x)
+    x = rand(1000)
+    flops = jaxlite.jit(f).lower(x).compile().cost_analysis()["flops"]
+    assert 10 * 2 * x.size <= flops < 10 * 4 * x.size

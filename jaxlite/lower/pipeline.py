@@ -82,15 +82,29 @@ _FREE_OPS = frozenset({"const", "loop", "load", "acc", "convert", "bitcast", "se
 
 def cost_analysis(program):
     """Floating-point operations and bytes read and written, summed over the steps."""
-    flops, accessed = 0, 0
-    for step in program.steps:
-        accessed += sum(v.aval.size * v.aval.dtype.itemsize for v in step.inputs + step.outputs)
-        if isinstance(step, KernelStep):
-            flops += _kernel_flops(step.kernel)
-        elif step.eqn.primitive.name in runtime.GEMM_PRIMITIVES:
-            m, n, k, batch = runtime._gemm_sizes(step.eqn)
-            flops += 2 * m * n * k * batch
-    return {"flops": float(flops), "bytes accessed": float(accessed)}
+    accessed = sum(v.aval.size * v.aval.dtype.itemsize for step in program.steps for v in step.inputs + step.outputs)
+    return {"flops": float(_program_flops(program)), "bytes accessed": float(accessed)}
+
+
+def _program_flops(program):
+    return sum(_step_flops(step) for step in program.steps)
+
+
+def _step_flops(step):
+    if isinstance(step, KernelStep):
+        return _kernel_flops(step.kernel)
+    name = step.eqn.primitive.name
+    if name in runtime.GEMM_PRIMITIVES:
+        m, n, k, batch = runtime._gemm_sizes(step.eqn)
+        return 2 * m * n * k * batch
+    if not _is_control(step):
+        return 0
+    bodies = [_program_flops(body) for body in step.programs]
+    if name == "scan":
+        return step.eqn.params["length"] * bodies[0]
+    if name == "while":     # one trip: the count is known only at run time
+        return sum(bodies)
+    return max(bodies)      # cond: the costliest branch
 
 
 def _kernel_flops(kernel):
