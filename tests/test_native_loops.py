@@ -275,6 +275,26 @@ def test_exception_in_a_callback_inside_a_loop_is_raised():
     assert seen == [0, 1, 2]
 
 
+def test_exception_in_a_nested_loop_ends_the_whole_call(capsys):
+    def check(total):
+        if total > 3:
+            raise Stop("too big")
+
+    def f(x):
+        def inner(c, _):
+            jaxlite.debug.callback(check, c)
+            return c + 1.0, c
+        def outer(state):
+            x, i = state
+            return lax.scan(inner, x, None, length=2)[0], i + 1
+        after = lax.while_loop(lambda s: s[1] < 5, outer, (x, 0))
+        jaxlite.debug.print("not reached {}", after[0])
+        return after
+    with pytest.raises(Stop, match="too big"):
+        jaxlite.jit(f)(np.float32(0.0))
+    assert "not reached" not in capsys.readouterr().out
+
+
 def test_no_python_runs_per_iteration(monkeypatch):
     calls = []
     original = runtime._PythonStep.run_on
