@@ -39,7 +39,6 @@ from jaxlite.lower import codegen, gemm, llvm_target, runtime
 from jaxlite.lower.codegen import I1, I8, I32, I64, PTR
 from jaxlite.lower.fusion import KernelStep
 
-ALIGNMENT = 64
 HOST_STEP = ir.FunctionType(I32, [I64, PTR])
 
 
@@ -51,10 +50,6 @@ def control_programs(eqn):
     if eqn.primitive.name == "scan":
         return [("body", params["jaxpr"])]
     return [(f"branch {k}", branch) for k, branch in enumerate(params["branches"])]
-
-
-def aligned(nbytes):
-    return -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
 
 
 def aval_bytes(aval):
@@ -70,7 +65,9 @@ class NativeCode:
 
     def __init__(self, module, table_slot):
         self.module, self.table_slot = module, table_slot
-        self.host_steps = []        # (EqnStep, constvars of its program)
+        # Address table (HostBridge.table): the host callback, then each native GEMM's
+        # entry point and size array.
+        self.host_steps = []        # EqnSteps run by the host callback, by number
         self.gemm_eqns = []         # GEMM equations called natively
         self.consts = []            # arrays: body constants, in object slots after the table
         self.constvars = set()      # the bodies' constant variables (a GEMM caches what they feed)
@@ -84,10 +81,6 @@ class NativeCode:
     def const_slot(self, array):
         self.consts.append(array)
         return self.table_slot + len(self.consts)
-
-    def table_entries(self):
-        """Table layout: the host callback, then each GEMM's entry point and size array."""
-        return 1 + 2 * len(self.gemm_eqns)
 
 
 class _Function:
@@ -152,7 +145,7 @@ class _Function:
         array_type = ir.ArrayType(I8, len(data))
         constant = ir.GlobalVariable(self.code.module, array_type, self.code.module.get_unique_name("literal"))
         constant.initializer = ir.Constant(array_type, bytearray(data))
-        constant.global_constant, constant.linkage, constant.align = True, "internal", ALIGNMENT
+        constant.global_constant, constant.linkage, constant.align = True, "internal", runtime.ALIGNMENT
         return constant
 
     def pointer(self, var, env):
@@ -228,7 +221,7 @@ class _Carry:
         offsets, self.nbytes = [], 0
         for size in self.sizes * 2:
             offsets.append(region + self.nbytes)
-            self.nbytes += aligned(size)
+            self.nbytes += runtime.aligned(size)
         self.first = [fn.workspace(o) for o in offsets[:len(avals)]]
         self.second = [fn.workspace(o) for o in offsets[len(avals):]]
 
@@ -261,7 +254,7 @@ def _emit_while(fn, step, inputs, outputs, region):
     cond_consts, body_consts, init = _split(inputs, params["cond_nconsts"], params["body_nconsts"])
     carry = _Carry(fn, [v.aval for v in step.eqn.outputs], region)
     predicate = fn.workspace(region + carry.nbytes)
-    base = region + carry.nbytes + ALIGNMENT
+    base = region + carry.nbytes + runtime.ALIGNMENT
     carry.initialize(init)
     before = b.block
     head, loop, done = (b.append_basic_block(f"while.{part}") for part in ("cond", "body", "done"))
@@ -357,7 +350,7 @@ def _emit_gemm(fn, eqn, env, scratch):
     lhs, rhs = (fn.pointer(v, env) for v in eqn.inputs[:2])
     fn.b.call(entry, [lhs, rhs, env[eqn.outputs[0]], fn.workspace(scratch), ir.Constant(I64, 0),
                       ir.Constant(I64, kernel.row_tiles), fn.table_entry(2 + 2 * number), *extra])
-    return aligned(kernel.workspace_bytes)
+    return runtime.aligned(kernel.workspace_bytes)
 
 
 def _emit_host_call(fn, step, env):

@@ -108,8 +108,12 @@ class MemoryPlan:
 
 
 def _nbytes(var):
-    size = var.aval.size * var.aval.dtype.itemsize
-    return -(-max(size, 1) // ALIGNMENT) * ALIGNMENT
+    return aligned(var.aval.size * var.aval.dtype.itemsize)
+
+
+def aligned(nbytes):
+    """Bytes reserved for a buffer of nbytes: at least one, rounded up to ALIGNMENT."""
+    return -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
 
 
 # ---------------------------------------------------------------- the executable
@@ -201,7 +205,8 @@ class Executable:
         if self._whole_entry and all(r.threads == 1 for r in self._runners):
             self._runners = [_SerialEntry(self._entry(self._whole_entry), self._bridge)]
         table = ctypes.addressof(self._bridge.table) if self._bridge is not None else 0
-        self._slot_tail = [table, *map(id, self._inner_consts)]
+        # (Nothing reads the table slot when no loop body calls out or holds constants.)
+        self._slot_tail = [table, *map(id, self._inner_consts)] if table or self._inner_consts else []
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._slot_tail))
         self._prepare_call()
 
