@@ -346,3 +346,16 @@ def test_cost_analysis_counts_a_scan_body_per_iteration():
     x = rand(1000)
     flops = jaxlite.jit(f).lower(x).compile().cost_analysis()["flops"]
     assert 10 * 2 * x.size <= flops < 10 * 4 * x.size
+
+
+def test_callbacks_in_loops_see_ieee_subnormals():
+    """Native code flushes subnormals; Python called back from it must not."""
+    seen = []
+
+    def f(x):
+        def body(i, x):
+            jaxlite.debug.callback(lambda v: seen.append(float(v) * 1e-310 / 1e-10), x)
+            return x + 1.0
+        return lax.fori_loop(0, 2, body, x)
+    jaxlite.jit(f)(np.float32(1.0))
+    assert seen[0] > 0.0 and seen[1] > seen[0]

@@ -363,7 +363,9 @@ def _emit_host_call(fn, step, env):
     for k, var in enumerate(buffers):
         b.store(env[var], b.gep(array, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR))
     host = fn.table_entry(0, HOST_STEP.as_pointer())
+    mxcsr = codegen.save_and_keep_denormals(b, fn.entry)
     status = b.call(host, [ir.Constant(I64, number), array])
+    codegen.restore_mxcsr(b, mxcsr)
     resume = b.append_basic_block("after_callback")
     b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), fn.failed, resume)
     b.position_at_end(resume)
