@@ -321,23 +321,24 @@ def test_the_loop_shows_in_the_lowered_and_compiled_text():
 
 
 def test_a_loop_program_loads_from_the_disk_cache(tmp_path):
-    def f(x):
-        return lax.fori_loop(0, 10, lambda i, x: jnp.sort(x) * 0.5 + 1.0, x)
+    """Its body calls a GEMM natively and a fallback (sort) through Python."""
+    def f(x, w):
+        return lax.fori_loop(0, 3, lambda i, x: jnp.sort(x @ w, axis=1) * 0.5 + 1.0, x)
     previous = jaxlite.config.jax_compilation_cache_dir
     jaxlite.config.update("jax_compilation_cache_dir", str(tmp_path / "cache"))
     try:
-        x = rand(5)
+        x, w = rand(8, 32), rand(32, 32) * 0.2
         jit_module.clear_caches()
-        first = np.asarray(jaxlite.jit(f)(x))
+        first = np.asarray(jaxlite.jit(f)(x, w))
         jit_module.clear_caches()
         hits = disk_cache.stats["hits"]
-        second = np.asarray(jaxlite.jit(f)(x))
+        second = np.asarray(jaxlite.jit(f)(x, w))
         assert disk_cache.stats["hits"] > hits
     finally:
         jaxlite.config.update("jax_compilation_cache_dir", previous)
         jit_module.clear_caches()
     np.testing.assert_array_equal(first, second)
-    np.testing.assert_allclose(first, np.asarray(f(x)), rtol=1e-5)
+    np.testing.assert_allclose(first, np.asarray(f(x, w)), rtol=1e-4, atol=1e-5)
 
 
 def test_cost_analysis_counts_a_scan_body_per_iteration():
