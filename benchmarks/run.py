@@ -6,6 +6,7 @@ Times are steady-state medians after a first (compiling) call; ratios are
 jaxlite's time over the others' (below 1 means jaxlite is faster).
 """
 import argparse
+import importlib
 import json
 import platform
 import statistics
@@ -115,8 +116,7 @@ def cnn_train_step(b):
     """Batch 64 of 28x28x1 through conv3x3(1->32)-relu-conv3x3/2(32->64)-relu-mean-dense(64->10)."""
     if b.grad is None:
         return None
-    import importlib
-    lax = importlib.import_module("jax.lax" if b.name == "jax" else "jaxlite.lax")
+    lax = importlib.import_module(f"{b.name}.lax")
     grad = b.grad(lambda p, x, y: cnn.loss(b.xp, lax, p, x, y))
 
     def step(p, x, y):
@@ -125,8 +125,23 @@ def cnn_train_step(b):
     return b.compile(step), ([b.asarray(p) for p in cnn.init_params()], b.asarray(images), b.asarray(labels))
 
 
-WORKLOADS = {f.__name__: f for f in [dispatch_scalar, gelu_4m, softmax_4096x1024,
-                                     layernorm_4096x1024, matmul_1024, mlp_train_step, cnn_train_step]}
+def fori_loop_1000(b):
+    """A 1000-step loop on a small vector: jit runs it as one native loop (numpy: in Python)."""
+    def body(i, x):
+        return x * 0.999 + 0.001
+    x = np.random.default_rng(0).normal(size=64).astype(np.float32)
+    if b.name == "numpy":
+        def loop(x):
+            for i in range(1000):
+                x = body(i, x)
+            return x
+        return loop, (x,)
+    lax = importlib.import_module(f"{b.name}.lax")
+    return b.compile(lambda x: lax.fori_loop(0, 1000, body, x)), (b.asarray(x),)
+
+
+WORKLOADS = {f.__name__: f for f in [dispatch_scalar, gelu_4m, softmax_4096x1024, layernorm_4096x1024,
+                                     matmul_1024, mlp_train_step, cnn_train_step, fori_loop_1000]}
 
 
 # ---------------------------------------------------------------- measuring

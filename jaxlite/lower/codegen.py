@@ -659,10 +659,24 @@ def save_and_flush_denormals(b):
     Subnormals slow float code by an order of magnitude here, so kernels run with
     flush-to-zero; the caller's floating-point state is restored on the way out.
     """
-    saved, flushed = b.alloca(I32), b.alloca(I32)
+    return _save_and_update_mxcsr(b, lambda value: b.or_(value, ir.Constant(I32, _FTZ_DAZ)))
+
+
+def save_and_keep_denormals(b, allocas):
+    """Clear FTZ/DAZ (for Python called back from native code, which expects IEEE
+    subnormals); returns the slot to pass to restore_mxcsr afterwards. `allocas` builds
+    in the function's entry block, so a call inside a loop does not grow the stack."""
+    return _save_and_update_mxcsr(b, lambda value: b.and_(value, ir.Constant(I32, ~_FTZ_DAZ)), allocas)
+
+
+_FTZ_DAZ = 0x8040
+
+
+def _save_and_update_mxcsr(b, update, allocas=None):
+    saved, updated = (allocas or b).alloca(I32), (allocas or b).alloca(I32)
     _intrinsic(b, "llvm.x86.sse.stmxcsr", ir.VoidType(), [saved])
-    b.store(b.or_(b.load(saved), ir.Constant(I32, 0x8040)), flushed)
-    _intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [flushed])
+    b.store(update(b.load(saved)), updated)
+    _intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [updated])
     return saved
 
 

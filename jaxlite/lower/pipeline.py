@@ -4,7 +4,8 @@ import numpy as np
 from jaxlite.core.config import config
 from jaxlite.core.ir import pretty_print
 from jaxlite.lower import epilogues, fusion, passes, quantized, rewrites, runtime
-from jaxlite.lower.fusion import KernelStep
+from jaxlite.lower.fusion import EqnStep, KernelStep
+from jaxlite.lower.native_flow import control_programs
 from jaxlite.lower.kernel_ir import Reduce
 
 
@@ -16,11 +17,28 @@ class LoweredProgram:
 
     def as_text(self):
         parts = [pretty_print(self.closed.jaxpr)]
-        parts += [step.describe() for step in self.steps]
+        parts += [_describe(step) for step in self.steps]
         return "\n\n".join(parts)
 
     def kernel_count(self):
         return sum(isinstance(step, KernelStep) for step in self.steps)
+
+
+def _describe(step):
+    """A step's text; a control-flow step adds its native loop or branch and its bodies'
+    steps, indented."""
+    text = step.describe()
+    if not _is_control(step):
+        return text
+    roles = [role for role, _ in control_programs(step.eqn)]
+    for role, program in zip(roles, step.programs):
+        body = program.as_text().replace("\n", "\n    ")
+        text += f"\n  native {step.eqn.primitive.name} {role}:\n    {body}"
+    return text
+
+
+def _is_control(step):
+    return isinstance(step, EqnStep) and step.kind == "control"
 
 
 def lower_jaxpr(closed):
@@ -32,6 +50,8 @@ def lower_jaxpr(closed):
                                               _fuse_int8_matmuls, _widen_narrow_scans, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
+    for step in filter(_is_control, steps):     # bodies run as native code inside the step
+        step.programs = [lower_jaxpr(body) for _, body in control_programs(step.eqn)]
     program = LoweredProgram(optimized, steps)
     if config.jaxlite_dump_passes:
         passes.logger.warning("after fusion:\n%s", program.as_text())
@@ -69,15 +89,29 @@ _FREE_OPS = frozenset({"const", "loop", "load", "acc", "convert", "bitcast", "se
 
 def cost_analysis(program):
     """Floating-point operations and bytes read and written, summed over the steps."""
-    flops, accessed = 0, 0
-    for step in program.steps:
-        accessed += sum(v.aval.size * v.aval.dtype.itemsize for v in step.inputs + step.outputs)
-        if isinstance(step, KernelStep):
-            flops += _kernel_flops(step.kernel)
-        elif step.eqn.primitive.name in runtime.GEMM_PRIMITIVES:
-            m, n, k, batch = runtime._gemm_sizes(step.eqn)
-            flops += 2 * m * n * k * batch
-    return {"flops": float(flops), "bytes accessed": float(accessed)}
+    accessed = sum(v.aval.size * v.aval.dtype.itemsize for step in program.steps for v in step.inputs + step.outputs)
+    return {"flops": float(_program_flops(program)), "bytes accessed": float(accessed)}
+
+
+def _program_flops(program):
+    return sum(_step_flops(step) for step in program.steps)
+
+
+def _step_flops(step):
+    if isinstance(step, KernelStep):
+        return _kernel_flops(step.kernel)
+    name = step.eqn.primitive.name
+    if name in runtime.GEMM_PRIMITIVES:
+        m, n, k, batch = runtime._gemm_sizes(step.eqn)
+        return 2 * m * n * k * batch
+    if not _is_control(step):
+        return 0
+    bodies = [_program_flops(body) for body in step.programs]
+    if name == "scan":
+        return step.eqn.params["length"] * bodies[0]
+    if name == "while":     # one trip: the count is known only at run time
+        return sum(bodies)
+    return max(bodies)      # cond: the costliest branch
 
 
 def _kernel_flops(kernel):

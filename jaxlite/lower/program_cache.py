@@ -199,7 +199,7 @@ def load_or_build(key, what, build, save, restore):
 # ---------------------------------------------------------------- programs
 
 # Executable attributes tied to this process's machine code; rebuilt on load.
-_BOUND_ATTRIBUTES = ("module", "llvm_ir", "compiled", "_runners", "_slot_array")
+_BOUND_ATTRIBUTES = ("module", "llvm_ir", "compiled", "_runners", "_slot_array", "_bridge", "_slot_tail")
 
 
 def compile_cached(closed, name, compile_program):

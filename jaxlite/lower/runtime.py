@@ -1,19 +1,22 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
-A compiled program is a list of steps: fused kernels, and the few equations that
-run outside them (dot_general through the GEMM kernel, sorts and factorizations
-through native routines (native_routines.py), control flow with compiled bodies,
-and logged fallbacks to an equation's numpy implementation). All kernels of
-one compiled function share one LLVM module. Each kernel has a native entry point
-`void entry(ptr objects, i64 start, i64 stop)` bounding its parallel loop, so a big
-kernel runs on several threads; a program made only of kernels that each run on one
-thread is called through a single entry point, once per call.
+A compiled program is a list of steps: fused kernels, control flow (native loops
+and branches around their bodies' steps, see native_flow.py), and the few equations
+that run outside them (dot_general through the GEMM kernel, sorts and factorizations
+through native routines (native_routines.py), and logged fallbacks to an equation's
+numpy implementation). All kernels of one compiled function share one LLVM module.
+Each kernel and control-flow step has a native entry point
+`void entry(ptr objects, i64 start, i64 stop)` (start/stop bound a kernel's parallel
+loop, so a big kernel runs on several threads); a program made only of kernels that
+each run on one thread and control flow is called through a single entry point,
+once per call.
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
   * outputs: fresh numpy arrays per call;
   * intermediates: offsets in one workspace array per call, planned by liveness so
-    a buffer's bytes are reused once its last reader has run.
+    a buffer's bytes are reused once its last reader has run; control-flow steps
+    keep their carries and their bodies' intermediates after the planned part.
 The entry point receives the *numpy array objects* (their addresses, `id(array)`),
 and reads each data pointer from the object itself: numpy's stable ABI puts it
 right after the object header. This saves ~1.5 us of `arr.ctypes.data` per buffer
@@ -28,7 +31,8 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, kernel_ir, linalg_kernels, llvm_target, native_routines, sort_kernels
+from jaxlite.lower import (codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_flow, native_routines,
+                           sort_kernels)
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -99,8 +103,12 @@ class MemoryPlan:
 
 
 def _nbytes(var):
-    size = var.aval.size * var.aval.dtype.itemsize
-    return -(-max(size, 1) // ALIGNMENT) * ALIGNMENT
+    return aligned(var.aval.size * var.aval.dtype.itemsize)
+
+
+def aligned(nbytes):
+    """Bytes reserved for a buffer of nbytes: at least one, rounded up to ALIGNMENT."""
+    return -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
 
 
 # ---------------------------------------------------------------- the executable
@@ -134,32 +142,47 @@ class Executable:
         computed = {v for step in self.steps for v in step.outputs}
         intermediates = computed - set(self.object_slots)
         self.plan = MemoryPlan(self.steps, intermediates)
+        self._workspace_size = self.plan.size
 
     def _build_segments(self):
-        """An entry point per kernel (so a big one can be split across threads), and when
-        every step is a kernel, one more that runs them all: one native call per call."""
+        """An entry point per kernel (so a big one can be split across threads) and per
+        control-flow step, and when every step is one of those, one more that runs them
+        all: one native call per call."""
         segments, calls = [], []
-        functions = {}      # by kernel_ir.structure_key: identical kernels share code
+        # Slots after the buffers: the native control flow's table, then its constants.
+        native = native_flow.NativeCode(self.module, len(self.object_slots) + 1)
         for number, step in enumerate(self.steps):
-            if isinstance(step, EqnStep):
+            if isinstance(step, EqnStep) and step.kind != "control":
                 segments.append(step)
                 continue
-            key = kernel_ir.structure_key(step.kernel)
-            if key not in functions:
-                functions[key] = codegen.emit_kernel(self.module, step.kernel)
-            function = functions[key]
-            sources = [self._source(v) for v in step.inputs + step.outputs]
-            loop = step.kernel.parallel_loop()
-            name = f"{self.name}_kernel{number}"
-            _emit_object_entry(self.module, name, [(function, sources, True if loop is not None else None)])
-            calls.append((function, sources, loop.extent if loop is not None else None))
-            segments.append((name, step.kernel))
+            if isinstance(step, EqnStep):
+                function, bounds, sources = self._control_function(native, step, number), None, None
+            else:
+                function = native.kernel_function(step.kernel)
+                sources = [self._source(v) for v in step.inputs + step.outputs]
+                loop = step.kernel.parallel_loop()
+                bounds = loop.extent if loop is not None else None
+            name = f"{self.name}_step{number}"
+            _emit_object_entry(self.module, name, [(function, sources, True if bounds is not None else None)])
+            calls.append((function, sources, bounds))
+            segments.append((name, step.kernel if sources is not None else None))
         self._has_native = bool(calls)
         self._whole_entry = None
         if calls and len(calls) == len(self.steps):
             self._whole_entry = f"{self.name}_all"
             _emit_object_entry(self.module, self._whole_entry, calls)
+        self._host_steps, self._native_gemms = native.host_steps, native.gemm_eqns
+        self._inner_consts, self._inner_constvars = native.consts, native.constvars
         return segments
+
+    def _control_function(self, native, step, number):
+        def pointer_of(fn, var):
+            kind, value = self._source(var)
+            return fn.slot_data(value) if kind == "object" else fn.workspace(value)
+        function, used = native_flow.emit_control_function(
+            native, f"{self.name}_control{number}", step, pointer_of, self.plan.size)
+        self._workspace_size = max(self._workspace_size, self.plan.size + used)
+        return function
 
     def _source(self, var):
         if var in self.object_slots:
@@ -167,8 +190,7 @@ class Executable:
         return ("workspace", self.plan.offsets[var])
 
     def _python_steps(self):
-        """The steps run from Python; GEMM steps compile their families concurrently.
-        (Control flow compiles its bodies here: those wait for background tasks.)"""
+        """The steps run from Python; GEMM steps compile their families concurrently."""
         constvars = set(self.jaxpr.constvars)
         steps = [llvm_target.in_background(_PythonStep, segment, constvars) if segment.kind == "gemm"
                  else _PythonStep(segment, constvars)
@@ -177,18 +199,27 @@ class Executable:
 
     def _bind_entries(self, python_steps=None):
         python_steps = iter(python_steps if python_steps is not None else self._python_steps())
+        self._bridge = None
+        if self._host_steps or self._native_gemms:
+            self._bridge = native_flow.HostBridge(self._host_steps, self._native_gemms, self._inner_constvars)
         self._runners = []
         for segment in self._segments:
-            if isinstance(segment, tuple):
-                name, kernel = segment
-                self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
-            else:
+            if not isinstance(segment, tuple):
                 self._runners.append(next(python_steps))
+            elif segment[1] is None:
+                self._runners.append(_SerialEntry(self._entry(segment[0]), self._bridge))
+            else:
+                self._runners.append(_NativeKernel(self.compiled.address(segment[0]), segment[1]))
         if self._whole_entry and all(r.threads == 1 for r in self._runners):
-            whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
-            self._runners = [_WholeProgram(whole)]
-        self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
+            self._runners = [_SerialEntry(self._entry(self._whole_entry), self._bridge)]
+        table = ctypes.addressof(self._bridge.table) if self._bridge is not None else 0
+        # (Nothing reads the table slot when no loop body calls out or holds constants.)
+        self._slot_tail = [table, *map(id, self._inner_consts)] if table or self._inner_consts else []
+        self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._slot_tail))
         self._prepare_call()
+
+    def _entry(self, name):
+        return _NativeKernel._prototype(self.compiled.address(name))
 
     def free(self):
         """Drop the machine code (called when the cache evicts this function)."""
@@ -207,9 +238,9 @@ class Executable:
     def __call__(self, args):
         args = [_contiguous(a) for a in args]
         outputs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
-        workspace = np.empty(self.plan.size, np.uint8) if self.plan.size else _NO_WORKSPACE
+        workspace = np.empty(self._workspace_size, np.uint8) if self._workspace_size else _NO_WORKSPACE
         buffers = self.consts + args + outputs
-        slots = self._slot_array(id(workspace), *map(id, buffers))
+        slots = self._slot_array(id(workspace), *map(id, buffers), *self._slot_tail)
         if self._only_native:
             for runner in self._runners:
                 runner(slots)
@@ -234,7 +265,9 @@ def _emit_object_entry(module, name, calls):
     """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, each kernel on its buffers,
     MXCSR restored. Data pointers are read out of the numpy array objects (slot 0: the
     workspace). A call's `bounds` is True to pass start/stop on to the kernel's parallel
-    loop, an extent to run all of it, or None for a kernel without one."""
+    loop, an extent to run all of it, or None for a kernel without one. A call without
+    `sources` is a control-flow step's function: it takes the objects and returns nonzero
+    when a Python callback raised, which ends the call."""
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]), name)
     llvm_target.add_function_attributes(function)
     objects, start, stop = function.args
@@ -258,28 +291,40 @@ def _emit_object_entry(module, name, calls):
                 pointers[source] = b.gep(base, [ir.Constant(codegen.I64, value)], inbounds=True, source_etype=codegen.I8)
         return pointers[source]
 
+    finish = function.append_basic_block("finish")
     for kernel_function, sources, bounds in calls:
+        if sources is None:
+            status = b.call(kernel_function, [objects])
+            resume = function.append_basic_block("resume")
+            b.cbranch(b.icmp_signed("!=", status, ir.Constant(codegen.I32, 0)), finish, resume)
+            b.position_at_end(resume)
+            continue
         args = [pointer(s) for s in sources]
         if bounds is True:
             args += [start, stop]
         elif bounds is not None:
             args += [ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, bounds)]
         b.call(kernel_function, args)
+    b.branch(finish)
+    b.position_at_end(finish)
     codegen.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
 
 
-class _WholeProgram:
-    """All kernels in one native call (programs of kernels only, none split over threads)."""
+class _SerialEntry:
+    """An entry point run on one thread: a control-flow step, or the whole program (when
+    no kernel is split over threads). Re-raises what a Python callback inside raised."""
 
     threads = 1
 
-    def __init__(self, function):
-        self.function = function
+    def __init__(self, function, bridge):
+        self.function, self.bridge = function, bridge
 
     def __call__(self, slots):
         self.function(slots, 0, 0)
+        if self.bridge is not None:
+            self.bridge.raise_pending()
 
 
 PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
@@ -350,85 +395,31 @@ class _PythonStep:
         if step.kind == "gemm":
             call = _Int8MatmulCall if step.eqn.primitive.name == "int8_matmul" else _GemmCall
             self.gemm = call(step.eqn, step.eqn.inputs[1] in constvars)
-        self.run = CONTROL_FLOW[step.eqn.primitive.name](step.eqn) if step.kind == "control" else None
         self.routine = native_routines.compile_routine(native_spec(step.eqn)) if step.kind == "native" else None
 
     def __call__(self, env, workspace, plan):
+        self.run_on(lambda v: _buffer_view(v, env, workspace, plan))
+
+    def run_on(self, view):
+        """Run the equation; `view(var)` is a numpy view of a variable's buffer."""
         eqn = self.step.eqn
-        inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else _buffer_view(v, env, workspace, plan)
-                  for v in eqn.inputs]
-        outputs = [_buffer_view(v, env, workspace, plan) for v in eqn.outputs]
+        inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else view(v) for v in eqn.inputs]
+        outputs = [view(v) for v in eqn.outputs]
         if self.gemm is not None:
             self.gemm(*inputs, out=outputs[0])
             return
         if self.routine is not None:
             self.routine(*map(_contiguous, inputs), *outputs)
             return
-        if self.run is not None:
-            results = self.run(inputs)
-        else:
-            results = eqn.primitive.impl(*inputs, **eqn.params)
-            results = results if eqn.primitive.multiple_results else [results]
+        results = eqn.primitive.impl(*inputs, **eqn.params)
+        results = results if eqn.primitive.multiple_results else [results]
         for out, result in zip(outputs, results):
             np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))
 
 
 # ---------------------------------------------------------------- control flow
-# The loop runs in Python, each body (and condition, and branch) as its own compiled
-# program: one native call per iteration instead of one eager operation per equation.
-# Native loops around the kernels (a loop stage in the kernel IR) are the next step.
-
-def _compile_jaxpr(closed):
-    from jaxlite.lower import pipeline   # pipeline imports this module
-    return pipeline.compile_program(pipeline.lower_jaxpr(closed), "body")
-
-
-def _split(values, *counts):
-    parts, start = [], 0
-    for count in counts:
-        parts.append(list(values[start:start + count]))
-        start += count
-    return parts + [list(values[start:])]
-
-
-def _while_loop(eqn):
-    params = eqn.params
-    cond, body = _compile_jaxpr(params["cond_jaxpr"]), _compile_jaxpr(params["body_jaxpr"])
-
-    def run(inputs):
-        cond_consts, body_consts, carry = _split(inputs, params["cond_nconsts"], params["body_nconsts"])
-        while cond(cond_consts + carry)[0]:
-            carry = body(body_consts + carry)
-        return carry
-    return run
-
-
-def _scan_loop(eqn):
-    params = eqn.params
-    body, num_carry, length = _compile_jaxpr(params["jaxpr"]), params["num_carry"], params["length"]
-
-    def run(inputs):
-        consts, carry, xs = _split(inputs, params["num_consts"], num_carry)
-        ys = [np.empty((length,) + a.shape, a.dtype) for a in params["jaxpr"].out_avals[num_carry:]]
-        for i in (reversed(range(length)) if params["reverse"] else range(length)):
-            outs = body(consts + carry + [x[i, ...] for x in xs])
-            carry = outs[:num_carry]
-            for y, value in zip(ys, outs[num_carry:]):
-                y[i] = value
-        return carry + ys
-    return run
-
-
-def _cond_branches(eqn):
-    branches = [_compile_jaxpr(branch) for branch in eqn.params["branches"]]
-
-    def run(inputs):
-        index, args = inputs[0], inputs[1:]
-        return branches[int(index)](list(args))
-    return run
-
-
-CONTROL_FLOW = {"while": _while_loop, "scan": _scan_loop, "cond": _cond_branches}
+# Lowered to native loops and branches around their bodies' steps (native_flow.py).
+CONTROL_FLOW = ("while", "scan", "cond")
 
 
 # ---------------------------------------------------------------- equations outside kernels
@@ -512,7 +503,10 @@ def _gemm_applies(eqn):
     if dot_compute_dtype(dtype, out.aval.dtype) != dtype:
         return False
     m, n, k, batch = _gemm_sizes(eqn)
-    return min(m, n, k, batch) >= 1 and m * n * k >= 4096
+    # A matrix-vector product (n = 1) stays a fused reduction: the GEMM's vectors run
+    # along n, so it would use one lane of each (64x64 in a loop body: ~0.2 us fused,
+    # ~1.5 us on the GEMM; 1024x1024 at top level: ~0.12 ms fused, ~2 ms on the GEMM).
+    return min(m, k, batch) >= 1 and n > 1 and m * n * k >= 4096
 
 
 def _gemm_sizes(eqn):
