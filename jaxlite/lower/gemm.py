@@ -142,10 +142,21 @@ def _scale(ctx, acc):
     return ctx.builder.fmul(acc, ctx.load(0))
 
 
+def _subtract_argument(ctx, acc):
+    return ctx.builder.fsub(acc, ctx.load(0))
+
+
+def _subtract_from_argument(ctx, acc):
+    return ctx.builder.fsub(ctx.load(0), acc)
+
+
 BIAS = Epilogue("bias", ("columns",), _add_argument)
 RELU = Epilogue("relu", (), _relu)
 SCALE = Epilogue("scale", ("scalar",), _scale)
 RESIDUAL = Epilogue("residual", ("tile",), _add_argument)
+SUBTRACT = Epilogue("subtract", ("tile",), _subtract_argument)
+# tile - C: an SGD update w - lr * (x.T @ g) writes the new weights from the GEMM.
+SUBTRACT_FROM = Epilogue("subtract_from", ("tile",), _subtract_from_argument)
 
 
 @functools.lru_cache(maxsize=None)

@@ -25,7 +25,7 @@ class LoweredProgram:
 
 def lower_jaxpr(closed):
     optimized = passes.run_passes(closed)
-    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights,
+    optimized = passes.run_passes(optimized, (epilogues.swap_transposed_products, _fuse_gemm_epilogues, _fold_low_precision_weights,
                                               _fuse_int8_matmuls, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)

@@ -582,7 +582,8 @@ class _Int8MatmulCall:
 # when the problem is too small to repay the hand-off).
 GEMM_THREADS = os.cpu_count() or 1
 
-_EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU}
+_EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU,
+              "subtract": gemm.SUBTRACT, "subtract_from": gemm.SUBTRACT_FROM}
 
 
 def _operand_layout(plain, transposed):
