@@ -27,7 +27,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target
+from jaxlite.lower import autotune, codegen, gemm, gemm_lowp, llvm_target
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -117,6 +117,7 @@ class Executable:
     def __init__(self, jaxpr, consts, steps, name="jit_fn"):
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
         self.name = name
+        self.gemm_plans = {}        # step number -> GemmPlan, chosen once and kept with the code
         self._plan_buffers()
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
@@ -166,12 +167,16 @@ class Executable:
 
     def _bind_entries(self):
         self._runners = []
-        for segment in self._segments:
+        for number, segment in enumerate(self._segments):
             if isinstance(segment, tuple):
                 name, kernel = segment
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
-            else:
-                self._runners.append(_PythonStep(segment, set(self.jaxpr.constvars)))
+                continue
+            runner = _PythonStep(segment, set(self.jaxpr.constvars), self.gemm_plans.get(number))
+            plan = getattr(runner.gemm, "plan", None)
+            if plan is not None:
+                self.gemm_plans[number] = plan
+            self._runners.append(runner)
         if self._whole_entry and all(r.threads == 1 for r in self._runners):
             whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
             self._runners = [_WholeProgram(whole)]
@@ -216,6 +221,12 @@ class Executable:
 
     def asm(self):
         return self.compiled.asm() if self.compiled is not None else ""
+
+    def describe_gemm_plans(self):
+        """One line per GEMM call: its problem and the plan that runs it (runners and
+        segments correspond one to one whenever there are GEMM steps)."""
+        return [f"{self._runners[number].gemm.describe()}: {plan.describe()}"
+                for number, plan in sorted(self.gemm_plans.items())]
 
 
 def _emit_object_entry(module, name, calls):
@@ -311,6 +322,11 @@ class _NativeKernel:
 _NO_WORKSPACE = np.empty(0, np.uint8)
 
 
+def _data_pointer(array):
+    """An ndarray's data pointer, read from the object (~4x cheaper than .ctypes.data)."""
+    return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value
+
+
 def _contiguous(x):
     """A C-contiguous ndarray (never a numpy scalar: the entry points read array objects)."""
     if type(x) is not np.ndarray:
@@ -332,12 +348,15 @@ def _buffer_view(var, env, workspace, plan):
 class _PythonStep:
     """An equation run between kernels on numpy views of its buffers."""
 
-    def __init__(self, step, constvars=()):
+    def __init__(self, step, constvars=(), plan=None):
         self.step = step
         self.gemm = None
         if step.kind == "gemm":
-            call = _Int8MatmulCall if step.eqn.primitive.name == "int8_matmul" else _GemmCall
-            self.gemm = call(step.eqn, step.eqn.inputs[1] in constvars)
+            rhs_is_constant = step.eqn.inputs[1] in constvars
+            if step.eqn.primitive.name == "int8_matmul":
+                self.gemm = _Int8MatmulCall(step.eqn, rhs_is_constant)
+            else:
+                self.gemm = _GemmCall(step.eqn, rhs_is_constant, plan)
         self.run = CONTROL_FLOW[step.eqn.primitive.name](step.eqn) if step.kind == "control" else None
 
     def __call__(self, env, workspace, plan):
@@ -499,9 +518,9 @@ class _GemmCall:
     transpose flag, any other layout is transposed into a contiguous copy.
     """
 
-    def __init__(self, eqn, rhs_is_constant=False):
+    def __init__(self, eqn, rhs_is_constant=False, plan=None):
         lhs, rhs = eqn.inputs[:2]
-        self._prepared_b = None
+        self._prepared_b, self.plan = None, None
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
         lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
@@ -524,11 +543,25 @@ class _GemmCall:
         names = eqn.params.get("epilogue", ())
         epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
         self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch, epilogue=epilogue)
+        self.plan = plan or autotune.plan_for(self.kernel, GEMM_THREADS)
 
     def __call__(self, lhs, rhs, *extra, out):
         a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
-        self.kernel.run(a, self._operand_b(rhs), *map(np.ascontiguousarray, extra),
-                        out=out.reshape(self.c_shape), threads=GEMM_THREADS)
+        b = self._operand_b(rhs)
+        if self.plan is None:
+            self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape),
+                            threads=GEMM_THREADS)
+            return
+        # The program's planner made every operand contiguous and of its shape: no checks.
+        arrays = (a, b, out, *map(np.ascontiguousarray, extra))
+        self.kernel.run_pointers([_data_pointer(x) for x in arrays], self.plan)
+
+    def describe(self):
+        spec = self.kernel.spec
+        transposes = "".join(name for name, flag in (("A", spec.trans_a), ("B", spec.trans_b)) if flag)
+        return (f"gemm {spec.m}x{spec.n}x{spec.k}" + (f" batch {spec.batch}" if spec.batch > 1 else "")
+                + f" {spec.dtype}" + (f" transposed {transposes}" if transposes else "")
+                + (f" epilogue {spec.epilogue.name}" if spec.epilogue else ""))
 
     def _operand_b(self, rhs):
         return self._arranged_b(rhs) if self._prepared_b is None else self._prepared_b(rhs)
