@@ -6,7 +6,7 @@ rows of C (contiguous in memory), so B is the vector operand and A the broadcast
     for each block of row tiles in [tile_start, tile_end)    <- threads split here
       for each kc-deep slice of K
         pack the A rows of the block into kc x mr micro-panels
-        for each block of nc_tiles column tiles
+        for each block of nc_tiles column tiles in [col_start, col_end)   <- or here
           pack B into kc x nr micro-panels (one block sized to stay in L2)
           for each row tile, for each column tile (the A micro-panel stays in L1)
             microkernel: mr x nr accumulators in registers, mr*nv FMAs per k step
@@ -835,11 +835,12 @@ class GemmKernel:
 
     `address`/`argtypes` are the family's native entry point:
         void(T* a, T* b, T* c, void* workspace, i64 tile_start, i64 tile_end, i64* sizes, T* extra...)
-    with `sizes` pointing at {m, n, k, batch, a_batch_stride, b_batch_stride} (this kernel's
-    `sizes`, a ctypes array). It writes the row tiles [tile_start, tile_end)
-    of C in every batch (a row tile is `blocking.mr` rows; there are `row_tiles`), so calls
-    on disjoint ranges may run on different threads at once, each with its own workspace
-    of `workspace_bytes`.
+    with `sizes` pointing at {m, n, k, batch, a_batch_stride, b_batch_stride, col_tile_start,
+    col_tile_end} (a ctypes array; this kernel's `sizes` covers every column). It writes
+    the row tiles [tile_start, tile_end) of those column tiles of C in every batch (a row
+    tile is `blocking.mr` rows, a column tile `blocking.nr` columns; there are `row_tiles`
+    and `col_tiles`), so calls on disjoint ranges may run on different threads at once,
+    each with its own workspace of `workspace_bytes`. A GemmPlan says how a call is cut up.
     """
 
     def __init__(self, spec, native):
