@@ -15,8 +15,8 @@ thread, two, or another split trade places with the hand-off cost and the machin
 load, and measuring all their candidates costs ~1 ms each. So with
 `jaxlite_autotune` on (the default) a GEMM of at most `jaxlite_autotune_max_flops`
 (default 32 MFLOP, ~0.3 ms on one core here) is measured once: each candidate runs
-on scratch buffers, once to warm up and then in up to three interleaved rounds (fewer
-once 2 ms are spent), and the fastest minimum wins. Raising the limit measures bigger GEMMs too; turning the option off
+on scratch buffers in up to three interleaved rounds (fewer once 2 ms are spent,
+after a warm-up run per thread count), and the fastest minimum wins. Raising the limit measures bigger GEMMs too; turning the option off
 gives the model's plan, the same on every compile.
 
 A winner is remembered per (family: dtype, transposes, epilogue, vector width;
@@ -79,8 +79,10 @@ def measure(kernel, threads):
     pointers, _keep_alive = _scratch_pointers(kernel)
     candidates = kernel.candidate_plans(threads)
     best = {plan: float("inf") for plan in candidates}
-    for plan in candidates:
-        kernel.run_pointers(pointers, plan)     # warm up: workspaces, pages, caches
+    # Warm up once per thread count (workspaces, pages, caches, the pool's threads):
+    # the candidates of a count share all of that.
+    for plan in {plan.threads: plan for plan in candidates}.values():
+        kernel.run_pointers(pointers, plan)
     for round_number in range(_ROUNDS):         # interleaved: a burst of load hits all alike
         if round_number and time.perf_counter() - began > _BUDGET_S:
             break
