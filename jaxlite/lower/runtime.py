@@ -160,6 +160,11 @@ class Executable:
             _emit_object_entry(self.module, self._whole_entry, calls)
         return segments
 
+    def _operand_source(self, atom):
+        if isinstance(atom, Literal):
+            return ("array", np.ascontiguousarray(np.asarray(atom.val, atom.aval.dtype)))
+        return self._source(atom)
+
     def _source(self, var):
         if var in self.object_slots:
             return ("object", self.object_slots[var])
@@ -176,6 +181,9 @@ class Executable:
             plan = getattr(runner.gemm, "plan", None)
             if plan is not None:
                 self.gemm_plans[number] = plan
+                if runner.gemm.reads_operands_in_place():
+                    runner = _SlotGemm(runner.gemm, [self._operand_source(v) for v in segment.eqn.inputs],
+                                       self._source(segment.eqn.outputs[0]))
             self._runners.append(runner)
         if self._whole_entry and all(r.threads == 1 for r in self._runners):
             whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
@@ -267,6 +275,31 @@ def _emit_object_entry(module, name, calls):
     codegen.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
+
+
+class _SlotGemm:
+    """A GEMM step that finds its operands' data through the call's object slots, as the
+    native entry points do: no numpy views or checks (the planner fixed every buffer's
+    shape and layout), so a program of kernels and such GEMMs runs without Python steps."""
+
+    threads = 1     # (its own plan threads it)
+
+    def __init__(self, call, input_sources, output_source):
+        self.gemm, self.plan, self.kernel = call, call.plan, call.kernel
+        a, b, *extra = input_sources
+        self.sources = [a, b, output_source, *extra]
+
+    def __call__(self, slots):
+        self.kernel.run_pointers([_source_pointer(source, slots) for source in self.sources], self.plan)
+
+
+def _source_pointer(source, slots):
+    kind, where = source
+    if kind == "array":
+        return _data_pointer(where)
+    if kind == "object":
+        return ctypes.c_void_p.from_address(slots[where] + _DATA_OFFSET).value
+    return ctypes.c_void_p.from_address(slots[0] + _DATA_OFFSET).value + where
 
 
 class _WholeProgram:
@@ -562,6 +595,10 @@ class _GemmCall:
         return (f"gemm {spec.m}x{spec.n}x{spec.k}" + (f" batch {spec.batch}" if spec.batch > 1 else "")
                 + f" {spec.dtype}" + (f" transposed {transposes}" if transposes else "")
                 + (f" epilogue {spec.epilogue.name}" if spec.epilogue else ""))
+
+    def reads_operands_in_place(self):
+        """Whether A and B reach the kernel as stored (no copy, no repacking per call)."""
+        return self.plan is not None and self.a_perm is None and self.b_perm is None
 
     def _operand_b(self, rhs):
         return self._arranged_b(rhs) if self._prepared_b is None else self._prepared_b(rhs)
