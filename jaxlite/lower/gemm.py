@@ -814,6 +814,27 @@ class GemmPlan:
 SINGLE_THREAD = GemmPlan(1, "rows", 1)
 
 
+class _SharedUnits:
+    """Units of one call, taken in turn by the threads offered them. The caller waits for
+    the units taken, not for the threads: a helper a busy machine has not yet scheduled
+    finds nothing left when it runs, and the caller has not waited for it."""
+
+    def __init__(self, units, run):
+        self._todo, self._run = iter(units), run     # each next() is atomic under the GIL
+        self._left, self._lock, self._done = len(units), threading.Lock(), threading.Event()
+
+    def take(self):
+        for unit in self._todo:
+            self._run(unit)
+            with self._lock:
+                self._left -= 1
+                if not self._left:
+                    self._done.set()
+
+    def wait(self):
+        self._done.wait()
+
+
 class CompiledFamily:
     """The machine code of one GemmFamily: a native entry point at `address` with ctypes
     signature `argtypes` (see GemmEmitter.emit_entry)."""
@@ -920,15 +941,11 @@ class GemmKernel:
             for sizes, lo, hi in units:
                 self._run_unit(pointers, sizes, lo, hi)
             return
-        todo = iter(units)      # shared: each next() is atomic under the GIL
-
-        def take_units():
-            for unit in todo:
-                self._run_unit(pointers, *unit)
-        helpers = [_thread_pool().submit(take_units) for _ in range(plan.threads - 1)]
-        take_units()
-        for helper in helpers:
-            helper.result()
+        shared = _SharedUnits(units, lambda unit: self._run_unit(pointers, *unit))
+        for _ in range(plan.threads - 1):
+            _thread_pool().submit(shared.take)
+        shared.take()
+        shared.wait()
 
     def _run_unit(self, pointers, sizes, tile_start, tile_end):
         self.native.function(*pointers[:3], self._workspace(), tile_start, tile_end, sizes, *pointers[3:])
