@@ -282,8 +282,6 @@ class _SlotGemm:
     native entry points do: no numpy views or checks (the planner fixed every buffer's
     shape and layout), so a program of kernels and such GEMMs runs without Python steps."""
 
-    threads = 1     # (its own plan threads it)
-
     def __init__(self, call, input_sources, output_source):
         self.gemm, self.plan, self.kernel = call, call.plan, call.kernel
         a, b, *extra = input_sources
@@ -581,7 +579,7 @@ class _GemmCall:
     def __call__(self, lhs, rhs, *extra, out):
         a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
         b = self._operand_b(rhs)
-        if self.plan is None:
+        if self.plan is None:       # a low-precision GEMM: its wrapper takes the operands
             self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape),
                             threads=GEMM_THREADS)
             return
