@@ -779,13 +779,20 @@ _pool_lock = threading.Lock()
 _pool = None
 
 
+def available_cpus():
+    """The CPUs this process may run on (taskset, cgroups' cpusets), not the machine's:
+    a second thread on one allowed core would only take turns with the first."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _thread_pool():
     """One pool for the process: starting threads per call would cost ~50 us each."""
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
-                                       thread_name_prefix="jaxlite-gemm")
+            _pool = ThreadPoolExecutor(max_workers=available_cpus(), thread_name_prefix="jaxlite-gemm")
         return _pool
 
 

@@ -646,9 +646,9 @@ class _Int8MatmulCall:
         self.kernel.run_words(words, b, x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
 
 
-# Every GEMM step splits its row tiles over the cores (the kernel takes fewer threads
-# when the problem is too small to repay the hand-off).
-GEMM_THREADS = os.cpu_count() or 1
+# Every GEMM step may use the CPUs this process may run on; its plan (autotune.py) says
+# how many threads it takes and how it splits C among them.
+GEMM_THREADS = gemm.available_cpus()
 
 _EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU,
               "subtract": gemm.SUBTRACT, "subtract_from": gemm.SUBTRACT_FROM}
