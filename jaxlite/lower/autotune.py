@@ -7,12 +7,13 @@ columns, one unit of work per thread or smaller units taken in turn. The cost mo
 a hand-off's worth of work, along the rows unless too few row tiles go round.
 
 Where the model's answer is a close call, measuring decides. Measured on the MLP
-training step (784-512-512-10, batch 256) on this 2-core machine: the big GEMMs
-(130-200 MFLOP, 1-2 ms) are the model's easy cases (two threads along the rows
-halve them on an idle machine) and measuring them would cost ~20 ms of compile time
-each; the small ones (the 10-wide last layer, ~2.6 MFLOP, ~50-100 us) are where one
-thread, two, or another split trade places with the hand-off cost and the machine's
-load, and measuring all their candidates costs ~1 ms each. So with
+training step (784-512-512-10, batch 256) on this 2-core machine
+(benchmarks/bench_gemm_plans.py): the big GEMMs (130-200 MFLOP, 1-2 ms on one core)
+are the model's easy cases (two threads along the rows nearly halve them on an idle
+machine) and measuring them cost 40-90 ms of compile time each at load 10; the small
+ones (the 10-wide last layer, ~2.6 MFLOP, 40-90 us) are where one thread, two, or
+another split trade places with the hand-off cost and the machine's load, and
+measuring all their candidates cost 1-2 ms each. So with
 `jaxlite_autotune` on (the default) a GEMM of at most `jaxlite_autotune_max_flops`
 (default 32 MFLOP, ~0.3 ms on one core here) is measured once: each candidate runs
 on scratch buffers in up to three interleaved rounds (fewer once 2 ms are spent,
