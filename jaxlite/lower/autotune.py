@@ -13,12 +13,12 @@ are the model's easy cases (two threads along the rows nearly halve them on an i
 machine) and measuring them cost 40-90 ms of compile time each at load 10; the small
 ones (the 10-wide last layer, ~2.6 MFLOP, 40-90 us) are where one thread, two, or
 another split trade places with the hand-off cost and the machine's load, and
-measuring all their candidates cost 1-2 ms each. So with
-`jaxlite_autotune` on (the default) a GEMM of at most `jaxlite_autotune_max_flops`
-(default 32 MFLOP, ~0.3 ms on one core here) is measured once: each candidate runs
-on scratch buffers in up to three interleaved rounds (fewer once 2 ms are spent,
-after a warm-up run per thread count), and the fastest minimum wins. Raising the limit measures bigger GEMMs too; turning the option off
-gives the model's plan, the same on every compile.
+measuring all their candidates cost 1-2 ms each. So with `jaxlite_autotune` on (the
+default) a GEMM of at most `jaxlite_autotune_max_flops` (default 32 MFLOP, ~0.3 ms on
+one core here) is measured once: each candidate runs on scratch buffers in up to
+three interleaved rounds (fewer once 2 ms are spent, after a warm-up run per thread
+count), and the fastest minimum wins. Raising the limit measures bigger GEMMs too;
+turning the option off gives the model's plan, the same on every compile.
 
 A winner is remembered per (family: dtype, transposes, epilogue, vector width;
 sizes, batch strides; threads available) in a process-wide table and, with the
