@@ -231,3 +231,20 @@ def test_broadcast_literals_are_recomputed_by_each_kernel():
     assert all(kernel.inputs for kernel in kernels(lowered(grads, w1, w2)))
     for got, want in zip(jaxlite.jit(grads)(w1, w2), grads(w1, w2)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_relu_derivative_is_a_gemm_epilogue_of_the_backward_product():
+    # The pre-activation is exactly 0 in w1's zero column: JAX's derivative of max there is 0.5.
+    rng = np.random.default_rng(10)
+    x, w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((32, 48), (48, 64), (64, 16)))
+    w1[:, 3] = 0.0
+
+    def loss(w1, w2):
+        return jnp.sum(jnp.tanh(jnp.maximum(x @ w1, 0.0) @ w2))
+    grads = jaxlite.grad(loss, argnums=(0, 1))
+    program = lowered(grads, w1, w2)
+    epilogues = [step.eqn.params.get("epilogue") for step in program.steps if isinstance(step, fusion.EqnStep)]
+    assert ("relu_grad",) in epilogues
+    assert not any(e.primitive.name == "select_n" for e in program.closed.jaxpr.eqns)
+    for got, want in zip(jaxlite.jit(grads)(w1, w2), grads(w1, w2)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -150,11 +150,21 @@ def _subtract_from_argument(ctx, acc):
     return ctx.builder.fsub(ctx.load(0), acc)
 
 
+def _times_relu_derivative(ctx, acc):
+    builder, x = ctx.builder, ctx.load(0)
+    lanes = acc.type.count
+    zero, half, one = (ir.Constant(acc.type, [value] * lanes) for value in (0.0, 0.5, 1.0))
+    at_zero = builder.select(builder.fcmp_ordered("==", x, zero), half, zero)
+    return builder.fmul(acc, builder.select(builder.fcmp_ordered(">", x, zero), one, at_zero))
+
+
 BIAS = Epilogue("bias", ("columns",), _add_argument)
 RELU = Epilogue("relu", (), _relu)
 SCALE = Epilogue("scale", ("scalar",), _scale)
 RESIDUAL = Epilogue("residual", ("tile",), _add_argument)
 SUBTRACT = Epilogue("subtract", ("tile",), _subtract_argument)
+# C * d/dx max(x, 0) for x the argument tile: 1 where x > 0, 0.5 where x == 0 (as JAX), else 0.
+RELU_GRAD = Epilogue("relu_grad", ("tile",), _times_relu_derivative)
 # tile - C: an SGD update w - lr * (x.T @ g) writes the new weights from the GEMM.
 SUBTRACT_FROM = Epilogue("subtract_from", ("tile",), _subtract_from_argument)
 

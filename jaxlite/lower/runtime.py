@@ -651,7 +651,7 @@ class _Int8MatmulCall:
 GEMM_THREADS = gemm.available_cpus()
 
 _EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU,
-              "subtract": gemm.SUBTRACT, "subtract_from": gemm.SUBTRACT_FROM}
+              "subtract": gemm.SUBTRACT, "subtract_from": gemm.SUBTRACT_FROM, "relu_grad": gemm.RELU_GRAD}
 
 
 def _operand_layout(plain, transposed):
