@@ -202,3 +202,49 @@ def test_gemm_epilogue_stops_at_a_shared_value():
                if isinstance(step, fusion.EqnStep))
     got, want = jaxlite.jit(f)(x, w), f(x, w)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+
+
+def test_sgd_step_on_a_weight_gradient_is_one_gemm():
+    # grad gives transpose(dot(g, x)); the GEMM computes dot(x, g) and writes w - lr * grad.
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((96, 80)).astype(np.float32)
+
+    def step(w, x):
+        grad = jaxlite.grad(lambda w: jnp.sum(jnp.tanh(x @ w)))(w)
+        return w - 0.1 * grad
+    program = lowered(step, w, x)
+    gemms = [step.eqn for step in program.steps if isinstance(step, fusion.EqnStep)]
+    assert [e.params.get("epilogue") for e in gemms] == [None, ("scale", "subtract_from")]
+    assert not any(e.primitive.name == "transpose" for e in program.closed.jaxpr.eqns)
+    np.testing.assert_allclose(jaxlite.jit(step)(w, x), step(w, x), rtol=1e-4, atol=1e-4)
+
+
+def test_broadcast_literals_are_recomputed_by_each_kernel():
+    # Each relu's derivative selects among broadcast 1.0, 0.5 and 0.0 (shared by both
+    # layers' backward kernels, which a GEMM separates): no kernel fills a buffer with them.
+    rng = np.random.default_rng(8)
+    x, w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((32, 48), (48, 64), (64, 64)))
+
+    def loss(w1, w2):
+        return jnp.sum(jnp.maximum(jnp.maximum(x @ w1, 0.0) @ w2, 0.0) ** 2)
+    grads = jaxlite.grad(loss, argnums=(0, 1))
+    assert all(kernel.inputs for kernel in kernels(lowered(grads, w1, w2)))
+    for got, want in zip(jaxlite.jit(grads)(w1, w2), grads(w1, w2)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_relu_derivative_is_a_gemm_epilogue_of_the_backward_product():
+    # The pre-activation is exactly 0 in w1's zero column: JAX's derivative of max there is 0.5.
+    rng = np.random.default_rng(10)
+    x, w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((32, 48), (48, 64), (64, 16)))
+    w1[:, 3] = 0.0
+
+    def loss(w1, w2):
+        return jnp.sum(jnp.tanh(jnp.maximum(x @ w1, 0.0) @ w2))
+    grads = jaxlite.grad(loss, argnums=(0, 1))
+    program = lowered(grads, w1, w2)
+    epilogues = [step.eqn.params.get("epilogue") for step in program.steps if isinstance(step, fusion.EqnStep)]
+    assert ("relu_grad",) in epilogues
+    assert not any(e.primitive.name == "select_n" for e in program.closed.jaxpr.eqns)
+    for got, want in zip(jaxlite.jit(grads)(w1, w2), grads(w1, w2)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -281,3 +281,13 @@ def test_edge_tiles_stay_inside_operands(m, n, k, trans_a, trans_b):
     bias, residual = bias.astype(np.float64), residual.astype(np.float64)
     assert_matches(out, x @ y + bias + residual, np.abs(x) @ np.abs(y) + np.abs(bias) + np.abs(residual),
                    k, "float32")
+
+
+def test_relu_derivative_epilogue_keeps_the_half_at_zero():
+    rng = np.random.default_rng(9)
+    m, n, k = 21, 37, 50
+    a, b = operands(rng, m, n, k, "float32")
+    x = rng.choice(np.array([-1.5, 0.0, 2.0], np.float32), (m, n))
+    result = compile_gemm(m, n, k, epilogue=gemm.RELU_GRAD)(a, b, x)
+    mask = np.where(x > 0, 1.0, np.where(x == 0, 0.5, 0.0))
+    np.testing.assert_allclose(result, (a.astype(np.float64) @ b) * mask, rtol=1e-5, atol=1e-5)

@@ -12,7 +12,8 @@ _DEFAULTS = {
     "jax_compilation_cache_dir": None,
     "jax_disable_jit": False,
     "jaxlite_dump_passes": False,
-    "jaxlite_autotune": True,
+    "jaxlite_autotune": True,           # measure close-call GEMM plans once (lower/autotune.py)
+    "jaxlite_autotune_max_flops": 32_000_000,   # ... those of at most this many FLOPs
 }
 
 

@@ -1,9 +1,17 @@
-"""GEMM epilogue fusion: dot_general followed by bias, residual, scale and relu.
+"""GEMM output passes: transposed products, and epilogue fusion.
+
+A reverse-mode weight gradient comes out of dot_general's transpose rule as
+`transpose(dot_general(g, x))`; `swap_transposed_products` computes it directly as
+`dot_general(x, g)`, so the GEMM writes it in the layout its consumers read (the
+transpose would otherwise be a strided pass over the whole gradient).
 
 The generated GEMM applies elementwise epilogues while its accumulators are still in
-registers (gemm.BIAS, RESIDUAL, SCALE, RELU). This pass finds a matrix product whose
-only use starts such a chain, and replaces product and chain by one `dot_epilogue`
-equation, so `relu(x @ w + b)` costs one pass over the output instead of three.
+registers (gemm.BIAS, RESIDUAL, SUBTRACT, SUBTRACT_FROM, SCALE, RELU, RELU_GRAD). `fuse_epilogues`
+finds a matrix product whose only use starts such a chain, and replaces product and
+chain by one `dot_epilogue` equation, so `relu(x @ w + b)` costs one pass over the
+output instead of three, an SGD step `w - lr * grad` is written by the GEMM, and so
+is a backward pass's product times relu's derivative (the mask read from the
+pre-activation, with JAX's 0.5 at 0).
 """
 import numpy as np
 
@@ -22,6 +30,13 @@ def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue):
             out = np.where(out < 0, np.zeros((), out.dtype), out)
         elif name == "scale":
             out = out * next(args)
+        elif name == "subtract":
+            out = out - next(args)
+        elif name == "subtract_from":
+            out = next(args) - out
+        elif name == "relu_grad":
+            x = next(args)
+            out = out * np.where(x > 0, 1, np.where(x == 0, 0.5, 0)).astype(out.dtype)
         else:
             out = out + next(args)
     return out.astype(lhs.dtype)
@@ -74,6 +89,39 @@ def fuse_epilogues(closed, is_gemm):
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars), closed.consts)
 
 
+def swap_transposed_products(closed):
+    """transpose(dot_general(x, y)) -> dot_general(y, x) when the transpose only swaps
+    the two operands' free axes and is the product's only use."""
+    jaxpr = closed.jaxpr
+    uses = _use_counts(jaxpr)
+    producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outputs}
+    swapped, replacements = set(), {}
+    for eqn in jaxpr.eqns:
+        product = producers.get(eqn.inputs[0]) if eqn.primitive.name == "transpose" else None
+        if product is None or product.primitive.name != "dot_general" or uses[eqn.inputs[0]] != 1:
+            continue
+        if eqn.params["permutation"] == _operand_swap(product):
+            swapped.add(id(product))
+            (lc, rc), _ = product.params["dimension_numbers"]
+            replacements[id(eqn)] = product.replace(
+                inputs=list(product.inputs[::-1]), outputs=list(eqn.outputs),
+                params={**product.params, "dimension_numbers": ((rc, lc), ((), ()))})
+    if not replacements:
+        return closed
+    eqns = [replacements.get(id(e), e) for e in jaxpr.eqns if id(e) not in swapped]
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars), closed.consts)
+
+
+def _operand_swap(product):
+    """The permutation that moves the rhs's free axes before the lhs's (None with batch axes)."""
+    lhs, rhs = product.inputs
+    (lc, rc), (lb, _) = product.params["dimension_numbers"]
+    if lb:
+        return None
+    lhs_free, rhs_free = lhs.aval.ndim - len(lc), rhs.aval.ndim - len(rc)
+    return tuple(range(lhs_free, lhs_free + rhs_free)) + tuple(range(lhs_free))
+
+
 def _use_counts(jaxpr):
     counts = {}
     for eqn in jaxpr.eqns:
@@ -102,22 +150,52 @@ def _epilogue_step(eqn, acc, producers):
     if len(others) != 1 or out.shape != acc.aval.shape or out.dtype != acc.aval.dtype:
         return None
     other = others[0]
-    if name == "max" and _is_zero(other, producers):
+    if name == "max" and _is_literal(other, 0, producers):
         return "relu", None
-    if name == "mul" and isinstance(other, Var) and other.aval.ndim == 0:
+    if name == "mul" and other.aval.ndim == 0:
         return "scale", other
-    if name != "add" or not isinstance(other, Var) or other.aval.shape != acc.aval.shape:
+    if name == "mul" and _relu_derivative_of(other, producers) is not None:
+        return "relu_grad", _relu_derivative_of(other, producers)
+    if name not in ("add", "sub") or not isinstance(other, Var) or other.aval.shape != acc.aval.shape:
         return None
+    if name == "sub":
+        return ("subtract" if eqn.inputs[0] is acc else "subtract_from"), other
     bias = _column_vector(other, producers)
     if bias is not None:
         return "bias", bias
     return "residual", other
 
 
-def _is_zero(atom, producers):
-    if isinstance(atom, Var) and atom in producers and producers[atom].primitive.name == "broadcast_in_dim":
-        atom = producers[atom].inputs[0]
-    return isinstance(atom, Literal) and np.asarray(atom.val) == 0
+def _is_literal(atom, value, producers):
+    """`atom` is the literal `value`, or a broadcast of it."""
+    broadcast = _producer(atom, producers, "broadcast_in_dim")
+    if broadcast is not None:
+        atom = broadcast.inputs[0]
+    return isinstance(atom, Literal) and np.asarray(atom.val) == value
+
+
+def _producer(atom, producers, name):
+    eqn = producers.get(atom) if isinstance(atom, Var) else None
+    return eqn if eqn is not None and eqn.primitive.name == name else None
+
+
+def _relu_derivative_of(atom, producers):
+    """x, when `atom` is the derivative of max(x, 0) as its JVP writes it:
+    select_n(x > 0, select_n(x == 0, 0, 0.5), 1)."""
+    outer = _producer(atom, producers, "select_n")
+    if outer is None or len(outer.inputs) != 3:
+        return None
+    positive, inner_atom, one = outer.inputs
+    greater, inner = _producer(positive, producers, "gt"), _producer(inner_atom, producers, "select_n")
+    if greater is None or inner is None or len(inner.inputs) != 3:
+        return None
+    tie, zero, half = inner.inputs
+    equal, x = _producer(tie, producers, "eq"), greater.inputs[0]
+    literals = [(one, 1), (zero, 0), (half, 0.5), (greater.inputs[1], 0)]
+    if equal is None or equal.inputs[0] is not x or not _is_literal(equal.inputs[1], 0, producers) or \
+            not all(_is_literal(a, value, producers) for a, value in literals):
+        return None
+    return x if isinstance(x, Var) and x.aval.shape == atom.aval.shape and x.aval.dtype == atom.aval.dtype else None
 
 
 def _column_vector(atom, producers):

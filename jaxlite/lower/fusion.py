@@ -17,7 +17,8 @@ Choosing what to materialize, greedily:
   1. jaxpr outputs, operands and results of equations without a fused lowering,
      and dot_general, cumulative and scatter results (each its own kernel);
   2. a value needed by roots of different kernels, unless those roots can share
-     one kernel (same domain, compatible reductions, independent of each other);
+     one kernel (same domain, compatible reductions, independent of each other)
+     or it is a broadcast literal or an iota (recomputed in each);
   3. a reduction whose result would have to be recomputed per inner point
      (its kept index does not cover exactly the kernel's outer loops).
 Rule 3 is discovered while lowering, which then restarts with the larger set.
@@ -183,7 +184,8 @@ def _group_roots(jaxpr, producers, roots, external, allow_merging):
         groups = _UnionFind()
         shared = None
         for var, var_users in users.items():
-            if len(var_users) > 1 and not _merge(groups, var_users, producers, ancestors, allow_merging):
+            if len(var_users) > 1 and not _free_to_recompute(var, producers) and \
+                    not _merge(groups, var_users, producers, ancestors, allow_merging):
                 shared = var
                 break
         if shared is None:
@@ -196,6 +198,12 @@ def _group_roots(jaxpr, producers, roots, external, allow_merging):
     for root in sorted(kernel_roots, key=lambda v: _eqn_position(jaxpr, producers, v)):
         members.setdefault(groups.find(root), []).append(root)
     return list(members.values())
+
+
+def _free_to_recompute(var, producers):
+    """A broadcast literal or an iota: cheaper inlined in every kernel than read from memory."""
+    eqn = producers[var]
+    return eqn.primitive.name in ("broadcast_in_dim", "iota") and not any(isinstance(v, Var) for v in eqn.inputs)
 
 
 def _merge(groups, roots, producers, ancestors, allow_merging):

@@ -6,7 +6,7 @@ rows of C (contiguous in memory), so B is the vector operand and A the broadcast
     for each block of row tiles in [tile_start, tile_end)    <- threads split here
       for each kc-deep slice of K
         pack the A rows of the block into kc x mr micro-panels
-        for each block of nc_tiles column tiles
+        for each block of nc_tiles column tiles in [col_start, col_end)   <- or here
           pack B into kc x nr micro-panels (one block sized to stay in L2)
           for each row tile, for each column tile (the A micro-panel stays in L1)
             microkernel: mr x nr accumulators in registers, mr*nv FMAs per k step
@@ -32,7 +32,7 @@ import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import llvmlite.ir as ir
@@ -142,10 +142,31 @@ def _scale(ctx, acc):
     return ctx.builder.fmul(acc, ctx.load(0))
 
 
+def _subtract_argument(ctx, acc):
+    return ctx.builder.fsub(acc, ctx.load(0))
+
+
+def _subtract_from_argument(ctx, acc):
+    return ctx.builder.fsub(ctx.load(0), acc)
+
+
+def _times_relu_derivative(ctx, acc):
+    builder, x = ctx.builder, ctx.load(0)
+    lanes = acc.type.count
+    zero, half, one = (ir.Constant(acc.type, [value] * lanes) for value in (0.0, 0.5, 1.0))
+    at_zero = builder.select(builder.fcmp_ordered("==", x, zero), half, zero)
+    return builder.fmul(acc, builder.select(builder.fcmp_ordered(">", x, zero), one, at_zero))
+
+
 BIAS = Epilogue("bias", ("columns",), _add_argument)
 RELU = Epilogue("relu", (), _relu)
 SCALE = Epilogue("scale", ("scalar",), _scale)
 RESIDUAL = Epilogue("residual", ("tile",), _add_argument)
+SUBTRACT = Epilogue("subtract", ("tile",), _subtract_argument)
+# C * d/dx max(x, 0) for x the argument tile: 1 where x > 0, 0.5 where x == 0 (as JAX), else 0.
+RELU_GRAD = Epilogue("relu_grad", ("tile",), _times_relu_derivative)
+# tile - C: an SGD update w - lr * (x.T @ g) writes the new weights from the GEMM.
+SUBTRACT_FROM = Epilogue("subtract_from", ("tile",), _subtract_from_argument)
 
 
 @functools.lru_cache(maxsize=None)
@@ -338,6 +359,8 @@ class Sizes:
     k: ir.Value
     row_tiles: ir.Value
     col_tiles: ir.Value
+    col_start: ir.Value     # the column tiles this call writes: [col_start, col_end)
+    col_end: ir.Value
 
 
 class GemmEmitter:
@@ -584,18 +607,22 @@ class GemmEmitter:
 
     def emit_entry(self):
         """void name(a, b, c, workspace, i64 tile_start, i64 tile_end, i64* sizes, extra...)
-        with sizes = {m, n, k, batch, a_batch_stride, b_batch_stride}: one pointer converts
-        faster in a ctypes call than six integers."""
+        with sizes = {m, n, k, batch, a_batch_stride, b_batch_stride, col_tile_start,
+        col_tile_end}: one pointer converts faster in a ctypes call than eight integers.
+        The call writes the row tiles [tile_start, tile_end) of the column tiles
+        [col_tile_start, col_tile_end): threads split C along either axis."""
         extra_types = [PTR] * len(self.spec.epilogue_kinds)
         function, builder = self.new_function(
             self.name, [PTR] * 4 + [I64] * 2 + [PTR] + extra_types, internal=False)
         a, b, c, workspace, tile_start, tile_end, size_array, *extra = function.args
-        m, n, k, batch, a_batch, b_batch = [builder.load(builder.gep(size_array, [as_i64(i)], source_etype=I64), typ=I64)
-                                            for i in range(6)]
+        m, n, k, batch, a_batch, b_batch, col_start, col_end = [
+            builder.load(builder.gep(size_array, [as_i64(i)], source_etype=I64), typ=I64) for i in range(8)]
         for pointer in (a, b, workspace):
             pointer.add_attribute("noalias")
-        sizes = Sizes(m, n, k, self._tiles(builder, m, self.blk.mr), self._tiles(builder, n, self.blk.nr))
+        col_tiles = self._tiles(builder, n, self.blk.nr)
         # Clamping makes any range memory-safe; the caller picks disjoint ones.
+        sizes = Sizes(m, n, k, self._tiles(builder, m, self.blk.mr), col_tiles,
+                      smax(builder, col_start, as_i64(0)), smin(builder, col_end, col_tiles))
         start = smax(builder, tile_start, as_i64(0))
         end = smin(builder, tile_end, sizes.row_tiles)
         workspace = self._aligned(builder, workspace)
@@ -651,7 +678,7 @@ class GemmEmitter:
     def _emit_blocked(self, builder, sizes, a, b, c, workspace, start, end, extra):
         blk = self.blk
         # A micro-panel is reused once per column tile: with one, packing would only copy.
-        packs_a = builder.icmp_signed(">", sizes.col_tiles, as_i64(1))
+        packs_a = builder.icmp_signed(">", builder.sub(sizes.col_end, sizes.col_start), as_i64(1))
         packed_a = workspace
         packed_a_tiles = smin(builder, sizes.row_tiles, as_i64(blk.mb_tiles))
         packed_b = self.gep(builder, workspace, builder.mul(packed_a_tiles, as_i64(blk.kc * blk.mr)))
@@ -667,14 +694,14 @@ class GemmEmitter:
                     self._pack_a_block(builder, sizes, a, packed_a, block_start, block_end, k0, kc)
 
                 def col_block(col_start):
-                    col_end = smin(builder, builder.add(col_start, as_i64(blk.nc_tiles)), sizes.col_tiles)
+                    col_end = smin(builder, builder.add(col_start, as_i64(blk.nc_tiles)), sizes.col_end)
                     self._pack_b_block(builder, sizes, b, packed_b, col_start, col_end, k0, kc)
                     slice_ = (packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last)
                     emit_loop(builder, block_start, block_end, lambda rt: emit_loop(
                         builder, col_start, col_end,
                         lambda ct: self._packed_tile(builder, sizes, slice_, c, rt, ct, extra),
                         name="ct"), name="rt")
-                emit_loop(builder, 0, sizes.col_tiles, col_block, blk.nc_tiles, name="cb")
+                emit_loop(builder, sizes.col_start, sizes.col_end, col_block, blk.nc_tiles, name="cb")
             emit_loop(builder, 0, sizes.k, k_slice, blk.kc, name="k0")
         emit_loop(builder, start, end, row_block, blk.mb_tiles, name="rb")
 
@@ -744,13 +771,20 @@ _pool_lock = threading.Lock()
 _pool = None
 
 
+def available_cpus():
+    """The CPUs this process may run on (taskset, cgroups' cpusets), not the machine's:
+    a second thread on one allowed core would only take turns with the first."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _thread_pool():
     """One pool for the process: starting threads per call would cost ~50 us each."""
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
-                                       thread_name_prefix="jaxlite-gemm")
+            _pool = ThreadPoolExecutor(max_workers=available_cpus(), thread_name_prefix="jaxlite-gemm")
         return _pool
 
 
@@ -758,6 +792,46 @@ def split_range(count, parts):
     """`parts` contiguous [start, end) ranges covering range(count), sizes within one."""
     bounds = [count * i // parts for i in range(parts + 1)]
     return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """How one GEMM call runs its family's kernel: C cut along `split` ("rows" or
+    "columns" of tiles) into `units` pieces, which `threads` threads take in turn (the
+    calling thread too: a thread slow to start, or descheduled on a busy machine, takes
+    fewer). `origin` says who chose it ("model", "measured"); it does not key anything."""
+    threads: int
+    split: str
+    units: int
+    origin: str = field(default="model", compare=False)
+
+    def describe(self):
+        threads = "1 thread" if self.threads == 1 else f"{self.threads} threads"
+        return f"{threads}, {self.units} unit{'s' if self.units > 1 else ''} of {self.split} ({self.origin})"
+
+
+SINGLE_THREAD = GemmPlan(1, "rows", 1)
+
+
+class _SharedUnits:
+    """Units of one call, taken in turn by the threads offered them. The caller waits for
+    the units taken, not for the threads: a helper a busy machine has not yet scheduled
+    finds nothing left when it runs, and the caller has not waited for it."""
+
+    def __init__(self, units, run):
+        self._todo, self._run = iter(units), run     # each next() is atomic under the GIL
+        self._left, self._lock, self._done = len(units), threading.Lock(), threading.Event()
+
+    def take(self):
+        for unit in self._todo:
+            self._run(unit)
+            with self._lock:
+                self._left -= 1
+                if not self._left:
+                    self._done.set()
+
+    def wait(self):
+        self._done.wait()
 
 
 class CompiledFamily:
@@ -781,23 +855,68 @@ class GemmKernel:
 
     `address`/`argtypes` are the family's native entry point:
         void(T* a, T* b, T* c, void* workspace, i64 tile_start, i64 tile_end, i64* sizes, T* extra...)
-    with `sizes` pointing at {m, n, k, batch, a_batch_stride, b_batch_stride} (this kernel's
-    `sizes`, a ctypes array). It writes the row tiles [tile_start, tile_end)
-    of C in every batch (a row tile is `blocking.mr` rows; there are `row_tiles`), so calls
-    on disjoint ranges may run on different threads at once, each with its own workspace
-    of `workspace_bytes`.
+    with `sizes` pointing at {m, n, k, batch, a_batch_stride, b_batch_stride, col_tile_start,
+    col_tile_end} (a ctypes array; this kernel's `sizes` covers every column). It writes
+    the row tiles [tile_start, tile_end) of those column tiles of C in every batch (a row
+    tile is `blocking.mr` rows, a column tile `blocking.nr` columns; there are `row_tiles`
+    and `col_tiles`), so calls on disjoint ranges may run on different threads at once,
+    each with its own workspace of `workspace_bytes`. A GemmPlan says how a call is cut up.
     """
 
     def __init__(self, spec, native):
         self.spec, self.native, self.blocking = spec, native, native.blocking
         blk = self.blocking
         self.row_tiles = -(-spec.m // blk.mr)
-        col_tiles = -(-spec.n // blk.nr)
-        self.sizes = (ctypes.c_int64 * 6)(spec.m, spec.n, spec.k, spec.batch, spec.a_batch_stride, spec.b_batch_stride)
-        packed_elements = blk.kc * (blk.mr * min(blk.mb_tiles, self.row_tiles) + blk.nr * min(blk.nc_tiles, col_tiles))
+        self.col_tiles = -(-spec.n // blk.nr)
+        self.sizes = self._sizes(0, self.col_tiles)
+        packed_elements = blk.kc * (blk.mr * min(blk.mb_tiles, self.row_tiles)
+                                    + blk.nr * min(blk.nc_tiles, self.col_tiles))
         self.workspace_bytes = packed_elements * spec.itemsize + _WORKSPACE_ALIGN
         self.address, self.argtypes = native.address, native.argtypes
         self._local = threading.local()
+        self._units = {}
+
+    def _sizes(self, col_start, col_end):
+        spec = self.spec
+        return (ctypes.c_int64 * 8)(spec.m, spec.n, spec.k, spec.batch, spec.a_batch_stride, spec.b_batch_stride,
+                                    col_start, col_end)
+
+    # -- plans
+
+    @property
+    def flops(self):
+        spec = self.spec
+        return 2 * spec.m * spec.n * spec.k * spec.batch
+
+    def model_plan(self, threads):
+        """The cost model: as many threads as the work repays (each must get more than a
+        hand-off's worth), over rows unless there are too few row tiles to go round."""
+        threads = max(1, min(threads, int(self.flops // _MIN_FLOPS_PER_THREAD)))
+        if threads == 1:
+            return SINGLE_THREAD
+        if self.row_tiles < 2 * threads and self.col_tiles > self.row_tiles:
+            return GemmPlan(min(threads, self.col_tiles), "columns", min(threads, self.col_tiles))
+        return GemmPlan(min(threads, self.row_tiles), "rows", min(threads, self.row_tiles))
+
+    def candidate_plans(self, threads):
+        """Plans worth measuring: one thread, and `threads` threads over either axis in
+        one unit per thread or two (smaller units balance better when a core is busy)."""
+        plans = [SINGLE_THREAD, self.model_plan(threads)]
+        if threads > 1:
+            for split, tiles in (("rows", self.row_tiles), ("columns", self.col_tiles)):
+                plans += [GemmPlan(threads, split, units) for units in (threads, 2 * threads) if units <= tiles]
+        return list(dict.fromkeys(plans))
+
+    def _plan_units(self, plan):
+        """(sizes, tile_start, tile_end) per unit of `plan`, made once per plan."""
+        key = (plan.split, plan.units)
+        if key not in self._units:
+            if plan.split == "rows":
+                units = [(self.sizes, lo, hi) for lo, hi in split_range(self.row_tiles, plan.units)]
+            else:
+                units = [(self._sizes(lo, hi), 0, self.row_tiles) for lo, hi in split_range(self.col_tiles, plan.units)]
+            self._units[key] = units
+        return self._units[key]
 
     def asm(self):
         return self.native.asm()
@@ -805,24 +924,30 @@ class GemmKernel:
     def __call__(self, a, b, *extra, out=None):
         return self.run(a, b, *extra, out=out, threads=1)
 
-    def run(self, a, b, *extra, out=None, threads=1):
-        """C = epilogue(A @ B) on numpy arrays, the row tiles split over up to `threads`
-        threads (fewer when the problem is too small to repay the hand-off)."""
+    def run(self, a, b, *extra, out=None, threads=1, plan=None):
+        """C = epilogue(A @ B) on numpy arrays, run by `plan`, or by the cost model's
+        plan for up to `threads` threads."""
         pointers = self._operand_pointers(a, b, extra)
         out = self._output(out)
         pointers.insert(2, out.ctypes.data)
-        spec = self.spec
-        flops = 2 * spec.m * spec.n * spec.k * spec.batch
-        threads = max(1, min(threads, int(flops // _MIN_FLOPS_PER_THREAD)))
-        ranges = split_range(self.row_tiles, threads)
-        pending = [_thread_pool().submit(self._run_range, pointers, lo, hi) for lo, hi in ranges[1:]]
-        self._run_range(pointers, *ranges[0])
-        for future in pending:
-            future.result()
+        self.run_pointers(pointers, plan or self.model_plan(threads))
         return out
 
-    def _run_range(self, pointers, tile_start, tile_end):
-        self.native.function(*pointers[:3], self._workspace(), tile_start, tile_end, self.sizes, *pointers[3:])
+    def run_pointers(self, pointers, plan):
+        """Run `plan` on data pointers [a, b, c, extra...] (checked by the caller)."""
+        units = self._plan_units(plan)
+        if plan.threads == 1:
+            for sizes, lo, hi in units:
+                self._run_unit(pointers, sizes, lo, hi)
+            return
+        shared = _SharedUnits(units, lambda unit: self._run_unit(pointers, *unit))
+        for _ in range(plan.threads - 1):
+            _thread_pool().submit(shared.take)
+        shared.take()
+        shared.wait()
+
+    def _run_unit(self, pointers, sizes, tile_start, tile_end):
+        self.native.function(*pointers[:3], self._workspace(), tile_start, tile_end, sizes, *pointers[3:])
 
     def _workspace(self):
         """Per calling thread, kept: concurrent calls must not share packed panels."""

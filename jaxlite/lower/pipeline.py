@@ -46,7 +46,8 @@ def lower_jaxpr(closed):
     rewritten = rewrites.apply_rewrites(optimized)
     if rewritten is not optimized:    # (the passes merge the rewrites' transposes with their neighbours')
         optimized = passes.run_passes(rewritten)
-    optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights,
+    optimized = passes.run_passes(optimized, (epilogues.swap_transposed_products,
+                                              _fuse_gemm_epilogues, _fold_low_precision_weights,
                                               _fuse_int8_matmuls, _widen_narrow_scans, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)

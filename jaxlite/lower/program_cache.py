@@ -123,7 +123,8 @@ def _array_text(value):
 
 
 def program_key(closed, name):
-    options = f"x64={config.jax_enable_x64} autotune={config.jaxlite_autotune}"
+    options = (f"x64={config.jax_enable_x64} autotune={config.jaxlite_autotune}"
+               f" autotune_max_flops={config.jaxlite_autotune_max_flops}")
     return disk_cache.make_key("program", canonical_text(closed), name.encode(), options.encode())
 
 
@@ -247,12 +248,12 @@ def gemm_family(family, build, entry_name):
     through the disk cache when one is configured."""
     if disk_cache.directory() is None:
         return build(family)
-    key = disk_cache.make_key("gemm", _gemm_family_text(family).encode())
-    return load_or_build(key, f"gemm {_gemm_family_text(family)}", lambda: build(family), _save_gemm,
+    key = disk_cache.make_key("gemm", gemm_family_text(family).encode())
+    return load_or_build(key, f"gemm {gemm_family_text(family)}", lambda: build(family), _save_gemm,
                          lambda stored: _restore_gemm(family, entry_name, stored))
 
 
-def _gemm_family_text(family):
+def gemm_family_text(family):
     epilogue, product = family.epilogue, family.product
     step = product.multiply_add
     return (f"dtype={family.dtype} trans={family.trans_a},{family.trans_b} "

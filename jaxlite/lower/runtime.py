@@ -31,7 +31,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import (codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_flow, native_routines,
+from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_flow, native_routines,
                            sort_kernels)
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
@@ -119,6 +119,7 @@ class Executable:
     def __init__(self, jaxpr, consts, steps, name="jit_fn"):
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
         self.name = name
+        self.gemm_plans = {}        # step number -> GemmPlan, chosen once and kept with the code
         self._plan_buffers()
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
@@ -184,6 +185,11 @@ class Executable:
         self._workspace_size = max(self._workspace_size, self.plan.size + used)
         return function
 
+    def _operand_source(self, atom):
+        if isinstance(atom, Literal):
+            return ("array", np.ascontiguousarray(np.asarray(atom.val, atom.aval.dtype)))
+        return self._source(atom)
+
     def _source(self, var):
         if var in self.object_slots:
             return ("object", self.object_slots[var])
@@ -192,9 +198,9 @@ class Executable:
     def _python_steps(self):
         """The steps run from Python; GEMM steps compile their families concurrently."""
         constvars = set(self.jaxpr.constvars)
-        steps = [llvm_target.in_background(_PythonStep, segment, constvars) if segment.kind == "gemm"
-                 else _PythonStep(segment, constvars)
-                 for segment in self._segments if not isinstance(segment, tuple)]
+        steps = [llvm_target.in_background(_PythonStep, segment, constvars, self.gemm_plans.get(number))
+                 if segment.kind == "gemm" else _PythonStep(segment, constvars)
+                 for number, segment in enumerate(self._segments) if not isinstance(segment, tuple)]
         return [step.result() if isinstance(step, concurrent.futures.Future) else step for step in steps]
 
     def _bind_entries(self, python_steps=None):
@@ -203,9 +209,9 @@ class Executable:
         if self._host_steps or self._native_gemms:
             self._bridge = native_flow.HostBridge(self._host_steps, self._native_gemms, self._inner_constvars)
         self._runners = []
-        for segment in self._segments:
+        for number, segment in enumerate(self._segments):
             if not isinstance(segment, tuple):
-                self._runners.append(next(python_steps))
+                self._runners.append(self._host_runner(number, segment, next(python_steps)))
             elif segment[1] is None:
                 self._runners.append(_SerialEntry(self._entry(segment[0]), self._bridge))
             else:
@@ -217,6 +223,18 @@ class Executable:
         self._slot_tail = [table, *map(id, self._inner_consts)] if table or self._inner_consts else []
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._slot_tail))
         self._prepare_call()
+
+    def _host_runner(self, number, segment, runner):
+        """A step run from Python: a GEMM that reads its operands as stored runs from the
+        call's object slots; its plan is kept with the code."""
+        plan = getattr(runner.gemm, "plan", None)
+        if plan is None:
+            return runner
+        self.gemm_plans[number] = plan
+        if runner.gemm.reads_operands_in_place():
+            return _SlotGemm(runner.gemm, [self._operand_source(v) for v in segment.eqn.inputs],
+                             self._source(segment.eqn.outputs[0]))
+        return runner
 
     def _entry(self, name):
         return _NativeKernel._prototype(self.compiled.address(name))
@@ -259,6 +277,12 @@ class Executable:
 
     def asm(self):
         return self.compiled.asm() if self.compiled is not None else ""
+
+    def describe_gemm_plans(self):
+        """One line per GEMM call: its problem and the plan that runs it (runners and
+        segments correspond one to one whenever there are GEMM steps)."""
+        return [f"{self._runners[number].gemm.describe()}: {plan.describe()}"
+                for number, plan in sorted(self.gemm_plans.items())]
 
 
 def _emit_object_entry(module, name, calls):
@@ -310,6 +334,29 @@ def _emit_object_entry(module, name, calls):
     codegen.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
+
+
+class _SlotGemm:
+    """A GEMM step that finds its operands' data through the call's object slots, as the
+    native entry points do: no numpy views or checks (the planner fixed every buffer's
+    shape and layout), so a program of kernels and such GEMMs runs without Python steps."""
+
+    def __init__(self, call, input_sources, output_source):
+        self.gemm, self.plan, self.kernel = call, call.plan, call.kernel
+        a, b, *extra = input_sources
+        self.sources = [a, b, output_source, *extra]
+
+    def __call__(self, slots):
+        self.kernel.run_pointers([_source_pointer(source, slots) for source in self.sources], self.plan)
+
+
+def _source_pointer(source, slots):
+    kind, where = source
+    if kind == "array":
+        return _data_pointer(where)
+    if kind == "object":
+        return ctypes.c_void_p.from_address(slots[where] + _DATA_OFFSET).value
+    return ctypes.c_void_p.from_address(slots[0] + _DATA_OFFSET).value + where
 
 
 class _SerialEntry:
@@ -368,6 +415,11 @@ class _NativeKernel:
 _NO_WORKSPACE = np.empty(0, np.uint8)
 
 
+def _data_pointer(array):
+    """An ndarray's data pointer, read from the object (~4x cheaper than .ctypes.data)."""
+    return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value
+
+
 def _contiguous(x):
     """A C-contiguous ndarray (never a numpy scalar: the entry points read array objects)."""
     if type(x) is not np.ndarray:
@@ -389,12 +441,15 @@ def _buffer_view(var, env, workspace, plan):
 class _PythonStep:
     """An equation run between kernels on numpy views of its buffers."""
 
-    def __init__(self, step, constvars=()):
+    def __init__(self, step, constvars=(), plan=None):
         self.step = step
         self.gemm = None
         if step.kind == "gemm":
-            call = _Int8MatmulCall if step.eqn.primitive.name == "int8_matmul" else _GemmCall
-            self.gemm = call(step.eqn, step.eqn.inputs[1] in constvars)
+            rhs_is_constant = step.eqn.inputs[1] in constvars
+            if step.eqn.primitive.name == "int8_matmul":
+                self.gemm = _Int8MatmulCall(step.eqn, rhs_is_constant)
+            else:
+                self.gemm = _GemmCall(step.eqn, rhs_is_constant, plan)
         self.routine = native_routines.compile_routine(native_spec(step.eqn)) if step.kind == "native" else None
 
     def __call__(self, env, workspace, plan):
@@ -528,9 +583,9 @@ class _GemmCall:
     transpose flag, any other layout is transposed into a contiguous copy.
     """
 
-    def __init__(self, eqn, rhs_is_constant=False):
+    def __init__(self, eqn, rhs_is_constant=False, plan=None):
         lhs, rhs = eqn.inputs[:2]
-        self._prepared_b = None
+        self._prepared_b, self.plan = None, None
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
         lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
@@ -553,11 +608,29 @@ class _GemmCall:
         names = eqn.params.get("epilogue", ())
         epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
         self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch, epilogue=epilogue)
+        self.plan = plan or autotune.plan_for(self.kernel, GEMM_THREADS)
 
     def __call__(self, lhs, rhs, *extra, out):
         a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
-        self.kernel.run(a, self._operand_b(rhs), *map(np.ascontiguousarray, extra),
-                        out=out.reshape(self.c_shape), threads=GEMM_THREADS)
+        b = self._operand_b(rhs)
+        if self.plan is None:       # a low-precision GEMM: its wrapper takes the operands
+            self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape),
+                            threads=GEMM_THREADS)
+            return
+        # The program's planner made every operand contiguous and of its shape: no checks.
+        arrays = (a, b, out, *map(np.ascontiguousarray, extra))
+        self.kernel.run_pointers([_data_pointer(x) for x in arrays], self.plan)
+
+    def describe(self):
+        spec = self.kernel.spec
+        transposes = "".join(name for name, flag in (("A", spec.trans_a), ("B", spec.trans_b)) if flag)
+        return (f"gemm {spec.m}x{spec.n}x{spec.k}" + (f" batch {spec.batch}" if spec.batch > 1 else "")
+                + f" {spec.dtype}" + (f" transposed {transposes}" if transposes else "")
+                + (f" epilogue {spec.epilogue.name}" if spec.epilogue else ""))
+
+    def reads_operands_in_place(self):
+        """Whether A and B reach the kernel as stored (no copy, no repacking per call)."""
+        return self.plan is not None and self.a_perm is None and self.b_perm is None
 
     def _operand_b(self, rhs):
         return self._arranged_b(rhs) if self._prepared_b is None else self._prepared_b(rhs)
@@ -607,11 +680,12 @@ class _Int8MatmulCall:
         self.kernel.run_words(words, b, x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
 
 
-# Every GEMM step splits its row tiles over the cores (the kernel takes fewer threads
-# when the problem is too small to repay the hand-off).
-GEMM_THREADS = os.cpu_count() or 1
+# Every GEMM step may use the CPUs this process may run on; its plan (autotune.py) says
+# how many threads it takes and how it splits C among them.
+GEMM_THREADS = gemm.available_cpus()
 
-_EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU}
+_EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU,
+              "subtract": gemm.SUBTRACT, "subtract_from": gemm.SUBTRACT_FROM, "relu_grad": gemm.RELU_GRAD}
 
 
 def _operand_layout(plain, transposed):

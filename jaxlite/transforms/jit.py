@@ -417,14 +417,18 @@ class Lowered:
 
 
 class Compiled:
-    """Machine code for one signature: `as_text()` is the LLVM IR, `asm()` the assembly."""
+    """Machine code for one signature: `as_text()` is the LLVM IR (headed by the GEMM
+    calls' plans), `asm()` the assembly."""
 
     def __init__(self, program, executable, out_tree):
         self.program, self.executable, self.out_tree = program, executable, out_tree
 
     def as_text(self):
+        """The LLVM IR, after a comment per GEMM call naming the plan chosen for it."""
         compiled = self.executable.compiled
-        return compiled.optimized_ir if compiled is not None else self.executable.llvm_ir
+        text = compiled.optimized_ir if compiled is not None else self.executable.llvm_ir
+        plans = "".join(f"; {line}\n" for line in self.executable.describe_gemm_plans())
+        return plans + text
 
     def asm(self):
         return self.executable.asm()
