@@ -197,8 +197,8 @@ def test_reduce_window_pooling(seed, computation, padding, dtype):
     dilation = (1,) + tuple(int(d) for d in rng.integers(1, 3, 2)) + (1,)
     if padding == "explicit":
         padding = ((0, 0),) + tuple(tuple(int(p) for p in rng.integers(0, 3, 2)) for _ in range(2)) + ((0, 0),)
-    # (eager bfloat16 sums round after every add: up to 9 roundings of terms up to 3 in size)
-    tolerance = 0.1 if dtype == dtypes.bfloat16 and op is lax.add else 1e-6
+    # bfloat16 sums: eager rounds after every addition, the kernel once at the end.
+    tolerance = {np.dtype(np.float32): 1e-5, dtypes.bfloat16: 0.25}.get(np.dtype(dtype), 0) if op is lax.add else 0
 
     def pool(a):
         return lax.reduce_window(a, init, op, window, strides, padding, base, dilation)
@@ -210,7 +210,7 @@ def test_max_and_average_pool():
     max_pool = lambda a: lax.reduce_window(a, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
     avg_pool = lambda a: lax.reduce_window(a, 0.0, lax.add, (1, 3, 3, 1), (1, 2, 2, 1), "SAME") / 9
     assert_native_and_agree(max_pool, x)
-    assert_native_and_agree(avg_pool, x, rtol=1e-6, atol=1e-6)
+    assert_native_and_agree(avg_pool, x, rtol=1e-5, atol=1e-5)
     assert jaxlite.jit(lambda a: jnp.maximum(max_pool(a), 0)).lower(x).program.kernel_count() == 1
 
 
