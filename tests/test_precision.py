@@ -295,6 +295,37 @@ def test_int8_convolution_is_close_and_straight_through():
     np.testing.assert_allclose(batched[:, 0], lowered, rtol=1e-6, atol=1e-6)
 
 
+def grouped_conv(x, k, groups):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                    feature_group_count=groups)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("in_axes", [(None, 0), (0, 0), (0, None)])
+def test_vmap_of_int8_convolution_agrees_with_a_loop(in_axes, groups):
+    """Per-example kernels included: the batch folds into output features or feature groups,
+    each example keeping its own activation and per-output-channel weight scales."""
+    xs, ks = normal(3, 2, 5, 5, 4), normal(3, 3, 3, 4 // groups, 6)
+    x_at = lambda i: xs[i] if in_axes[0] == 0 else xs[0]
+    k_at = lambda i: ks[i] if in_axes[1] == 0 else ks[0]
+    args = (xs if in_axes[0] == 0 else xs[0], ks if in_axes[1] == 0 else ks[0])
+    f = functools.partial(grouped_conv, groups=groups)
+    loop = np.stack([precision.int8(f)(x_at(i), k_at(i)) for i in range(3)])
+    for batched in (jaxlite.vmap(precision.int8(f), in_axes), precision.int8(jaxlite.vmap(f, in_axes)),
+                    jaxlite.jit(jaxlite.vmap(precision.int8(f), in_axes))):
+        np.testing.assert_allclose(batched(*args), loop, rtol=1e-5, atol=1e-5)
+
+
+def test_grad_of_vmapped_int8_convolution_over_kernels_is_straight_through():
+    x, ks, ct = normal(2, 5, 5, 4), normal(3, 3, 3, 4, 6), normal(3, 2, 5, 5, 6)
+    loss = lambda f: lambda x, ks: jnp.sum(jaxlite.vmap(f, (None, 0))(x, ks) * ct)
+    expected = jaxlite.grad(loss(conv), (0, 1))(x, ks)
+    for grad in (jaxlite.grad(loss(precision.int8(conv)), (0, 1)),
+                 jaxlite.jit(jaxlite.grad(loss(precision.int8(conv)), (0, 1)))):
+        for got, want in zip(grad(x, ks), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 # ----------------------------------------------------------------------------- kernels
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
