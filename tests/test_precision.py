@@ -539,9 +539,9 @@ def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_o
                                                       monkeypatch):
     from jaxlite.lower import gemm_lowp
     calls = []
-    # Weights passed as arguments are repacked by prepare_b (bf16) or quantized and packed
-    # in one pass by quantize_b (int8) on every call.
-    for name in ("prepare_b", "quantize_b"):
+    # Weights passed as arguments are rounded (bf16) or quantized (int8) and packed in one
+    # pass by round_b / quantize_b on every call.
+    for name in ("prepare_b", "quantize_b", "round_b"):
         original = getattr(gemm_lowp.LowPrecisionGemm, name)
         monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, name, functools.partialmethod(
             lambda self, b, original, **options: calls.append(b.shape) or original(self, b, **options),
@@ -582,6 +582,37 @@ def test_quantize_b_matches_quantize_then_prepare_b(k, n, portable):
         assert prepared.column_correction is None
     else:
         np.testing.assert_array_equal(prepared.column_correction, expected.column_correction)
+
+
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("k, n", [(70, 50), (33, 7), (1, 130)])
+def test_round_b_matches_rounding_then_prepare_b(k, n, portable):
+    w = normal(k, n)
+    w[0, :3] = np.nan, 1e-40, -np.inf
+    kernel = gemm_lowp.compile_gemm_bf16(16, n, k, portable=portable)
+    rounded = kernel.round_b(w, threads=2)
+    expected = kernel.prepare_b(np.asarray(jnp.asarray(w).astype(jnp.bfloat16)))
+    np.testing.assert_array_equal(rounded.words.view(np.uint32), expected.words.view(np.uint32))
+    assert rounded.column_correction is None
+
+
+@pytest.mark.parametrize("layer, rounded_by_gemm", [
+    (lambda x, w, b: jnp.maximum(x @ w + b, 0.0), True),
+    (lambda x, w, b: x @ w + (2.0 * x) @ w, False),     # one rounding, read by two GEMMs
+])
+def test_bf16_weights_as_arguments_are_rounded_by_the_gemm_step(layer, rounded_by_gemm):
+    """A product whose rounded weights nothing else reads is one GEMM step taking the float32
+    weights: no conversion kernel for them is left."""
+    x, w, b = normal(64, 96), normal(96, 40), normal(40)
+    f = precision.bf16(layer)
+    jaxpr = lowered_program(f, x, w, b).closed.jaxpr
+    gemm_weights = [eqn.inputs[1].aval.dtype for eqn in jaxpr.eqns if eqn.primitive.name.startswith("dot_")]
+    converted = [eqn.inputs[0] for eqn in jaxpr.eqns if eqn.primitive.name == "convert_element_type"]
+    if rounded_by_gemm:
+        assert gemm_weights == [np.float32] and jaxpr.invars[1] not in converted
+    else:
+        assert gemm_weights == [np.dtype(jnp.bfloat16)] * 2 and jaxpr.invars[1] in converted
+    np.testing.assert_allclose(jaxlite.jit(f)(x, w, b), f(x, w, b), rtol=1e-5, atol=1e-5)
 
 
 def test_fold_constant_operands_keeps_folded_outputs_defined():

@@ -26,7 +26,7 @@ class LoweredProgram:
 def lower_jaxpr(closed):
     optimized = passes.run_passes(closed)
     optimized = passes.run_passes(optimized, (_fuse_gemm_epilogues, _fold_low_precision_weights,
-                                              _fuse_int8_matmuls, passes.dce))
+                                              _fuse_int8_matmuls, _round_bf16_weights_in_gemms, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
     program = LoweredProgram(optimized, steps)
@@ -45,6 +45,10 @@ def _fold_low_precision_weights(closed):
 
 def _fuse_int8_matmuls(closed):
     return quantized.fuse_int8_matmuls(closed, runtime.is_int8_gemm)
+
+
+def _round_bf16_weights_in_gemms(closed):
+    return quantized.round_bf16_weights_in_gemms(closed, runtime.is_bf16_gemm)
 
 
 def compile_program(program, name="jit_fn"):
