@@ -88,6 +88,27 @@ def test_int8_dot_matches_a_numpy_reference():
     np.testing.assert_allclose(precision.int8(jnp.matmul)(x, w), (qx @ qw) * sx * sw, rtol=1e-6)
 
 
+@pytest.mark.parametrize("lowering, key", [(precision.bf16, ("bfloat16", "float32")),
+                                           (precision.int8, ("int8", "int32"))])
+def test_big_eager_products_run_compiled_once_per_shape(lowering, key, monkeypatch):
+    """Eagerly, a product above EAGER_COMPILE_MIN_WORK runs as a compiled program (on the
+    low-precision GEMMs) cached by shape; it agrees with the numpy path."""
+    from jaxlite.lower import runtime
+    compiled = []
+    original = runtime._LOW_PRECISION_GEMMS[key]
+    monkeypatch.setitem(runtime._LOW_PRECISION_GEMMS, key,
+                        lambda *shape, **options: compiled.append(shape) or original(*shape, **options))
+    x, w = normal(37, 66), normal(66, 51)
+    on_numpy = lowering(jnp.matmul)(x, w)
+    monkeypatch.setattr(precision, "EAGER_COMPILE_MIN_WORK", 0)
+    for _ in range(2):
+        if lowering is precision.int8:
+            np.testing.assert_array_equal(lowering(jnp.matmul)(x, w), on_numpy)
+        else:
+            np.testing.assert_allclose(lowering(jnp.matmul)(x, w), on_numpy, rtol=1e-5, atol=1e-5)
+    assert compiled == [(37, 51, 66)]
+
+
 def test_int8_batched_dot_general_scales_per_row_and_channel():
     x, w = normal(3, 4, 16), normal(3, 16, 5)
     f = lambda x, w: lax.dot_general(x, w, (((2,), (1,)), ((0,), (0,))))

@@ -37,12 +37,13 @@ from jaxlite.core.array import as_array_argument
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.ir import ClosedJaxpr
 from jaxlite.core.staging import eval_jaxpr, flatten_fun, trace_to_jaxpr
-from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
+from jaxlite.core.trace import EvalTrace, Trace, Tracer, current_trace, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 from jaxlite.lax import elementwise as ew
 from jaxlite.lax.convolution import _fold_into_features, _merge_groups, _split_groups, conv_general_dilated_p
 from jaxlite.lax.dot import dot_general_p
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms.jit import jit
 
 _BF16_ELEMENTWISE = frozenset([
     ew.add_p, ew.add_any_p, ew.sub_p, ew.mul_p, ew.neg_p, ew.max_p, ew.min_p, ew.abs_p,
@@ -183,11 +184,15 @@ def _bf16_product(primitive, vals, nominals, params):
     """bf16 operands (rounded to nearest even), float32 accumulation."""
     x, w = map(_to_bf16, vals, nominals)
     if primitive is dot_general_p:
-        return lax.dot_general(x, w, params["dimension_numbers"], preferred_element_type=np.float32)
+        return _dot(_bf16_dot, x, w, params["dimension_numbers"])
     # conv_general_dilated has no preferred_element_type: widening the bf16 values back
     # to float32 gives the same products (exact in float32) and float32 sums.
     x, w = (lax.convert_element_type(v, np.float32) for v in (x, w))
     return primitive.bind(x, w, **params)
+
+
+def _bf16_dot(x, w, dimension_numbers):
+    return lax.dot_general(x, w, dimension_numbers, preferred_element_type=np.float32)
 
 
 def bf16(fun, elementwise=False):
@@ -272,7 +277,7 @@ class _Int8Policy:
             x, w = map(_as_dtype, vals, nominals)
             out_dtype = primitive.abstract_eval(*nominals, **params).dtype
             if primitive is dot_general_p:
-                quantized = _int8_dot(x, w, params["dimension_numbers"], out_dtype)
+                quantized = _dot(_int8_dot, x, w, params["dimension_numbers"], out_dtype)
             else:
                 quantized = _int8_conv(x, w, params, out_dtype)
             return straight_through(x, w, quantized, primitive, params)
@@ -293,6 +298,35 @@ def int8(fun):
     straight-through estimator: they are the float product's derivatives.
     """
     return _lowered(fun, _Int8Policy())
+
+
+# ----------------------------------------------------------------------------- eager products
+
+# Below this many multiply-adds an eager product runs as written, on numpy: compiling a
+# program for a new shape costs more than numpy's slow integer matmul (~10 ns per
+# multiply-add) saves.
+EAGER_COMPILE_MIN_WORK = 1 << 22
+
+
+def _dot(lowering, x, w, dimension_numbers, *static):
+    """lowering(x, w, dimension_numbers, *static): the lowered product. Eagerly (concrete
+    operands) a big one runs as one compiled program, cached by shape, on the bf16/int8
+    GEMMs with the quantization in compiled passes; numpy has no int8 or bf16 GEMM."""
+    if isinstance(current_trace(), EvalTrace) and _multiply_adds(x, w, dimension_numbers) >= EAGER_COMPILE_MIN_WORK:
+        return _compiled_dot(lowering, dimension_numbers, static)(x, w)
+    return lowering(x, w, dimension_numbers, *static)
+
+
+def _multiply_adds(x, w, dimension_numbers):
+    (lc, _), (lb, _) = dimension_numbers
+    contracted = int(np.prod([x.shape[d] for d in lc]))
+    batch = int(np.prod([x.shape[d] for d in lb]))
+    return x.size * w.size // (contracted * batch)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_dot(lowering, dimension_numbers, static):
+    return jit(lambda x, w: lowering(x, w, dimension_numbers, *static))
 
 
 # ----------------------------------------------------------------------------- straight-through
