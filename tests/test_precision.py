@@ -281,6 +281,59 @@ def test_lowering_reaches_into_control_flow(lowering):
     typecheck(jaxlite.make_jaxpr(lowering(f))(x, w))
 
 
+BF16_OF_INT8 = lambda f: precision.bf16(precision.int8(f))
+COMPOSABLE = [precision.bf16, precision.int8, BF16_OF_INT8]
+
+
+def composition_case():
+    params = mlp_params([8, 16, 4], seed=5)
+    x = normal(5, 8)
+    y = jnp.asarray(mlp.one_hot(np.arange(5) % 4, 4))
+    return params, x, lambda p: mlp.loss(jnp, p, x, y)
+
+
+def assert_trees_close(got, want, tolerance):
+    for g, w in zip(jaxlite.tree_util.tree_leaves(got), jaxlite.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("lowering", COMPOSABLE)
+def test_grad_and_jit_in_every_order_agree(lowering):
+    """Lowering inside grad narrows the forward products; outside, the backward ones too, so
+    each placement is checked against its own eager result (both against float32 above)."""
+    params, _, loss = composition_case()
+    expected = jaxlite.grad(lowering(loss))(params)
+    for grads in (jaxlite.jit(jaxlite.grad(lowering(loss)))(params),      # jit . grad
+                  jaxlite.grad(jaxlite.jit(lowering(loss)))(params),      # grad . jit
+                  jaxlite.grad(lowering(jaxlite.jit(loss)))(params)):     # grad . lowering . jit
+        assert_trees_close(grads, expected, 1e-4)
+    expected = lowering(jaxlite.grad(loss))(params)
+    for grads in (jaxlite.jit(lowering(jaxlite.grad(loss)))(params),
+                  lowering(jaxlite.jit(jaxlite.grad(loss)))(params),
+                  lowering(jaxlite.grad(jaxlite.jit(loss)))(params)):
+        assert_trees_close(grads, expected, 1e-4)
+
+
+@pytest.mark.parametrize("lowering", COMPOSABLE)
+def test_vmap_and_jit_in_every_order_agree_with_a_loop(lowering):
+    """Per-example predictions (in_axes=(None, 0)): batched rows keep their own scales."""
+    params, x, _ = composition_case()
+    predict_one = lowering(predict)
+    loop = np.stack([predict_one(params, row) for row in x])
+    for batched in (jaxlite.vmap(jaxlite.jit(predict_one), (None, 0)),       # vmap . jit
+                    jaxlite.jit(jaxlite.vmap(predict_one, (None, 0))),       # jit . vmap
+                    lowering(jaxlite.jit(jaxlite.vmap(predict, (None, 0)))),
+                    lowering(jaxlite.vmap(jaxlite.jit(predict), (None, 0)))):
+        np.testing.assert_allclose(batched(params, x), loop, rtol=1e-5, atol=1e-5)
+
+
+def test_make_jaxpr_of_nested_lowerings_shows_both_types():
+    jaxpr = jaxlite.make_jaxpr(BF16_OF_INT8(mlp_layer))(normal(4, 8), normal(8, 3), normal(3))
+    typecheck(jaxpr)
+    text = str(jaxpr)
+    assert "i8[4,8]" in text and "i32[4,3] = dot_general" in text and jaxpr.out_avals[0].dtype == np.float32
+
+
 def test_make_jaxpr_of_jvp_of_int8_typechecks():
     f = lambda x, w: jaxlite.jvp(precision.int8(small_net), (x, w, w.T), (x, w, w.T))
     typecheck(jaxlite.make_jaxpr(f)(normal(2, 5), normal(5, 5)))
