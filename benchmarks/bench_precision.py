@@ -1,6 +1,6 @@
 """Low-precision GEMMs against the float32 GEMM: 1024^3 matmul and an MLP inference batch.
 
-Run: PYTHONPATH=. python benchmarks/bench_precision.py
+Run: PYTHONPATH=. python benchmarks/bench_precision.py [--jit | --eager]
 
 All three are jaxlite's generated kernels (gemm.py's blocking and packing), so the ratios
 measure the inner-product instruction: float32 FMA (16 multiply-adds per instruction),
@@ -172,6 +172,15 @@ def main_jit():
             report(f"under jit: {title} ({clock_name})", jit_times(fun, args, clock))
 
 
+def main_eager():
+    """No jit: float32 runs numpy's matmul (OpenBLAS); a big bf16/int8 product runs as a
+    compiled program cached by its shape (precision.EAGER_COMPILE_MIN_WORK)."""
+    fun, (a, w) = jit_workloads()[f"{SIZE}^3 matmul, weights as arguments"]
+    for clock_name, clock in CLOCKS.items():
+        runs = {name: functools.partial(lower(fun), a, w) for name, lower in VARIANTS.items()}
+        report(f"eager: {SIZE}^3 matmul ({clock_name})", interleaved_best(runs, clock, rounds=5))
+
+
 def main():
     for threads in (1, 2):
         report(f"{SIZE}^3 matmul, {threads} thread(s)", matmul_times(threads))
@@ -191,6 +200,9 @@ def main():
 if __name__ == "__main__":
     if sys.argv[1:] == ["--jit"]:
         main_jit()
+    elif sys.argv[1:] == ["--eager"]:
+        main_eager()
     else:
         main()
         main_jit()
+        main_eager()

@@ -190,6 +190,17 @@ def test_gemm_epilogues_absorb_bias_relu_and_residual():
     np.testing.assert_allclose(jaxlite.jit(layer)(x, w, b, r), layer(x, w, b, r), rtol=1e-4, atol=1e-4)
 
 
+def test_two_products_summed_fuse_the_sum_once():
+    """x @ w + y @ v: the add is one product's residual; the other product stays a GEMM of
+    its own (both claiming it dropped a product and read an undefined value)."""
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((96, 80)).astype(np.float32)
+    f = lambda x, w: x @ w + (2.0 * x) @ w
+    names = [step.eqn.primitive.name for step in lowered(f, x, w).steps if isinstance(step, fusion.EqnStep)]
+    assert sorted(names) == ["dot_epilogue", "dot_general"]
+    np.testing.assert_allclose(jaxlite.jit(f)(x, w), f(x, w), rtol=1e-4, atol=1e-4)
+
+
 def test_gemm_epilogue_stops_at_a_shared_value():
     rng = np.random.default_rng(6)
     x, w = rng.standard_normal((64, 96)).astype(np.float32), rng.standard_normal((96, 80)).astype(np.float32)

@@ -110,3 +110,16 @@ def test_product_errors():
         jnp.cross(np.ones(4), np.ones(3))
     with pytest.raises(ValueError, match="at least 2"):
         jnp.trace(np.ones(3))
+
+
+@pytest.mark.parametrize("dtype, out_dtype, k", [(np.int8, np.int32, 700), (np.uint8, np.int32, 33),
+                                                 (np.int16, np.int32, 5), (np.int32, np.int32, 9)])
+def test_integer_dot_general_is_exact(dtype, out_dtype, k):
+    """Small integer products run on float64 BLAS when every sum is exact (and fits); wider ones
+    on numpy's integer matmul, wrapping as int32 does."""
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, (6, k), endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, (k, 4), endpoint=True).astype(dtype)
+    out = jaxlite.lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=out_dtype)
+    assert out.dtype == out_dtype
+    np.testing.assert_array_equal(out, (a.astype(np.int64) @ b.astype(np.int64)).astype(out_dtype))

@@ -88,6 +88,27 @@ def test_int8_dot_matches_a_numpy_reference():
     np.testing.assert_allclose(precision.int8(jnp.matmul)(x, w), (qx @ qw) * sx * sw, rtol=1e-6)
 
 
+@pytest.mark.parametrize("lowering, key", [(precision.bf16, ("bfloat16", "float32")),
+                                           (precision.int8, ("int8", "int32"))])
+def test_big_eager_products_run_compiled_once_per_shape(lowering, key, monkeypatch):
+    """Eagerly, a product above EAGER_COMPILE_MIN_WORK runs as a compiled program (on the
+    low-precision GEMMs) cached by shape; it agrees with the numpy path."""
+    from jaxlite.lower import runtime
+    compiled = []
+    original = runtime._LOW_PRECISION_GEMMS[key]
+    monkeypatch.setitem(runtime._LOW_PRECISION_GEMMS, key,
+                        lambda *shape, **options: compiled.append(shape) or original(*shape, **options))
+    x, w = normal(37, 66), normal(66, 51)
+    on_numpy = lowering(jnp.matmul)(x, w)
+    monkeypatch.setattr(precision, "EAGER_COMPILE_MIN_WORK", 0)
+    for _ in range(2):
+        if lowering is precision.int8:
+            np.testing.assert_array_equal(lowering(jnp.matmul)(x, w), on_numpy)
+        else:
+            np.testing.assert_allclose(lowering(jnp.matmul)(x, w), on_numpy, rtol=1e-5, atol=1e-5)
+    assert compiled == [(37, 51, 66)]
+
+
 def test_int8_batched_dot_general_scales_per_row_and_channel():
     x, w = normal(3, 4, 16), normal(3, 16, 5)
     f = lambda x, w: lax.dot_general(x, w, (((2,), (1,)), ((0,), (0,))))
@@ -260,6 +281,59 @@ def test_lowering_reaches_into_control_flow(lowering):
     typecheck(jaxlite.make_jaxpr(lowering(f))(x, w))
 
 
+BF16_OF_INT8 = lambda f: precision.bf16(precision.int8(f))
+COMPOSABLE = [precision.bf16, precision.int8, BF16_OF_INT8]
+
+
+def composition_case():
+    params = mlp_params([8, 16, 4], seed=5)
+    x = normal(5, 8)
+    y = jnp.asarray(mlp.one_hot(np.arange(5) % 4, 4))
+    return params, x, lambda p: mlp.loss(jnp, p, x, y)
+
+
+def assert_trees_close(got, want, tolerance):
+    for g, w in zip(jaxlite.tree_util.tree_leaves(got), jaxlite.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("lowering", COMPOSABLE)
+def test_grad_and_jit_in_every_order_agree(lowering):
+    """Lowering inside grad narrows the forward products; outside, the backward ones too, so
+    each placement is checked against its own eager result (both against float32 above)."""
+    params, _, loss = composition_case()
+    expected = jaxlite.grad(lowering(loss))(params)
+    for grads in (jaxlite.jit(jaxlite.grad(lowering(loss)))(params),      # jit . grad
+                  jaxlite.grad(jaxlite.jit(lowering(loss)))(params),      # grad . jit
+                  jaxlite.grad(lowering(jaxlite.jit(loss)))(params)):     # grad . lowering . jit
+        assert_trees_close(grads, expected, 1e-4)
+    expected = lowering(jaxlite.grad(loss))(params)
+    for grads in (jaxlite.jit(lowering(jaxlite.grad(loss)))(params),
+                  lowering(jaxlite.jit(jaxlite.grad(loss)))(params),
+                  lowering(jaxlite.grad(jaxlite.jit(loss)))(params)):
+        assert_trees_close(grads, expected, 1e-4)
+
+
+@pytest.mark.parametrize("lowering", COMPOSABLE)
+def test_vmap_and_jit_in_every_order_agree_with_a_loop(lowering):
+    """Per-example predictions (in_axes=(None, 0)): batched rows keep their own scales."""
+    params, x, _ = composition_case()
+    predict_one = lowering(predict)
+    loop = np.stack([predict_one(params, row) for row in x])
+    for batched in (jaxlite.vmap(jaxlite.jit(predict_one), (None, 0)),       # vmap . jit
+                    jaxlite.jit(jaxlite.vmap(predict_one, (None, 0))),       # jit . vmap
+                    lowering(jaxlite.jit(jaxlite.vmap(predict, (None, 0)))),
+                    lowering(jaxlite.vmap(jaxlite.jit(predict), (None, 0)))):
+        np.testing.assert_allclose(batched(params, x), loop, rtol=1e-5, atol=1e-5)
+
+
+def test_make_jaxpr_of_nested_lowerings_shows_both_types():
+    jaxpr = jaxlite.make_jaxpr(BF16_OF_INT8(mlp_layer))(normal(4, 8), normal(8, 3), normal(3))
+    typecheck(jaxpr)
+    text = str(jaxpr)
+    assert "i8[4,8]" in text and "i32[4,3] = dot_general" in text and jaxpr.out_avals[0].dtype == np.float32
+
+
 def test_make_jaxpr_of_jvp_of_int8_typechecks():
     f = lambda x, w: jaxlite.jvp(precision.int8(small_net), (x, w, w.T), (x, w, w.T))
     typecheck(jaxlite.make_jaxpr(f)(normal(2, 5), normal(5, 5)))
@@ -293,6 +367,37 @@ def test_int8_convolution_is_close_and_straight_through():
     np.testing.assert_allclose(tangent, conv(x_dot, k), rtol=1e-5, atol=1e-5)
     batched = jaxlite.vmap(precision.int8(conv), (0, None))(x[:, None], k)
     np.testing.assert_allclose(batched[:, 0], lowered, rtol=1e-6, atol=1e-6)
+
+
+def grouped_conv(x, k, groups):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                    feature_group_count=groups)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("in_axes", [(None, 0), (0, 0), (0, None)])
+def test_vmap_of_int8_convolution_agrees_with_a_loop(in_axes, groups):
+    """Per-example kernels included: the batch folds into output features or feature groups,
+    each example keeping its own activation and per-output-channel weight scales."""
+    xs, ks = normal(3, 2, 5, 5, 4), normal(3, 3, 3, 4 // groups, 6)
+    x_at = lambda i: xs[i] if in_axes[0] == 0 else xs[0]
+    k_at = lambda i: ks[i] if in_axes[1] == 0 else ks[0]
+    args = (xs if in_axes[0] == 0 else xs[0], ks if in_axes[1] == 0 else ks[0])
+    f = functools.partial(grouped_conv, groups=groups)
+    loop = np.stack([precision.int8(f)(x_at(i), k_at(i)) for i in range(3)])
+    for batched in (jaxlite.vmap(precision.int8(f), in_axes), precision.int8(jaxlite.vmap(f, in_axes)),
+                    jaxlite.jit(jaxlite.vmap(precision.int8(f), in_axes))):
+        np.testing.assert_allclose(batched(*args), loop, rtol=1e-5, atol=1e-5)
+
+
+def test_grad_of_vmapped_int8_convolution_over_kernels_is_straight_through():
+    x, ks, ct = normal(2, 5, 5, 4), normal(3, 3, 3, 4, 6), normal(3, 2, 5, 5, 6)
+    loss = lambda f: lambda x, ks: jnp.sum(jaxlite.vmap(f, (None, 0))(x, ks) * ct)
+    expected = jaxlite.grad(loss(conv), (0, 1))(x, ks)
+    for grad in (jaxlite.grad(loss(precision.int8(conv)), (0, 1)),
+                 jaxlite.jit(jaxlite.grad(loss(precision.int8(conv)), (0, 1)))):
+        for got, want in zip(grad(x, ks), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -508,9 +613,9 @@ def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_o
                                                       monkeypatch):
     from jaxlite.lower import gemm_lowp
     calls = []
-    # Weights passed as arguments are repacked by prepare_b (bf16) or quantized and packed
-    # in one pass by quantize_b (int8) on every call.
-    for name in ("prepare_b", "quantize_b"):
+    # Weights passed as arguments are rounded (bf16) or quantized (int8) and packed in one
+    # pass by round_b / quantize_b on every call.
+    for name in ("prepare_b", "quantize_b", "round_b"):
         original = getattr(gemm_lowp.LowPrecisionGemm, name)
         monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, name, functools.partialmethod(
             lambda self, b, original, **options: calls.append(b.shape) or original(self, b, **options),
@@ -551,6 +656,37 @@ def test_quantize_b_matches_quantize_then_prepare_b(k, n, portable):
         assert prepared.column_correction is None
     else:
         np.testing.assert_array_equal(prepared.column_correction, expected.column_correction)
+
+
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("k, n", [(70, 50), (33, 7), (1, 130)])
+def test_round_b_matches_rounding_then_prepare_b(k, n, portable):
+    w = normal(k, n)
+    w[0, :3] = np.nan, 1e-40, -np.inf
+    kernel = gemm_lowp.compile_gemm_bf16(16, n, k, portable=portable)
+    rounded = kernel.round_b(w, threads=2)
+    expected = kernel.prepare_b(np.asarray(jnp.asarray(w).astype(jnp.bfloat16)))
+    np.testing.assert_array_equal(rounded.words.view(np.uint32), expected.words.view(np.uint32))
+    assert rounded.column_correction is None
+
+
+@pytest.mark.parametrize("layer, rounded_by_gemm", [
+    (lambda x, w, b: jnp.maximum(x @ w + b, 0.0), True),
+    (lambda x, w, b: x @ w + (2.0 * x) @ w, False),     # one rounding, read by two GEMMs
+])
+def test_bf16_weights_as_arguments_are_rounded_by_the_gemm_step(layer, rounded_by_gemm):
+    """A product whose rounded weights nothing else reads is one GEMM step taking the float32
+    weights: no conversion kernel for them is left."""
+    x, w, b = normal(64, 96), normal(96, 40), normal(40)
+    f = precision.bf16(layer)
+    jaxpr = lowered_program(f, x, w, b).closed.jaxpr
+    gemm_weights = [eqn.inputs[1].aval.dtype for eqn in jaxpr.eqns if eqn.primitive.name.startswith("dot_")]
+    converted = [eqn.inputs[0] for eqn in jaxpr.eqns if eqn.primitive.name == "convert_element_type"]
+    if rounded_by_gemm:
+        assert gemm_weights == [np.float32] and jaxpr.invars[1] not in converted
+    else:
+        assert gemm_weights == [np.dtype(jnp.bfloat16)] * 2 and jaxpr.invars[1] in converted
+    np.testing.assert_allclose(jaxlite.jit(f)(x, w, b), f(x, w, b), rtol=1e-5, atol=1e-5)
 
 
 def test_fold_constant_operands_keeps_folded_outputs_defined():

@@ -47,9 +47,21 @@ def _dot_general_impl(lhs, rhs, dimension_numbers, preferred_element_type=None):
     compute = np.promote_types(out_dtype, lhs.dtype)
     if compute == dtypes.bfloat16 or compute == dtypes.float16:
         compute = np.float32
+    elif _exact_in_float64(lhs.dtype, rhs.dtype, out_dtype, k):
+        compute = np.float64    # numpy's integer matmul has no BLAS: ~100x slower
     a2 = a.reshape(batch_shape + (int(np.prod(m_shape)), k)).astype(compute, copy=False)
     b2 = b.reshape(batch_shape + (k, int(np.prod(n_shape)))).astype(compute, copy=False)
     return np.matmul(a2, b2).reshape(batch_shape + m_shape + n_shape).astype(out_dtype, copy=False)
+
+
+def _exact_in_float64(lhs_dtype, rhs_dtype, out_dtype, k):
+    """Whether every sum of k integer products (int8 x int8, ...) is exact in float64 and
+    fits out_dtype, so that a float64 matmul gives the integer result."""
+    if not all(dtypes.is_int(d) for d in (lhs_dtype, rhs_dtype, out_dtype)):
+        return False
+    magnitude = lambda dtype: max(-int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    bound = k * magnitude(lhs_dtype) * magnitude(rhs_dtype)
+    return bound < min(2 ** 53, int(np.iinfo(out_dtype).max))
 
 
 dot_general_p = Primitive("dot_general")

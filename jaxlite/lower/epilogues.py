@@ -20,10 +20,13 @@ from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
 
 
-def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue):
-    """The numpy meaning (used when the equation is evaluated outside a compiled program)."""
+def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None):
+    """The numpy meaning (used when the equation is evaluated outside a compiled program).
+    A bf16 product sums in float32; float32 weights of a bf16 product are rounded first."""
     (lc, rc), _ = dimension_numbers
-    out = np.tensordot(lhs, rhs, (lc, rc)).astype(lhs.dtype)
+    out_dtype = _out_dtype(lhs, preferred_element_type)
+    rhs = rhs.astype(lhs.dtype, copy=False).astype(out_dtype, copy=False)
+    out = np.tensordot(lhs.astype(out_dtype, copy=False), rhs, (lc, rc)).astype(out_dtype, copy=False)
     args = iter(extra)
     for name in epilogue:
         if name == "relu":
@@ -39,14 +42,18 @@ def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue):
             out = out * np.where(x > 0, 1, np.where(x == 0, 0.5, 0)).astype(out.dtype)
         else:
             out = out + next(args)
-    return out.astype(lhs.dtype)
+    return out.astype(out_dtype)
 
 
-def _dot_epilogue_aval(lhs, rhs, *extra, dimension_numbers, epilogue):
+def _dot_epilogue_aval(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None):
     (lc, rc), _ = dimension_numbers
     m = lhs.shape[1 - lc[0]]
     n = rhs.shape[1 - rc[0]]
-    return ShapedArray((m, n), lhs.dtype)
+    return ShapedArray((m, n), _out_dtype(lhs, preferred_element_type))
+
+
+def _out_dtype(lhs, preferred_element_type):
+    return np.dtype(lhs.dtype if preferred_element_type is None else preferred_element_type)
 
 
 dot_epilogue_p = Primitive("dot_epilogue")
@@ -66,7 +73,7 @@ def fuse_epilogues(closed, is_gemm):
         if eqn.primitive.name != "dot_general" or not _plain_matrix_product(eqn) or not is_gemm(eqn):
             continue
         chain, extra, names, result = [], [], [], eqn.outputs[0]
-        while result not in outputs and result in consumer:
+        while result not in outputs and result in consumer and not _claimed(consumer[result], absorbed, replacements):
             step = _epilogue_step(consumer[result], result, producers)
             if step is None:
                 break
@@ -82,7 +89,8 @@ def fuse_epilogues(closed, is_gemm):
             absorbed.update(id(e) for e in chain[:-1])
             replacements[id(chain[-1])] = eqn.replace(
                 primitive=dot_epilogue_p, inputs=list(eqn.inputs) + extra, outputs=[result],
-                params={"dimension_numbers": eqn.params["dimension_numbers"], "epilogue": tuple(names)})
+                params={"dimension_numbers": eqn.params["dimension_numbers"], "epilogue": tuple(names),
+                        "preferred_element_type": eqn.params.get("preferred_element_type")})
     if not replacements:
         return closed
     eqns = [replacements.get(id(e), e) for e in jaxpr.eqns if id(e) not in absorbed]
@@ -122,6 +130,11 @@ def _operand_swap(product):
     return tuple(range(lhs_free, lhs_free + rhs_free)) + tuple(range(lhs_free))
 
 
+def _claimed(eqn, absorbed, replacements):
+    """Already in an earlier product's chain (`a @ b + c @ d`: the add is one product's residual)."""
+    return id(eqn) in absorbed or id(eqn) in replacements
+
+
 def _use_counts(jaxpr):
     counts = {}
     for eqn in jaxpr.eqns:
@@ -135,11 +148,10 @@ def _use_counts(jaxpr):
 
 
 def _plain_matrix_product(eqn):
-    """2-D operands, one contracting dimension each, no batch dimensions, no type change."""
-    lhs, rhs = eqn.inputs
+    """2-D operands, one contracting dimension each, no batch dimensions."""
+    lhs, rhs = eqn.inputs[:2]
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    return (lhs.aval.ndim == rhs.aval.ndim == 2 and len(lc) == 1 and not lb
-            and eqn.outputs[0].aval.dtype == lhs.aval.dtype)
+    return lhs.aval.ndim == rhs.aval.ndim == 2 and len(lc) == 1 and not lb
 
 
 def _epilogue_step(eqn, acc, producers):

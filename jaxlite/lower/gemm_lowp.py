@@ -25,7 +25,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from jaxlite.core.dtypes import bfloat16
-from jaxlite.lower import gemm, llvm_target
+from jaxlite.lower import gemm, llvm_math, llvm_target
 from jaxlite.lower.gemm import Epilogue, InnerProduct
 
 I32 = ir.IntType(32)
@@ -199,6 +199,19 @@ class LowPrecisionGemm:
         _split_rows(quantizer, pointers, self.n, threads, self.k * self.n)
         return PreparedB(words, correction if self.offsets_activations else None), scales
 
+    def round_b(self, w, threads=1):
+        """Round float32 weights w (k x n) to bf16 (to nearest even, as convert_element_type
+        does) straight into a PreparedB: one compiled pass over w, its word rows split over
+        up to `threads` threads."""
+        w = np.ascontiguousarray(w, np.float32)
+        if w.shape != (self.k, self.n) or self.narrow_dtype != bfloat16:
+            raise ValueError(f"round_b takes float32 weights of shape {(self.k, self.n)} "
+                             f"for a bf16 GEMM, got {w.shape}")
+        words = np.empty((self.k_words, self.n), self.product.dtype)
+        sizes_and_pointers = (w.ctypes.data, words.ctypes.data, self.k, self.n)
+        _split_rows(_compile_bf16_packer(), sizes_and_pointers, self.k_words, threads, self.k * self.n)
+        return PreparedB(words, None)
+
     def run(self, a, b, *extra, out=None, threads=1):
         """A @ B (then the epilogue) for a narrow A and a PreparedB (or a narrow B)."""
         return self.run_words(self.prepare_a(a), b, *extra, out=out, threads=threads)
@@ -351,6 +364,35 @@ def _compile_weight_quantizer(k, n):
         pack_word(gemm.as_i64(k // 4), k % 4)
     builder.ret_void()
     return _compiled_quantizer(module, "quantize_weights", 4)
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_bf16_packer():
+    """void(float* w, i32* words, i64 k, i64 n, i64 word_row_start, i64 word_row_end):
+    words[p, j] = bf16(w[2p, j]) | bf16(w[2p + 1, j]) << 16 (prepare_b's layout; the
+    high half is zero past the last row of an odd k). Sizes are arguments: one packer
+    serves every shape. The inner loop runs along a row, so LLVM vectorizes it."""
+    module, function, builder, _ = _quantizer_module("pack_bf16", 2, sizes=2)
+    w, words, k, n, start, stop = function.args
+    f32 = ir.FloatType()
+    last_row = builder.sub(k, gemm.as_i64(1))
+
+    def word_row(p):
+        low_row = builder.mul(p, gemm.as_i64(2))
+        high_row = builder.add(low_row, gemm.as_i64(1))
+        has_high = builder.icmp_signed("<", high_row, k)
+        high_row = builder.select(has_high, high_row, last_row)    # stay inside w
+        bits = lambda row, j: builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, builder.load(
+            builder.gep(w, [builder.add(builder.mul(row, n), j)], source_etype=f32), typ=f32)), I32)
+
+        def column(j):
+            high = builder.select(has_high, bits(high_row, j), ir.Constant(I32, 0))
+            word = builder.or_(bits(low_row, j), builder.shl(high, ir.Constant(I32, 16)))
+            builder.store(word, builder.gep(words, [builder.add(builder.mul(p, n), j)], source_etype=I32))
+        gemm.emit_loop(builder, 0, n, column, name="j")
+    gemm.emit_loop(builder, start, stop, word_row, name="p")
+    builder.ret_void()
+    return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
 
 
 def compile_gemm_bf16(m, n, k, epilogue=None, portable=None):

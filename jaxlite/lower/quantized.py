@@ -13,13 +13,19 @@ that pattern (and a bias add and relu right after it) and replaces it by one
 one compiled pass (gemm_lowp.quantize_a), and the GEMM's epilogue applies scales,
 bias and relu while the accumulators are in registers. The quantization equations
 stay in the jaxpr for any other reader; DCE drops them when nothing else reads them.
+
+bf16 products get the same treatment for their weights: float32 weights rounded in the
+program (passed as arguments) go to the GEMM step as float32, which rounds and packs them
+into the GEMM's words in one compiled pass (gemm_lowp.round_b), instead of a conversion
+kernel and a repacking of its output.
 """
 import numpy as np
 
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
-from jaxlite.lower.epilogues import _column_vector, _epilogue_step, _use_counts
+from jaxlite.lower.epilogues import (_column_vector, _epilogue_step, _plain_matrix_product, _use_counts,
+                                     dot_epilogue_p)
 
 _INT8_MAX = 127.0
 _SCALE_FLOOR = float(np.float32(127 * np.finfo(np.float32).tiny))
@@ -74,6 +80,31 @@ def fuse_int8_matmuls(closed, is_int8_gemm):
         return closed
     eqns = [replacements.get(id(e), e) for e in jaxpr.eqns]
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars), closed.consts)
+
+
+def round_bf16_weights_in_gemms(closed, is_bf16_gemm):
+    """bf16 GEMMs (dot_general or dot_epilogue with `is_bf16_gemm(eqn)`) whose weights are
+    only read by them after a float32 -> bf16 conversion become dot_epilogues of the
+    float32 weights."""
+    jaxpr = closed.jaxpr
+    producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outputs}
+    uses = _use_counts(jaxpr)
+    eqns = [_rounding_weights(eqn, producers, uses) if is_bf16_gemm(eqn) and _plain_matrix_product(eqn)
+            else eqn for eqn in jaxpr.eqns]
+    if all(new is old for new, old in zip(eqns, jaxpr.eqns)):
+        return closed
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars), closed.consts)
+
+
+def _rounding_weights(gemm, producers, uses):
+    rounded = gemm.inputs[1]
+    convert = _producer(rounded, producers, "convert_element_type")
+    if convert is None or uses[rounded] != 1 or convert.inputs[0].aval.dtype != np.float32:
+        return gemm
+    params = {"dimension_numbers": gemm.params["dimension_numbers"], "epilogue": gemm.params.get("epilogue", ()),
+              "preferred_element_type": gemm.params.get("preferred_element_type")}
+    inputs = [gemm.inputs[0], convert.inputs[0]] + list(gemm.inputs[2:])
+    return gemm.replace(primitive=dot_epilogue_p, inputs=inputs, params=params)
 
 
 def _match(dot, producers, consumer, outputs):

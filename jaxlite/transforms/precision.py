@@ -37,12 +37,13 @@ from jaxlite.core.array import as_array_argument
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.ir import ClosedJaxpr
 from jaxlite.core.staging import eval_jaxpr, flatten_fun, trace_to_jaxpr
-from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
+from jaxlite.core.trace import EvalTrace, Trace, Tracer, current_trace, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 from jaxlite.lax import elementwise as ew
-from jaxlite.lax.convolution import conv_general_dilated_p
+from jaxlite.lax.convolution import _fold_into_features, _merge_groups, _split_groups, conv_general_dilated_p
 from jaxlite.lax.dot import dot_general_p
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms.jit import jit
 
 _BF16_ELEMENTWISE = frozenset([
     ew.add_p, ew.add_any_p, ew.sub_p, ew.mul_p, ew.neg_p, ew.max_p, ew.min_p, ew.abs_p,
@@ -183,11 +184,15 @@ def _bf16_product(primitive, vals, nominals, params):
     """bf16 operands (rounded to nearest even), float32 accumulation."""
     x, w = map(_to_bf16, vals, nominals)
     if primitive is dot_general_p:
-        return lax.dot_general(x, w, params["dimension_numbers"], preferred_element_type=np.float32)
+        return _dot(_bf16_dot, x, w, params["dimension_numbers"])
     # conv_general_dilated has no preferred_element_type: widening the bf16 values back
     # to float32 gives the same products (exact in float32) and float32 sums.
     x, w = (lax.convert_element_type(v, np.float32) for v in (x, w))
     return primitive.bind(x, w, **params)
+
+
+def _bf16_dot(x, w, dimension_numbers):
+    return lax.dot_general(x, w, dimension_numbers, preferred_element_type=np.float32)
 
 
 def bf16(fun, elementwise=False):
@@ -246,14 +251,20 @@ def _int8_dot(x, w, dimension_numbers, out_dtype):
 
 
 def _int8_conv(x, w, params, out_dtype):
-    """Per-example activation scales, per-output-feature weight scales (canonical NC.../OI...
-    layouts). conv_general_dilated has no preferred_element_type, so the int8 values are
-    widened to int32 for an exact int32 accumulation."""
-    qx, sx = quantize(x, tuple(range(1, x.ndim)))
+    """Activation scales per example and feature group (each group is a product of its own;
+    this also makes vmap, which folds a batch into more groups, agree with a loop), weight
+    scales per output feature (canonical NC.../OI... layouts). conv_general_dilated has no
+    preferred_element_type, so the int8 values are widened to int32 for an exact int32
+    accumulation."""
+    groups = params["feature_group_count"]
+    grouped = lax.reshape(x, (x.shape[0], groups, x.shape[1] // groups) + x.shape[2:])
+    qx, sx = quantize(grouped, tuple(range(2, grouped.ndim)))
     qw, sw = quantize(w, tuple(range(1, w.ndim)))
-    widened = (lax.convert_element_type(q, np.int32) for q in (qx, qw))
+    widened = (lax.convert_element_type(q, np.int32) for q in (lax.reshape(qx, x.shape), qw))
     acc = conv_general_dilated_p.bind(*widened, **params)
-    scale = lax.mul(lax.broadcast_in_dim(sx, acc.shape, (0,)), lax.broadcast_in_dim(sw, acc.shape, (1,)))
+    n, o = acc.shape[:2]
+    sx = lax.reshape(lax.broadcast_in_dim(sx, (n, groups, o // groups) + acc.shape[2:], (0, 1)), acc.shape)
+    scale = lax.mul(sx, lax.broadcast_in_dim(sw, acc.shape, (1,)))
     return lax.mul(lax.convert_element_type(acc, out_dtype), lax.convert_element_type(scale, out_dtype))
 
 
@@ -266,7 +277,7 @@ class _Int8Policy:
             x, w = map(_as_dtype, vals, nominals)
             out_dtype = primitive.abstract_eval(*nominals, **params).dtype
             if primitive is dot_general_p:
-                quantized = _int8_dot(x, w, params["dimension_numbers"], out_dtype)
+                quantized = _dot(_int8_dot, x, w, params["dimension_numbers"], out_dtype)
             else:
                 quantized = _int8_conv(x, w, params, out_dtype)
             return straight_through(x, w, quantized, primitive, params)
@@ -287,6 +298,35 @@ def int8(fun):
     straight-through estimator: they are the float product's derivatives.
     """
     return _lowered(fun, _Int8Policy())
+
+
+# ----------------------------------------------------------------------------- eager products
+
+# Below this many multiply-adds an eager product runs as written, on numpy: compiling a
+# program for a new shape costs more than numpy's slow integer matmul (~10 ns per
+# multiply-add) saves.
+EAGER_COMPILE_MIN_WORK = 1 << 22
+
+
+def _dot(lowering, x, w, dimension_numbers, *static):
+    """lowering(x, w, dimension_numbers, *static): the lowered product. Eagerly (concrete
+    operands) a big one runs as one compiled program, cached by shape, on the bf16/int8
+    GEMMs with the quantization in compiled passes; numpy has no int8 or bf16 GEMM."""
+    if isinstance(current_trace(), EvalTrace) and _multiply_adds(x, w, dimension_numbers) >= EAGER_COMPILE_MIN_WORK:
+        return _compiled_dot(lowering, dimension_numbers, static)(x, w)
+    return lowering(x, w, dimension_numbers, *static)
+
+
+def _multiply_adds(x, w, dimension_numbers):
+    (lc, _), (lb, _) = dimension_numbers
+    contracted = int(np.prod([x.shape[d] for d in lc]))
+    batch = int(np.prod([x.shape[d] for d in lb]))
+    return x.size * w.size // (contracted * batch)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_dot(lowering, dimension_numbers, static):
+    return jit(lambda x, w: lowering(x, w, dimension_numbers, *static))
 
 
 # ----------------------------------------------------------------------------- straight-through
@@ -317,21 +357,51 @@ def _straight_through_jvp(primals, tangents, product, product_params):
 
 def _straight_through_batch(args, dims, product, product_params):
     """dot_general: every batch axis to the front, as one more dot batch dimension.
-    conv: an unbatched kernel lets the batch fold into the examples axis."""
+    conv: the folds of the convolution's own batch rule, `quantized` laid out as their output."""
     size = batching.batch_size(args, dims)
     params = dict(product_params)
-    if product is dot_general_p:
-        x, w, quantized = (batching.bdim_at_front(a, d, size) for a, d in zip(args, dims))
-        (lc, rc), (lb, rb) = params["dimension_numbers"]
-        shift = lambda axes: tuple(a + 1 for a in axes)
-        params["dimension_numbers"] = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
-        return straight_through(x, w, quantized, product, params), 0
-    if dims[1] is not None:
-        raise NotImplementedError("vmap of an int8 convolution over its kernel is not supported")
-    x, _, quantized = (batching.bdim_at_front(a, d, size) for a, d in zip(args, dims))
-    fold = lambda a: lax.reshape(a, (a.shape[0] * a.shape[1],) + a.shape[2:])
-    out = straight_through(fold(x), args[1], fold(quantized), product, params)
-    return lax.reshape(out, (size, quantized.shape[1]) + out.shape[1:]), 0
+    if product is not dot_general_p:
+        return _conv_straight_through_batch(args, dims, size, params)
+    x, w, quantized = (batching.bdim_at_front(a, d, size) for a, d in zip(args, dims))
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    shift = lambda axes: tuple(a + 1 for a in axes)
+    params["dimension_numbers"] = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
+    return straight_through(x, w, quantized, product, params), 0
+
+
+def _conv_straight_through_batch(args, dims, size, params):
+    """An unbatched kernel: the batch folds into the examples. A batched kernel folds into the
+    output features inside each feature group; with the input batched too, into more groups
+    (int8 convolutions have no batch groups). `quantized` gets the folded output's layout."""
+    (x, w, quantized), (x_dim, w_dim, q_dim) = args, dims
+    quantized = batching.move_dim(quantized, q_dim, 0)      # (size, N, O, ...)
+    if w_dim is None:
+        x = batching.move_dim(x, x_dim, 0)
+        out = straight_through(_merge_axes(x, 0), w, _merge_axes(quantized, 0), conv_general_dilated_p, params)
+        return lax.reshape(out, (size, quantized.shape[1]) + out.shape[1:]), 0
+    w = batching.move_dim(w, w_dim, 0)
+    groups = params["feature_group_count"]
+    if x_dim is None:
+        folded = _swap_axes(_merge_groups(_swap_axes(quantized, 1), groups), 0)
+        out = straight_through(x, _merge_groups(w, groups), folded, conv_general_dilated_p, params)
+        return _split_groups(out, 1, groups, size), 1
+    x = _fold_into_features(batching.move_dim(x, x_dim, 0))
+    params["feature_group_count"] = size * groups
+    folded = _merge_axes(_swap_axes(quantized, 0), 1)
+    out = straight_through(x, _merge_axes(w, 0), folded, conv_general_dilated_p, params)
+    return lax.reshape(out, (out.shape[0], size, out.shape[1] // size) + out.shape[2:]), 1
+
+
+def _merge_axes(a, axis):
+    """a with axes `axis` and `axis` + 1 merged into one."""
+    return lax.reshape(a, a.shape[:axis] + (a.shape[axis] * a.shape[axis + 1],) + a.shape[axis + 2:])
+
+
+def _swap_axes(a, axis):
+    """a with axes `axis` and `axis` + 1 swapped."""
+    permutation = list(range(a.ndim))
+    permutation[axis:axis + 2] = axis + 1, axis
+    return lax.transpose(a, tuple(permutation))
 
 
 ad.jvp_rules[straight_through_p] = _straight_through_jvp
