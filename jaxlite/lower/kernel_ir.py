@@ -275,6 +275,8 @@ class ExprPrinter:
         self.typed_constants = typed_constants
 
     def name(self, e):
+        if e is None:       # a value no point needs (written over zero-size loops)
+            return "none"
         if id(e) in self.names:
             return self.names[id(e)]
         if e.op == "const":
