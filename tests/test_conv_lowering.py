@@ -48,13 +48,15 @@ def _shape(spec, sizes):
     return tuple(sizes[letter] for letter in spec)
 
 
-def _conv_fn(params):
-    return lambda x, w: lax.conv_general_dilated(x, w, **params)
-
-
 def _operands(lhs_shape, rhs_shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     return rng.normal(size=lhs_shape).astype(dtype), rng.normal(size=rhs_shape).astype(dtype)
+
+
+def _drawn_case(config, dtype):
+    """(convolution, lhs, rhs) for a drawn configuration."""
+    lhs_shape, rhs_shape, params = config
+    return (lambda x, w: lax.conv_general_dilated(x, w, **params)), *_operands(lhs_shape, rhs_shape, dtype)
 
 
 def _eager_or_skip(fun, *args):
@@ -67,9 +69,7 @@ def _eager_or_skip(fun, *args):
 @settings(deadline=None, max_examples=40)
 @given(conv_configs())
 def test_jit_matches_eager(config):
-    lhs_shape, rhs_shape, params = config
-    x, w = _operands(lhs_shape, rhs_shape, np.float32)
-    f = _conv_fn(params)
+    f, x, w = _drawn_case(config, np.float32)
     expected = _eager_or_skip(f, x, w)
     np.testing.assert_allclose(jaxlite.jit(f)(x, w), expected, rtol=2e-5, atol=2e-5)
 
@@ -77,9 +77,7 @@ def test_jit_matches_eager(config):
 @settings(deadline=None, max_examples=10)
 @given(conv_configs(max_rank=2))
 def test_jit_matches_eager_float64(config):
-    lhs_shape, rhs_shape, params = config
-    x, w = _operands(lhs_shape, rhs_shape, np.float64)
-    f = _conv_fn(params)
+    f, x, w = _drawn_case(config, np.float64)
     with enable_x64():
         expected = _eager_or_skip(f, x, w)
         result = jaxlite.jit(f)(x, w)
@@ -90,9 +88,7 @@ def test_jit_matches_eager_float64(config):
 @settings(deadline=None, max_examples=20)
 @given(conv_configs(max_rank=2))
 def test_jit_grad_matches_eager_grad(config):
-    lhs_shape, rhs_shape, params = config
-    x, w = _operands(lhs_shape, rhs_shape, np.float32)
-    f = _conv_fn(params)
+    f, x, w = _drawn_case(config, np.float32)
     out = _eager_or_skip(f, x, w)
     ct = np.random.default_rng(1).normal(size=out.shape).astype(np.float32)
     grad = jaxlite.grad(lambda x, w: jnp.sum(f(x, w) * ct), argnums=(0, 1))

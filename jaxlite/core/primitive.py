@@ -33,7 +33,6 @@ class Primitive:
         return self.name
 
 
-
 # Rewrites the compiler applies before fusion, registered by a primitive's module:
 # primitive -> rule(*operands, memory_orders, **params) computing it with simpler
 # primitives. `memory_orders` gives, per operand, each axis's position in the memory

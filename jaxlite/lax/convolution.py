@@ -359,11 +359,12 @@ def _conv_as_gemm(lhs, rhs, memory_orders, window_strides, padding, lhs_dilation
     """
     out = _conv_aval(lhs.aval, rhs.aval, window_strides, padding, lhs_dilation, rhs_dilation,
                      feature_group_count, batch_group_count)
-    if out.size == 0:     # (the padded input may even have a negative size)
+    if out.size == 0 or lhs.size == 0 or rhs.size == 0:
+        # Sums of nothing (or of padding); the padded input may even have a negative size.
         return shapes.full(out.shape, 0, preferred_element_type or out.dtype)
-    if _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+    if _runs_as_col2im(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                                   batch_group_count, preferred_element_type):
-        return _as_strided_conv_transpose(lhs, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
+        return _conv_by_col2im(lhs, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
                                           feature_group_count)
     groups = feature_group_count * batch_group_count
     lead = int(groups > 1)
@@ -477,17 +478,17 @@ def _kernel_by_columns(rhs, memory_order, groups, columns, taps, feature, lead):
     return (reshape(w, w.shape[:w.ndim - len(unit)]) if unit else w), last
 
 
-def _is_strided_conv_transpose(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+def _runs_as_col2im(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                                batch_group_count, preferred_element_type):
-    """Whether to compute the convolution as the transpose of another (with
-    `_as_strided_conv_transpose`): when it dilates its input, as the gradient of a
+    """Whether to compute the convolution as the transpose of another (`_conv_by_col2im`):
+    when it dilates its input, as the gradient of a
     strided convolution does, or when it has fewer output than input features, so that
     the GEMM's output (window taps x output features per row) is smaller than the patch
     matrix (taps x input features) would be."""
     extent = dilate_shape(rhs.shape[2:], rhs_dilation)
     fewer_outputs = rhs.shape[0] < lhs.shape[1] and any(k > 1 for k in rhs.shape[2:])
     return (any(d > 1 for d in lhs_dilation) or fewer_outputs) and all(s == 1 for s in window_strides) \
-        and batch_group_count == 1 and preferred_element_type is None and lhs.size and rhs.size \
+        and batch_group_count == 1 and preferred_element_type is None \
         and int(np.prod(rhs.shape[2:])) <= COL2IM_MAX_TAPS \
         and all(n > 0 for n in _conv_out_spatial(lhs.shape[2:], padding, lhs_dilation, extent))
 
@@ -502,12 +503,12 @@ def _conv_out_spatial(in_shape, padding, lhs_dilation, extent):
                  for m, (lo, hi), d, e in zip(in_shape, padding, lhs_dilation, extent))
 
 
-def _as_strided_conv_transpose(ct, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
+def _conv_by_col2im(ct, rhs, memory_orders, padding, lhs_dilation, rhs_dilation,
                                feature_group_count):
-    """A convolution of an lhs-dilated input, computed as the transpose of the strided
-    convolution whose lhs gradient it is (`_transpose_lhs` read backwards): the cotangent
-    times the kernel gives the patch matrix's cotangent (one GEMM), and the transpose of
-    conv_patches sums it back into place (col2im). Multiplying the zeros the dilation
+    """The convolution computed as the transpose of the (strided) convolution whose lhs
+    gradient it is (`_transpose_lhs` read backwards): its input times the kernel gives
+    that convolution's patch-matrix cotangent (one GEMM), and the transpose of
+    conv_patches sums it back into place (col2im). Multiplying the zeros an lhs dilation
     inserts (3/4 of the patch matrix for stride 2 in 2-D) is skipped."""
     g, n_spatial = feature_group_count, rhs.ndim - 2
     o_t, i_t = rhs.shape[:2]

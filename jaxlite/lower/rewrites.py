@@ -60,8 +60,8 @@ def _narrow_sources(operands, out_dtype, producers):
         if eqn is None or eqn.primitive.name != "convert_element_type":
             return None
         sources.append(eqn.inputs[0])
-    dtypes_ = {s.aval.dtype for s in sources}
-    if len(dtypes_) != 1 or (next(iter(dtypes_)).name, np.dtype(out_dtype).name) not in _WIDENED:
+    narrow = {s.aval.dtype.name for s in sources}
+    if len(narrow) != 1 or (narrow.pop(), np.dtype(out_dtype).name) not in _WIDENED:
         return None
     return sources
 
@@ -74,10 +74,11 @@ def _memory_order(var, producers):
         if eqn.primitive.name == "transpose":
             order = [eqn.params["permutation"][a] for a in order]
             var = eqn.inputs[0]
-        elif eqn.primitive.name in _LAYOUT_PRESERVING and _same_shape_operand(eqn, producers) is not None:
-            var = _same_shape_operand(eqn, producers)
-        else:
+            continue
+        source = _same_shape_operand(eqn, producers) if eqn.primitive.name in _LAYOUT_PRESERVING else None
+        if source is None:
             break
+        var = source
     return tuple(order)
 
 
