@@ -47,8 +47,9 @@ def _fuse_int8_matmuls(closed):
     return quantized.fuse_int8_matmuls(closed, runtime.is_int8_gemm)
 
 
-def compile_program(program, name="jit_fn"):
-    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, _symbol(name))
+def compile_program(program, name="jit_fn", donated=()):
+    """`donated`: per argument, whether the caller gives its buffer up (see donation.py)."""
+    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, _symbol(name), donated)
 
 
 def _symbol(name):

@@ -27,7 +27,8 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target
+from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target, native_call
+from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -114,10 +115,10 @@ def _nbytes(var):
 class Executable:
     """A compiled jaxpr: call it with flat numpy arrays, get flat numpy arrays back."""
 
-    def __init__(self, jaxpr, consts, steps, name="jit_fn"):
+    def __init__(self, jaxpr, consts, steps, name="jit_fn", donated=()):
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
         self.name = name
-        self._plan_buffers()
+        self._plan_buffers(donated)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
         self.llvm_ir = str(self.module)
@@ -125,10 +126,11 @@ class Executable:
         self._bind_entries()
 
     # -- planning
-    def _plan_buffers(self):
+    def _plan_buffers(self, donated):
         jaxpr = self.jaxpr
         self.out_vars = [v for v in dict.fromkeys(v for v in jaxpr.outvars if isinstance(v, Var))
                          if v not in jaxpr.invars and v not in jaxpr.constvars]
+        self.donation = DonationPlan(jaxpr, self.steps, set(self.out_vars), donated)
         # Object slots: 0 = workspace, then constants, arguments and outputs.
         self.object_slots = {}
         for v in jaxpr.constvars + jaxpr.invars + self.out_vars:
@@ -145,7 +147,7 @@ class Executable:
             if isinstance(step, EqnStep):
                 segments.append(step)
                 continue
-            function = codegen.emit_kernel(self.module, step.kernel)
+            function = codegen.emit_kernel(self.module, step.kernel, self.donation.kernel_aliases.get(number))
             sources = [self._source(v) for v in step.inputs + step.outputs]
             loop = step.kernel.parallel_loop()
             name = f"{self.name}_kernel{number}"
@@ -172,15 +174,25 @@ class Executable:
                 self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
             else:
                 self._runners.append(_PythonStep(segment, set(self.jaxpr.constvars)))
+        self._native = None
         if self._whole_entry and all(r.threads == 1 for r in self._runners):
-            whole = _NativeKernel._prototype(self.compiled.address(self._whole_entry))
-            self._runners = [_WholeProgram(whole)]
+            self._native = self._builtin_entry()
+            self._runners = []
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1)
         self._prepare_call()
 
+    def _builtin_entry(self):
+        """The whole program as a builtin taking (workspace, *consts, *args, *outputs); it
+        releases the GIL only when the work repays it (a few hundred ns when contended)."""
+        first_output = 1 + len(self.consts) + len(self.jaxpr.invars)
+        points = sum(kernel.points() for segment in self._segments if isinstance(segment, tuple)
+                     for kernel in segment[1:])
+        return native_call.builtin_entry(self.compiled.address(self._whole_entry), len(self.object_slots) + 1,
+                                         first_output, points >= RELEASE_GIL_MIN_POINTS)
+
     def free(self):
         """Drop the machine code (called when the cache evicts this function)."""
-        self._runners, self.compiled = [], None
+        self._runners, self._native, self.compiled = [], None, None
 
     # -- calling
     def _prepare_call(self):
@@ -190,19 +202,33 @@ class Executable:
         position = {v: i for i, v in enumerate(jaxpr.constvars + jaxpr.invars + self.out_vars)}
         self._out_sources = [np.array(v.val, v.aval.dtype) if isinstance(v, Literal) else position[v]
                              for v in jaxpr.outvars]
+        self._reuse = [(k, self.donation.reused[v]) for k, v in enumerate(self.out_vars) if v in self.donation.reused]
         self._only_native = all(not isinstance(r, _PythonStep) for r in self._runners)
 
-    def __call__(self, args):
+    def __call__(self, args, owned=()):
+        """Run on `args`. An output planned to reuse a donated argument's buffer (the code may
+        write it through the argument's pointer) is written into that buffer when the caller
+        owns it (`owned` positions), else into a private copy of the argument."""
         args = [_contiguous(a) for a in args]
         outputs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
+        for k, position in self._reuse:
+            if position not in owned:
+                args[position] = args[position].copy()
+            outputs[k] = _writeable(args[position])
         workspace = np.empty(self.plan.size, np.uint8) if self.plan.size else _NO_WORKSPACE
         buffers = self.consts + args + outputs
+        if self._native is not None:
+            self._native(workspace, *buffers)
+            return self._results(buffers)
         slots = self._slot_array(id(workspace), *map(id, buffers))
         if self._only_native:
             for runner in self._runners:
                 runner(slots)
         else:
             self._run_mixed(slots, buffers, workspace)
+        return self._results(buffers)
+
+    def _results(self, buffers):
         return [buffers[source] if type(source) is int else source.copy() for source in self._out_sources]
 
     def _run_mixed(self, slots, buffers, workspace):
@@ -258,19 +284,8 @@ def _emit_object_entry(module, name, calls):
     return function
 
 
-class _WholeProgram:
-    """All kernels in one native call (programs of kernels only, none split over threads)."""
-
-    threads = 1
-
-    def __init__(self, function):
-        self.function = function
-
-    def __call__(self, slots):
-        self.function(slots, 0, 0)
-
-
 PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
+RELEASE_GIL_MIN_POINTS = 1 << 14     # a whole program this big lets other Python threads run meanwhile
 _pool = None
 
 
@@ -318,6 +333,12 @@ def _contiguous(x):
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x).reshape(x.shape)   # (ascontiguousarray makes 0-d arrays 1-d)
     return x
+
+
+def _writeable(buffer):
+    """A donated buffer (read-only as an Array's) opened for writing; the caller owns it."""
+    buffer.flags.writeable = True
+    return buffer
 
 
 def _buffer_view(var, env, workspace, plan):
