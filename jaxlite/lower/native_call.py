@@ -181,8 +181,16 @@ def _method_definition():
         return _trampoline[1]
 
 
-def builtin_entry(address, nargs, first_output, release_gil):
+class _EntryConfig(np.ndarray):
+    """The builtin's `self`: the int64 words the trampoline reads, and (as an attribute)
+    the object owning the machine code, alive as long as the builtin is."""
+
+
+def builtin_entry(address, nargs, first_output, release_gil, code_owner):
     """A builtin `f(*arrays)` running `void entry(ptr objects, i64, i64)` on its arguments:
-    exactly `nargs` ndarrays, those from `first_output` on left read-only afterwards."""
-    config = np.array([address, nargs, first_output, int(release_gil)], np.int64)
+    exactly `nargs` ndarrays, those from `first_output` on left read-only afterwards.
+    `code_owner` (the compiled module) is kept alive by the builtin: a cache dropping
+    the executable while another thread still calls it must not unmap running code."""
+    config = np.array([address, nargs, first_output, int(release_gil)], np.int64).view(_EntryConfig)
+    config.code_owner = code_owner
     return _new_builtin(ctypes.addressof(_method_definition()), config, None)

@@ -22,6 +22,7 @@ import concurrent.futures
 import ctypes
 import logging
 import os
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -171,7 +172,7 @@ class Executable:
         for segment in self._segments:
             if isinstance(segment, tuple):
                 name, kernel = segment
-                self._runners.append(_NativeKernel(self.compiled.address(name), kernel))
+                self._runners.append(_NativeKernel(self.compiled, name, kernel))
             else:
                 self._runners.append(_PythonStep(segment, set(self.jaxpr.constvars)))
         self._native = None
@@ -188,11 +189,7 @@ class Executable:
         points = sum(kernel.points() for segment in self._segments if isinstance(segment, tuple)
                      for kernel in segment[1:])
         return native_call.builtin_entry(self.compiled.address(self._whole_entry), len(self.object_slots) + 1,
-                                         first_output, points >= RELEASE_GIL_MIN_POINTS)
-
-    def free(self):
-        """Drop the machine code (called when the cache evicts this function)."""
-        self._runners, self._native, self.compiled = [], None, None
+                                         first_output, points >= RELEASE_GIL_MIN_POINTS, self.compiled)
 
     # -- calling
     def _prepare_call(self):
@@ -289,12 +286,16 @@ RELEASE_GIL_MIN_POINTS = 1 << 14     # a whole program this big lets other Pytho
 _pool = None
 
 
+_pool_lock = threading.Lock()
+
+
 def _thread_pool():
     global _pool
-    if _pool is None:
-        workers = max((os.cpu_count() or 1) - 1, 0)
-        _pool = concurrent.futures.ThreadPoolExecutor(workers, "jaxlite-kernel") if workers else False
-    return _pool
+    with _pool_lock:
+        if _pool is None:
+            workers = max((os.cpu_count() or 1) - 1, 0)
+            _pool = concurrent.futures.ThreadPoolExecutor(workers, "jaxlite-kernel") if workers else False
+        return _pool
 
 
 class _NativeKernel:
@@ -303,8 +304,9 @@ class _NativeKernel:
 
     _prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
-    def __init__(self, address, kernel):
-        self.function = self._prototype(address)
+    def __init__(self, compiled, name, kernel):
+        self.code_owner = compiled      # the machine code lives as long as its callers (see native_call)
+        self.function = self._prototype(compiled.address(name))
         loop = kernel.parallel_loop()
         self.extent = loop.extent if loop is not None else 0
         self.threads = 1
@@ -318,9 +320,11 @@ class _NativeKernel:
         bounds = [self.extent * i // self.threads for i in range(self.threads + 1)]
         pending = [_thread_pool().submit(self.function, slots, lo, hi)
                    for lo, hi in zip(bounds[1:-1], bounds[2:])]
-        self.function(slots, bounds[0], bounds[1])
-        for future in pending:
-            future.result()
+        try:
+            self.function(slots, bounds[0], bounds[1])
+        finally:
+            # Even when interrupted: the shares read the caller's buffers until they finish.
+            concurrent.futures.wait(pending)
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)

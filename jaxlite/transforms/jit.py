@@ -28,7 +28,7 @@ from jaxlite.core.config import config
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import abstractify, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace
-from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching, dispatch
 from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
 
@@ -121,9 +121,9 @@ class _CacheEntry:
             return self.executable
 
     def free(self):
-        if self.executable is not None:
-            self.executable.free()
-            self.executable = None
+        """Drop this entry's executable; its machine code goes with the last caller holding
+        it (a fast-path table, or a thread running it right now)."""
+        self.executable = None
 
 
 def _compile(closed, name, donated=()):
@@ -282,11 +282,12 @@ class JittedFunction:
         """Per flat dynamic argument, whether it is donated (a tuple of bools, or () for none)."""
         if not self.donate_argnums and not self.donate_argnames:
             return ()
-        flags = [[i in self.donate_argnums] * len(tree_flatten(a)[0])
-                 for i, a in enumerate(args) if i not in self.static_argnums]
-        flags += [[name in self.donate_argnames] * len(tree_flatten(value)[0])
-                  for name, value in kwargs.items() if name not in self.static_argnames]
-        return tuple(flag for leaf_flags in flags for flag in leaf_flags)
+        # The same tree as the flattened arguments, a flag at each leaf (dicts flatten by key).
+        positional = tuple(tree_map(lambda _, d=i in self.donate_argnums: d, a)
+                           for i, a in enumerate(args) if i not in self.static_argnums)
+        keywords = {name: tree_map(lambda _, d=name in self.donate_argnames: d, value)
+                    for name, value in kwargs.items() if name not in self.static_argnames}
+        return tuple(tree_flatten((positional, keywords))[0])
 
     def _trace(self, in_tree, flat_args, static, donated=()):
         static_positional = [(i, v) for kind, i, v in static if kind == "position"]
