@@ -23,16 +23,13 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
+from jaxlite.lower.codegen import I32, I64, PTR
 
+DATA_OFFSET = 16          # offsetof(PyArrayObject_fields, data): right after PyObject_HEAD
 _FLAGS_OFFSET = 64        # offsetof(PyArrayObject_fields, flags) in numpy's stable ABI
-_DATA_OFFSET = 16         # offsetof(PyArrayObject_fields, data)
 _TYPE_OFFSET = 8          # offsetof(PyObject, ob_type)
 _WRITEABLE = 0x0400       # NPY_ARRAY_WRITEABLE
 _METH_FASTCALL = 0x0080
-
-I32, I64 = ir.IntType(32), ir.IntType(64)
-PTR = ir.PointerType()
-
 
 def _check_flags_offset():
     probe = np.zeros(1)
@@ -104,7 +101,7 @@ class _Emitter:
 
     def emit(self):
         b = self.block("entry")
-        config = _load_at(b, self.self_object, _DATA_OFFSET, PTR)
+        config = _load_at(b, self.self_object, DATA_OFFSET, PTR)
         entry, expected, first_output, release = (
             b.load(b.gep(config, [ir.Constant(I64, k)], source_etype=I64), typ=I64) for k in range(4))
         checked = self.block("count_ok")

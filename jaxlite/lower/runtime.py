@@ -6,11 +6,12 @@ bodies, and logged fallbacks to an equation's numpy implementation). All kernels
 one compiled function share one LLVM module. Each kernel has a native entry point
 `void entry(ptr objects, i64 start, i64 stop)` bounding its parallel loop, so a big
 kernel runs on several threads; a program made only of kernels that each run on one
-thread is called through a single entry point, once per call.
+thread is called through a single entry point, once per call, as a Python builtin
+(native_call.py: no ctypes on that path).
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
-  * outputs: fresh numpy arrays per call;
+  * outputs: fresh numpy arrays per call, or a donated argument's buffer (donation.py);
   * intermediates: offsets in one workspace array per call, planned by liveness so
     a buffer's bytes are reused once its last reader has run.
 The entry point receives the *numpy array objects* (their addresses, `id(array)`),
@@ -29,13 +30,13 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import codegen, gemm, gemm_lowp, llvm_target, native_call
+from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
 
 ALIGNMENT = 64
-_DATA_OFFSET = 16     # offsetof(PyArrayObject, data): right after PyObject_HEAD
 
 # Primitives that run their numpy implementation between native kernels, and why.
 # Anything without a lowering that is not listed here also falls back, with a warning.

@@ -1,8 +1,14 @@
 """jit: trace once per argument signature, compile to machine code, cache, dispatch.
 
 `jit(f)(*args)` flattens the arguments, keys the cache by (function, tree structure,
-each leaf's shape/dtype/weak type, static argument values, x64 flag), traces `f`
-into a ClosedJaxpr on a miss, and runs the compiled program.
+each leaf's shape/dtype/weak type, static argument values, x64 flag, donated leaves),
+traces `f` into a ClosedJaxpr on a miss, and runs the compiled program. Calls with
+positional Arrays only then take the fast path of dispatch.py, keyed by the arguments'
+interned signatures alone.
+
+Donation (`donate_argnums`, `donate_argnames`) follows JAX: a donated Array is given
+up (deleted) when an output of its shape and dtype can take its buffer, and the output
+is written there when the program never reads the argument afterwards (lower/donation.py).
 
 Under another transformation (jvp, vmap, an enclosing jit or make_jaxpr) the traced
 jaxpr is bound as the `jit` call primitive instead: its JVP rule differentiates the
