@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import jaxlite
 import jaxlite.numpy as jnp
@@ -228,13 +229,19 @@ def test_donate_argnames_and_pytrees():
     assert float(g(a, b)[0]) == 6.0 and b.is_deleted() and not a.is_deleted()
 
 
-def test_donation_does_not_change_results_under_hypothesis_like_sweep():
-    rng = np.random.default_rng(0)
-    functions = [lambda x: jnp.exp(x) * x, lambda x: jnp.cumsum(x, axis=0) + x,
-                 lambda x: x[:, ::-1] * 2, lambda x: jnp.maximum(x, x.T), lambda x: x / x.sum(axis=1, keepdims=True)]
-    for fn in functions:
-        value = rng.standard_normal((6, 6)).astype(np.float32)
-        expected = np.asarray(jaxlite.jit(fn)(Array(value)))
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            np.testing.assert_allclose(jaxlite.jit(fn, donate_argnums=0)(_fresh(value)), expected, rtol=1e-5)
+_DONATION_CASES = [lambda x: jnp.exp(x) * x, lambda x: jnp.cumsum(x, axis=0) + x, lambda x: x[:, ::-1] * 2,
+                   lambda x: jnp.maximum(x, x.T), lambda x: x / x.sum(axis=1, keepdims=True),
+                   lambda x: jnp.flip(x, 0) - x, lambda x: jnp.sort(x, axis=1) + x[0]]
+
+
+@settings(deadline=None, max_examples=12)
+@given(case=st.integers(0, len(_DONATION_CASES) - 1), n=st.integers(1, 9), seed=st.integers(0, 2 ** 16))
+def test_donation_does_not_change_results(case, n, seed):
+    fn = _DONATION_CASES[case]
+    value = np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)
+    expected = np.asarray(jaxlite.jit(fn)(Array(value)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        donating = jaxlite.jit(fn, donate_argnums=0)
+        for _ in range(2):
+            np.testing.assert_allclose(donating(_fresh(value)), expected, rtol=1e-5, atol=1e-6)

@@ -233,10 +233,11 @@ class JittedFunction:
         # Fast path: positional Arrays only, looked up by their interned signatures.
         if not kwargs and _trace_context.trace is EVAL_TRACE:
             try:
-                signatures = tuple(map(_signature_attribute, args))
+                # One argument (the common case) is keyed by its signature, not a 1-tuple.
+                key = args[0]._signature if len(args) == 1 else tuple(map(_signature_attribute, args))
             except AttributeError:
-                signatures = _array_signatures(args)
-            call = self._fast_calls.get(signatures)
+                key = _fast_key(_array_signatures(args))
+            call = self._fast_calls.get(key)
             if call is not None:
                 return call(args)
         return self._call(args, kwargs)
@@ -258,7 +259,7 @@ class JittedFunction:
     def _remember_fast(self, signatures, entry):
         if len(self._fast_calls) >= 32:
             self._fast_calls.clear()
-        self._fast_calls[signatures] = dispatch.make_call(entry, entry.executable, signatures)
+        self._fast_calls[_fast_key(signatures)] = dispatch.make_call(entry, entry.executable, signatures)
 
     def lower(self, *args, **kwargs):
         entry, _ = self._entry(args, kwargs)
@@ -360,6 +361,10 @@ def _numpy_argument(x, aval):
 
 
 _signature_attribute = operator.attrgetter("_signature")
+
+
+def _fast_key(signatures):
+    return signatures[0] if signatures is not None and len(signatures) == 1 else signatures
 
 
 def _array_signatures(args):
