@@ -16,8 +16,9 @@ Python source generated for the exact argument and output counts, e.g.
 (no loops, no lists, no ctypes): the signature lookup already guaranteed shapes,
 dtypes, weak types and contiguity, and the native entry point checks that it got
 exactly ndarrays. Outputs skip Array.__init__ (no view, no flags call): the entry
-point leaves them read-only, and they are fresh buffers nobody else holds.
-Other programs (Python steps, threaded kernels, donation) go through `run_entry`.
+point leaves them read-only, and they are fresh buffers nobody else holds. With
+donation the source also reuses argument buffers for outputs and deletes the donated
+Arrays. Other programs (Python steps, threaded kernels) go through `run_entry`.
 """
 import sys
 
@@ -51,8 +52,7 @@ def claim_donations(flat_args, paired):
     for position in paired:
         array = flat_args[position]
         if any(other is array for k, other in enumerate(flat_args) if k != position):
-            raise ValueError(f"Attempt to donate a buffer which is also used by the same call (flattened "
-                             f"argument {position}); pass a copy, or do not donate it.")
+            raise ValueError(_donated_twice(position))
         if type(array) is Array and owns_buffer(array):
             owned.add(position)
     return owned
@@ -66,7 +66,7 @@ def delete_donated(flat_args, paired):
 
 def make_call(entry, executable, in_signatures):
     """The call function of a compiled signature: args -> the output pytree."""
-    if executable._native is None or executable.donation.paired:
+    if executable._native is None or entry.extra_args:
         return _general_call(entry)
     return _generated_call(entry, executable, in_signatures)
 
@@ -96,17 +96,25 @@ def _generated_call(entry, executable, in_signatures):
     """Straight-line Python for one native program (see the module docstring)."""
     jaxpr = executable.jaxpr
     names = {"empty": np.empty, "native": executable._native, "new_array": _new_array, "Array": Array,
-             "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten,
+             "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer,
              "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8)}
     arguments = [f"a{i}" for i in range(len(jaxpr.invars))]
     lines = [f"def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
+    lines += _donation_checks(executable, in_signatures)
     values = []
     for i, signature in enumerate(in_signatures):
         values.append(f"a{i}._value" if signature.contiguous else f"ascontiguousarray(a{i}._value)")
+    reused = dict(executable._reuse)
+    for i in set(reused.values()):
+        # The code may write the output through the argument's pointer: a buffer the Array
+        # does not own alone is copied first (a non-contiguous one already is).
+        private = f"a{i}._value if owns_buffer(a{i}) else a{i}._value.copy()"
+        lines.append(f"    v{i} = {private if in_signatures[i].contiguous else values[i]}")
+        values[i] = f"v{i}"
     outputs = []
     for k, (shape, dtype) in enumerate(executable._out_specs):
         names[f"SHAPE{k}"], names[f"DTYPE{k}"] = shape, dtype
-        lines.append(f"    o{k} = empty(SHAPE{k}, DTYPE{k})")
+        lines.append(f"    o{k} = v{reused[k]}" if k in reused else f"    o{k} = empty(SHAPE{k}, DTYPE{k})")
         outputs.append(f"o{k}")
     consts = []
     for j, const in enumerate(executable.consts):
@@ -118,6 +126,7 @@ def _generated_call(entry, executable, in_signatures):
         workspace = "empty(WORKSPACE_SIZE, uint8)"
     lines.append(f"    native({', '.join([workspace] + consts + values + outputs)})")
     lines += _wrap_outputs(executable, entry.out_weak_types, names, len(consts), len(values))
+    lines += [f"    a{i}.delete()" for i in executable.donation.paired]
     results = [f"r{k}" for k in range(len(jaxpr.outvars))]
     if entry.out_tree.kind is None:
         lines.append(f"    return {results[0]}")
@@ -125,6 +134,17 @@ def _generated_call(entry, executable, in_signatures):
         lines.append(f"    return unflatten(OUT_TREE, [{', '.join(results)}])")
     exec("\n".join(lines), names)
     return names["call"]
+
+
+def _donation_checks(executable, in_signatures):
+    """Lines rejecting a donated Array that is also passed in another position."""
+    return [f"    if a{i} is a{j}: raise ValueError({_donated_twice(i)!r})"
+            for i in executable.donation.paired for j in range(len(in_signatures)) if j != i]
+
+
+def _donated_twice(position):
+    return (f"Attempt to donate a buffer which is also used by the same call (flattened argument "
+            f"{position}); pass a copy, or do not donate it.")
 
 
 def _wrap_outputs(executable, weak_types, names, nconsts, nargs):
