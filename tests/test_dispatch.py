@@ -182,6 +182,8 @@ def test_donation_with_a_fallback_step():
         x = _fresh([3.0, 1.0, 2.0])
         np.testing.assert_array_equal(f(x), [2.0, 4.0, 6.0])
         assert x.is_deleted()
+    sealed_view = jaxlite.jit(lambda v: v * 1)(_fresh([3.0, 1.0, 2.0, 0.0])).reshape(2, 2)[0]
+    np.testing.assert_array_equal(jaxlite.jit(lambda x: jnp.sort(x) * 2, donate_argnums=0)(sealed_view), [2, 6])
 
 
 def test_unusable_donation_warns_and_keeps_the_argument():

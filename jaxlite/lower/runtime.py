@@ -187,8 +187,7 @@ class Executable:
         """The whole program as a builtin taking (workspace, *consts, *args, *outputs); it
         releases the GIL only when the work repays it (a few hundred ns when contended)."""
         first_output = 1 + len(self.consts) + len(self.jaxpr.invars)
-        points = sum(kernel.points() for segment in self._segments if isinstance(segment, tuple)
-                     for kernel in segment[1:])
+        points = sum(kernel.points() for _, kernel in filter(lambda s: isinstance(s, tuple), self._segments))
         return native_call.builtin_entry(self.compiled.address(self._whole_entry), len(self.object_slots) + 1,
                                          first_output, points >= RELEASE_GIL_MIN_POINTS, self.compiled)
 
@@ -341,7 +340,10 @@ def _contiguous(x):
 
 
 def _writeable(buffer):
-    """A donated buffer (read-only as an Array's) opened for writing; the caller owns it."""
+    """A donated buffer (read-only as an Array's) opened for writing; the caller owns it,
+    and the base it may view (which may be sealed read-only too)."""
+    if buffer.base is not None:
+        buffer.base.flags.writeable = True
     buffer.flags.writeable = True
     return buffer
 

@@ -219,14 +219,14 @@ def _as_tuple(x):
 class JittedFunction:
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames=()):
         self.fun = fun
-        self.static_argnums, self.static_argnames = _infer_static(fun, _as_tuple(static_argnums),
-                                                                  _as_tuple(static_argnames))
-        self.donate_argnums, self.donate_argnames = _infer_static(fun, _as_tuple(donate_argnums),
-                                                                  _as_tuple(donate_argnames))
+        self.static_argnums, self.static_argnames = _complete_positions_and_names(
+            fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
+        self.donate_argnums, self.donate_argnames = _complete_positions_and_names(
+            fun, _as_tuple(donate_argnums), _as_tuple(donate_argnames))
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
-        self._fast_calls = {}       # tuple of the arguments' ArraySignatures -> dispatch call function
+        self._fast_calls = {}       # the arguments' ArraySignatures (a lone one: itself) -> call function
         _jitted_functions.add(self)
 
     def __call__(self, *args, **kwargs):
@@ -393,8 +393,9 @@ def _hashable(value, where):
     return value
 
 
-def _infer_static(fun, argnums, argnames):
-    """Static positions and names, each completed from the other through the signature."""
+def _complete_positions_and_names(fun, argnums, argnames):
+    """Argument positions and names (static or donated ones), each completed from the
+    other through the signature."""
     try:
         parameters = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
