@@ -1,5 +1,6 @@
 """jit's per-call path: the signature fast path, the native trampoline, and buffer donation."""
 import gc
+import sys
 import warnings
 
 import numpy as np
@@ -122,6 +123,10 @@ def test_builtin_entry_seals_outputs():
     executable._native(np.empty(0, np.uint8), np.array([1.0, 2.0], np.float32), out)
     assert not out.flags.writeable and list(out) == [2.0, 3.0]
     assert native_call._check_flags_offset()
+    before = sys.getrefcount(None)
+    for _ in range(1000):
+        executable._native(np.empty(0, np.uint8), np.array([1.0, 2.0], np.float32), out)
+    assert abs(sys.getrefcount(None) - before) < 50      # the returned None is counted, not leaked or lost
 
 
 # ---------------------------------------------------------------- donation

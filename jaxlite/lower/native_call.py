@@ -17,6 +17,7 @@ the WRITEABLE flag of the outputs, which become the buffers of immutable Arrays:
 cheaper than numpy's `flags.writeable = False` per call.
 """
 import ctypes
+import sys
 import threading
 
 import numpy as np
@@ -123,7 +124,8 @@ class _Emitter:
         b = self._restore_thread(b, releases, state)
         b = self.loop(b, first_output, self._seal)
         none = b.inttoptr(ir.Constant(I64, id(None)), PTR)
-        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)     # Py_INCREF(None)
+        if sys.version_info < (3, 12):      # from 3.12 None is immortal: no count to keep
+            b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)     # Py_INCREF(None)
         b.ret(none)
         return self.function
 
