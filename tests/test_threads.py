@@ -117,3 +117,17 @@ def test_executable_running_on_one_thread_survives_eviction_on_another():
         runner.join()
         assert len(results) == 10
         np.testing.assert_allclose(results[-1][0], np.sin(x) * 2, rtol=1e-6, atol=1e-7)
+
+
+def test_creating_jitted_functions_while_caches_are_cleared():
+    """clear_caches walks the set of jitted functions, which others add to (and drop from)."""
+    def work(index):
+        alive = []
+        for _ in range(8000):
+            if index == 0:
+                jit_module.clear_caches()
+            else:
+                alive.append(jaxlite.jit(lambda x: x))
+                if len(alive) > 50:
+                    alive.clear()
+    _run_threads(work, 3)

@@ -77,6 +77,7 @@ _calls_cache = _LRUCache(CACHE_SIZE)     # call signature -> _CacheEntry
 _jaxpr_cache = _LRUCache(CACHE_SIZE)     # ClosedJaxpr (jit_p evaluated eagerly) -> _CacheEntry
 _stats = collections.Counter()
 _jitted_functions = weakref.WeakSet()     # their fast-path tables are cleared with the caches
+_jitted_functions_lock = threading.Lock()  # a WeakSet may not grow while another thread iterates it
 
 
 def compile_count():
@@ -92,7 +93,9 @@ def clear_caches():
 
 
 def _clear_fast_calls():
-    for jitted in list(_jitted_functions):
+    with _jitted_functions_lock:
+        jitted_functions = list(_jitted_functions)
+    for jitted in jitted_functions:
         jitted._fast_calls.clear()
 
 
@@ -227,7 +230,8 @@ class JittedFunction:
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
         self._fast_calls = {}       # the arguments' ArraySignatures (a lone one: itself) -> call function
-        _jitted_functions.add(self)
+        with _jitted_functions_lock:
+            _jitted_functions.add(self)
 
     def __call__(self, *args, **kwargs):
         # Fast path: positional Arrays only, looked up by their interned signatures.
