@@ -318,10 +318,15 @@ class _NativeKernel:
             self.function(slots, 0, self.extent)
             return
         bounds = [self.extent * i // self.threads for i in range(self.threads + 1)]
-        pending = [_thread_pool().submit(self.function, slots, lo, hi)
-                   for lo, hi in zip(bounds[1:-1], bounds[2:])]
+        shares = list(zip(bounds[1:-1], bounds[2:]))
+        pending = [_thread_pool().submit(self.function, slots, lo, hi) for lo, hi in shares]
         try:
             self.function(slots, bounds[0], bounds[1])
+            for future, (lo, hi) in zip(pending, shares):
+                # A share still queued (the pool is busy with other callers' shares) runs here
+                # rather than waiting its turn.
+                if future.cancel():
+                    self.function(slots, lo, hi)
         finally:
             # Even when interrupted: the shares read the caller's buffers until they finish.
             concurrent.futures.wait(pending)
