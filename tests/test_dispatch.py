@@ -41,6 +41,21 @@ def test_fast_path_recompiles_on_shape_dtype_and_weak_type_changes():
         assert f(vector).shape == (3,) and f(integer).dtype == np.int32 and f(weak).weak_type
 
 
+@settings(deadline=None, max_examples=15)
+@given(dtype=st.sampled_from([np.float32, np.int32, np.float16, np.bool_, np.uint8]),
+       shape=st.lists(st.integers(0, 4), max_size=3).map(tuple), weak=st.booleans())
+def test_fast_path_result_matches_the_signature(dtype, shape, weak):
+    f = jaxlite.jit(lambda x: (x, jnp.logical_not(x) if dtype == np.bool_ else x * 2))
+    value = (np.arange(int(np.prod(shape))) % 3).astype(dtype).reshape(shape)
+    weak = weak and dtype in (np.float32, np.int32)      # weak types come from Python scalars
+    for _ in range(2):
+        same, doubled = f(Array(value, weak_type=weak))
+        expected = np.logical_not(value) if dtype == np.bool_ else value * dtype(2)
+        assert doubled.dtype == value.dtype and doubled.shape == shape and doubled.weak_type == weak
+        np.testing.assert_array_equal(doubled, expected)
+        np.testing.assert_array_equal(same, value)
+
+
 def test_fast_path_handles_non_contiguous_arrays():
     f = jaxlite.jit(lambda x: x * 2)
     base = np.arange(12, dtype=np.float32).reshape(3, 4)
