@@ -131,3 +131,14 @@ def test_creating_jitted_functions_while_caches_are_cleared():
                 if len(alive) > 50:
                     alive.clear()
     _run_threads(work, 3)
+
+
+def test_donated_buffer_written_by_a_split_kernel():
+    f = jaxlite.jit(lambda x: jnp.sin(x) * 2 + x, donate_argnums=0)
+    value = np.linspace(-3, 3, 2 * runtime.PARALLEL_MIN_POINTS, dtype=np.float32)
+    for _ in range(2):
+        x = Array(value) + 0
+        address = x._value.__array_interface__["data"][0]
+        out = f(x)
+        assert out._value.__array_interface__["data"][0] == address and x.is_deleted()
+        np.testing.assert_allclose(out, np.sin(value) * 2 + value, rtol=2e-6, atol=2e-6)
