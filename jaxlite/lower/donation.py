@@ -48,7 +48,7 @@ class DonationPlan:
             return
         step = steps[writer]
         if x in step.inputs:
-            if not isinstance(step, KernelStep):
+            if not isinstance(step, KernelStep) or step.inputs.count(x) != 1:
                 return
             buffers = dict(zip(step.inputs + step.outputs, step.kernel.params))
             if not _reads_in_place(step.kernel, buffers[x], buffers[o]):
