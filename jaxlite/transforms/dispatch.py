@@ -24,7 +24,9 @@ import sys
 
 import numpy as np
 
+from jaxlite.core import errors
 from jaxlite.core.array import Array, intern_signature
+from jaxlite.core.trace import Tracer
 from jaxlite.core.tree_util import tree_unflatten
 
 _new_array = Array.__new__
@@ -79,17 +81,24 @@ def _general_call(entry):
 
 def run_entry(entry, flat_args):
     """Run a cache entry's executable on flat arguments (Arrays, numpy values or scalars)."""
-    from jaxlite.transforms.jit import _numpy_argument
     executable = entry.executable or entry.get_executable()
     paired = [p - len(entry.extra_args) for p in executable.donation.paired]
     owned = claim_donations(flat_args, paired) if paired else ()
-    values = [x._value if type(x) is Array else _numpy_argument(x, aval)
-              for x, aval in zip(flat_args, entry.in_avals)]
+    values = [numpy_argument(x, aval) for x, aval in zip(flat_args, entry.in_avals)]
     extra = len(entry.extra_args)
     outs = executable(entry.extra_args + values, {p + extra for p in owned})
     if paired:
         delete_donated(flat_args, paired)
     return [Array(o, weak) for o, weak in zip(outs, entry.out_weak_types)]
+
+
+def numpy_argument(x, aval):
+    """The numpy value a compiled program takes for one flat argument."""
+    if type(x) is Array:
+        return x._value
+    if isinstance(x, Tracer):
+        raise errors.escaped_tracer_error(x)
+    return np.asarray(x, aval.dtype)
 
 
 def _generated_call(entry, executable, in_signatures):

@@ -28,7 +28,6 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import errors
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
 from jaxlite.core.primitive import Primitive
@@ -356,14 +355,6 @@ def _lift_tracer_consts(closed, is_tracer):
     return ClosedJaxpr(new, [c for _, c in kept])
 
 
-def _numpy_argument(x, aval):
-    if type(x) is Array:
-        return x._value
-    if isinstance(x, Tracer):
-        raise errors.escaped_tracer_error(x)
-    return np.asarray(x, aval.dtype)
-
-
 _signature_attribute = operator.attrgetter("_signature")
 
 
@@ -490,7 +481,7 @@ class Compiled:
     def __call__(self, *args):
         flat_args, _ = tree_flatten(args)
         closed = self.program.closed
-        values = [_numpy_argument(x, aval) for x, aval in zip(flat_args, closed.in_avals)]
+        values = [dispatch.numpy_argument(x, aval) for x, aval in zip(flat_args, closed.in_avals)]
         outs = self.executable(values)
         arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, closed.out_avals)]
         return tree_unflatten(self.out_tree, arrays)
