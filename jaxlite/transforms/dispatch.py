@@ -108,23 +108,10 @@ def _generated_call(entry, executable, in_signatures):
              "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer,
              "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8)}
     arguments = [f"a{i}" for i in range(len(jaxpr.invars))]
-    lines = [f"def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
+    lines = ["def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
     lines += _donation_checks(executable, in_signatures)
-    values = []
-    for i, signature in enumerate(in_signatures):
-        values.append(f"a{i}._value" if signature.contiguous else f"ascontiguousarray(a{i}._value)")
-    reused = dict(executable._reuse)
-    for i in set(reused.values()):
-        # The code may write the output through the argument's pointer: a buffer the Array
-        # does not own alone is copied first (a non-contiguous one already is).
-        private = f"a{i}._value if owns_buffer(a{i}) else a{i}._value.copy()"
-        lines.append(f"    v{i} = {private if in_signatures[i].contiguous else values[i]}")
-        values[i] = f"v{i}"
-    outputs = []
-    for k, (shape, dtype) in enumerate(executable._out_specs):
-        names[f"SHAPE{k}"], names[f"DTYPE{k}"] = shape, dtype
-        lines.append(f"    o{k} = v{reused[k]}" if k in reused else f"    o{k} = empty(SHAPE{k}, DTYPE{k})")
-        outputs.append(f"o{k}")
+    values = _argument_values(executable, in_signatures, lines)
+    outputs = _output_buffers(executable, names, lines)
     consts = []
     for j, const in enumerate(executable.consts):
         names[f"CONST{j}"] = const
@@ -143,6 +130,28 @@ def _generated_call(entry, executable, in_signatures):
         lines.append(f"    return unflatten(OUT_TREE, [{', '.join(results)}])")
     exec("\n".join(lines), names)
     return names["call"]
+
+
+def _argument_values(executable, in_signatures, lines):
+    """The expression of each argument's buffer (adding the lines that prepare reused ones)."""
+    values = [f"a{i}._value" if signature.contiguous else f"ascontiguousarray(a{i}._value)"
+              for i, signature in enumerate(in_signatures)]
+    for i in set(dict(executable._reuse).values()):
+        # The code may write the output through the argument's pointer: a buffer the Array
+        # does not own alone is copied first (a non-contiguous one already is).
+        private = f"a{i}._value if owns_buffer(a{i}) else a{i}._value.copy()"
+        lines.append(f"    v{i} = {private if in_signatures[i].contiguous else values[i]}")
+        values[i] = f"v{i}"
+    return values
+
+
+def _output_buffers(executable, names, lines):
+    """Lines giving each computed output its buffer: fresh, or a donated argument's."""
+    reused = dict(executable._reuse)
+    for k, (shape, dtype) in enumerate(executable._out_specs):
+        names[f"SHAPE{k}"], names[f"DTYPE{k}"] = shape, dtype
+        lines.append(f"    o{k} = v{reused[k]}" if k in reused else f"    o{k} = empty(SHAPE{k}, DTYPE{k})")
+    return [f"o{k}" for k in range(len(executable._out_specs))]
 
 
 def _donation_checks(executable, in_signatures):
