@@ -3,6 +3,8 @@
 Operators and array methods are attached by jaxlite.numpy (shared with Tracer), so
 this module stays independent of the API built on top of it.
 """
+import weakref
+
 import numpy as np
 
 from jaxlite.core import dtypes
@@ -10,7 +12,8 @@ from jaxlite.core.abstract import ShapedArray
 
 
 class Array:
-    __slots__ = ("_value", "weak_type", "__weakref__")
+    # `_signature` is set on first use by jit's dispatch (see signature_of), never in __init__.
+    __slots__ = ("_value", "weak_type", "_signature", "__weakref__")
     # Make numpy defer to our reflected operators: np_array + Array -> Array.
     __array_priority__ = 100
 
@@ -33,12 +36,26 @@ class Array:
         return ShapedArray(self._value.shape, self._value.dtype, self.weak_type)
 
     def __array__(self, dtype=None, copy=None):
+        if type(self._value) is _DeletedBuffer:
+            self._value.__array__()
         if copy:
             return np.array(self._value, dtype=dtype)
         return self._value if dtype is None else self._value.astype(dtype)
 
     def block_until_ready(self):
         return self
+
+    def delete(self):
+        """Release the buffer (as after donation): any later use raises RuntimeError."""
+        if not self.is_deleted():
+            self._value = _DeletedBuffer(self._value.shape, self._value.dtype)
+        try:
+            del self._signature
+        except AttributeError:
+            pass
+
+    def is_deleted(self):
+        return type(self._value) is _DeletedBuffer
 
     def item(self, *index):
         return self._value.item(*index)
@@ -95,6 +112,68 @@ class Array:
 
     def copy(self):
         return Array(self._value.copy(), self.weak_type)
+
+
+class _DeletedBuffer:
+    """Stands in for the buffer of a deleted Array: shape and dtype stay readable (as in
+    JAX); anything that needs the data, including numpy's conversion, raises."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    def _error(self):
+        shape = ",".join(map(str, self.shape))
+        return RuntimeError(f"Array has been deleted with shape={self.dtype.name}[{shape}].")
+
+    def __getattr__(self, name):
+        raise self._error()
+
+    def _raise(self, *args, **kwargs):
+        raise self._error()
+
+    # Python looks special methods up on the type, past __getattr__.
+    __array__ = __len__ = __iter__ = __getitem__ = __bool__ = __int__ = __float__ = _raise
+    __complex__ = __index__ = __copy__ = __deepcopy__ = _raise
+
+
+class ArraySignature:
+    """What a compiled function's machine code assumes of one Array argument: shape, dtype,
+    weak type, and whether the buffer is C-contiguous. Interned, so equal signatures are
+    the same object and a tuple of them hashes by identity, fast."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "contiguous", "__weakref__")
+
+    def __init__(self, shape, dtype, weak_type, contiguous):
+        self.shape, self.dtype, self.weak_type, self.contiguous = shape, dtype, weak_type, contiguous
+
+
+_signatures = weakref.WeakValueDictionary()
+
+
+def intern_signature(shape, dtype, weak_type, contiguous=True):
+    key = (shape, dtype, bool(weak_type), bool(contiguous))
+    found = _signatures.get(key)
+    if found is None:
+        found = _signatures.setdefault(key, ArraySignature(*key))
+    return found
+
+
+def signature_of(array):
+    """`array`'s interned ArraySignature, remembered on the Array (it never changes)."""
+    try:
+        return array._signature
+    except AttributeError:
+        value = array._value
+        if type(value) is _DeletedBuffer:
+            raise value._error() from None
+        array._signature = intern_signature(value.shape, value.dtype, array.weak_type, value.flags.c_contiguous)
+        return array._signature
 
 
 def wrap_numpy(value, aval):

@@ -518,7 +518,7 @@ def _arg_better(b, dtype, kind, value, best):
 # ---------------------------------------------------------------- kernels
 
 class KernelEmitter:
-    def __init__(self, module, kernel):
+    def __init__(self, module, kernel, aliases=None):
         self.module, self.kernel = module, kernel
         self.parallel = kernel.parallel_loop()
         types = [PTR] * len(kernel.params) + [I64, I64] * (self.parallel is not None)
@@ -528,6 +528,10 @@ class KernelEmitter:
         for argument in self.function.args[:len(kernel.params)]:
             argument.add_attribute("noalias")
         self.buffers = dict(zip(kernel.params, self.function.args))
+        # A donated input's buffer holding an output (donation.py): the output is stored
+        # through the input's pointer, so `noalias` stays true and LLVM sees the reuse.
+        for output, source in (aliases or {}).items():
+            self.buffers[output] = self.buffers[source]
         # The parallel loop runs over [start, stop) given by the caller (one thread's share).
         self.bounds = tuple(self.function.args[len(kernel.params):]) or None
         entry = self.function.append_basic_block("entry")
@@ -688,5 +692,5 @@ def new_module(name):
     return ir.Module(name=name)
 
 
-def emit_kernel(module, kernel):
-    return KernelEmitter(module, kernel).emit()
+def emit_kernel(module, kernel, aliases=None):
+    return KernelEmitter(module, kernel, aliases).emit()

@@ -73,10 +73,11 @@ class NativeCode:
         self.constvars = set()      # the bodies' constant variables (a GEMM caches what they feed)
         self._kernels = {}          # by kernel_ir.structure_key: identical kernels share code
 
-    def kernel_function(self, kernel):
-        key = kernel_ir.structure_key(kernel)
+    def kernel_function(self, kernel, aliases=None):
+        """`aliases` ({output Buffer: argument Buffer}, see donation.py) change the code."""
+        key = (kernel_ir.structure_key(kernel), tuple((o.name, x.name) for o, x in (aliases or {}).items()))
         if key not in self._kernels:
-            self._kernels[key] = codegen.emit_kernel(self.module, kernel)
+            self._kernels[key] = codegen.emit_kernel(self.module, kernel, aliases)
         return self._kernels[key]
 
     def const_slot(self, array):

@@ -80,8 +80,9 @@ def _round_bf16_weights_in_gemms(closed):
     return quantized.round_bf16_weights_in_gemms(closed, runtime.is_bf16_gemm)
 
 
-def compile_program(program, name="jit_fn"):
-    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, _symbol(name))
+def compile_program(program, name="jit_fn", donated=()):
+    """`donated`: per argument, whether the caller gives its buffer up (see donation.py)."""
+    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, _symbol(name), donated)
 
 
 def _symbol(name):

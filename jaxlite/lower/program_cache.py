@@ -122,9 +122,9 @@ def _array_text(value):
     return f"array({value.dtype.str}:{value.dtype.name},{value.shape},{digest})"
 
 
-def program_key(closed, name):
+def program_key(closed, name, donated=()):
     options = (f"x64={config.jax_enable_x64} autotune={config.jaxlite_autotune}"
-               f" autotune_max_flops={config.jaxlite_autotune_max_flops}")
+               f" autotune_max_flops={config.jaxlite_autotune_max_flops} donated={tuple(donated)}")
     return disk_cache.make_key("program", canonical_text(closed), name.encode(), options.encode())
 
 
@@ -200,15 +200,17 @@ def load_or_build(key, what, build, save, restore):
 # ---------------------------------------------------------------- programs
 
 # Executable attributes tied to this process's machine code; rebuilt on load.
-_BOUND_ATTRIBUTES = ("module", "llvm_ir", "compiled", "_runners", "_slot_array", "_bridge", "_slot_tail")
+_BOUND_ATTRIBUTES = ("module", "llvm_ir", "compiled", "_runners", "_slot_array", "_bridge", "_slot_tail",
+                     "_native")
 
 
-def compile_cached(closed, name, compile_program):
-    """`compile_program(closed, name)`, through the disk cache when one is configured."""
+def compile_cached(closed, name, compile_program, donated=()):
+    """`compile_program(closed, name)`, through the disk cache when one is configured
+    (donation changes the code: it is part of the key)."""
     if disk_cache.directory() is None:
         return compile_program(closed, name)
     try:
-        key = program_key(closed, name)
+        key = program_key(closed, name, donated)
     except Uncacheable as err:
         logger.debug("jaxlite: %s compiled without the disk cache: %s", name, err)
         return compile_program(closed, name)

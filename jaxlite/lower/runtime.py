@@ -9,11 +9,12 @@ Each kernel and control-flow step has a native entry point
 `void entry(ptr objects, i64 start, i64 stop)` (start/stop bound a kernel's parallel
 loop, so a big kernel runs on several threads); a program made only of kernels that
 each run on one thread and control flow is called through a single entry point,
-once per call.
+once per call, as a Python builtin when nothing inside calls back into Python
+(native_call.py: no ctypes on that path).
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
-  * outputs: fresh numpy arrays per call;
+  * outputs: fresh numpy arrays per call, or a donated argument's buffer (donation.py);
   * intermediates: offsets in one workspace array per call, planned by liveness so
     a buffer's bytes are reused once its last reader has run; control-flow steps
     keep their carries and their bodies' intermediates after the planned part.
@@ -26,20 +27,22 @@ import concurrent.futures
 import ctypes
 import logging
 import os
+import threading
 
 import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_flow, native_routines,
-                           sort_kernels)
+from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
+                           native_flow, native_routines, sort_kernels)
+from jaxlite.lower.donation import DonationPlan
+from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
 from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
 
 ALIGNMENT = 64
-_DATA_OFFSET = 16     # offsetof(PyArrayObject, data): right after PyObject_HEAD
 
 # Primitives that run their numpy implementation between native kernels, and why.
 # Anything without a lowering that is not listed here also falls back, with a warning.
@@ -117,11 +120,11 @@ def aligned(nbytes):
 class Executable:
     """A compiled jaxpr: call it with flat numpy arrays, get flat numpy arrays back."""
 
-    def __init__(self, jaxpr, consts, steps, name="jit_fn"):
+    def __init__(self, jaxpr, consts, steps, name="jit_fn", donated=()):
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
         self.name = name
         self.gemm_plans = {}        # step number -> GemmPlan, chosen once and kept with the code
-        self._plan_buffers()
+        self._plan_buffers(donated)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
         self.llvm_ir = str(self.module)
@@ -133,10 +136,11 @@ class Executable:
         self._bind_entries(python_steps)
 
     # -- planning
-    def _plan_buffers(self):
+    def _plan_buffers(self, donated):
         jaxpr = self.jaxpr
         self.out_vars = [v for v in dict.fromkeys(v for v in jaxpr.outvars if isinstance(v, Var))
                          if v not in jaxpr.invars and v not in jaxpr.constvars]
+        self.donation = DonationPlan(jaxpr, self.steps, set(self.out_vars), donated)
         # Object slots: 0 = workspace, then constants, arguments and outputs.
         self.object_slots = {}
         for v in jaxpr.constvars + jaxpr.invars + self.out_vars:
@@ -160,7 +164,7 @@ class Executable:
             if isinstance(step, EqnStep):
                 function, bounds, sources = self._control_function(native, step, number), None, None
             else:
-                function = native.kernel_function(step.kernel)
+                function = native.kernel_function(step.kernel, self.donation.kernel_aliases.get(number))
                 sources = [self._source(v) for v in step.inputs + step.outputs]
                 loop = step.kernel.parallel_loop()
                 bounds = loop.extent if loop is not None else None
@@ -214,14 +218,18 @@ class Executable:
             if not isinstance(segment, tuple):
                 self._runners.append(self._host_runner(number, segment, next(python_steps)))
             elif segment[1] is None:
-                self._runners.append(_SerialEntry(self._entry(segment[0]), self._bridge))
+                self._runners.append(_SerialEntry(self._entry(segment[0]), self._bridge, self.compiled))
             else:
-                self._runners.append(_NativeKernel(self.compiled.address(segment[0]), segment[1]))
-        if self._whole_entry and all(r.threads == 1 for r in self._runners):
-            self._runners = [_SerialEntry(self._entry(self._whole_entry), self._bridge)]
+                self._runners.append(_NativeKernel(self.compiled, segment[0], segment[1]))
         table = ctypes.addressof(self._bridge.table) if self._bridge is not None else 0
         # (Nothing reads the table slot when no loop body calls out or holds constants.)
         self._slot_tail = [table, *map(id, self._inner_consts)] if table or self._inner_consts else []
+        self._native = None
+        if self._whole_entry and all(r.threads == 1 for r in self._runners):
+            if self._slot_tail:     # a loop inside calls back into Python or holds constants
+                self._runners = [_SerialEntry(self._entry(self._whole_entry), self._bridge, self.compiled)]
+            else:
+                self._native, self._runners = self._builtin_entry(), []
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._slot_tail))
         self._prepare_call()
 
@@ -240,9 +248,13 @@ class Executable:
     def _entry(self, name):
         return _NativeKernel._prototype(self.compiled.address(name))
 
-    def free(self):
-        """Drop the machine code (called when the cache evicts this function)."""
-        self._runners, self.compiled = [], None
+    def _builtin_entry(self):
+        """The whole program as a builtin taking (workspace, *consts, *args, *outputs); it
+        releases the GIL only when the work repays it (a few hundred ns when contended)."""
+        first_output = 1 + len(self.consts) + len(self.jaxpr.invars)
+        points = sum(kernel.points() for _, kernel in self._segments if kernel is not None)
+        return native_call.builtin_entry(self.compiled.address(self._whole_entry), len(self.object_slots) + 1,
+                                         first_output, points >= RELEASE_GIL_MIN_POINTS, self.compiled)
 
     # -- calling
     def _prepare_call(self):
@@ -252,19 +264,33 @@ class Executable:
         position = {v: i for i, v in enumerate(jaxpr.constvars + jaxpr.invars + self.out_vars)}
         self._out_sources = [np.array(v.val, v.aval.dtype) if isinstance(v, Literal) else position[v]
                              for v in jaxpr.outvars]
+        self._reuse = [(k, self.donation.reused[v]) for k, v in enumerate(self.out_vars) if v in self.donation.reused]
         self._only_native = all(not isinstance(r, _PythonStep) for r in self._runners)
 
-    def __call__(self, args):
+    def __call__(self, args, owned=()):
+        """Run on `args`. An output planned to reuse a donated argument's buffer (the code may
+        write it through the argument's pointer) is written into that buffer when the caller
+        owns it (`owned` positions), else into a private copy of the argument."""
         args = [_contiguous(a) for a in args]
         outputs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
+        for k, position in self._reuse:
+            if position not in owned:
+                args[position] = args[position].copy()
+            outputs[k] = _writeable(args[position])
         workspace = np.empty(self._workspace_size, np.uint8) if self._workspace_size else _NO_WORKSPACE
         buffers = self.consts + args + outputs
+        if self._native is not None:
+            self._native(workspace, *buffers)
+            return self._results(buffers)
         slots = self._slot_array(id(workspace), *map(id, buffers), *self._slot_tail)
         if self._only_native:
             for runner in self._runners:
                 runner(slots)
         else:
             self._run_mixed(slots, buffers, workspace)
+        return self._results(buffers)
+
+    def _results(self, buffers):
         return [buffers[source] if type(source) is int else source.copy() for source in self._out_sources]
 
     def _run_mixed(self, slots, buffers, workspace):
@@ -366,8 +392,9 @@ class _SerialEntry:
 
     threads = 1
 
-    def __init__(self, function, bridge):
+    def __init__(self, function, bridge, code_owner):
         self.function, self.bridge = function, bridge
+        self.code_owner = code_owner    # the machine code lives as long as its callers
 
     def __call__(self, slots):
         self.function(slots, 0, 0)
@@ -376,15 +403,20 @@ class _SerialEntry:
 
 
 PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
+RELEASE_GIL_MIN_POINTS = 1 << 14     # a whole program this big lets other Python threads run meanwhile
 _pool = None
+
+
+_pool_lock = threading.Lock()
 
 
 def _thread_pool():
     global _pool
-    if _pool is None:
-        workers = max((os.cpu_count() or 1) - 1, 0)
-        _pool = concurrent.futures.ThreadPoolExecutor(workers, "jaxlite-kernel") if workers else False
-    return _pool
+    with _pool_lock:
+        if _pool is None:
+            workers = max((os.cpu_count() or 1) - 1, 0)
+            _pool = concurrent.futures.ThreadPoolExecutor(workers, "jaxlite-kernel") if workers else False
+        return _pool
 
 
 class _NativeKernel:
@@ -393,8 +425,9 @@ class _NativeKernel:
 
     _prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
-    def __init__(self, address, kernel):
-        self.function = self._prototype(address)
+    def __init__(self, compiled, name, kernel):
+        self.code_owner = compiled      # the machine code lives as long as its callers (see native_call)
+        self.function = self._prototype(compiled.address(name))
         loop = kernel.parallel_loop()
         self.extent = loop.extent if loop is not None else 0
         self.threads = 1
@@ -406,11 +439,18 @@ class _NativeKernel:
             self.function(slots, 0, self.extent)
             return
         bounds = [self.extent * i // self.threads for i in range(self.threads + 1)]
-        pending = [_thread_pool().submit(self.function, slots, lo, hi)
-                   for lo, hi in zip(bounds[1:-1], bounds[2:])]
-        self.function(slots, bounds[0], bounds[1])
-        for future in pending:
-            future.result()
+        shares = list(zip(bounds[1:-1], bounds[2:]))
+        pending = [_thread_pool().submit(self.function, slots, lo, hi) for lo, hi in shares]
+        try:
+            self.function(slots, bounds[0], bounds[1])
+            for future, (lo, hi) in zip(pending, shares):
+                # A share still queued (the pool is busy with other callers' shares) runs here
+                # rather than waiting its turn.
+                if future.cancel():
+                    self.function(slots, lo, hi)
+        finally:
+            # Even when interrupted: the shares read the caller's buffers until they finish.
+            concurrent.futures.wait(pending)
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)
@@ -428,6 +468,15 @@ def _contiguous(x):
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x).reshape(x.shape)   # (ascontiguousarray makes 0-d arrays 1-d)
     return x
+
+
+def _writeable(buffer):
+    """A donated buffer (read-only as an Array's) opened for writing; the caller owns it,
+    and the base it may view (which may be sealed read-only too)."""
+    if buffer.base is not None:
+        buffer.base.flags.writeable = True
+    buffer.flags.writeable = True
+    return buffer
 
 
 def _buffer_view(var, env, workspace, plan):

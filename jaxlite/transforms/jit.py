@@ -1,8 +1,14 @@
 """jit: trace once per argument signature, compile to machine code, cache, dispatch.
 
 `jit(f)(*args)` flattens the arguments, keys the cache by (function, tree structure,
-each leaf's shape/dtype/weak type, static argument values, x64 flag), traces `f`
-into a ClosedJaxpr on a miss, and runs the compiled program.
+each leaf's shape/dtype/weak type, static argument values, x64 flag, donated leaves),
+traces `f` into a ClosedJaxpr on a miss, and runs the compiled program. Calls with
+positional Arrays only then take the fast path of dispatch.py, keyed by the arguments'
+interned signatures alone.
+
+Donation (`donate_argnums`, `donate_argnames`) follows JAX: a donated Array is given
+up (deleted) when an output of its shape and dtype can take its buffer, and the output
+is written there when the program never reads the argument afterwards (lower/donation.py).
 
 Under another transformation (jvp, vmap, an enclosing jit or make_jaxpr) the traced
 jaxpr is bound as the `jit` call primitive instead: its JVP rule differentiates the
@@ -14,20 +20,21 @@ jaxpr object, which those helpers memoize so repeated transforms reuse it).
 import collections
 import inspect
 import logging
+import operator
 import threading
+import warnings
 import weakref
 from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import errors
-from jaxlite.core.array import Array
+from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import abstractify, flatten_fun, trace_to_jaxpr
-from jaxlite.core.trace import EVAL_TRACE, Tracer, current_trace
-from jaxlite.core.tree_util import tree_flatten, tree_unflatten
-from jaxlite.transforms import ad, batching
+from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace
+from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
+from jaxlite.transforms import ad, batching, dispatch
 from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
 
 logger = logging.getLogger("jaxlite.jit")
@@ -69,6 +76,7 @@ _calls_cache = _LRUCache(CACHE_SIZE)     # call signature -> _CacheEntry
 _jaxpr_cache = _LRUCache(CACHE_SIZE)     # ClosedJaxpr (jit_p evaluated eagerly) -> _CacheEntry
 _stats = collections.Counter()
 _jitted_functions = weakref.WeakSet()     # their fast-path tables are cleared with the caches
+_jitted_functions_lock = threading.Lock()  # a WeakSet may not grow while another thread iterates it
 
 
 def compile_count():
@@ -77,39 +85,56 @@ def compile_count():
 
 
 def clear_caches():
-    for jitted in list(_jitted_functions):
-        jitted._fast_entries.clear()
+    _clear_fast_calls()
     _calls_cache.clear()
     _jaxpr_cache.clear()
     _recent_keys.clear()
 
 
-config.on_change(lambda name, value: clear_caches() if name == "jax_enable_x64" else None)
+def _clear_fast_calls():
+    with _jitted_functions_lock:
+        jitted_functions = list(_jitted_functions)
+    for jitted in jitted_functions:
+        jitted._fast_calls.clear()
+
+
+def _on_config_change(name, value):
+    if name == "jax_enable_x64":
+        clear_caches()
+    elif name == "jax_disable_jit":
+        _clear_fast_calls()     # the fast path does not read the flag: with no tables it never hits
+
+
+config.on_change(_on_config_change)
 
 
 class _CacheEntry:
     """A traced function and, once run eagerly, its executable."""
 
-    def __init__(self, closed, out_tree, name):
+    def __init__(self, closed, out_tree, name, donated=()):
         self.closed, self.out_tree, self.name = closed, out_tree, name
+        self.donated = donated      # per flat argument (after extra_args): given up by the caller?
         self.in_avals = closed.in_avals
         self.out_weak_types = [a.weak_type for a in closed.out_avals]
         self.executable = None
         self.lock = threading.Lock()
 
+    extra_args = ()
+
     def get_executable(self):
         with self.lock:
             if self.executable is None:
-                self.executable = _compile(self.closed, self.name)
+                donated = (False,) * len(self.extra_args) + tuple(self.donated) if any(self.donated) else ()
+                self.executable = _compile(self.closed, self.name, donated)
             return self.executable
 
     def free(self):
-        if self.executable is not None:
-            self.executable.free()
-            self.executable = None
+        """Drop this entry's executable; its machine code goes with the last caller holding
+        it (a fast-path table, or a thread running it right now)."""
+        self.executable = None
 
 
-def _compile(closed, name):
+def _compile(closed, name, donated=()):
     """Machine code for `closed`: from the persistent cache when configured (as in JAX, this
     still counts and logs as a compile; disk_cache.stats tells hits apart), else compiled."""
     from jaxlite.lower import pipeline, program_cache
@@ -117,8 +142,18 @@ def _compile(closed, name):
         shown = ", ".join(a.str_short() for a in closed.in_avals)
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
-    return program_cache.compile_cached(
-        closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name))
+    executable = program_cache.compile_cached(
+        closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
+        donated)
+    _warn_unusable_donations(executable.donation.unusable)
+    return executable
+
+
+def _warn_unusable_donations(avals):
+    if avals:
+        shown = ", ".join(f"ShapedArray({a.dtype.name}[{','.join(map(str, a.shape))}])" for a in avals)
+        warnings.warn(f"Some donated buffers were not usable: {shown}.\nDonated arguments are given up "
+                      f"only when an output has the same shape and dtype to take over their buffer.")
 
 
 # ---------------------------------------------------------------- the jit primitive
@@ -174,7 +209,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), d
                              donate_argnums=donate_argnums, donate_argnames=donate_argnames)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    return JittedFunction(fun, static_argnums, static_argnames, donate_argnums)
+    return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
 def _as_tuple(x):
@@ -184,43 +219,50 @@ def _as_tuple(x):
 
 
 class JittedFunction:
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames=()):
         self.fun = fun
-        self.static_argnums, self.static_argnames = _infer_static(fun, _as_tuple(static_argnums),
-                                                                  _as_tuple(static_argnames))
-        # Donation is accepted for API compatibility; outputs are always fresh buffers.
-        self.donate_argnums = _as_tuple(donate_argnums)
+        self.static_argnums, self.static_argnames = _complete_positions_and_names(
+            fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
+        self.donate_argnums, self.donate_argnames = _complete_positions_and_names(
+            fun, _as_tuple(donate_argnums), _as_tuple(donate_argnames))
         self.__name__ = getattr(fun, "__name__", "jitted")
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
-        self._fast_entries = {}
-        _jitted_functions.add(self)
-
-    def _remember_fast(self, args, kwargs, entry):
-        signature = None if kwargs or self.static_argnums else _array_signature(args)
-        if signature is None or not entry.cacheable:
-            return
-        if len(self._fast_entries) >= 32:
-            self._fast_entries.clear()
-        self._fast_entries[signature] = entry
+        self._fast_calls = {}       # the arguments' ArraySignatures (a lone one: itself) -> call function
+        with _jitted_functions_lock:
+            _jitted_functions.add(self)
 
     def __call__(self, *args, **kwargs):
+        # Fast path: positional Arrays only, looked up by their interned signatures.
+        if not kwargs and _trace_context.trace is EVAL_TRACE:
+            try:
+                # One argument (the common case) is keyed by its signature, not a 1-tuple.
+                key = args[0]._signature if len(args) == 1 else tuple(map(_signature_attribute, args))
+            except AttributeError:
+                key = _fast_key(_array_signatures(args))
+            call = self._fast_calls.get(key)
+            if call is not None:
+                return call(args)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        if not kwargs and current_trace() is EVAL_TRACE:
-            # Fast path: positional Arrays only, looked up by their types alone.
-            signature = _array_signature(args)
-            entry = self._fast_entries.get(signature) if signature is not None else None
-            if entry is not None:
-                outs = _run_eagerly(entry, args)
-                return outs[0] if entry.out_tree.kind is None else tree_unflatten(entry.out_tree, outs)
         entry, flat_args = self._entry(args, kwargs)
         if current_trace() is EVAL_TRACE:
-            outs = _run_eagerly(entry, flat_args)
-            self._remember_fast(args, kwargs, entry)
+            # Signatures first: a donated argument is deleted by the call.
+            signatures = None if kwargs or self.static_argnums or not entry.cacheable else _array_signatures(args)
+            outs = dispatch.run_entry(entry, flat_args)
+            if signatures is not None:
+                self._remember_fast(signatures, entry)
         else:
             outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=entry.name)
         return tree_unflatten(entry.out_tree, outs)
+
+    def _remember_fast(self, signatures, entry):
+        if len(self._fast_calls) >= 32:
+            self._fast_calls.clear()
+        self._fast_calls[_fast_key(signatures)] = dispatch.make_call(entry, entry.executable, signatures)
 
     def lower(self, *args, **kwargs):
         entry, _ = self._entry(args, kwargs)
@@ -236,16 +278,28 @@ class JittedFunction:
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         flat_args, in_tree = tree_flatten((dynamic_args, dynamic_kwargs))
         signature = tuple(_leaf_signature(x) for x in flat_args)
-        key = (self.fun, in_tree, signature, static, config.jax_enable_x64)
+        donated = self._donated_leaves(args, kwargs)
+        key = (self.fun, in_tree, signature, static, config.jax_enable_x64, donated)
         entry = _calls_cache.get(key)
         if entry is None:
             _explain_miss(self.fun, key)
-            entry = self._trace(in_tree, flat_args, static)
+            entry = self._trace(in_tree, flat_args, static, donated)
             if entry.cacheable:
                 _calls_cache.put(key, entry)
         return entry, flat_args
 
-    def _trace(self, in_tree, flat_args, static):
+    def _donated_leaves(self, args, kwargs):
+        """Per flat dynamic argument, whether it is donated (a tuple of bools, or () for none)."""
+        if not self.donate_argnums and not self.donate_argnames:
+            return ()
+        # The same tree as the flattened arguments, a flag at each leaf (dicts flatten by key).
+        positional = tuple(tree_map(lambda _, d=i in self.donate_argnums: d, a)
+                           for i, a in enumerate(args) if i not in self.static_argnums)
+        keywords = {name: tree_map(lambda _, d=name in self.donate_argnames: d, value)
+                    for name, value in kwargs.items() if name not in self.static_argnames}
+        return tuple(tree_flatten((positional, keywords))[0])
+
+    def _trace(self, in_tree, flat_args, static, donated=()):
         static_positional = [(i, v) for kind, i, v in static if kind == "position"]
         static_keywords = {name: v for kind, name, v in static if kind == "name"}
 
@@ -258,7 +312,7 @@ class JittedFunction:
         flat_fun, out_tree = flatten_fun(with_static, in_tree)
         name = f"jit({self.__name__})"
         closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args], name)
-        return _TracedCall(closed, out_tree[0], name)
+        return _TracedCall(closed, out_tree[0], name, donated)
 
     def _split(self, args, kwargs):
         static = []
@@ -279,13 +333,13 @@ class JittedFunction:
 class _TracedCall(_CacheEntry):
     """A cache entry whose closed-over tracers (from an enclosing trace) become arguments."""
 
-    def __init__(self, closed, out_tree, name):
+    def __init__(self, closed, out_tree, name, donated=()):
         outer = [isinstance(c, Tracer) for c in closed.consts]
         self.cacheable = not any(outer)
         self.extra_args = [c for c, is_tracer in zip(closed.consts, outer) if is_tracer]
         if self.extra_args:
             closed = _lift_tracer_consts(closed, outer)
-        super().__init__(closed, out_tree, name)
+        super().__init__(closed, out_tree, name, donated)
 
     def call_args(self, flat_args):
         return self.extra_args + list(flat_args)
@@ -301,36 +355,24 @@ def _lift_tracer_consts(closed, is_tracer):
     return ClosedJaxpr(new, [c for _, c in kept])
 
 
-def _run_eagerly(entry, flat_args):
-    values = [x._value if type(x) is Array else _numpy_argument(x, aval)
-              for x, aval in zip(flat_args, entry.in_avals)]
-    executable = entry.executable or entry.get_executable()
-    return [Array(o, weak) for o, weak in zip(executable(entry.extra_args + values), entry.out_weak_types)]
+_signature_attribute = operator.attrgetter("_signature")
 
 
-def _numpy_argument(x, aval):
-    if type(x) is Array:
-        return x._value
-    if isinstance(x, Tracer):
-        raise errors.escaped_tracer_error(x)
-    return np.asarray(x, aval.dtype)
+def _fast_key(signatures):
+    return signatures[0] if signatures is not None and len(signatures) == 1 else signatures
 
 
-def _array_signature(args):
-    """(shape, dtype, weak type) of each argument if all are Arrays, else None."""
-    signature = []
-    for x in args:
-        if type(x) is not Array:
-            return None
-        value = x._value
-        signature.append((value.shape, value.dtype, x.weak_type))
-    return tuple(signature)
+def _array_signatures(args):
+    """The interned signature of each argument if all are Arrays, else None."""
+    if all(type(x) is Array for x in args):
+        return tuple(map(signature_of, args))
+    return None
 
 
 def _leaf_signature(x):
     if type(x) is Array:
-        value = x._value
-        return (value.shape, value.dtype, x.weak_type)
+        signature = signature_of(x)
+        return (signature.shape, signature.dtype, signature.weak_type)
     aval = abstractify(x)
     return (aval.shape, aval.dtype, aval.weak_type)
 
@@ -346,8 +388,9 @@ def _hashable(value, where):
     return value
 
 
-def _infer_static(fun, argnums, argnames):
-    """Static positions and names, each completed from the other through the signature."""
+def _complete_positions_and_names(fun, argnums, argnames):
+    """Argument positions and names (static or donated ones), each completed from the
+    other through the signature."""
     try:
         parameters = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
@@ -379,14 +422,16 @@ def _explain_miss(fun, key):
 
 
 def _difference(old, new):
-    old_fun, old_tree, old_sig, old_static, old_x64 = old
-    new_fun, new_tree, new_sig, new_static, new_x64 = new
+    old_fun, old_tree, old_sig, old_static, old_x64, old_donated = old
+    new_fun, new_tree, new_sig, new_static, new_x64, new_donated = new
     if old_fun is not new_fun:
         return "it is a different function object with the same code (e.g. a new lambda or closure)"
     if old_x64 != new_x64:
         return f"jax_enable_x64 changed from {old_x64} to {new_x64}"
     if old_tree != new_tree:
         return f"the argument tree structure changed from {old_tree} to {new_tree}"
+    if old_donated != new_donated:
+        return "the donated arguments changed"
     if old_static != new_static:
         return f"a static argument changed: {old_static} -> {new_static}"
     for i, (a, b) in enumerate(zip(old_sig, new_sig)):
@@ -440,7 +485,7 @@ class Compiled:
     def __call__(self, *args):
         flat_args, _ = tree_flatten(args)
         closed = self.program.closed
-        values = [_numpy_argument(x, aval) for x, aval in zip(flat_args, closed.in_avals)]
+        values = [dispatch.numpy_argument(x, aval) for x, aval in zip(flat_args, closed.in_avals)]
         outs = self.executable(values)
         arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, closed.out_avals)]
         return tree_unflatten(self.out_tree, arrays)

@@ -1,0 +1,195 @@
+"""Compiled entry points as Python builtins: a call without ctypes in the way.
+
+A ctypes call costs ~0.3-1 us (argument conversion, a slots array, releasing the GIL);
+a builtin function whose C body is machine code costs ~0.06 us. One trampoline is
+compiled per process:
+
+    PyObject *trampoline(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+
+registered with METH_FASTCALL, so `args` is already the array of object pointers an
+entry point `void entry(ptr objects, i64 start, i64 stop)` reads its buffers from.
+Each entry point gets its own builtin (`PyCFunction_NewEx`) whose `self` is a small
+int64 numpy array: [entry address, argument count, index of the first output, release
+the GIL?]. Before jumping, the trampoline checks the count and that every argument is
+exactly a numpy ndarray (anything else raises TypeError: a wrong call never reaches
+machine code that would read a foreign object as an array). After the call it clears
+the WRITEABLE flag of the outputs, which become the buffers of immutable Arrays:
+cheaper than numpy's `flags.writeable = False` per call.
+"""
+import ctypes
+import sys
+import threading
+
+import numpy as np
+from llvmlite import ir
+
+from jaxlite.lower import llvm_target
+from jaxlite.lower.codegen import I32, I64, PTR
+
+DATA_OFFSET = 16          # offsetof(PyArrayObject_fields, data): right after PyObject_HEAD
+_FLAGS_OFFSET = 64        # offsetof(PyArrayObject_fields, flags) in numpy's stable ABI
+_TYPE_OFFSET = 8          # offsetof(PyObject, ob_type)
+_WRITEABLE = 0x0400       # NPY_ARRAY_WRITEABLE
+_METH_FASTCALL = 0x0080
+
+def _check_flags_offset():
+    probe = np.zeros(1)
+    before = ctypes.c_int.from_address(id(probe) + _FLAGS_OFFSET).value
+    probe.flags.writeable = False
+    after = ctypes.c_int.from_address(id(probe) + _FLAGS_OFFSET).value
+    return before & _WRITEABLE and not after & _WRITEABLE and before & ~_WRITEABLE == after
+
+
+assert _check_flags_offset(), "numpy's array layout differs from the stable ABI the trampoline reads"
+
+
+def _address_of(c_function):
+    return ctypes.cast(c_function, ctypes.c_void_p).value
+
+
+def _call_address(b, address, function_type, args):
+    """Call the machine code at a fixed address of this process."""
+    return b.call(b.inttoptr(ir.Constant(I64, address), function_type.as_pointer()), args)
+
+
+def _load_at(b, base, offset, typ):
+    address = b.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=ir.IntType(8))
+    return b.load(address, typ=typ)
+
+
+def _global_text(module, name, text):
+    data = bytearray(text.encode() + b"\0")
+    constant = ir.Constant(ir.ArrayType(ir.IntType(8), len(data)), data)
+    variable = ir.GlobalVariable(module, constant.type, name)
+    variable.global_constant, variable.initializer, variable.linkage = True, constant, "internal"
+    return variable
+
+
+class _Emitter:
+    """The trampoline's IR: check, (release the GIL,) call, seal the outputs, return None."""
+
+    def __init__(self, module):
+        self.module = module
+        self.function = ir.Function(module, ir.FunctionType(PTR, [PTR, PTR, I64]), "jaxlite_trampoline")
+        self.self_object, self.args, self.nargs = self.function.args
+
+    def block(self, name):
+        return ir.IRBuilder(self.function.append_basic_block(name))
+
+    def argument(self, b, index):
+        return b.load(b.gep(self.args, [index], source_etype=PTR), typ=PTR)
+
+    def loop(self, b, start, body):
+        """for (i = start; i < nargs; i++) body(builder, i, exit_block); returns the builder after."""
+        head, step, after = self.block("head"), self.block("step"), self.block("after")
+        b.branch(head.block)
+        index = head.phi(I64)
+        index.add_incoming(start, b.block)
+        head.cbranch(head.icmp_signed("<", index, self.nargs), step.block, after.block)
+        step = body(step, index) or step
+        index.add_incoming(step.add(index, ir.Constant(I64, 1)), step.block)
+        step.branch(head.block)
+        return after
+
+    def fail(self, text):
+        b = self.block("fail")
+        message = _global_text(self.module, f"message{len(self.module.globals)}", text)
+        _call_address(b, _address_of(ctypes.pythonapi.PyErr_SetString),
+                      ir.FunctionType(ir.VoidType(), [PTR, PTR]),
+                      [b.inttoptr(ir.Constant(I64, id(TypeError)), PTR), message])
+        b.ret(ir.Constant(PTR, None))
+        return b.block
+
+    def emit(self):
+        b = self.block("entry")
+        config = _load_at(b, self.self_object, DATA_OFFSET, PTR)
+        entry, expected, first_output, release = (
+            b.load(b.gep(config, [ir.Constant(I64, k)], source_etype=I64), typ=I64) for k in range(4))
+        checked = self.block("count_ok")
+        b.cbranch(b.icmp_signed("==", self.nargs, expected), checked.block,
+                  self.fail("a compiled function's entry point got the wrong number of buffers"))
+        not_array = self.fail("a compiled function's entry point takes numpy ndarrays only")
+
+        def check_type(step, index):
+            is_array = step.icmp_unsigned("==", _load_at(step, self.argument(step, index), _TYPE_OFFSET, I64),
+                                          ir.Constant(I64, id(np.ndarray)))
+            ok = self.block("is_array")
+            step.cbranch(is_array, ok.block, not_array)
+            return ok
+        b = self.loop(checked, ir.Constant(I64, 0), check_type)
+        releases = b.icmp_signed("!=", release, ir.Constant(I64, 0))
+        state = b.select(releases, self._save_thread(b, releases), ir.Constant(PTR, None))
+        entry_type = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+        b.call(b.inttoptr(entry, entry_type.as_pointer()), [self.args, ir.Constant(I64, 0), ir.Constant(I64, 0)])
+        b = self._restore_thread(b, releases, state)
+        b = self.loop(b, first_output, self._seal)
+        none = b.inttoptr(ir.Constant(I64, id(None)), PTR)
+        if sys.version_info < (3, 12):      # from 3.12 None is immortal: no count to keep
+            b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)     # Py_INCREF(None)
+        b.ret(none)
+        return self.function
+
+    def _save_thread(self, b, releases):
+        save, after = self.block("save_thread"), self.block("saved")
+        b.cbranch(releases, save.block, after.block)
+        state = _call_address(save, _address_of(ctypes.pythonapi.PyEval_SaveThread), ir.FunctionType(PTR, []), [])
+        save.branch(after.block)
+        phi = after.phi(PTR)
+        phi.add_incoming(state, save.block)
+        phi.add_incoming(ir.Constant(PTR, None), b.block)
+        b.position_at_end(after.block)
+        return phi
+
+    def _restore_thread(self, b, releases, state):
+        restore, after = self.block("restore_thread"), self.block("restored")
+        b.cbranch(releases, restore.block, after.block)
+        _call_address(restore, _address_of(ctypes.pythonapi.PyEval_RestoreThread),
+                      ir.FunctionType(ir.VoidType(), [PTR]), [state])
+        restore.branch(after.block)
+        return after
+
+    def _seal(self, step, index):
+        flags = step.gep(self.argument(step, index), [ir.Constant(I64, _FLAGS_OFFSET)], inbounds=True,
+                         source_etype=ir.IntType(8))
+        step.store(step.and_(step.load(flags, typ=I32), ir.Constant(I32, ~_WRITEABLE)), flags)
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("method", ctypes.c_void_p),
+                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
+
+_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
+_new_builtin.restype = ctypes.py_object
+_new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+
+_trampoline = None          # (compiled module, method definition): alive for the whole process
+_trampoline_lock = threading.Lock()
+
+
+def _method_definition():
+    global _trampoline
+    with _trampoline_lock:
+        if _trampoline is None:
+            module = ir.Module(name="jaxlite_trampoline")
+            _Emitter(module).emit()
+            compiled = llvm_target.compile_ir(str(module))
+            definition = _MethodDef(b"compiled_entry", compiled.address("jaxlite_trampoline"),
+                                    _METH_FASTCALL, None)
+            _trampoline = (compiled, definition)
+        return _trampoline[1]
+
+
+class _EntryConfig(np.ndarray):
+    """The builtin's `self`: the int64 words the trampoline reads, and (as an attribute)
+    the object owning the machine code, alive as long as the builtin is."""
+
+
+def builtin_entry(address, nargs, first_output, release_gil, code_owner):
+    """A builtin `f(*arrays)` running `void entry(ptr objects, i64, i64)` on its arguments:
+    exactly `nargs` ndarrays, those from `first_output` on left read-only afterwards.
+    `code_owner` (the compiled module) is kept alive by the builtin: a cache dropping
+    the executable while another thread still calls it must not unmap running code."""
+    config = np.array([address, nargs, first_output, int(release_gil)], np.int64).view(_EntryConfig)
+    config.code_owner = code_owner
+    return _new_builtin(ctypes.addressof(_method_definition()), config, None)

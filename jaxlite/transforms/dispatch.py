@@ -1,0 +1,187 @@
+"""The per-call path of a jitted function once its signature has been compiled.
+
+jit's `__call__` looks the arguments' interned signatures (array.signature_of) up in
+a per-function table; a hit runs a *call function* made for that signature and
+executable. For programs that run as one native entry point, the call function is
+Python source generated for the exact argument and output counts, e.g.
+
+    def call(args):
+        a0, = args
+        o0 = empty(SHAPE0, DTYPE0)
+        native(WORKSPACE, a0._value, o0)
+        r0 = new_array(Array)
+        r0._value, r0.weak_type, r0._signature = o0, WEAK0, SIGNATURE0
+        return r0
+
+(no loops, no lists, no ctypes): the signature lookup already guaranteed shapes,
+dtypes, weak types and contiguity, and the native entry point checks that it got
+exactly ndarrays. Outputs skip Array.__init__ (no view, no flags call): the entry
+point leaves them read-only, and they are fresh buffers nobody else holds. With
+donation the source also reuses argument buffers for outputs and deletes the donated
+Arrays. Other programs (Python steps, threaded kernels) go through `run_entry`.
+"""
+import sys
+
+import numpy as np
+
+from jaxlite.core import errors
+from jaxlite.core.array import Array, intern_signature
+from jaxlite.core.trace import Tracer
+from jaxlite.core.tree_util import tree_unflatten
+
+_new_array = Array.__new__
+
+
+def owns_buffer(array):
+    """Whether `array` is the only holder of its buffer, so donating it cannot change
+    data anyone else sees: its numpy value (and that value's base, for a view) are
+    referenced from nowhere else. Counts: the holder, this frame's local, getrefcount's
+    argument. A numpy array given to jnp.asarray, or a reshape sharing the base, fails."""
+    value = array._value
+    if type(value) is not np.ndarray or sys.getrefcount(value) != 3:
+        return False
+    base = value.base
+    if base is None:
+        return value.flags.owndata
+    return (type(base) is np.ndarray and base.base is None and base.flags.owndata
+            and sys.getrefcount(base) == 3)
+
+
+def claim_donations(flat_args, paired):
+    """Positions (in `flat_args`) whose buffers outputs may take over. A donated Array
+    also passed in another position is an error, as in JAX."""
+    owned = set()
+    for position in paired:
+        array = flat_args[position]
+        if any(other is array for k, other in enumerate(flat_args) if k != position):
+            raise ValueError(_donated_twice(position))
+        if type(array) is Array and owns_buffer(array):
+            owned.add(position)
+    return owned
+
+
+def delete_donated(flat_args, paired):
+    for position in paired:
+        if type(flat_args[position]) is Array:
+            flat_args[position].delete()
+
+
+def make_call(entry, executable, in_signatures):
+    """The call function of a compiled signature: args -> the output pytree."""
+    if executable._native is None or entry.extra_args:
+        return _general_call(entry)
+    return _generated_call(entry, executable, in_signatures)
+
+
+def _general_call(entry):
+    def call(args):
+        return tree_unflatten(entry.out_tree, run_entry(entry, args))
+    return call
+
+
+def run_entry(entry, flat_args):
+    """Run a cache entry's executable on flat arguments (Arrays, numpy values or scalars)."""
+    executable = entry.executable or entry.get_executable()
+    paired = [p - len(entry.extra_args) for p in executable.donation.paired]
+    owned = claim_donations(flat_args, paired) if paired else ()
+    values = [numpy_argument(x, aval) for x, aval in zip(flat_args, entry.in_avals)]
+    extra = len(entry.extra_args)
+    outs = executable(entry.extra_args + values, {p + extra for p in owned})
+    if paired:
+        delete_donated(flat_args, paired)
+    return [Array(o, weak) for o, weak in zip(outs, entry.out_weak_types)]
+
+
+def numpy_argument(x, aval):
+    """The numpy value a compiled program takes for one flat argument."""
+    if type(x) is Array:
+        return x._value
+    if isinstance(x, Tracer):
+        raise errors.escaped_tracer_error(x)
+    return np.asarray(x, aval.dtype)
+
+
+def _generated_call(entry, executable, in_signatures):
+    """Straight-line Python for one native program (see the module docstring)."""
+    jaxpr = executable.jaxpr
+    names = {"empty": np.empty, "native": executable._native, "new_array": _new_array, "Array": Array,
+             "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer,
+             "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8)}
+    arguments = [f"a{i}" for i in range(len(jaxpr.invars))]
+    lines = ["def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
+    lines += _donation_checks(executable, in_signatures)
+    values = _argument_values(executable, in_signatures, lines)
+    outputs = _output_buffers(executable, names, lines)
+    consts = []
+    for j, const in enumerate(executable.consts):
+        names[f"CONST{j}"] = const
+        consts.append(f"CONST{j}")
+    workspace = "NO_WORKSPACE"
+    if executable.plan.size:
+        names["WORKSPACE_SIZE"], names["uint8"] = executable.plan.size, np.uint8
+        workspace = "empty(WORKSPACE_SIZE, uint8)"
+    lines.append(f"    native({', '.join([workspace] + consts + values + outputs)})")
+    lines += _wrap_outputs(executable, entry.out_weak_types, names, len(consts), len(values))
+    lines += [f"    a{i}.delete()" for i in executable.donation.paired]
+    results = [f"r{k}" for k in range(len(jaxpr.outvars))]
+    if entry.out_tree.kind is None:
+        lines.append(f"    return {results[0]}")
+    else:
+        lines.append(f"    return unflatten(OUT_TREE, [{', '.join(results)}])")
+    exec("\n".join(lines), names)
+    return names["call"]
+
+
+def _argument_values(executable, in_signatures, lines):
+    """The expression of each argument's buffer (adding the lines that prepare reused ones)."""
+    values = [f"a{i}._value" if signature.contiguous else f"ascontiguousarray(a{i}._value)"
+              for i, signature in enumerate(in_signatures)]
+    for i in set(dict(executable._reuse).values()):
+        # The code may write the output through the argument's pointer: a buffer the Array
+        # does not own alone is copied first (a non-contiguous one already is).
+        private = f"a{i}._value if owns_buffer(a{i}) else a{i}._value.copy()"
+        lines.append(f"    v{i} = {private if in_signatures[i].contiguous else values[i]}")
+        values[i] = f"v{i}"
+    return values
+
+
+def _output_buffers(executable, names, lines):
+    """Lines giving each computed output its buffer: fresh, or a donated argument's."""
+    reused = dict(executable._reuse)
+    for k, (shape, dtype) in enumerate(executable._out_specs):
+        names[f"SHAPE{k}"], names[f"DTYPE{k}"] = shape, dtype
+        lines.append(f"    o{k} = v{reused[k]}" if k in reused else f"    o{k} = empty(SHAPE{k}, DTYPE{k})")
+    return [f"o{k}" for k in range(len(executable._out_specs))]
+
+
+def _donation_checks(executable, in_signatures):
+    """Lines rejecting a donated Array that is also passed in another position."""
+    return [f"    if a{i} is a{j}: raise ValueError({_donated_twice(i)!r})"
+            for i in executable.donation.paired for j in range(len(in_signatures)) if j != i]
+
+
+def _donated_twice(position):
+    return (f"Attempt to donate a buffer which is also used by the same call (flattened argument "
+            f"{position}); pass a copy, or do not donate it.")
+
+
+def _wrap_outputs(executable, weak_types, names, nconsts, nargs):
+    """An Array per jaxpr output: fresh outputs wrapped directly, anything else (an argument
+    or constant passed through, a literal) through Array's constructor."""
+    lines = []
+    for k, (source, weak) in enumerate(zip(executable._out_sources, weak_types)):
+        names[f"WEAK{k}"] = weak
+        if type(source) is not int:
+            names[f"LITERAL{k}"] = source
+            lines.append(f"    r{k} = Array(LITERAL{k}.copy(), WEAK{k})")
+        elif source < nconsts:
+            lines.append(f"    r{k} = Array(CONST{source}, WEAK{k})")
+        elif source < nconsts + nargs:
+            lines.append(f"    r{k} = Array(a{source - nconsts}._value, WEAK{k})")
+        else:
+            out = source - nconsts - nargs
+            shape, dtype = executable._out_specs[out]
+            names[f"SIGNATURE{k}"] = intern_signature(shape, dtype, weak)
+            lines.append(f"    r{k} = new_array(Array)")
+            lines.append(f"    r{k}._value, r{k}.weak_type, r{k}._signature = o{out}, WEAK{k}, SIGNATURE{k}")
+    return lines
