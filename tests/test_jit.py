@@ -1,4 +1,5 @@
 """jit agrees with eager evaluation; the API (pytrees, static args, closures), the cache, errors."""
+import ctypes
 import logging
 
 import numpy as np
@@ -566,3 +567,45 @@ def test_big_kernels_split_across_threads_agree():
     assert_agree(lambda a: jnp.tanh(a) * 2 + a, x, rtol=1e-5, atol=1e-6)
     assert_agree(lambda a: lax.reduce_sum(a * a, (0,)), x, rtol=1e-4)
     assert x.size >= runtime.PARALLEL_MIN_POINTS
+
+
+# ---------------------------------------------------------------- double -> half conversions
+
+@pytest.mark.parametrize("name", MORE_UNARY)
+def test_half_precision_transcendentals_on_one_element(name):
+    # A single float16 element took a scalar path through compiler-rt's __truncdfhf2,
+    # which the process lacked (the call jumped to address 0).
+    x = np.array([0.5], np.float16)
+    assert_agree(getattr(lax, name), x, rtol=16 * _tolerance(np.float16), atol=16 * _tolerance(np.float16))
+
+
+def test_llvm_double_to_half_rounds_once():
+    from jaxlite.lower import llvm_target
+    compiled = llvm_target.compile_ir("""
+define void @to_half(ptr %x, ptr %y, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %src = getelementptr double, ptr %x, i64 %i
+  %dst = getelementptr half, ptr %y, i64 %i
+  %v = load double, ptr %src
+  %h = fptrunc double %v to half
+  store half %h, ptr %dst
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}""", optimize_ir=False)
+    # Ties of half, and values a hair above or below them (rounding through float32 first
+    # would land on the tie and round to even: the wrong way), overflow, NaN and zeros.
+    ties = np.array([1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, 2049.0, 65520.0, 2.0 ** -25])
+    values = np.concatenate([ties, np.nextafter(ties, 0), np.nextafter(ties, np.inf), ties + 2.0 ** -40,
+                             -ties, [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e300, 5.96e-8, 1e-30]])
+    out = np.empty(values.size, np.float16)
+    run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(compiled.address("to_half"))
+    run(values.ctypes.data, out.ctypes.data, values.size)
+    with np.errstate(over="ignore"):
+        want = values.astype(np.float16)
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))

@@ -48,7 +48,46 @@ def _ensure_initialized():
             llvm.initialize_native_asmprinter()
             # Python does not export libm's symbols to the JIT; kernels calling libm need them.
             llvm.load_library_permanently(ctypes.util.find_library("m"))
+            _define_runtime_helpers()
             _initialized = True
+
+
+# LLVM turns double -> half conversions into calls of compiler-rt's __truncdfhf2 (also
+# when its optimizer merges a double -> float -> half chain), which this process need
+# not have: an unresolved call jumps to address 0. So the JIT gets its own, rounding
+# correctly once: double -> float rounded to odd (exact sticky bit), then float -> half
+# (one F16C instruction).
+_HELPERS_IR = """
+declare double @llvm.fabs.f64(double)
+define half @jaxlite_truncdfhf2(double %x) {
+  %near = fptrunc double %x to float
+  %wide = fpext float %near to double
+  %bits = bitcast float %near to i32
+  %wide_abs = call double @llvm.fabs.f64(double %wide)
+  %x_abs = call double @llvm.fabs.f64(double %x)
+  %over = fcmp ogt double %wide_abs, %x_abs
+  %less = sub i32 %bits, 1
+  %toward_zero = select i1 %over, i32 %less, i32 %bits
+  %inexact = fcmp une double %wide, %x
+  %odd = or i32 %toward_zero, 1
+  %rounded = select i1 %inexact, i32 %odd, i32 %toward_zero
+  %float = bitcast i32 %rounded to float
+  %half = fptrunc float %float to half
+  ret half %half
+}
+"""
+_helpers = None     # the engine holding the helpers' code: alive for the whole process
+
+
+def _define_runtime_helpers():
+    global _helpers
+    module_ref = llvm.parse_assembly(_HELPERS_IR)
+    # (Inside initialization: new_target_machine would wait for it.)
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), codemodel="jitdefault")
+    _helpers = llvm.create_mcjit_compiler(module_ref, machine)
+    _helpers.finalize_object()
+    llvm.add_symbol("__truncdfhf2", _helpers.get_function_address("jaxlite_truncdfhf2"))
 
 
 @functools.lru_cache(maxsize=None)
