@@ -81,7 +81,10 @@ def test_jit_runs_effects_in_program_order(capsys):
     lines = printed(capsys)
     assert [line.split()[0] for line in lines] == ["first", "second", "third"]
     f(x)
-    assert printed(capsys) == lines
+    eager = printed(capsys)
+    assert [eager[0], eager[2]] == [lines[0], lines[2]]
+    # The compiled tanh is within a few ulp of numpy's, not bitwise equal.
+    np.testing.assert_allclose(float(eager[1].split()[1]), float(lines[1].split()[1]), rtol=1e-6)
 
 
 def test_jit_callback_values_are_not_overwritten_buffers():
