@@ -11,7 +11,9 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
+from jaxlite.lower import fusion
 from jaxlite.lower.fusion import EqnStep
+from jaxlite.lower.kernel_ir import Reduce
 
 seeds = st.integers(0, 2 ** 16)
 EXTREMES = [0, 1, -1, 7, -100, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 2, -2 ** 31 + 1]
@@ -302,3 +304,17 @@ def test_int64_and_unsigned_extreme_indices(enable_x64):
             assert_native_and_agree(lambda a, k: jnp.take(a, k, axis=0, mode=mode), x, indices)
             assert_native_and_agree(lambda a, k: a.at[k].add(1.0, mode=mode if mode == "clip" else "drop"),
                                     x, indices)
+
+
+@pytest.mark.parametrize("window", [(1, 2, 2, 1), (1, 5, 5, 1)])
+def test_small_windows_unroll_and_large_ones_reduce(window):
+    """Up to UNROLLED_WINDOW elements a window is one expression (no reduction stage);
+    beyond, a reduction stage per output point. Both agree with eager."""
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 9, 11, 3)).astype(np.float32))
+
+    def pool(a):
+        return lax.reduce_window(a, -np.inf, lax.max, window, (1, 2, 2, 1), "SAME")
+    assert_native_and_agree(pool, x)
+    kernels = [step.kernel for step in jaxlite.jit(pool).lower(x).program.steps if hasattr(step, "kernel")]
+    has_stage = any(isinstance(stage, Reduce) for kernel in kernels for stage in kernel.stages)
+    assert has_stage == (np.prod(window) > fusion.UNROLLED_WINDOW)
