@@ -4,6 +4,11 @@ jit agrees with eager for while_loop, fori_loop, scan, cond and switch, nested a
 grad; bodies run without Python (no Python step, no callback into Python) unless they
 hold a debug callback or a fallback, which native code calls back in program order.
 """
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -366,3 +371,25 @@ def test_callbacks_in_loops_see_ieee_subnormals():
         return lax.fori_loop(0, 2, body, x)
     jaxlite.jit(f)(np.float32(1.0))
     assert seen[0] > 0.0 and seen[1] > seen[0]
+
+
+_REPEATED_LOOP_CALLS = """
+import numpy as np, jaxlite
+from jaxlite import lax
+x = jaxlite.numpy.asarray(np.ones(64, np.float32))
+f = jaxlite.jit(lambda x: lax.fori_loop(0, 3, lambda i, x: x * 0.5 + 1.0, x))
+g = jaxlite.jit(lambda x: lax.scan(lambda c, v: (c * 0.5 + v, c), x[:8], x.reshape(8, 8)))
+for _ in range(20):
+    y, (c, ys) = f(x), g(x)
+np.testing.assert_allclose(np.asarray(y), 1.875)
+print("ok")
+"""
+
+
+def test_repeated_loop_calls_stay_inside_their_workspace():
+    """The fast path's workspace holds the loop bodies' regions too: with Python's
+    debugging allocator an overrun corrupts the heap and the process dies."""
+    env = {**os.environ, "PYTHONMALLOC": "malloc_debug",
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run([sys.executable, "-c", _REPEATED_LOOP_CALLS], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -155,7 +155,7 @@ class _Emitter:
 
 
 class _MethodDef(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("method", ctypes.c_void_p),
+    _fields_ = [("name", ctypes.c_void_p), ("method", ctypes.c_void_p),
                 ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
 
 
@@ -163,8 +163,20 @@ _new_builtin = ctypes.pythonapi.PyCFunction_NewEx
 _new_builtin.restype = ctypes.py_object
 _new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
-_trampoline = None          # (compiled module, method definition): alive for the whole process
+_malloc = ctypes.CDLL(None).malloc
+_malloc.restype, _malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+
+_trampoline = None          # (compiled module, address of the method definition)
 _trampoline_lock = threading.Lock()
+
+
+def _never_freed(data):
+    """A copy of `data` in memory no Python object owns. A builtin reads its method
+    definition even while the collector tears things down at exit, after module globals
+    (and any ctypes buffer they held) are gone."""
+    address = _malloc(len(data))
+    ctypes.memmove(address, data, len(data))
+    return address
 
 
 def _method_definition():
@@ -174,9 +186,9 @@ def _method_definition():
             module = ir.Module(name="jaxlite_trampoline")
             _Emitter(module).emit()
             compiled = llvm_target.compile_ir(str(module))
-            definition = _MethodDef(b"compiled_entry", compiled.address("jaxlite_trampoline"),
+            definition = _MethodDef(_never_freed(b"compiled_entry\0"), compiled.address("jaxlite_trampoline"),
                                     _METH_FASTCALL, None)
-            _trampoline = (compiled, definition)
+            _trampoline = (compiled, _never_freed(bytes(definition)))
         return _trampoline[1]
 
 
@@ -192,4 +204,4 @@ def builtin_entry(address, nargs, first_output, release_gil, code_owner):
     the executable while another thread still calls it must not unmap running code."""
     config = np.array([address, nargs, first_output, int(release_gil)], np.int64).view(_EntryConfig)
     config.code_owner = code_owner
-    return _new_builtin(ctypes.addressof(_method_definition()), config, None)
+    return _new_builtin(_method_definition(), config, None)

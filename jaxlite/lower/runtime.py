@@ -148,7 +148,7 @@ class Executable:
         computed = {v for step in self.steps for v in step.outputs}
         intermediates = computed - set(self.object_slots)
         self.plan = MemoryPlan(self.steps, intermediates)
-        self._workspace_size = self.plan.size
+        self.workspace_size = self.plan.size
 
     def _build_segments(self):
         """An entry point per kernel (so a big one can be split across threads) and per
@@ -187,7 +187,7 @@ class Executable:
             return fn.slot_data(value) if kind == "object" else fn.workspace(value)
         function, used = native_flow.emit_control_function(
             native, f"{self.name}_control{number}", step, pointer_of, self.plan.size)
-        self._workspace_size = max(self._workspace_size, self.plan.size + used)
+        self.workspace_size = max(self.workspace_size, self.plan.size + used)
         return function
 
     def _operand_source(self, atom):
@@ -277,7 +277,7 @@ class Executable:
             if position not in owned:
                 args[position] = args[position].copy()
             outputs[k] = _writeable(args[position])
-        workspace = np.empty(self._workspace_size, np.uint8) if self._workspace_size else _NO_WORKSPACE
+        workspace = np.empty(self.workspace_size, np.uint8) if self.workspace_size else _NO_WORKSPACE
         buffers = self.consts + args + outputs
         if self._native is not None:
             self._native(workspace, *buffers)

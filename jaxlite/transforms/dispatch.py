@@ -117,8 +117,8 @@ def _generated_call(entry, executable, in_signatures):
         names[f"CONST{j}"] = const
         consts.append(f"CONST{j}")
     workspace = "NO_WORKSPACE"
-    if executable.plan.size:
-        names["WORKSPACE_SIZE"], names["uint8"] = executable.plan.size, np.uint8
+    if executable.workspace_size:   # (the planned buffers and the loop bodies' regions)
+        names["WORKSPACE_SIZE"], names["uint8"] = executable.workspace_size, np.uint8
         workspace = "empty(WORKSPACE_SIZE, uint8)"
     lines.append(f"    native({', '.join([workspace] + consts + values + outputs)})")
     lines += _wrap_outputs(executable, entry.out_weak_types, names, len(consts), len(values))
