@@ -609,3 +609,13 @@ exit:
     with np.errstate(over="ignore"):
         want = values.astype(np.float16)
     np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("k, on_gemm", [(2, False), (8, False), (9, True)])
+def test_short_contractions_stay_fused(k, on_gemm):
+    from jaxlite.lower import fusion
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, k)).astype(np.float32), rng.standard_normal((k, 64)).astype(np.float32)
+    assert_agree(lambda x, y: jnp.tanh(x @ y), a, b, rtol=1e-5, atol=1e-5)
+    steps = jaxlite.jit(lambda x, y: jnp.tanh(x @ y)).lower(a, b).program.steps
+    assert any(isinstance(s, fusion.EqnStep) and s.kind == "gemm" for s in steps) == on_gemm

@@ -38,7 +38,7 @@ from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, l
                            native_flow, native_routines, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
-from jaxlite.lower.fusion import EqnStep, dot_compute_dtype
+from jaxlite.lower.fusion import UNROLLED_CONTRACTION, EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -626,7 +626,8 @@ def _gemm_applies(eqn):
     # A matrix-vector product (n = 1) stays a fused reduction: the GEMM's vectors run
     # along n, so it would use one lane of each (64x64 in a loop body: ~0.2 us fused,
     # ~1.5 us on the GEMM; 1024x1024 at top level: ~0.12 ms fused, ~2 ms on the GEMM).
-    return min(m, k, batch) >= 1 and n > 1 and m * n * k >= 4096
+    # A short contraction stays fused too (see fusion.UNROLLED_CONTRACTION).
+    return min(m, batch) >= 1 and k > UNROLLED_CONTRACTION and n > 1 and m * n * k >= 4096
 
 
 def _gemm_sizes(eqn):
