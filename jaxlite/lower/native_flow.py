@@ -114,19 +114,12 @@ class _Function:
         return self._cached[key]
 
     def slot_word(self, slot):
-        def load(b):
-            address = b.gep(self.objects, [ir.Constant(I64, slot)], inbounds=True, source_etype=I64)
-            return b.inttoptr(b.load(address, typ=I64), PTR)
-        return self._once(("word", slot), load)
+        return self._once(("word", slot), lambda b: runtime.emit_slot_object(b, self.objects, slot))
 
     def slot_data(self, slot):
-        """The data pointer of the numpy array in `slot` (see runtime: numpy's stable ABI)."""
+        """The data pointer of the numpy array in `slot`."""
         obj = self.slot_word(slot)
-
-        def load(b):
-            field = b.gep(obj, [ir.Constant(I64, runtime._DATA_OFFSET)], inbounds=True, source_etype=I8)
-            return b.load(field, typ=PTR)
-        return self._once(("data", slot), load)
+        return self._once(("data", slot), lambda b: runtime.emit_array_data(b, obj))
 
     def workspace(self, offset):
         base = self.slot_data(0)

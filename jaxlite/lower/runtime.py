@@ -65,9 +65,14 @@ FALLBACKS = {
 }
 
 
+def _object_data(address):
+    """The data pointer of the ndarray object at `address`."""
+    return ctypes.c_void_p.from_address(address + _DATA_OFFSET).value
+
+
 def _check_data_offset():
     probe = np.zeros(1)
-    return ctypes.c_void_p.from_address(id(probe) + _DATA_OFFSET).value == probe.ctypes.data
+    return _object_data(id(probe)) == probe.ctypes.data
 
 
 assert _check_data_offset(), "numpy's array layout differs from the stable ABI this runtime reads"
@@ -312,6 +317,18 @@ class Executable:
                 for number, plan in sorted(self.gemm_plans.items())]
 
 
+def emit_slot_object(b, objects, slot):
+    """The object pointer in entry `slot` of an entry point's objects array."""
+    address = b.gep(objects, [ir.Constant(codegen.I64, slot)], inbounds=True, source_etype=codegen.I64)
+    return b.inttoptr(b.load(address, typ=codegen.I64), codegen.PTR)
+
+
+def emit_array_data(b, array_object):
+    """The data pointer of a numpy array object (numpy's stable ABI: right after the header)."""
+    field = b.gep(array_object, [ir.Constant(codegen.I64, _DATA_OFFSET)], inbounds=True, source_etype=codegen.I8)
+    return b.load(field, typ=codegen.PTR)
+
+
 def _emit_object_entry(module, name, calls):
     """`void name(ptr objects, i64 start, i64 stop)`: FTZ/DAZ on, each kernel on its buffers,
     MXCSR restored. Data pointers are read out of the numpy array objects (slot 0: the
@@ -326,17 +343,11 @@ def _emit_object_entry(module, name, calls):
     mxcsr = codegen.save_and_flush_denormals(b)
     pointers = {}
 
-    def data_pointer(slot):
-        address = b.gep(objects, [ir.Constant(codegen.I64, slot)], inbounds=True, source_etype=codegen.I64)
-        obj = b.inttoptr(b.load(address, typ=codegen.I64), codegen.PTR)
-        field = b.gep(obj, [ir.Constant(codegen.I64, _DATA_OFFSET)], inbounds=True, source_etype=codegen.I8)
-        return b.load(field, typ=codegen.PTR)
-
     def pointer(source):
         if source not in pointers:
             kind, value = source
             if kind == "object":
-                pointers[source] = data_pointer(value)
+                pointers[source] = emit_array_data(b, emit_slot_object(b, objects, value))
             else:
                 base = pointer(("object", 0))
                 pointers[source] = b.gep(base, [ir.Constant(codegen.I64, value)], inbounds=True, source_etype=codegen.I8)
@@ -382,8 +393,8 @@ def _source_pointer(source, slots):
     if kind == "array":
         return _data_pointer(where)
     if kind == "object":
-        return ctypes.c_void_p.from_address(slots[where] + _DATA_OFFSET).value
-    return ctypes.c_void_p.from_address(slots[0] + _DATA_OFFSET).value + where
+        return _object_data(slots[where])
+    return _object_data(slots[0]) + where
 
 
 class _SerialEntry:
@@ -458,7 +469,7 @@ _NO_WORKSPACE = np.empty(0, np.uint8)
 
 def _data_pointer(array):
     """An ndarray's data pointer, read from the object (~4x cheaper than .ctypes.data)."""
-    return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value
+    return _object_data(id(array))
 
 
 def _contiguous(x):
