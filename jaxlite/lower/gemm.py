@@ -31,23 +31,24 @@ import ctypes
 import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
 import llvmlite.ir as ir
 import numpy as np
 
-from jaxlite.lower import llvm_target
+from jaxlite.lower import llvm_target, native_pool
 
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
 _ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType(), "int32": ir.IntType(32)}
 _WORKSPACE_ALIGN = 64
-# Handing a range to a pool thread costs ~50-80 us, the time of ~5 MFLOP here: a thread
-# must get more work than that to pay for itself.
-_MIN_FLOPS_PER_THREAD = 8e6
+# A worker of the native pool takes a unit within a microsecond when it is spinning, but
+# a sleeping one wakes in ~50 us; a unit must repay both the hand-off and the second
+# packing of the shared operand (measured: 1000x64x64 (8 MFLOP) 107 -> 62 us on two
+# threads; 256x64x64 (2 MFLOP) no gain).
+_MIN_FLOPS_PER_THREAD = 2e6
 
 
 # ----------------------------------------------------------------------------- blocking
@@ -767,25 +768,12 @@ class GemmEmitter:
 
 # ----------------------------------------------------------------------------- Python API
 
-_pool_lock = threading.Lock()
-_pool = None
-
-
 def available_cpus():
     """The CPUs this process may run on (taskset, cgroups' cpusets), not the machine's:
     a second thread on one allowed core would only take turns with the first."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def _thread_pool():
-    """One pool for the process: starting threads per call would cost ~50 us each."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=available_cpus(), thread_name_prefix="jaxlite-gemm")
-        return _pool
 
 
 def split_range(count, parts):
@@ -811,27 +799,6 @@ class GemmPlan:
 
 
 SINGLE_THREAD = GemmPlan(1, "rows", 1)
-
-
-class _SharedUnits:
-    """Units of one call, taken in turn by the threads offered them. The caller waits for
-    the units taken, not for the threads: a helper a busy machine has not yet scheduled
-    finds nothing left when it runs, and the caller has not waited for it."""
-
-    def __init__(self, units, run):
-        self._todo, self._run = iter(units), run     # each next() is atomic under the GIL
-        self._left, self._lock, self._done = len(units), threading.Lock(), threading.Event()
-
-    def take(self):
-        for unit in self._todo:
-            self._run(unit)
-            with self._lock:
-                self._left -= 1
-                if not self._left:
-                    self._done.set()
-
-    def wait(self):
-        self._done.wait()
 
 
 class CompiledFamily:
@@ -908,14 +875,17 @@ class GemmKernel:
         return list(dict.fromkeys(plans))
 
     def _plan_units(self, plan):
-        """(sizes, tile_start, tile_end) per unit of `plan`, made once per plan."""
+        """(sizes, tile_start, tile_end) per unit of `plan`, made once per plan, with the
+        units as a native table {sizes, tile_start, tile_end} for the pool's task."""
         key = (plan.split, plan.units)
         if key not in self._units:
             if plan.split == "rows":
                 units = [(self.sizes, lo, hi) for lo, hi in split_range(self.row_tiles, plan.units)]
             else:
                 units = [(self._sizes(lo, hi), 0, self.row_tiles) for lo, hi in split_range(self.col_tiles, plan.units)]
-            self._units[key] = units
+            table = (ctypes.c_int64 * (3 * len(units)))(
+                *[word for sizes, lo, hi in units for word in (ctypes.addressof(sizes), lo, hi)])
+            self._units[key] = units, table
         return self._units[key]
 
     def asm(self):
@@ -935,25 +905,33 @@ class GemmKernel:
 
     def run_pointers(self, pointers, plan):
         """Run `plan` on data pointers [a, b, c, extra...] (checked by the caller)."""
-        units = self._plan_units(plan)
+        units, table = self._plan_units(plan)
         if plan.threads == 1:
+            workspace = self._workspace(1)
             for sizes, lo, hi in units:
-                self._run_unit(pointers, sizes, lo, hi)
+                self.native.function(*pointers[:3], workspace, lo, hi, sizes, *pointers[3:])
             return
-        shared = _SharedUnits(units, lambda unit: self._run_unit(pointers, *unit))
-        for _ in range(plan.threads - 1):
-            _thread_pool().submit(shared.take)
-        shared.take()
-        shared.wait()
+        context = self._context(len(pointers) - 3)
+        context[1:4] = pointers[:3]
+        context[4], context[6] = self._workspace(native_pool.slots()), ctypes.addressof(table)
+        context[7:] = pointers[3:]
+        native_pool.run(unit_task(len(pointers) - 3), ctypes.addressof(context), len(units))
 
-    def _run_unit(self, pointers, sizes, tile_start, tile_end):
-        self.native.function(*pointers[:3], self._workspace(), tile_start, tile_end, sizes, *pointers[3:])
+    def _context(self, extras):
+        """The pool task's context {kernel, a, b, c, workspace, workspace stride, unit
+        table, extra...}: per calling thread, like the workspace."""
+        context = getattr(self._local, "context", None)
+        if context is None:
+            context = self._local.context = (ctypes.c_int64 * (7 + extras))(
+                self.address, 0, 0, 0, 0, self.workspace_bytes)
+        return context
 
-    def _workspace(self):
-        """Per calling thread, kept: concurrent calls must not share packed panels."""
+    def _workspace(self, slots):
+        """Per calling thread, kept: concurrent calls must not share packed panels. A
+        thread of the pool runs in slot s of the caller's workspace, at s workspaces."""
         buffer = getattr(self._local, "workspace", None)
-        if buffer is None:
-            buffer = self._local.workspace = np.empty(self.workspace_bytes, np.uint8)
+        if buffer is None or buffer.size < slots * self.workspace_bytes:
+            buffer = self._local.workspace = np.empty(slots * self.workspace_bytes, np.uint8)
         return buffer.ctypes.data
 
     def _output(self, out):
@@ -999,6 +977,39 @@ def _check_batched(name, array, dtype, matrix_shape, batch, stride):
         needed = (batch - 1) * stride + size
         if array.size < needed:
             raise ValueError(f"{name} holds {array.size} elements, batch strides need {needed}")
+
+
+def unit_task(extras):
+    """The pool task running unit u of a GEMM call: `kernel(a, b, c, workspace + slot *
+    stride, tile_start, tile_end, sizes, extra...)` with the unit's row of the table
+    {sizes, tile_start, tile_end}; the context is GemmKernel._context's."""
+    return _unit_task_code(extras).address("gemm_unit")
+
+
+@llvm_target.compile_once
+def _unit_task_code(extras):
+    fields = ["kernel", "a", "b", "c", "base", "stride", "table"] + [f"e{i}" for i in range(extras)]
+    loads = "\n".join(f"  %{name}_p = getelementptr inbounds i64, ptr %ctx, i64 {index}\n"
+                      f"  %{name} = load i64, ptr %{name}_p" for index, name in enumerate(fields))
+    extra = "".join(f", i64 %e{i}" for i in range(extras))
+    return llvm_target.compile_ir(f"""
+define void @gemm_unit(ptr %ctx, i64 %unit, i64 %slot) {{
+{loads}
+  %fn = inttoptr i64 %kernel to ptr
+  %units = inttoptr i64 %table to ptr
+  %offset = mul i64 %slot, %stride
+  %workspace = add i64 %base, %offset
+  %row = mul i64 %unit, 3
+  %entry = getelementptr inbounds i64, ptr %units, i64 %row
+  %sizes = load i64, ptr %entry
+  %lo_p = getelementptr inbounds i64, ptr %entry, i64 1
+  %lo = load i64, ptr %lo_p
+  %hi_p = getelementptr inbounds i64, ptr %entry, i64 2
+  %hi = load i64, ptr %hi_p
+  call void %fn(i64 %a, i64 %b, i64 %c, i64 %workspace, i64 %lo, i64 %hi, i64 %sizes{extra})
+  ret void
+}}
+""")
 
 
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,

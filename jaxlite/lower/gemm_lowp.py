@@ -25,7 +25,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from jaxlite.core.dtypes import bfloat16
-from jaxlite.lower import gemm, llvm_math, llvm_target
+from jaxlite.lower import gemm, llvm_math, llvm_target, native_pool
 from jaxlite.lower.gemm import Epilogue, InnerProduct
 
 I32 = ir.IntType(32)
@@ -267,6 +267,7 @@ def _compiled_quantizer(module, name, pointers, sizes=0):
     signature = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * pointers, *[ctypes.c_int64] * (sizes + 2))
     quantizer = signature(compiled.address(name))
     quantizer.compiled = compiled   # the machine code lives as long as the function
+    quantizer.address = compiled.address(name)
     return quantizer
 
 
@@ -274,11 +275,10 @@ def _split_rows(quantizer, pointers, count, threads, elements):
     """quantizer(*pointers, start, stop) over range(count) (`pointers` may end with sizes), split over up to `threads`
     threads: the slices are independent; below ~64K elements a thread costs more than it saves."""
     threads = max(1, min(threads, elements >> 16))
-    ranges = gemm.split_range(count, threads)
-    pending = [gemm._thread_pool().submit(quantizer, *pointers, lo, hi) for lo, hi in ranges[1:]]
-    quantizer(*pointers, *ranges[0])
-    for future in pending:
-        future.result()
+    if threads == 1:
+        quantizer(*pointers, 0, count)
+        return
+    native_pool.RangedContext(quantizer.address, pointers, count, threads).run()
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,13 +16,12 @@ import ctypes
 import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from llvmlite import ir
 
-from jaxlite.lower import llvm_target
-from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop, split_range
+from jaxlite.lower import llvm_target, native_pool
+from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
 
 # A batch entry handed to another thread must carry more work than the hand-off (~50-80 us).
 _MIN_WORK_PER_THREAD = 2e6
@@ -74,6 +73,7 @@ class Routine:
     def __init__(self, module, name, batch, scratch_bytes, work_per_entry, optimize=True):
         self.name, self.pointer_count = name, _pointer_count(module, name)
         self.batch, self.scratch_bytes = batch, scratch_bytes + _SCRATCH_ALIGN
+        self._slot_bytes = -(-self.scratch_bytes // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
         self.threads = max(1, min(os.cpu_count() or 1, batch, int(batch * work_per_entry // _MIN_WORK_PER_THREAD)))
         self.bind(llvm_target.compile_ir(module, optimize_ir=optimize))
 
@@ -82,28 +82,26 @@ class Routine:
         self.compiled, self._local = compiled, threading.local()
         self.address = compiled.address(self.name)
         prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (self.pointer_count + 1), ctypes.c_int64, ctypes.c_int64)
-        self._ranged = prototype(compiled.address(self.name + "_range"))
+        self._ranged_address = compiled.address(self.name + "_range")
+        self._ranged = prototype(self._ranged_address)
 
     def __call__(self, *arrays):
         pointers = [a.ctypes.data for a in arrays]
-        first, *rest = split_range(self.batch, self.threads) or [(0, 0)]
-        pending = [_pool().submit(self._run, pointers, lo, hi) for lo, hi in rest]
-        self._run(pointers, *first)
-        for future in pending:
-            future.result()
+        if self.threads == 1:
+            self._ranged(*pointers, self._scratch(1), 0, self.batch)
+            return
+        context = native_pool.RangedContext(self._ranged_address, pointers, self.batch, self.threads,
+                                            self._slot_bytes)
+        context.run(self._scratch(native_pool.slots()))
 
-    def _run(self, pointers, start, stop):
-        self._ranged(*pointers, self._scratch(), start, stop)
-
-    def _scratch(self):
+    def _scratch(self, slots):
         """Per calling thread, kept across calls: a fresh one would fault its pages in every
-        time (~4 ms for the 24 MB of a 1M-entry sort, a tenth of the sort)."""
-        address = getattr(self._local, "scratch", None)
-        if address is None:
-            buffer = np.empty(self.scratch_bytes, np.uint8)
-            address = -(-buffer.ctypes.data // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
-            self._local.buffer, self._local.scratch = buffer, address
-        return address
+        time (~4 ms for the 24 MB of a 1M-entry sort, a tenth of the sort). The pool's thread
+        in slot s works in the caller's scratch s."""
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is None or buffer.size < slots * self._slot_bytes + _SCRATCH_ALIGN:
+            buffer = self._local.buffer = np.empty(slots * self._slot_bytes + _SCRATCH_ALIGN, np.uint8)
+        return -(-buffer.ctypes.data // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,8 +114,3 @@ def compile_routine(spec):
 
 def _pointer_count(module, name):
     return len(module.globals[name].args) - 1
-
-
-@functools.lru_cache(maxsize=None)
-def _pool():
-    return ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="jaxlite-routine")

@@ -26,8 +26,6 @@ per call. Workspace pointers are the workspace's data pointer plus a constant.
 import concurrent.futures
 import ctypes
 import logging
-import os
-import threading
 
 import numpy as np
 from llvmlite import ir
@@ -35,7 +33,7 @@ from llvmlite import ir
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
-                           native_flow, native_routines, sort_kernels)
+                           native_flow, native_pool, native_routines, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
 from jaxlite.lower.fusion import UNROLLED_CONTRACTION, EqnStep, dot_compute_dtype
@@ -413,55 +411,33 @@ class _SerialEntry:
             self.bridge.raise_pending()
 
 
-PARALLEL_MIN_POINTS = 1 << 18     # below this, handing work to a thread costs more than it saves
+# Below this a kernel runs on one thread: a share must repay a hand-off to a worker of the
+# pool (under a microsecond when it spins, ~50 us to wake one that sleeps).
+PARALLEL_MIN_POINTS = 1 << 16
 RELEASE_GIL_MIN_POINTS = 1 << 14     # a whole program this big lets other Python threads run meanwhile
-_pool = None
-
-
-_pool_lock = threading.Lock()
-
-
-def _thread_pool():
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            workers = max((os.cpu_count() or 1) - 1, 0)
-            _pool = concurrent.futures.ThreadPoolExecutor(workers, "jaxlite-kernel") if workers else False
-        return _pool
 
 
 class _NativeKernel:
-    """Calls one kernel's entry point; big kernels split their parallel loop over threads
-    (ctypes releases the GIL during the call, so the shares run at once)."""
+    """Calls one kernel's entry point; big kernels split their parallel loop into a unit
+    per thread of the native pool (native_pool.py)."""
 
     _prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
     def __init__(self, compiled, name, kernel):
         self.code_owner = compiled      # the machine code lives as long as its callers (see native_call)
-        self.function = self._prototype(compiled.address(name))
+        self.address = compiled.address(name)
+        self.function = self._prototype(self.address)
         loop = kernel.parallel_loop()
         self.extent = loop.extent if loop is not None else 0
         self.threads = 1
-        if loop is not None and kernel.points() >= PARALLEL_MIN_POINTS and _thread_pool():
-            self.threads = min((os.cpu_count() or 1), self.extent)
+        if loop is not None and kernel.points() >= PARALLEL_MIN_POINTS:
+            self.threads = min(native_pool.slots(), self.extent)
 
     def __call__(self, slots):
         if self.threads == 1:
             self.function(slots, 0, self.extent)
             return
-        bounds = [self.extent * i // self.threads for i in range(self.threads + 1)]
-        shares = list(zip(bounds[1:-1], bounds[2:]))
-        pending = [_thread_pool().submit(self.function, slots, lo, hi) for lo, hi in shares]
-        try:
-            self.function(slots, bounds[0], bounds[1])
-            for future, (lo, hi) in zip(pending, shares):
-                # A share still queued (the pool is busy with other callers' shares) runs here
-                # rather than waiting its turn.
-                if future.cancel():
-                    self.function(slots, lo, hi)
-        finally:
-            # Even when interrupted: the shares read the caller's buffers until they finish.
-            concurrent.futures.wait(pending)
+        native_pool.RangedContext(self.address, [ctypes.addressof(slots)], self.extent, self.threads).run()
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)

@@ -1,0 +1,380 @@
+"""The worker pool: native threads that wait for work by spinning, then sleeping.
+
+A split kernel or GEMM hands its units of work to the other cores through
+`jaxlite_pool_run(task, ctx, units)`: every unit u runs as `task(ctx, u, slot)`, on the
+calling thread (slot 0) or on a worker (slot 1, 2, ...; a task keeps per-slot scratch
+apart by it), and the call returns when all units are done. Why not a Python thread
+pool: waking a Python thread through a futex and taking the GIL cost tens of
+microseconds per hand-off, so a 1000x64x64 product (~100 us on one core) could not be
+split; a worker spinning on a shared word picks up work in well under a microsecond, as
+OpenBLAS's and Eigen's workers do. A worker spins for `SPIN_SECONDS` after its last
+unit, then sleeps on a futex (no CPU spent while a program is idle).
+
+Protocol (all state in the module's globals, each on its own cache line):
+  * `seq` is a sequence lock over the job (task, ctx, units): odd while the caller
+    writes it, even once published. Workers read the job and check `seq` again.
+  * `claim` holds (seq of the job << 32 | next unit): a worker takes unit u by
+    compare-and-swap, so a worker late with an old job's fields cannot take a unit of
+    a newer job. The caller takes units with an atomic add.
+  * `done` counts finished units; the caller returns when it reaches `units`.
+  * `busy` admits one caller at a time: another thread (or a task inside a task) finds
+    it taken and runs its units itself, on slot 0 of its own scratch.
+Workers are Python threads that call `jaxlite_pool_worker` through ctypes (the GIL is
+released there, and never taken again until the pool stops at exit).
+
+The pool's functions are linked into this process under their names (llvm.add_symbol),
+so generated code, compiled now or loaded from the persistent cache, calls
+`jaxlite_pool_run` directly.
+"""
+import atexit
+import ctypes
+import os
+import threading
+import time
+
+import llvmlite.binding as llvm
+
+from jaxlite.lower import llvm_target
+
+SPIN_SECONDS = 2e-4         # a worker's wait for more work before it sleeps
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, _SYS_FUTEX = 128, 129, 202
+
+_POOL_IR = """
+@seq = internal global i32 0, align 64
+@sleepers = internal global i32 0, align 64
+@job_task = internal global ptr null, align 64
+@job_ctx = internal global ptr null, align 8
+@job_units = internal global i64 0, align 8
+@claim = internal global i64 0, align 64
+@done = internal global i64 0, align 64
+@busy = internal global i32 0, align 64
+@quit = internal global i32 0, align 64
+@spin_cycles = internal global i64 0, align 64
+
+declare i64 @jaxlite_syscall(i64, ...)
+declare void @llvm.x86.sse2.pause()
+declare i64 @llvm.readcyclecounter()
+
+define void @jaxlite_pool_configure(i64 %cycles) {
+  store i64 %cycles, ptr @spin_cycles
+  ret void
+}
+
+define internal void @wake_sleepers() {
+entry:
+  %sleeping = load atomic i32, ptr @sleepers seq_cst, align 4
+  %any = icmp ne i32 %sleeping, 0
+  br i1 %any, label %wake, label %exit
+wake:
+  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i32 FUTEX_WAKE, i32 2147483647)
+  br label %exit
+exit:
+  ret void
+}
+
+define internal void @run_serially(ptr %task, ptr %ctx, i64 %units) {
+entry:
+  br label %loop
+loop:
+  %u = phi i64 [ 0, %entry ], [ %next, %body ]
+  %more = icmp slt i64 %u, %units
+  br i1 %more, label %body, label %exit
+body:
+  call void %task(ptr %ctx, i64 %u, i64 0)
+  %next = add i64 %u, 1
+  br label %loop
+exit:
+  ret void
+}
+
+define void @jaxlite_pool_run(ptr %task, ptr %ctx, i64 %units) {
+entry:
+  %few = icmp slt i64 %units, 2
+  br i1 %few, label %serial, label %try
+try:
+  %pair = cmpxchg ptr @busy, i32 0, i32 1 acquire monotonic
+  %got = extractvalue { i32, i1 } %pair, 1
+  br i1 %got, label %post, label %serial
+serial:
+  call void @run_serially(ptr %task, ptr %ctx, i64 %units)
+  ret void
+post:
+  %s = load atomic i32, ptr @seq monotonic, align 4
+  %writing = add i32 %s, 1
+  store atomic i32 %writing, ptr @seq monotonic, align 4
+  fence release
+  store atomic ptr %task, ptr @job_task monotonic, align 8
+  store atomic ptr %ctx, ptr @job_ctx monotonic, align 8
+  store atomic i64 %units, ptr @job_units monotonic, align 8
+  store atomic i64 0, ptr @done monotonic, align 8
+  %gen = add i32 %s, 2
+  %gen64 = zext i32 %gen to i64
+  %first = shl i64 %gen64, 32
+  store atomic i64 %first, ptr @claim monotonic, align 8
+  store atomic i32 %gen, ptr @seq seq_cst, align 4
+  call void @wake_sleepers()
+  br label %work
+work:
+  %c = atomicrmw add ptr @claim, i64 1 acq_rel
+  %u = and i64 %c, 4294967295
+  %mine = icmp slt i64 %u, %units
+  br i1 %mine, label %run, label %wait
+run:
+  call void %task(ptr %ctx, i64 %u, i64 0)
+  %d0 = atomicrmw add ptr @done, i64 1 release
+  br label %work
+wait:
+  %d = load atomic i64, ptr @done acquire, align 8
+  %all = icmp sge i64 %d, %units
+  br i1 %all, label %finish, label %relax
+relax:
+  call void @llvm.x86.sse2.pause()
+  br label %wait
+finish:
+  store atomic i32 0, ptr @busy release, align 4
+  ret void
+}
+
+define void @jaxlite_pool_worker(i64 %slot) {
+entry:
+  %s0 = load atomic i32, ptr @seq acquire, align 4
+  br label %idle
+idle:
+  %seen = phi i32 [ %s0, %entry ], [ %seen, %awake ], [ %s, %finished ], [ %seen, %stale ]
+  %start = call i64 @llvm.readcyclecounter()
+  br label %spin
+spin:
+  %s = load atomic i32, ptr @seq acquire, align 4
+  %q = load atomic i32, ptr @quit monotonic, align 4
+  %stop = icmp ne i32 %q, 0
+  br i1 %stop, label %exit, label %check
+check:
+  %new = icmp ne i32 %s, %seen
+  %bit = and i32 %s, 1
+  %even = icmp eq i32 %bit, 0
+  %ready = and i1 %new, %even
+  br i1 %ready, label %job, label %keep
+keep:
+  %now = call i64 @llvm.readcyclecounter()
+  %elapsed = sub i64 %now, %start
+  %budget = load i64, ptr @spin_cycles
+  %tired = icmp ugt i64 %elapsed, %budget
+  br i1 %tired, label %sleep, label %relax
+relax:
+  call void @llvm.x86.sse2.pause()
+  br label %spin
+sleep:
+  %n0 = atomicrmw add ptr @sleepers, i32 1 seq_cst
+  %s2 = load atomic i32, ptr @seq seq_cst, align 4
+  %unchanged = icmp eq i32 %s2, %s
+  br i1 %unchanged, label %futex, label %wakeup
+futex:
+  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i32 FUTEX_WAIT, i32 %s2, ptr null)
+  br label %wakeup
+wakeup:
+  %n1 = atomicrmw sub ptr @sleepers, i32 1 seq_cst
+  br label %awake
+awake:
+  br label %idle
+job:
+  %task = load atomic ptr, ptr @job_task monotonic, align 8
+  %ctx = load atomic ptr, ptr @job_ctx monotonic, align 8
+  %units = load atomic i64, ptr @job_units monotonic, align 8
+  fence acquire
+  %s3 = load atomic i32, ptr @seq monotonic, align 4
+  %same = icmp eq i32 %s3, %s
+  %gen = zext i32 %s to i64
+  br i1 %same, label %take, label %stale
+stale:
+  br label %idle
+take:
+  %c = load atomic i64, ptr @claim acquire, align 8
+  %cgen = lshr i64 %c, 32
+  %current = icmp eq i64 %cgen, %gen
+  %u = and i64 %c, 4294967295
+  %left = icmp slt i64 %u, %units
+  %ok = and i1 %current, %left
+  br i1 %ok, label %claim, label %finished
+claim:
+  %c1 = add i64 %c, 1
+  %pair = cmpxchg ptr @claim, i64 %c, i64 %c1 acq_rel acquire
+  %won = extractvalue { i64, i1 } %pair, 1
+  br i1 %won, label %run, label %take
+run:
+  call void %task(ptr %ctx, i64 %u, i64 %slot)
+  %d = atomicrmw add ptr @done, i64 1 release
+  br label %take
+finished:
+  br label %idle
+exit:
+  ret void
+}
+
+define void @jaxlite_pool_stop() {
+entry:
+  br label %lock
+lock:
+  %pair = cmpxchg ptr @busy, i32 0, i32 1 acquire monotonic
+  %got = extractvalue { i32, i1 } %pair, 1
+  br i1 %got, label %stop, label %relax
+relax:
+  call void @llvm.x86.sse2.pause()
+  br label %lock
+stop:
+  store atomic i32 1, ptr @quit seq_cst, align 4
+  %s = atomicrmw add ptr @seq, i32 2 seq_cst
+  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i32 FUTEX_WAKE, i32 2147483647)
+  store atomic i32 0, ptr @busy release, align 4
+  ret void
+}
+
+define void @jaxlite_pool_after_fork() {
+  store atomic i32 0, ptr @sleepers seq_cst, align 4
+  store atomic i32 0, ptr @busy seq_cst, align 4
+  ret void
+}
+""".replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)) \
+   .replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
+
+TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+_lock = threading.Lock()
+
+
+class _Pool:
+    """The process's pool: its machine code and worker threads."""
+
+    def __init__(self, workers):
+        llvm.add_symbol("jaxlite_syscall", ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value)
+        self.code = llvm_target.compile_ir(_POOL_IR)
+        for name in ("jaxlite_pool_run", "jaxlite_pool_worker"):
+            llvm.add_symbol(name, self.code.address(name))
+        self.run_address = self.code.address("jaxlite_pool_run")
+        self.run = _RUN(self.run_address)
+        self._call("jaxlite_pool_configure", ctypes.c_int64)(int(SPIN_SECONDS * _cycles_per_second()))
+        self.slots = workers + 1
+        self._worker = ctypes.CFUNCTYPE(None, ctypes.c_int64)(self.code.address("jaxlite_pool_worker"))
+        self.threads = []
+        self.start_workers()
+
+    def _call(self, name, *argtypes):
+        return ctypes.CFUNCTYPE(None, *argtypes)(self.code.address(name))
+
+    def start_workers(self):
+        self.threads = [threading.Thread(target=self._worker, args=(slot,), daemon=True,
+                                         name=f"jaxlite-worker-{slot}") for slot in range(1, self.slots)]
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self):
+        """Let the workers return (at exit, before the machine code they run is freed)."""
+        self._call("jaxlite_pool_stop")()
+        for thread in self.threads:
+            thread.join(timeout=1.0)
+
+    def after_fork_in_child(self):
+        """The child has this memory but not the threads: new workers, fresh counters."""
+        self._call("jaxlite_pool_after_fork")()
+        self.start_workers()
+
+
+_pool = None
+
+
+def pool():
+    """The process's pool, started on first use with a worker per further available CPU."""
+    global _pool
+    if _pool is None:
+        with _lock:
+            if _pool is None:
+                from jaxlite.lower.gemm import available_cpus
+                _pool = _Pool(available_cpus() - 1)
+                atexit.register(_pool.stop)
+                if hasattr(os, "register_at_fork"):
+                    os.register_at_fork(after_in_child=_pool.after_fork_in_child)
+    return _pool
+
+
+def slots():
+    """How many threads can run a job's units at once (scratch is needed per slot)."""
+    return pool().slots
+
+
+def run(task_address, ctx_address, units):
+    """Run units 0..units-1 of a task (`void task(ptr ctx, i64 unit, i64 slot)`) on the
+    pool, the calling thread included; returns when all are done. ctypes releases the
+    GIL for the call."""
+    pool().run(task_address, ctx_address, units)
+
+
+def _cycles_per_second():
+    """The time-stamp counter's rate, measured against the clock over ~2 ms."""
+    code = llvm_target.compile_ir("declare i64 @llvm.readcyclecounter()\n"
+                                  "define i64 @cycles() {\n  %c = call i64 @llvm.readcyclecounter()\n"
+                                  "  ret i64 %c\n}\n")
+    cycles = ctypes.CFUNCTYPE(ctypes.c_int64)(code.address("cycles"))
+    t0, c0 = time.perf_counter(), cycles()
+    while time.perf_counter() - t0 < 2e-3:
+        pass
+    return (cycles() - c0) / (time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------- tasks for Python callers
+
+def ranged_task(words, scratch):
+    """A task running `fn(w_0, ..., w_{words-1}, [scratch], start, stop)` on a slice of
+    range(count) per unit; its context is RangedContext. Pointers and sizes alike pass as
+    64-bit words (the same registers in the C calling convention)."""
+    return _ranged_code(words, scratch).address("ranged_task")
+
+
+def _ranged_code(words, scratch):
+    return _compile_ranged((words, scratch))
+
+
+@llvm_target.compile_once
+def _compile_ranged(key):
+    words, scratch = key
+    loads = "\n".join(f"  %p{i} = getelementptr inbounds i64, ptr %ctx, i64 {5 + i}\n"
+                      f"  %w{i} = load i64, ptr %p{i}" for i in range(words))
+    args = [f"i64 %w{i}" for i in range(words)] + (["i64 %scratch"] if scratch else []) + ["i64 %lo", "i64 %hi"]
+    text = f"""
+define void @ranged_task(ptr %ctx, i64 %unit, i64 %slot) {{
+  %fn = load ptr, ptr %ctx
+  %count_p = getelementptr inbounds i64, ptr %ctx, i64 1
+  %count = load i64, ptr %count_p
+  %units_p = getelementptr inbounds i64, ptr %ctx, i64 2
+  %units = load i64, ptr %units_p
+  %base_p = getelementptr inbounds i64, ptr %ctx, i64 3
+  %base = load i64, ptr %base_p
+  %stride_p = getelementptr inbounds i64, ptr %ctx, i64 4
+  %stride = load i64, ptr %stride_p
+  %offset = mul i64 %slot, %stride
+  %scratch = add i64 %base, %offset
+  %lo_n = mul i64 %count, %unit
+  %lo = sdiv i64 %lo_n, %units
+  %next = add i64 %unit, 1
+  %hi_n = mul i64 %count, %next
+  %hi = sdiv i64 %hi_n, %units
+{loads}
+  call void %fn({", ".join(args)})
+  ret void
+}}
+"""
+    return llvm_target.compile_ir(text)
+
+
+class RangedContext:
+    """The context of a ranged_task: `fn` over range(count) cut into `units` slices, with
+    `words` leading arguments, and per-slot scratch of `scratch_stride` bytes from
+    `scratch_base` when the function takes scratch."""
+
+    def __init__(self, fn_address, words, count, units, scratch_stride=0):
+        self.words = (ctypes.c_int64 * (5 + len(words)))(fn_address, count, units, 0, scratch_stride, *words)
+        self.address = ctypes.addressof(self.words)
+        self.task = ranged_task(len(words), scratch_stride > 0)
+        self.units = units
+
+    def run(self, scratch_base=0):
+        self.words[3] = scratch_base
+        run(self.task, self.address, self.units)
