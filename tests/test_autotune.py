@@ -90,8 +90,8 @@ def test_switching_measurement_off_gives_the_model_plan_every_time(fresh_plans):
         plans = [jaxlite.jit(f).lower(*_ARGS).compile().executable.gemm_plans for f in (_layer, _scaled_layer)]
     assert autotune.stats == before
     model = gemm.compile_gemm(40, 24, 56, epilogue=gemm.BIAS).model_plan(runtime.GEMM_THREADS)
-    assert plans[0] == plans[1] == {0: model}
-    assert plans[0][0].origin == "model"
+    assert plans[0] == plans[1] == {"native 0": model}
+    assert plans[0]["native 0"].origin == "model"
 
 
 def test_gemms_above_the_limit_are_not_measured(fresh_plans):
@@ -118,7 +118,7 @@ def test_disk_cache_keeps_the_choice(fresh_plans, tmp_path):
         # reads the plan's own entry.
         autotune.clear()
         other = jaxlite.jit(_scaled_layer).lower(*_ARGS).compile().executable.gemm_plans
-        assert other == chosen and other[0].origin == "measured"
+        assert other == chosen and other["native 0"].origin == "measured"
         # Without that entry, the program's own entry still holds its plans.
         autotune.clear()
         jit_module.clear_caches()

@@ -162,7 +162,8 @@ def test_kernels_differing_only_in_name_share_their_code():
     kernels = [step.kernel for step in executable.steps if hasattr(step, "kernel")]
     keys = {kernel_ir.structure_key(k) for k in kernels}
     assert len(keys) < len(kernels)
-    assert executable.llvm_ir.count("define internal") == len(keys)
+    # (The GEMM step is a native function too; kernels are the ones returning nothing.)
+    assert executable.llvm_ir.count("define internal void") == len(keys)
     got = [np.asarray(v) for v in jaxlite.jit(f)(x, y)]
     np.testing.assert_allclose(got[0], np.tanh(x).sum(0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], np.tanh(x @ w).sum(0), rtol=1e-4, atol=1e-4)

@@ -45,6 +45,16 @@ def runs_without_python(exe):
     return not exe._host_steps and all(isinstance(r, runtime._SerialEntry) for r in exe._runners)
 
 
+def test_sort_and_gemm_program_is_one_native_call():
+    def f(x, w):
+        y = jnp.sort(x @ w, axis=1)
+        return jnp.linalg.cholesky(y.T @ y + 64.0 * jnp.eye(32)), jnp.argsort(x[:, 0])
+    x, w = rand(64, 32), rand(32, 32)
+    assert_jit_matches_eager(f, x, w, rtol=1e-4, atol=1e-4)
+    exe = executable(f, x, w)
+    assert len(exe._native_eqns) >= 4 and one_native_call(exe) and runs_without_python(exe)
+
+
 def one_native_call(exe):
     """The whole program is one entry point: the builtin, or (when loops call back into
     Python) one serial entry."""
@@ -230,15 +240,16 @@ def test_gemm_inside_a_scan_body_runs_natively():
     w, xs = rand(32, 32) * 0.2, rand(6, 8, 32)
     assert_jit_matches_eager(f, w, xs, rtol=1e-4, atol=1e-5)
     exe = executable(f, w, xs)
-    assert exe._native_gemms and runs_without_python(exe)
+    assert exe._native_eqns and runs_without_python(exe)
 
 
-def test_fallback_inside_a_loop_body_calls_back_into_python():
+def test_routine_inside_a_loop_body_runs_natively():
     def f(xs):
         return lax.scan(lambda c, x: (c + jnp.sort(x)[0], jnp.sort(x)), 0.0, xs)
     xs = rand(4, 5)
     assert_jit_matches_eager(f, xs)
-    assert executable(f, xs)._host_steps
+    exe = executable(f, xs)
+    assert exe._native_eqns and runs_without_python(exe) and one_native_call(exe)
 
 
 # ---------------------------------------------------------------- callbacks
@@ -332,7 +343,7 @@ def test_the_loop_shows_in_the_lowered_and_compiled_text():
 
 
 def test_a_loop_program_loads_from_the_disk_cache(tmp_path):
-    """Its body calls a GEMM natively and a fallback (sort) through Python."""
+    """Its body calls a GEMM and a routine (sort) natively."""
     def f(x, w):
         return lax.fori_loop(0, 3, lambda i, x: jnp.sort(x @ w, axis=1) * 0.5 + 1.0, x)
     previous = jaxlite.config.jax_compilation_cache_dir
@@ -393,3 +404,24 @@ def test_repeated_loop_calls_stay_inside_their_workspace():
            "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     done = subprocess.run([sys.executable, "-c", _REPEATED_LOOP_CALLS], env=env, capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_callback_reentering_its_program_gets_a_workspace_of_its_own():
+    """A program's big workspace is kept for its next call on the thread; a call made from
+    a callback inside the running program must not reuse the one in use."""
+    inner = []
+
+    def f(x, depth):
+        y = jnp.tanh(x * 0.5) + 1.0
+        jaxlite.debug.callback(lambda v, d: inner.append(np.asarray(g(v, d + 1))) if d == 0 else None, y, depth)
+        return y * 2.0 + jnp.sum(y)
+
+    g = jaxlite.jit(f)
+    x = rand(256, 512)      # 512 KB intermediates: a kept workspace
+    out = np.asarray(g(x, 0))
+    assert runtime.KEEP_WORKSPACE_BYTES <= executable(f, x, 0).workspace_size
+    y = np.tanh(x * 0.5) + 1.0
+    np.testing.assert_allclose(out, y * 2.0 + y.sum(), rtol=1e-5)
+    z = np.tanh(y * 0.5) + 1.0
+    np.testing.assert_allclose(inner[0], z * 2.0 + z.sum(), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(g(x, 0)), out, rtol=1e-6)    # after the reuse

@@ -68,13 +68,16 @@ def test_concurrent_callers_each_get_their_units():
 
 
 def test_more_units_than_slots_use_every_slot_eventually():
+    """A worker asleep (futex) wakes for a job long enough to wait for it (~4 ms here)."""
     if native_pool.slots() < 2:
         pytest.skip("one CPU: the caller runs every unit")
-    seen = set()
-    for _ in range(200):
-        out = np.zeros(1 << 16, np.int64)
-        _fill(out, 16)
-        seen |= set(np.unique(out).tolist())
+    seen, out = set(), np.zeros(1 << 22, np.int64)
+    for _ in range(50):
+        out[:] = 0
+        _fill(out, 64)
+        seen |= set(np.unique(out[::4096]).tolist())
+        if len(seen) == native_pool.slots():
+            break
     assert seen == set(range(1, native_pool.slots() + 1))
 
 

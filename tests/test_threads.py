@@ -40,7 +40,8 @@ def test_big_split_kernels_from_many_threads():
     inputs = [np.linspace(-2, 2, size, dtype=np.float32) * (i + 1) for i in range(THREADS)]
     f(Array(inputs[0]), Array(np.float32(1.0)))
     executable = f._entry((Array(inputs[0]), Array(np.float32(1.0))), {})[0].executable
-    assert any(runner.threads > 1 for runner in executable._runners)
+    # One native call, whose kernel hands shares to the native pool.
+    assert executable._native is not None and executable.uses_pool
 
     def work(index):
         x = Array(inputs[index])

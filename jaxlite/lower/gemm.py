@@ -874,7 +874,7 @@ class GemmKernel:
                 plans += [GemmPlan(threads, split, units) for units in (threads, 2 * threads) if units <= tiles]
         return list(dict.fromkeys(plans))
 
-    def _plan_units(self, plan):
+    def plan_units(self, plan):
         """(sizes, tile_start, tile_end) per unit of `plan`, made once per plan, with the
         units as a native table {sizes, tile_start, tile_end} for the pool's task."""
         key = (plan.split, plan.units)
@@ -905,7 +905,7 @@ class GemmKernel:
 
     def run_pointers(self, pointers, plan):
         """Run `plan` on data pointers [a, b, c, extra...] (checked by the caller)."""
-        units, table = self._plan_units(plan)
+        units, table = self.plan_units(plan)
         if plan.threads == 1:
             workspace = self._workspace(1)
             for sizes, lo, hi in units:

@@ -9,8 +9,8 @@ compiled per process:
 registered with METH_FASTCALL, so `args` is already the array of object pointers an
 entry point `void entry(ptr objects, i64 start, i64 stop)` reads its buffers from.
 Each entry point gets its own builtin (`PyCFunction_NewEx`) whose `self` is a small
-int64 numpy array: [entry address, argument count, index of the first output, release
-the GIL?]. Before jumping, the trampoline checks the count and that every argument is
+int64 numpy array: [entry address, argument count, index of the first output, index
+after the last output, release the GIL?]. Before jumping, the trampoline checks the count and that every argument is
 exactly a numpy ndarray (anything else raises TypeError: a wrong call never reaches
 machine code that would read a foreign object as an array). After the call it clears
 the WRITEABLE flag of the outputs, which become the buffers of immutable Arrays:
@@ -79,13 +79,13 @@ class _Emitter:
     def argument(self, b, index):
         return b.load(b.gep(self.args, [index], source_etype=PTR), typ=PTR)
 
-    def loop(self, b, start, body):
-        """for (i = start; i < nargs; i++) body(builder, i, exit_block); returns the builder after."""
+    def loop(self, b, start, end, body):
+        """for (i = start; i < end; i++) body(builder, i); returns the builder after."""
         head, step, after = self.block("head"), self.block("step"), self.block("after")
         b.branch(head.block)
         index = head.phi(I64)
         index.add_incoming(start, b.block)
-        head.cbranch(head.icmp_signed("<", index, self.nargs), step.block, after.block)
+        head.cbranch(head.icmp_signed("<", index, end), step.block, after.block)
         step = body(step, index) or step
         index.add_incoming(step.add(index, ir.Constant(I64, 1)), step.block)
         step.branch(head.block)
@@ -103,8 +103,8 @@ class _Emitter:
     def emit(self):
         b = self.block("entry")
         config = _load_at(b, self.self_object, DATA_OFFSET, PTR)
-        entry, expected, first_output, release = (
-            b.load(b.gep(config, [ir.Constant(I64, k)], source_etype=I64), typ=I64) for k in range(4))
+        entry, expected, first_output, end_output, release = (
+            b.load(b.gep(config, [ir.Constant(I64, k)], source_etype=I64), typ=I64) for k in range(5))
         checked = self.block("count_ok")
         b.cbranch(b.icmp_signed("==", self.nargs, expected), checked.block,
                   self.fail("a compiled function's entry point got the wrong number of buffers"))
@@ -116,13 +116,13 @@ class _Emitter:
             ok = self.block("is_array")
             step.cbranch(is_array, ok.block, not_array)
             return ok
-        b = self.loop(checked, ir.Constant(I64, 0), check_type)
+        b = self.loop(checked, ir.Constant(I64, 0), self.nargs, check_type)
         releases = b.icmp_signed("!=", release, ir.Constant(I64, 0))
         state = b.select(releases, self._save_thread(b, releases), ir.Constant(PTR, None))
         entry_type = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         b.call(b.inttoptr(entry, entry_type.as_pointer()), [self.args, ir.Constant(I64, 0), ir.Constant(I64, 0)])
         b = self._restore_thread(b, releases, state)
-        b = self.loop(b, first_output, self._seal)
+        b = self.loop(b, first_output, end_output, self._seal)
         none = b.inttoptr(ir.Constant(I64, id(None)), PTR)
         if sys.version_info < (3, 12):      # from 3.12 None is immortal: no count to keep
             b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)     # Py_INCREF(None)
@@ -197,11 +197,11 @@ class _EntryConfig(np.ndarray):
     the object owning the machine code, alive as long as the builtin is."""
 
 
-def builtin_entry(address, nargs, first_output, release_gil, code_owner):
+def builtin_entry(address, nargs, outputs, release_gil, code_owner):
     """A builtin `f(*arrays)` running `void entry(ptr objects, i64, i64)` on its arguments:
-    exactly `nargs` ndarrays, those from `first_output` on left read-only afterwards.
+    exactly `nargs` ndarrays, those in range `outputs` left read-only afterwards.
     `code_owner` (the compiled module) is kept alive by the builtin: a cache dropping
     the executable while another thread still calls it must not unmap running code."""
-    config = np.array([address, nargs, first_output, int(release_gil)], np.int64).view(_EntryConfig)
+    config = np.array([address, nargs, outputs.start, outputs.stop, int(release_gil)], np.int64).view(_EntryConfig)
     config.code_owner = code_owner
     return _new_builtin(_method_definition(), config, None)

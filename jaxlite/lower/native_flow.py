@@ -6,8 +6,9 @@ any program (pipeline.lower_jaxpr attaches them to the step as `programs`); thei
 steps are emitted inline, inside the loop or branch:
 
   * fused kernels: a call of the kernel (emitted into the same module), on one thread;
-  * GEMMs: a call of the GEMM family's native entry point, on one thread, its packing
-    workspace inside the program's workspace;
+  * GEMMs and native routines (sorts, factorizations): their native entry points, their
+    units run by the native pool (native_pool.py), each thread's scratch inside the
+    program's workspace;
   * anything else (fallbacks to numpy, debug callbacks, GEMMs needing a transposed
     copy, low-precision GEMMs): a call back into Python through one ctypes function
     pointer, `i32 host(i64 step, ptr data_pointers)`, which runs the equation on numpy
@@ -24,8 +25,11 @@ never run at the same time). Scan reads x slices and writes y slices in place, a
 offset i * slice_bytes.
 
 Addresses that differ between processes (the Python callback, GEMM entry points and
-their size arrays) are not baked into the code: they sit in a table whose address is
-passed in an extra slot of the objects array, so object code stays cacheable.
+their unit tables) and the GEMMs' plans (units, workspace per thread) are not baked
+into the code: they sit in a table (an int64 numpy array) passed in an extra slot of
+the objects array, so object code stays cacheable and a plan is chosen when the code
+is bound. A top-level GEMM or routine that native code can call is a step of this kind
+too, so a program of kernels, loops, GEMMs and routines is one native call.
 """
 import ctypes
 import threading
@@ -35,7 +39,7 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 # runtime imports this module; it is only read from inside functions, once both are loaded.
-from jaxlite.lower import codegen, gemm, kernel_ir, llvm_target, runtime
+from jaxlite.lower import codegen, gemm, kernel_ir, llvm_target, native_pool, native_routines, runtime
 from jaxlite.lower.codegen import I1, I8, I32, I64, PTR
 from jaxlite.lower.fusion import KernelStep
 
@@ -65,10 +69,11 @@ class NativeCode:
 
     def __init__(self, module, table_slot):
         self.module, self.table_slot = module, table_slot
-        # Address table (HostBridge.table): the host callback, then each native GEMM's
-        # entry point and size array.
+        # Address table (HostBridge.table): the host callback, then CALL_WORDS words per
+        # GEMM or routine called natively.
         self.host_steps = []        # EqnSteps run by the host callback, by number
-        self.gemm_eqns = []         # GEMM equations called natively
+        self.native_eqns = []       # GEMM and routine equations called natively, by number
+        self.native_scratch = []    # where each one's per-thread scratch starts
         self.consts = []            # arrays: body constants, in object slots after the table
         self.constvars = set()      # the bodies' constant variables (a GEMM caches what they feed)
         self._kernels = {}          # by kernel_ir.structure_key: identical kernels share code
@@ -126,14 +131,18 @@ class _Function:
         return self._once(("workspace", offset),
                           lambda b: b.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=I8))
 
-    def table_entry(self, index, pointer_type=PTR):
-        """Entry `index` of the address table (a function's, given its pointer type)."""
-        table = self.slot_word(self.code.table_slot)
+    def table_word(self, index):
+        """Word `index` of the address table, as an i64."""
+        table = self.slot_data(self.code.table_slot)
 
         def load(b):
-            address = b.gep(table, [ir.Constant(I64, index)], inbounds=True, source_etype=I64)
-            return b.inttoptr(b.load(address, typ=I64), pointer_type)
+            return b.load(b.gep(table, [ir.Constant(I64, index)], inbounds=True, source_etype=I64), typ=I64)
         return self._once(("table", index), load)
+
+    def table_entry(self, index, pointer_type=PTR):
+        """Entry `index` of the address table (a function's, given its pointer type)."""
+        word = self.table_word(index)
+        return self._once(("table pointer", index, str(pointer_type)), lambda b: b.inttoptr(word, pointer_type))
 
     def literal(self, literal):
         data = np.asarray(literal.val, literal.aval.dtype).tobytes()
@@ -201,8 +210,8 @@ def _emit_step(fn, step, env, scratch):
         inputs = [fn.pointer(v, env) for v in step.eqn.inputs]
         outputs = [env[v] for v in step.eqn.outputs]
         return _CONTROL_EMITTERS[step.eqn.primitive.name](fn, step, inputs, outputs, scratch)
-    if step.kind == "gemm" and native_gemm(step.eqn) is not None:
-        return _emit_gemm(fn, step.eqn, env, scratch)
+    if runs_natively(step):
+        return _emit_native_call(fn, step.eqn, env, scratch)
     return _emit_host_call(fn, step, env)
 
 
@@ -324,28 +333,55 @@ def _emit_cond(fn, step, inputs, outputs, region):
 _CONTROL_EMITTERS = {"while": _emit_while, "scan": _emit_scan, "cond": _emit_cond}
 
 
-# ---------------------------------------------------------------- GEMMs and Python callbacks
+# ---------------------------------------------------------------- GEMMs, routines and Python callbacks
 
-def native_gemm(eqn):
-    """The runtime's GEMM call for eqn when native code can call its kernel as is (float
-    GEMM, operands used as stored), else None."""
-    if eqn.primitive.name == "int8_matmul" or runtime._low_precision_gemm(eqn) is not None:
-        return None
-    call = runtime._GemmCall(eqn)
-    return call if call.a_perm is None and call.b_perm is None else None
+def runs_natively(step):
+    """Whether native code calls this step's compiled code as is: a float GEMM whose
+    operands it reads as stored, or a native routine (sort, factorizations); decided
+    without compiling anything."""
+    return step.kind == "gemm" and runtime.gemm_reads_in_place(step.eqn) or step.kind == "native"
 
 
-def _emit_gemm(fn, eqn, env, scratch):
-    kernel = native_gemm(eqn).kernel
-    number = len(fn.code.gemm_eqns)
-    fn.code.gemm_eqns.append(eqn)
-    extra = [fn.pointer(v, env) for v in eqn.inputs[2:]]
-    signature = ir.FunctionType(ir.VoidType(), [PTR] * 4 + [I64] * 2 + [PTR] * (1 + len(extra)))
-    entry = fn.table_entry(1 + 2 * number, signature.as_pointer())
-    lhs, rhs = (fn.pointer(v, env) for v in eqn.inputs[:2])
-    fn.b.call(entry, [lhs, rhs, env[eqn.outputs[0]], fn.workspace(scratch), ir.Constant(I64, 0),
-                      ir.Constant(I64, kernel.row_tiles), fn.table_entry(2 + 2 * number), *extra])
-    return runtime.aligned(kernel.workspace_bytes)
+def native_callee(eqn, plan=None):
+    """The compiled code native code calls for an equation runs_natively accepts: the
+    runtime's GEMM call (compiled, planned), or the routine."""
+    if eqn.primitive.name in runtime.GEMM_PRIMITIVES:
+        return runtime._GemmCall(eqn, plan=plan)
+    return native_routines.compile_routine(runtime.native_spec(eqn))
+
+
+# A native call's table words: the pool's task, the callee's entry point, its unit table
+# (a GEMM) or batch count (a routine), the number of units, and bytes of scratch per thread.
+CALL_WORDS = 5
+
+
+def _emit_native_call(fn, eqn, env, scratch):
+    """Run a GEMM or routine by the pool, its task's context on the stack: gemm.unit_task's
+    {kernel, a, b, c, scratch, stride, unit table, extra...} or native_pool.ranged_task's
+    {routine, count, units, scratch, stride, operands..., results...}. The per-thread
+    scratch starts at `scratch`; its size is known once the code is bound, and HostBridge
+    reserves it then (so this returns 0)."""
+    number = len(fn.code.native_eqns)
+    fn.code.native_eqns.append(eqn)
+    fn.code.native_scratch.append(scratch)
+    task, callee, table_or_count, units, stride = (fn.table_word(1 + CALL_WORDS * number + k)
+                                                   for k in range(CALL_WORDS))
+    b = fn.b
+    inputs = [fn.pointer(v, env) for v in eqn.inputs]
+    outputs = [env[v] for v in eqn.outputs]
+    # (64-byte aligned: routines' vector loops may assume it; the reservation allows for it)
+    aligned = b.and_(b.add(b.ptrtoint(fn.workspace(scratch), I64), ir.Constant(I64, 63)), ir.Constant(I64, -64))
+    if eqn.primitive.name in runtime.GEMM_PRIMITIVES:
+        words = [callee, *inputs[:2], *outputs, aligned, stride, table_or_count, *inputs[2:]]
+    else:
+        words = [callee, table_or_count, units, aligned, stride, *inputs, *outputs]
+    context = fn.entry.alloca(I64, size=ir.Constant(I64, len(words)))
+    for index, value in enumerate(words):
+        word = value if value.type == I64 else b.ptrtoint(value, I64)
+        b.store(word, b.gep(context, [ir.Constant(I64, index)], inbounds=True, source_etype=I64))
+    run = gemm.declare(fn.code.module, "jaxlite_pool_run", ir.VoidType(), [PTR, PTR, I64])
+    b.call(run, [b.inttoptr(task, PTR), context, units])
+    return 0
 
 
 def _emit_host_call(fn, step, env):
@@ -373,20 +409,27 @@ _HOST_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_void
 
 
 class HostBridge:
-    """This process's side of the native control flow: the ctypes callback (kept alive
-    here), the GEMM kernels, and the table of their addresses."""
+    """This process's side of the native code: the ctypes callback (kept alive here), the
+    GEMMs and routines it calls, and the table of their addresses and plans.
+    `scratch_end` is the workspace their scratch needs (one per thread of the pool)."""
 
-    def __init__(self, host_steps, gemm_eqns, constvars):
+    def __init__(self, host_steps, callees, scratch, constvars):
         self.steps = [runtime._PythonStep(step, constvars) for step in host_steps]
         # Native code calls back on the thread that called it: an error belongs to that call.
         self._raised = threading.local()
         self.callback = _HOST_PROTOTYPE(self._run_step)
-        gemms = [native_gemm(eqn).kernel for eqn in gemm_eqns]
-        addresses = [ctypes.cast(self.callback, ctypes.c_void_p).value]
-        for kernel in gemms:
-            addresses += [kernel.address, ctypes.addressof(kernel.sizes)]
-        self._gemms = gemms         # keeps the size arrays alive
-        self.table = (ctypes.c_void_p * len(addresses))(*addresses)
+        self.callees = callees      # keeps the kernels and their unit tables alive
+        words = [ctypes.cast(self.callback, ctypes.c_void_p).value]
+        self.scratch_end = 0
+        for callee, start in zip(callees, scratch):
+            callee_words = _gemm_words(callee) if isinstance(callee, runtime._GemmCall) else _routine_words(callee)
+            words += callee_words
+            self.scratch_end = max(self.scratch_end, start + 64 + native_pool.slots() * callee_words[-1])
+        self.table = np.array(words, np.int64)
+
+    @property
+    def gemm_calls(self):
+        return [callee for callee in self.callees if isinstance(callee, runtime._GemmCall)]
 
     def _run_step(self, number, pointers):
         try:
@@ -405,6 +448,18 @@ class HostBridge:
         if error is not None:
             self._raised.error = None
             raise error
+
+
+def _gemm_words(call):
+    kernel = call.kernel
+    units, table = kernel.plan_units(call.plan)
+    return [gemm.unit_task(len(kernel.spec.epilogue_kinds)), kernel.address, ctypes.addressof(table),
+            len(units), kernel.workspace_bytes]
+
+
+def _routine_words(routine):
+    return [native_pool.ranged_task(routine.pointer_count, True), routine.ranged_address, routine.batch,
+            routine.threads, routine.slot_bytes]
 
 
 def _view(address, aval):

@@ -66,7 +66,7 @@ entry:
   %any = icmp ne i32 %sleeping, 0
   br i1 %any, label %wake, label %exit
 wake:
-  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i32 FUTEX_WAKE, i32 2147483647)
+  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i64 FUTEX_WAKE, i64 2147483647)
   br label %exit
 exit:
   ret void
@@ -169,7 +169,8 @@ sleep:
   %unchanged = icmp eq i32 %s2, %s
   br i1 %unchanged, label %futex, label %wakeup
 futex:
-  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i32 FUTEX_WAIT, i32 %s2, ptr null)
+  %expected = zext i32 %s2 to i64
+  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i64 FUTEX_WAIT, i64 %expected, ptr null)
   br label %wakeup
 wakeup:
   %n1 = atomicrmw sub ptr @sleepers, i32 1 seq_cst
@@ -223,7 +224,7 @@ relax:
 stop:
   store atomic i32 1, ptr @quit seq_cst, align 4
   %s = atomicrmw add ptr @seq, i32 2 seq_cst
-  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i32 FUTEX_WAKE, i32 2147483647)
+  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i64 FUTEX_WAKE, i64 2147483647)
   store atomic i32 0, ptr @busy release, align 4
   ret void
 }

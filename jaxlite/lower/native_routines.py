@@ -6,24 +6,22 @@ LLVM function with the static shapes baked in, the way gemm.py generates the GEM
 
     void name(ptr operand0, ..., ptr result0, ..., ptr scratch)
 
-Only data pointers cross the interface, so native loop code can later call a routine
-directly. The routine loops over the batch (the leading axes, or every lane of a sort) itself;
-its twin `name_range(..., ptr scratch, i64 start, i64 stop)` does the batch entries
-[start, stop), so big batches split over threads, each with its own scratch.
-For now the runtime calls routines through ctypes (`Routine.__call__`).
+Only data pointers cross the interface, so the program's native code calls a routine
+directly (native_flow.py). The routine loops over the batch (the leading axes, or every lane
+of a sort) itself; its twin `name_range(..., ptr scratch, i64 start, i64 stop)` does the
+batch entries [start, stop), so the native pool splits big batches over threads, each with
+its own scratch.
 """
-import ctypes
 import functools
 import os
-import threading
 
-import numpy as np
 from llvmlite import ir
 
-from jaxlite.lower import llvm_target, native_pool
+from jaxlite.lower import llvm_target
 from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
 
-# A batch entry handed to another thread must carry more work than the hand-off (~50-80 us).
+# A batch entry handed to another thread must repay the hand-off (under a microsecond to a
+# spinning worker of the native pool, ~50 us to a sleeping one).
 _MIN_WORK_PER_THREAD = 2e6
 _SCRATCH_ALIGN = 64
 
@@ -60,11 +58,10 @@ def define_routine(name, pointer_count, batch, emit_entry):
 
 
 class Routine:
-    """A compiled routine called from Python on C-contiguous numpy arrays (operands, then
-    results), the batch split over threads when each share is worth a hand-off.
-
-    For native callers: `address` is the whole-batch entry point, whose scratch pointer must
-    point at `scratch_bytes` writable bytes.
+    """A compiled routine, called from native code (native_flow.py): `address` is the
+    whole-batch entry point, whose scratch pointer must point at `scratch_bytes` writable
+    bytes; `ranged_address` the entry over a range of the batch, which the native pool
+    runs in `threads` units, each thread in its own `slot_bytes` of scratch.
 
     `optimize` runs LLVM's IR passes, which cost ~200 ms a routine: worth it where loops
     vectorize (linear algebra, 5x faster), not for the sorts' scalar loops, which the code
@@ -73,35 +70,15 @@ class Routine:
     def __init__(self, module, name, batch, scratch_bytes, work_per_entry, optimize=True):
         self.name, self.pointer_count = name, _pointer_count(module, name)
         self.batch, self.scratch_bytes = batch, scratch_bytes + _SCRATCH_ALIGN
-        self._slot_bytes = -(-self.scratch_bytes // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
+        self.slot_bytes = -(-self.scratch_bytes // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
         self.threads = max(1, min(os.cpu_count() or 1, batch, int(batch * work_per_entry // _MIN_WORK_PER_THREAD)))
         self.bind(llvm_target.compile_ir(module, optimize_ir=optimize))
 
     def bind(self, compiled):
         """Attach machine code (compiled now, or loaded from the persistent cache)."""
-        self.compiled, self._local = compiled, threading.local()
+        self.compiled = compiled
         self.address = compiled.address(self.name)
-        prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (self.pointer_count + 1), ctypes.c_int64, ctypes.c_int64)
-        self._ranged_address = compiled.address(self.name + "_range")
-        self._ranged = prototype(self._ranged_address)
-
-    def __call__(self, *arrays):
-        pointers = [a.ctypes.data for a in arrays]
-        if self.threads == 1:
-            self._ranged(*pointers, self._scratch(1), 0, self.batch)
-            return
-        context = native_pool.RangedContext(self._ranged_address, pointers, self.batch, self.threads,
-                                            self._slot_bytes)
-        context.run(self._scratch(native_pool.slots()))
-
-    def _scratch(self, slots):
-        """Per calling thread, kept across calls: a fresh one would fault its pages in every
-        time (~4 ms for the 24 MB of a 1M-entry sort, a tenth of the sort). The pool's thread
-        in slot s works in the caller's scratch s."""
-        buffer = getattr(self._local, "buffer", None)
-        if buffer is None or buffer.size < slots * self._slot_bytes + _SCRATCH_ALIGN:
-            buffer = self._local.buffer = np.empty(slots * self._slot_bytes + _SCRATCH_ALIGN, np.uint8)
-        return -(-buffer.ctypes.data // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
+        self.ranged_address = compiled.address(self.name + "_range")
 
 
 @functools.lru_cache(maxsize=None)

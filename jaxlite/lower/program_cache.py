@@ -37,7 +37,7 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.config import config
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
-from jaxlite.lower import disk_cache, llvm_target
+from jaxlite.lower import disk_cache, llvm_target, native_pool
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -200,8 +200,8 @@ def load_or_build(key, what, build, save, restore):
 # ---------------------------------------------------------------- programs
 
 # Executable attributes tied to this process's machine code; rebuilt on load.
-_BOUND_ATTRIBUTES = ("module", "llvm_ir", "compiled", "_runners", "_slot_array", "_bridge", "_slot_tail",
-                     "_native")
+_BOUND_ATTRIBUTES = ("module", "llvm_ir", "compiled", "_runners", "_slot_array", "_bridge", "_tail",
+                     "_kept_workspace", "_native")
 
 
 def compile_cached(closed, name, compile_program, donated=()):
@@ -229,6 +229,8 @@ def _restore_executable(stored):
     vars(executable).update(stored["state"])
     executable.llvm_ir = "; loaded from the persistent compilation cache"
     code = stored["code"]
+    if executable.uses_pool:
+        native_pool.pool()          # links jaxlite_pool_run, which the code calls
     executable.compiled = _restore_code(code) if code is not None else None
     executable._bind_entries()
     return executable
@@ -283,7 +285,7 @@ def _restore_gemm(family, entry_name, stored):
 # ---------------------------------------------------------------- native routines
 
 # Routine attributes tied to this process's machine code; rebuilt on load.
-_ROUTINE_BOUND = ("compiled", "address", "_ranged", "_local")
+_ROUTINE_BOUND = ("compiled", "address", "ranged_address")
 
 
 def native_routine(spec):

@@ -1,23 +1,26 @@
 """Runtime: buffers, the native entry points, and calling a compiled function.
 
 A compiled program is a list of steps: fused kernels, control flow (native loops
-and branches around their bodies' steps, see native_flow.py), and the few equations
-that run outside them (dot_general through the GEMM kernel, sorts and factorizations
-through native routines (native_routines.py), and logged fallbacks to an equation's
-numpy implementation). All kernels of one compiled function share one LLVM module.
-Each kernel and control-flow step has a native entry point
-`void entry(ptr objects, i64 start, i64 stop)` (start/stop bound a kernel's parallel
-loop, so a big kernel runs on several threads); a program made only of kernels that
-each run on one thread and control flow is called through a single entry point,
-once per call, as a Python builtin when nothing inside calls back into Python
-(native_call.py: no ctypes on that path).
+and branches around their bodies' steps, see native_flow.py), GEMMs and native routines
+(sorts, factorizations: native_routines.py), and the few equations that run from Python
+(GEMMs needing a transposed copy of an operand, low-precision GEMMs, and logged
+fallbacks to an equation's numpy implementation). All of one compiled function's code
+lives in one LLVM module. Each kernel, control-flow, GEMM and routine step has a native
+entry point `void entry(ptr objects, i64 start, i64 stop)` (start/stop bound a kernel's
+parallel loop); when every step is one of those, one more entry point runs them all,
+and a call is one call of it, as a Python builtin (native_call.py: no ctypes on that
+path). Inside it, big kernels, GEMMs and routines hand units of work to the native
+worker pool (native_pool.py), so a program crosses from Python to native code once
+even when it uses every core.
 
 Buffers:
   * arguments and constants: the caller's numpy arrays (made C-contiguous);
   * outputs: fresh numpy arrays per call, or a donated argument's buffer (donation.py);
   * intermediates: offsets in one workspace array per call, planned by liveness so
     a buffer's bytes are reused once its last reader has run; control-flow steps
-    keep their carries and their bodies' intermediates after the planned part.
+    keep their carries and their bodies' intermediates after the planned part, and
+    GEMMs and routines their per-thread scratch. A big workspace is kept for the
+    thread's next call (_KeptWorkspace).
 The entry point receives the *numpy array objects* (their addresses, `id(array)`),
 and reads each data pointer from the object itself: numpy's stable ABI puts it
 right after the object header. This saves ~1.5 us of `arr.ctypes.data` per buffer
@@ -26,6 +29,7 @@ per call. Workspace pointers are the workspace's data pointer plus a constant.
 import concurrent.futures
 import ctypes
 import logging
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -33,7 +37,7 @@ from llvmlite import ir
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
-                           native_flow, native_pool, native_routines, sort_kernels)
+                           native_flow, native_pool, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
 from jaxlite.lower.fusion import UNROLLED_CONTRACTION, EqnStep, dot_compute_dtype
@@ -126,17 +130,22 @@ class Executable:
     def __init__(self, jaxpr, consts, steps, name="jit_fn", donated=()):
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
         self.name = name
-        self.gemm_plans = {}        # step number -> GemmPlan, chosen once and kept with the code
+        # "step N" (a GEMM run from Python) or "native N" (the N-th called by native code)
+        # -> GemmPlan, chosen once and kept with the code
+        self.gemm_plans = {}
         self._plan_buffers(donated)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
         self.llvm_ir = str(self.module)
         # The kernels' module and the GEMM families the program calls compile at once,
         # on all cores (see llvm_target).
+        if self.uses_pool:
+            native_pool.pool()      # links jaxlite_pool_run, which the code calls
         pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir) if self._has_native else None
+        callees = [llvm_target.in_background(native_flow.native_callee, eqn) for eqn in self._native_eqns]
         python_steps = self._python_steps()
         self.compiled = pending.result() if pending is not None else None
-        self._bind_entries(python_steps)
+        self._bind_entries(python_steps, [callee.result() for callee in callees])
 
     # -- planning
     def _plan_buffers(self, donated):
@@ -155,32 +164,41 @@ class Executable:
 
     def _build_segments(self):
         """An entry point per kernel (so a big one can be split across threads) and per
-        control-flow step, and when every step is one of those, one more that runs them
-        all: one native call per call."""
+        control-flow or native GEMM step, and when every step is one of those, one more
+        that runs them all (its big kernels split by the native pool): one native call
+        per call."""
         segments, calls = [], []
         # Slots after the buffers: the native control flow's table, then its constants.
         native = native_flow.NativeCode(self.module, len(self.object_slots) + 1)
         for number, step in enumerate(self.steps):
-            if isinstance(step, EqnStep) and step.kind != "control":
+            if isinstance(step, EqnStep) and step.kind != "control" and not native_flow.runs_natively(step):
                 segments.append(step)
                 continue
-            if isinstance(step, EqnStep):
-                function, bounds, sources = self._control_function(native, step, number), None, None
-            else:
-                function = native.kernel_function(step.kernel, self.donation.kernel_aliases.get(number))
-                sources = [self._source(v) for v in step.inputs + step.outputs]
-                loop = step.kernel.parallel_loop()
-                bounds = loop.extent if loop is not None else None
             name = f"{self.name}_step{number}"
-            _emit_object_entry(self.module, name, [(function, sources, True if bounds is not None else None)])
-            calls.append((function, sources, bounds))
-            segments.append((name, step.kernel if sources is not None else None))
+            if isinstance(step, EqnStep):
+                function = self._control_function(native, step, number)
+                _emit_object_entry(self.module, name, [(function, None, None)])
+                calls.append((function, None, None))
+                segments.append((name, None))
+                continue
+            function = native.kernel_function(step.kernel, self.donation.kernel_aliases.get(number))
+            sources = [self._source(v) for v in step.inputs + step.outputs]
+            loop = step.kernel.parallel_loop()
+            bounds = loop.extent if loop is not None else None
+            entry = _emit_object_entry(self.module, name, [(function, sources, True if bounds is not None else None)])
+            if bounds is not None and _splits(step.kernel):
+                calls.append((_emit_pool_task(self.module, entry, bounds), None, "split"))
+            else:
+                calls.append((function, sources, bounds))
+            segments.append((name, step.kernel))
         self._has_native = bool(calls)
         self._whole_entry = None
         if calls and len(calls) == len(self.steps):
             self._whole_entry = f"{self.name}_all"
             _emit_object_entry(self.module, self._whole_entry, calls)
-        self._host_steps, self._native_gemms = native.host_steps, native.gemm_eqns
+        self.uses_pool = "jaxlite_pool_run" in self.module.globals
+        self._host_steps, self._native_eqns, self._native_scratch = native.host_steps, native.native_eqns, \
+            native.native_scratch
         self._inner_consts, self._inner_constvars = native.consts, native.constvars
         return segments
 
@@ -193,11 +211,6 @@ class Executable:
         self.workspace_size = max(self.workspace_size, self.plan.size + used)
         return function
 
-    def _operand_source(self, atom):
-        if isinstance(atom, Literal):
-            return ("array", np.ascontiguousarray(np.asarray(atom.val, atom.aval.dtype)))
-        return self._source(atom)
-
     def _source(self, var):
         if var in self.object_slots:
             return ("object", self.object_slots[var])
@@ -206,46 +219,47 @@ class Executable:
     def _python_steps(self):
         """The steps run from Python; GEMM steps compile their families concurrently."""
         constvars = set(self.jaxpr.constvars)
-        steps = [llvm_target.in_background(_PythonStep, segment, constvars, self.gemm_plans.get(number))
+        steps = [llvm_target.in_background(_PythonStep, segment, constvars, self.gemm_plans.get(f"step {number}"))
                  if segment.kind == "gemm" else _PythonStep(segment, constvars)
                  for number, segment in enumerate(self._segments) if not isinstance(segment, tuple)]
         return [step.result() if isinstance(step, concurrent.futures.Future) else step for step in steps]
 
-    def _bind_entries(self, python_steps=None):
+    def _bind_entries(self, python_steps=None, callees=None):
         python_steps = iter(python_steps if python_steps is not None else self._python_steps())
+        if callees is None:     # (loaded from the persistent cache, with the plans chosen then)
+            callees = [native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"))
+                       for k, eqn in enumerate(self._native_eqns)]
         self._bridge = None
-        if self._host_steps or self._native_gemms:
-            self._bridge = native_flow.HostBridge(self._host_steps, self._native_gemms, self._inner_constvars)
+        if self._host_steps or callees:
+            self._bridge = native_flow.HostBridge(self._host_steps, callees, self._native_scratch,
+                                                  self._inner_constvars)
+            self.workspace_size = max(self.workspace_size, self._bridge.scratch_end)
+            self.gemm_plans.update((f"native {k}", callee.plan) for k, callee in enumerate(callees)
+                                   if isinstance(callee, _GemmCall))
         self._runners = []
         for number, segment in enumerate(self._segments):
             if not isinstance(segment, tuple):
-                self._runners.append(self._host_runner(number, segment, next(python_steps)))
+                self._runners.append(self._host_runner(number, next(python_steps)))
             elif segment[1] is None:
                 self._runners.append(_SerialEntry(self._entry(segment[0]), self._bridge, self.compiled))
             else:
                 self._runners.append(_NativeKernel(self.compiled, segment[0], segment[1]))
-        table = ctypes.addressof(self._bridge.table) if self._bridge is not None else 0
-        # (Nothing reads the table slot when no loop body calls out or holds constants.)
-        self._slot_tail = [table, *map(id, self._inner_consts)] if table or self._inner_consts else []
+        # Objects after the buffers, when native code reads them: the table (when it calls
+        # out or calls a GEMM), then the loop bodies' constants.
+        self._tail = []
+        if self._bridge is not None or self._inner_consts:
+            self._tail = [self._bridge.table if self._bridge is not None else _NO_WORKSPACE, *self._inner_consts]
         self._native = None
-        if self._whole_entry and all(r.threads == 1 for r in self._runners):
-            if self._slot_tail:     # a loop inside calls back into Python or holds constants
-                self._runners = [_SerialEntry(self._entry(self._whole_entry), self._bridge, self.compiled)]
-            else:
-                self._native, self._runners = self._builtin_entry(), []
-        self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._slot_tail))
+        if self._whole_entry:
+            self._native, self._runners = self._builtin_entry(), []
+        self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._tail))
         self._prepare_call()
 
-    def _host_runner(self, number, segment, runner):
-        """A step run from Python: a GEMM that reads its operands as stored runs from the
-        call's object slots; its plan is kept with the code."""
+    def _host_runner(self, number, runner):
+        """A step run from Python; a GEMM's plan is kept with the code."""
         plan = getattr(runner.gemm, "plan", None)
-        if plan is None:
-            return runner
-        self.gemm_plans[number] = plan
-        if runner.gemm.reads_operands_in_place():
-            return _SlotGemm(runner.gemm, [self._operand_source(v) for v in segment.eqn.inputs],
-                             self._source(segment.eqn.outputs[0]))
+        if plan is not None:
+            self.gemm_plans[f"step {number}"] = plan
         return runner
 
     def _entry(self, name):
@@ -256,8 +270,10 @@ class Executable:
         releases the GIL only when the work repays it (a few hundred ns when contended)."""
         first_output = 1 + len(self.consts) + len(self.jaxpr.invars)
         points = sum(kernel.points() for _, kernel in self._segments if kernel is not None)
-        return native_call.builtin_entry(self.compiled.address(self._whole_entry), len(self.object_slots) + 1,
-                                         first_output, points >= RELEASE_GIL_MIN_POINTS, self.compiled)
+        long_enough = points >= RELEASE_GIL_MIN_POINTS or bool(self._native_eqns or self._host_steps)
+        return native_call.builtin_entry(self.compiled.address(self._whole_entry),
+                                         len(self.object_slots) + 1 + len(self._tail),
+                                         range(first_output, len(self.object_slots) + 1), long_enough, self.compiled)
 
     # -- calling
     def _prepare_call(self):
@@ -269,6 +285,7 @@ class Executable:
                              for v in jaxpr.outvars]
         self._reuse = [(k, self.donation.reused[v]) for k, v in enumerate(self.out_vars) if v in self.donation.reused]
         self._only_native = all(not isinstance(r, _PythonStep) for r in self._runners)
+        self._kept_workspace = _KeptWorkspace(self.workspace_size) if self.workspace_size >= KEEP_WORKSPACE_BYTES else None
 
     def __call__(self, args, owned=()):
         """Run on `args`. An output planned to reuse a donated argument's buffer (the code may
@@ -280,17 +297,23 @@ class Executable:
             if position not in owned:
                 args[position] = args[position].copy()
             outputs[k] = _writeable(args[position])
-        workspace = np.empty(self.workspace_size, np.uint8) if self.workspace_size else _NO_WORKSPACE
+        kept = self._kept_workspace
+        workspace = kept.take() if kept else np.empty(self.workspace_size, np.uint8) if self.workspace_size \
+            else _NO_WORKSPACE
         buffers = self.consts + args + outputs
         if self._native is not None:
-            self._native(workspace, *buffers)
-            return self._results(buffers)
-        slots = self._slot_array(id(workspace), *map(id, buffers), *self._slot_tail)
-        if self._only_native:
-            for runner in self._runners:
-                runner(slots)
+            self._native(workspace, *buffers, *self._tail)
+            if self._bridge is not None:
+                self._bridge.raise_pending()
         else:
-            self._run_mixed(slots, buffers, workspace)
+            slots = self._slot_array(id(workspace), *map(id, buffers), *map(id, self._tail))
+            if self._only_native:
+                for runner in self._runners:
+                    runner(slots)
+            else:
+                self._run_mixed(slots, buffers, workspace)
+        if kept:
+            kept.give_back(workspace)
         return self._results(buffers)
 
     def _results(self, buffers):
@@ -309,10 +332,11 @@ class Executable:
         return self.compiled.asm() if self.compiled is not None else ""
 
     def describe_gemm_plans(self):
-        """One line per GEMM call: its problem and the plan that runs it (runners and
-        segments correspond one to one whenever there are GEMM steps)."""
-        return [f"{self._runners[number].gemm.describe()}: {plan.describe()}"
-                for number, plan in sorted(self.gemm_plans.items())]
+        """One line per GEMM call: its problem and the plan that runs it (the GEMMs run from
+        Python, by step, then those native code calls)."""
+        calls = [r.gemm for r in self._runners if isinstance(r, _PythonStep) and r.gemm is not None]
+        calls += self._bridge.gemm_calls if self._bridge is not None else []
+        return [f"{call.describe()}: {call.plan.describe()}" for call in calls if call.plan is not None]
 
 
 def emit_slot_object(b, objects, slot):
@@ -333,7 +357,8 @@ def _emit_object_entry(module, name, calls):
     workspace). A call's `bounds` is True to pass start/stop on to the kernel's parallel
     loop, an extent to run all of it, or None for a kernel without one. A call without
     `sources` is a control-flow step's function: it takes the objects and returns nonzero
-    when a Python callback raised, which ends the call."""
+    when a Python callback raised, which ends the call. A call with bounds "split" is a
+    task of _emit_pool_task, run by the native pool."""
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]), name)
     llvm_target.add_function_attributes(function)
     objects, start, stop = function.args
@@ -353,6 +378,10 @@ def _emit_object_entry(module, name, calls):
 
     finish = function.append_basic_block("finish")
     for kernel_function, sources, bounds in calls:
+        if bounds == "split":
+            run = gemm.declare(module, "jaxlite_pool_run", ir.VoidType(), [codegen.PTR, codegen.PTR, codegen.I64])
+            b.call(run, [kernel_function, objects, ir.Constant(codegen.I64, gemm.available_cpus())])
+            continue
         if sources is None:
             status = b.call(kernel_function, [objects])
             resume = function.append_basic_block("resume")
@@ -372,27 +401,24 @@ def _emit_object_entry(module, name, calls):
     return function
 
 
-class _SlotGemm:
-    """A GEMM step that finds its operands' data through the call's object slots, as the
-    native entry points do: no numpy views or checks (the planner fixed every buffer's
-    shape and layout), so a program of kernels and such GEMMs runs without Python steps."""
-
-    def __init__(self, call, input_sources, output_source):
-        self.gemm, self.plan, self.kernel = call, call.plan, call.kernel
-        a, b, *extra = input_sources
-        self.sources = [a, b, output_source, *extra]
-
-    def __call__(self, slots):
-        self.kernel.run_pointers([_source_pointer(source, slots) for source in self.sources], self.plan)
+def _splits(kernel):
+    """Whether a kernel's parallel loop is worth sharing among the pool's threads."""
+    return kernel.parallel_loop() is not None and kernel.points() >= PARALLEL_MIN_POINTS and gemm.available_cpus() > 1
 
 
-def _source_pointer(source, slots):
-    kind, where = source
-    if kind == "array":
-        return _data_pointer(where)
-    if kind == "object":
-        return _object_data(slots[where])
-    return _object_data(slots[0]) + where
+def _emit_pool_task(module, entry, extent):
+    """`void task(ptr objects, i64 unit, i64 slot)`: share `unit` (of one per CPU) of the
+    parallel loop of a kernel's entry point (which sets FTZ/DAZ on the thread it runs on)."""
+    task = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]),
+                       entry.name + "_share")
+    task.linkage = "internal"
+    objects, unit, _ = task.args
+    b = ir.IRBuilder(task.append_basic_block("entry"))
+    extent, units = ir.Constant(codegen.I64, extent), ir.Constant(codegen.I64, gemm.available_cpus())
+    bound = lambda u: b.sdiv(b.mul(extent, u), units)
+    b.call(entry, [objects, bound(unit), bound(b.add(unit, ir.Constant(codegen.I64, 1)))])
+    b.ret_void()
+    return task
 
 
 class _SerialEntry:
@@ -430,8 +456,8 @@ class _NativeKernel:
         loop = kernel.parallel_loop()
         self.extent = loop.extent if loop is not None else 0
         self.threads = 1
-        if loop is not None and kernel.points() >= PARALLEL_MIN_POINTS:
-            self.threads = min(native_pool.slots(), self.extent)
+        if _splits(kernel):
+            self.threads = min(gemm.available_cpus(), self.extent)
 
     def __call__(self, slots):
         if self.threads == 1:
@@ -441,6 +467,27 @@ class _NativeKernel:
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)
+# A workspace this big is kept for the next call: a fresh one faults its pages in on every
+# call (5 MB, the MLP step's: ~0.6 ms, an eighth of the step; 1 MB: ~40 us).
+KEEP_WORKSPACE_BYTES = 1 << 18
+
+
+class _KeptWorkspace:
+    """One workspace per thread, taken for a call and given back after it; a call that
+    finds it taken (a callback inside re-entering the same program) gets a fresh one."""
+
+    def __init__(self, size):
+        self.size, self._spare = size, threading.local()
+
+    def take(self):
+        workspace = getattr(self._spare, "buffer", None)
+        if workspace is None:
+            return np.empty(self.size, np.uint8)
+        self._spare.buffer = None
+        return workspace
+
+    def give_back(self, workspace):
+        self._spare.buffer = workspace
 
 
 def _data_pointer(array):
@@ -487,7 +534,6 @@ class _PythonStep:
                 self.gemm = _Int8MatmulCall(step.eqn, rhs_is_constant)
             else:
                 self.gemm = _GemmCall(step.eqn, rhs_is_constant, plan)
-        self.routine = native_routines.compile_routine(native_spec(step.eqn)) if step.kind == "native" else None
 
     def __call__(self, env, workspace, plan):
         self.run_on(lambda v: _buffer_view(v, env, workspace, plan))
@@ -499,9 +545,6 @@ class _PythonStep:
         outputs = [view(v) for v in eqn.outputs]
         if self.gemm is not None:
             self.gemm(*inputs, out=outputs[0])
-            return
-        if self.routine is not None:
-            self.routine(*map(_contiguous, inputs), *outputs)
             return
         results = eqn.primitive.impl(*inputs, **eqn.params)
         results = results if eqn.primitive.multiple_results else [results]
@@ -637,15 +680,13 @@ class _GemmCall:
     """
 
     def __init__(self, eqn, rhs_is_constant=False, plan=None):
-        lhs, rhs = eqn.inputs[:2]
+        lhs = eqn.inputs[0]
         self._prepared_b, self.plan = None, None
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
-        lhs_free = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
-        rhs_free = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
+        lhs_free, rhs_free = _free_dims(eqn)
         lead = (batch,) if batch > 1 else ()
-        self.a_perm, trans_a = _operand_layout(list(lb) + lhs_free + list(lc), list(lb) + list(lc) + lhs_free)
-        self.b_perm, trans_b = _operand_layout(list(rb) + list(rc) + rhs_free, list(rb) + rhs_free + list(rc))
+        (self.a_perm, trans_a), (self.b_perm, trans_b) = _gemm_layouts(eqn)
         self.a_shape = lead + ((k, m) if trans_a else (m, k))
         self.b_shape = lead + ((n, k) if trans_b else (k, n))
         self.c_shape = lead + (m, n)
@@ -683,10 +724,6 @@ class _GemmCall:
         return (f"gemm {spec.m}x{spec.n}x{spec.k}" + (f" batch {spec.batch}" if spec.batch > 1 else "")
                 + f" {spec.dtype}" + (f" transposed {transposes}" if transposes else "")
                 + (f" epilogue {spec.epilogue.name}" if spec.epilogue else ""))
-
-    def reads_operands_in_place(self):
-        """Whether A and B reach the kernel as stored (no copy, no repacking per call)."""
-        return self.plan is not None and self.a_perm is None and self.b_perm is None
 
     def _operand_b(self, rhs):
         return self._arranged_b(rhs) if self._prepared_b is None else self._prepared_b(rhs)
@@ -742,6 +779,31 @@ GEMM_THREADS = gemm.available_cpus()
 
 _EPILOGUES = {"bias": gemm.BIAS, "residual": gemm.RESIDUAL, "scale": gemm.SCALE, "relu": gemm.RELU,
               "subtract": gemm.SUBTRACT, "subtract_from": gemm.SUBTRACT_FROM, "relu_grad": gemm.RELU_GRAD}
+
+
+def _free_dims(eqn):
+    """The dimensions of each operand that are neither contracted nor batch."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.inputs[:2]
+    return ([d for d in range(lhs.aval.ndim) if d not in lc and d not in lb],
+            [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb])
+
+
+def _gemm_layouts(eqn):
+    """((permutation or None, transpose flag) for A, the same for B) of a GEMM equation."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs_free, rhs_free = _free_dims(eqn)
+    return (_operand_layout(list(lb) + lhs_free + list(lc), list(lb) + list(lc) + lhs_free),
+            _operand_layout(list(rb) + list(rc) + rhs_free, list(rb) + rhs_free + list(rc)))
+
+
+def gemm_reads_in_place(eqn):
+    """Whether a GEMM step runs on the float GEMM with both operands read as stored (so
+    native code can call its kernel directly), known without compiling."""
+    if eqn.primitive.name == "int8_matmul" or _low_precision_gemm(eqn) is not None:
+        return False
+    (a_perm, _), (b_perm, _) = _gemm_layouts(eqn)
+    return a_perm is None and b_perm is None
 
 
 def _operand_layout(plain, transposed):

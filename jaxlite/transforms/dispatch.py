@@ -117,10 +117,23 @@ def _generated_call(entry, executable, in_signatures):
         names[f"CONST{j}"] = const
         consts.append(f"CONST{j}")
     workspace = "NO_WORKSPACE"
-    if executable.workspace_size:   # (the planned buffers and the loop bodies' regions)
+    if executable._kept_workspace:
+        names["KEPT"] = executable._kept_workspace
+        lines.append("    workspace = KEPT.take()")
+        workspace = "workspace"
+    elif executable.workspace_size:   # (the planned buffers and the loop bodies' regions)
         names["WORKSPACE_SIZE"], names["uint8"] = executable.workspace_size, np.uint8
         workspace = "empty(WORKSPACE_SIZE, uint8)"
-    lines.append(f"    native({', '.join([workspace] + consts + values + outputs)})")
+    tail = []       # the native control flow's table and its bodies' constants
+    for j, array in enumerate(executable._tail):
+        names[f"TAIL{j}"] = array
+        tail.append(f"TAIL{j}")
+    lines.append(f"    native({', '.join([workspace] + consts + values + outputs + tail)})")
+    if executable._host_steps:      # a Python callback inside may have raised
+        names["BRIDGE"] = executable._bridge
+        lines.append("    BRIDGE.raise_pending()")
+    if executable._kept_workspace:
+        lines.append("    KEPT.give_back(workspace)")
     lines += _wrap_outputs(executable, entry.out_weak_types, names, len(consts), len(values))
     lines += [f"    a{i}.delete()" for i in executable.donation.paired]
     results = [f"r{k}" for k in range(len(jaxpr.outvars))]
