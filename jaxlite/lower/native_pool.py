@@ -16,7 +16,9 @@ Protocol (all state in the module's globals, each on its own cache line):
   * `claim` holds (seq of the job << 32 | next unit): a worker takes unit u by
     compare-and-swap, so a worker late with an old job's fields cannot take a unit of
     a newer job. The caller takes units with an atomic add.
-  * `done` counts finished units; the caller returns when it reaches `units`.
+  * `done` counts finished units; the caller returns when it reaches `units`. A caller
+    that has waited an eighth of SPIN_SECONDS yields its core while it waits: on a
+    machine with more runnable threads than cores, the worker it waits for may need it.
   * `busy` admits one caller at a time: another thread (or a task inside a task) finds
     it taken and runs its units itself, on slot 0 of its own scratch.
 Workers are Python threads that call `jaxlite_pool_worker` through ctypes (the GIL is
@@ -37,7 +39,7 @@ import llvmlite.binding as llvm
 from jaxlite.lower import llvm_target
 
 SPIN_SECONDS = 2e-4         # a worker's wait for more work before it sleeps
-_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, _SYS_FUTEX = 128, 129, 202
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, _SYS_FUTEX, _SYS_SCHED_YIELD = 128, 129, 202, 24
 
 _POOL_IR = """
 @seq = internal global i32 0, align 64
@@ -118,17 +120,30 @@ work:
   %c = atomicrmw add ptr @claim, i64 1 acq_rel
   %u = and i64 %c, 4294967295
   %mine = icmp slt i64 %u, %units
-  br i1 %mine, label %run, label %wait
+  br i1 %mine, label %run, label %waiting
 run:
   call void %task(ptr %ctx, i64 %u, i64 0)
   %d0 = atomicrmw add ptr @done, i64 1 release
   br label %work
+waiting:
+  %since = call i64 @llvm.readcyclecounter()
+  %budget = load i64, ptr @spin_cycles
+  %patience = lshr i64 %budget, 3
+  br label %wait
 wait:
   %d = load atomic i64, ptr @done acquire, align 8
   %all = icmp sge i64 %d, %units
   br i1 %all, label %finish, label %relax
 relax:
+  %now = call i64 @llvm.readcyclecounter()
+  %waited = sub i64 %now, %since
+  %long = icmp ugt i64 %waited, %patience
+  br i1 %long, label %yield, label %pause
+pause:
   call void @llvm.x86.sse2.pause()
+  br label %wait
+yield:
+  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_SCHED_YIELD)
   br label %wait
 finish:
   store atomic i32 0, ptr @busy release, align 4
@@ -234,7 +249,7 @@ define void @jaxlite_pool_after_fork() {
   store atomic i32 0, ptr @busy seq_cst, align 4
   ret void
 }
-""".replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)) \
+""".replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("SYS_SCHED_YIELD", str(_SYS_SCHED_YIELD)).replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)) \
    .replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
 
 TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
