@@ -992,7 +992,8 @@ def _unit_task_code(extras):
     loads = "\n".join(f"  %{name}_p = getelementptr inbounds i64, ptr %ctx, i64 {index}\n"
                       f"  %{name} = load i64, ptr %{name}_p" for index, name in enumerate(fields))
     extra = "".join(f", i64 %e{i}" for i in range(extras))
-    return llvm_target.compile_ir(f"""
+    from jaxlite.lower import program_cache
+    return program_cache.helper_module(f"""
 define void @gemm_unit(ptr %ctx, i64 %unit, i64 %slot) {{
 {loads}
   %fn = inttoptr i64 %kernel to ptr
@@ -1009,7 +1010,7 @@ define void @gemm_unit(ptr %ctx, i64 %unit, i64 %slot) {{
   call void %fn(i64 %a, i64 %b, i64 %c, i64 %workspace, i64 %lo, i64 %hi, i64 %sizes{extra})
   ret void
 }}
-""")
+""", f"the pool's GEMM task with {extras} epilogue operands")
 
 
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,

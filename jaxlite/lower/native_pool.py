@@ -57,6 +57,11 @@ declare i64 @jaxlite_syscall(i64, ...)
 declare void @llvm.x86.sse2.pause()
 declare i64 @llvm.readcyclecounter()
 
+define i64 @jaxlite_cycles() {
+  %c = call i64 @llvm.readcyclecounter()
+  ret i64 %c
+}
+
 define void @jaxlite_pool_configure(i64 %cycles) {
   store i64 %cycles, ptr @spin_cycles
   ret void
@@ -261,13 +266,15 @@ class _Pool:
     """The process's pool: its machine code and worker threads."""
 
     def __init__(self, workers):
+        from jaxlite.lower import program_cache
         llvm.add_symbol("jaxlite_syscall", ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value)
-        self.code = llvm_target.compile_ir(_POOL_IR)
+        self.code = program_cache.helper_module(_POOL_IR, "the native worker pool")
         for name in ("jaxlite_pool_run", "jaxlite_pool_worker"):
             llvm.add_symbol(name, self.code.address(name))
         self.run_address = self.code.address("jaxlite_pool_run")
         self.run = _RUN(self.run_address)
-        self._call("jaxlite_pool_configure", ctypes.c_int64)(int(SPIN_SECONDS * _cycles_per_second()))
+        cycles = ctypes.CFUNCTYPE(ctypes.c_int64)(self.code.address("jaxlite_cycles"))
+        self._call("jaxlite_pool_configure", ctypes.c_int64)(int(SPIN_SECONDS * _cycles_per_second(cycles)))
         self.slots = workers + 1
         self._worker = ctypes.CFUNCTYPE(None, ctypes.c_int64)(self.code.address("jaxlite_pool_worker"))
         self.threads = []
@@ -323,14 +330,10 @@ def run(task_address, ctx_address, units):
     pool().run(task_address, ctx_address, units)
 
 
-def _cycles_per_second():
-    """The time-stamp counter's rate, measured against the clock over ~2 ms."""
-    code = llvm_target.compile_ir("declare i64 @llvm.readcyclecounter()\n"
-                                  "define i64 @cycles() {\n  %c = call i64 @llvm.readcyclecounter()\n"
-                                  "  ret i64 %c\n}\n")
-    cycles = ctypes.CFUNCTYPE(ctypes.c_int64)(code.address("cycles"))
+def _cycles_per_second(cycles):
+    """The time-stamp counter's rate, measured against the clock over ~1 ms."""
     t0, c0 = time.perf_counter(), cycles()
-    while time.perf_counter() - t0 < 2e-3:
+    while time.perf_counter() - t0 < 1e-3:
         pass
     return (cycles() - c0) / (time.perf_counter() - t0)
 
@@ -377,7 +380,8 @@ define void @ranged_task(ptr %ctx, i64 %unit, i64 %slot) {{
   ret void
 }}
 """
-    return llvm_target.compile_ir(text)
+    from jaxlite.lower import program_cache
+    return program_cache.helper_module(text, f"the pool's task over {words} words")
 
 
 class RangedContext:

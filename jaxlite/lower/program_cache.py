@@ -245,6 +245,20 @@ def _restore_code(code):
     return llvm_target.LoadedModule(code["object_code"], code["optimized_ir"])
 
 
+# ---------------------------------------------------------------- helpers
+
+def helper_module(llvm_ir, what):
+    """Machine code for a small generated helper (the worker pool, its tasks), through the
+    disk cache (keyed by the IR) when one is configured: a fresh process loads it instead
+    of spending ~5-15 ms compiling. Their IR is written in SSA form with nothing for LLVM's
+    IR passes to improve, so only the backend runs (the pool: 29 -> 14 ms)."""
+    build = lambda: llvm_target.compile_ir(llvm_ir, optimize_ir=False)
+    if disk_cache.directory() is None:
+        return build()
+    key = disk_cache.make_key("helper", str(llvm_ir).encode())
+    return load_or_build(key, what, build, _save_code, _restore_code)
+
+
 # ---------------------------------------------------------------- GEMM kernels
 
 def gemm_family(family, build, entry_name):
