@@ -1,4 +1,5 @@
 """The native sort, top_k, cholesky, triangular_solve and lu routines under jit agree with eager."""
+import ctypes
 import itertools
 import logging
 import os
@@ -274,5 +275,8 @@ def test_routines_are_stored_in_the_persistent_cache(tmp_path):
         native_routines.compile_routine.cache_clear()
     a = np.stack([4 * np.eye(3, dtype=np.float32), np.diag([1.0, 9.0, 16.0]).astype(np.float32)])
     factor = np.empty_like(a)
-    loaded(a, factor)
+    scratch = np.empty(loaded.scratch_bytes, np.uint8)
+    aligned = -(-scratch.ctypes.data // 64) * 64
+    whole_batch = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(loaded.address)
+    whole_batch(a.ctypes.data, factor.ctypes.data, aligned)
     np.testing.assert_array_equal(factor, np.sqrt(a))
