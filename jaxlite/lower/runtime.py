@@ -46,7 +46,6 @@ ALIGNMENT = 64
 
 # Primitives that run their numpy implementation between native kernels, and why.
 # Anything without a lowering that is not listed here also falls back, with a warning.
-_NOT_YET = "no kernel lowering yet"
 FALLBACKS = {
     # Lowered, except in these cases:
     "nextafter": "in float16/bfloat16 (libm steps only in float32/float64)",
@@ -55,9 +54,9 @@ FALLBACKS = {
     "bitcast_convert_type": "to or from bool",
     **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
        for name in ("cholesky", "lu", "triangular_solve")},
+    "svd": ("in float16/bfloat16 (as eager numpy, LAPACK takes float32 and float64), and where "
+            "numpy's LAPACK is not a shared library with an exported dgesdd (lapack.py)"),
     # Not lowered:
-    "svd": ("iterative, and its singular vectors are unique only up to sign: a native Jacobi "
-            f"SVD would not give LAPACK's (the eager result's) vectors: {_NOT_YET}"),
     "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
@@ -552,6 +551,7 @@ NATIVE_ROUTINES = {
     "cholesky": linalg_kernels.cholesky_spec,
     "triangular_solve": linalg_kernels.triangular_solve_spec,
     "lu": linalg_kernels.lu_spec,
+    "svd": linalg_kernels.svd_spec,
 }
 
 
