@@ -23,6 +23,7 @@ table states the function and interval it approximates instead of a column of ma
 import math
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
+from fractions import Fraction
 
 import numpy as np
 from llvmlite import ir
@@ -649,6 +650,110 @@ def _digamma_double(d, x):
     result = d.select(reflect, d.sub(psi, cot_term), psi)
     pole = d.b.and_(d.le(x, d.c(0.0)), d.eq(fraction, d.c(0.0)))
     return d.select(pole, d.c(math.nan), result)
+
+
+# ---------------------------------------------------------------------------------------------
+# polygamma (double precision inside, for both float types)
+#
+# psi^(m)(x) = (-1)^(m+1) M(x) with M(x) = m! zeta(m + 1, x) = sum_k m! / (x + k)^(m+1) (x > 0).
+# M is the first S terms of that sum plus, at w = x + S, the Euler-Maclaurin tail
+#   m! zeta(m+1, w) ~ (m-1)!/w^m + m!/(2 w^(m+1)) + sum_j B_2j (m+2j-1)! / ((2j)! w^(m+2j)),
+# S chosen per order so the first omitted term is below double rounding. Negative x reflect:
+#   psi^(m)(x) = -M(1 - x) - pi^(m+1) cot^(m)(pi x),
+# cot's m-th derivative being a polynomial D_m in cot (D_0(c) = c, D_(k+1) = -(1 + c^2) D_k'(c)),
+# whose coefficients share one sign, so evaluating it does not cancel. The m-th terms cost about
+# log2(m) multiplications each, and S grows like m + 8: orders above the limit stay in numpy.
+
+POLYGAMMA_MAX_ORDER = 100
+_POLYGAMMA_TERMS = 10
+
+
+def _even_bernoulli(count):
+    """B_2, B_4, ..., B_2count, exact (the classic recurrence on binomial sums)."""
+    numbers = [Fraction(1)]
+    for n in range(1, 2 * count + 1):
+        numbers.append(-sum(math.comb(n + 1, k) * numbers[k] for k in range(n)) / (n + 1))
+    return numbers[2::2]
+
+
+_EVEN_BERNOULLI = _even_bernoulli(_POLYGAMMA_TERMS + 1)
+
+
+def _polygamma_tail(m):
+    """Coefficients of the tail in powers of 1/w^2 (after the (m-1)!/w^m factor is split off:
+    tail = u^m * (T(u^2) + m/2 * u) * (m-1)!, u = 1/w), and the shift S."""
+    terms = [Fraction(math.factorial(m + 2 * j - 1), math.factorial(2 * j) * math.factorial(m - 1)) * b
+             for j, b in enumerate(_EVEN_BERNOULLI, start=1)]
+    omitted = abs(terms.pop())
+    shift = math.ceil((float(omitted) * 2.0 ** 54) ** (1 / (2 * _POLYGAMMA_TERMS + 2)))
+    return (1.0,) + tuple(float(t) for t in terms), shift
+
+
+def _cot_derivative(m):
+    """Coefficients, lowest power first, of D_m with d^m/dt^m cot(t) = D_m(cot t)."""
+    coefficients = [0, 1]
+    for _ in range(m):
+        derivative = [k * c for k, c in enumerate(coefficients)][1:]
+        coefficients = [-(a + b) for a, b in zip(derivative + [0, 0], [0, 0] + derivative)]
+    return coefficients
+
+
+def _power(d, u, exponent):
+    """u ** exponent for a static exponent >= 1, by squaring."""
+    result, square = None, u
+    while exponent:
+        if exponent & 1:
+            result = square if result is None else d.mul(result, square)
+        exponent >>= 1
+        if exponent:
+            square = d.mul(square, square)
+    return result
+
+
+def _zeta_sum(d, z, m):
+    """M(z) = m! zeta(m + 1, z) for z >= 0."""
+    one = d.c(1.0)
+    tail, shift = _polygamma_tail(m)
+    total = d.c(0.0)
+    for k in range(shift):
+        total = d.add(total, _power(d, d.div(one, d.add(z, d.c(float(k)))), m + 1))
+    u = d.div(one, d.add(z, d.c(float(shift))))
+    series = d.fma(u, d.c(m / 2), d.polynomial(d.mul(u, u), tail))
+    return d.mul(d.fma(total, d.c(float(m)), d.mul(_power(d, u, m), series)), d.c(float(math.factorial(m - 1))))
+
+
+def _cot_pi(d, x):
+    """cot(pi x) to a few ulps of itself (D_m's large coefficients amplify an absolute error):
+    reduced exactly to r = x - rint(x), |r| <= 1/2, and beyond |r| = 1/4 taken as
+    tan(pi (1/2 - |r|)), whose argument is exact, so cot vanishes exactly at half-integers."""
+    r = d.sub(x, d.rint(x))
+    size = d.fabs(r)
+    near_half = d.gt(size, d.c(0.25))
+    angle = d.mul(d.c(math.pi), d.select(near_half, d.sub(d.c(0.5), size), size))
+    tangent = _libm(d.b, "tan", angle)
+    return d.copysign(d.select(near_half, tangent, d.div(d.c(1.0), tangent)), r)
+
+
+def _polygamma_double(d, x, m):
+    one = d.c(1.0)
+    reflect = d.lt(x, d.c(0.0))
+    magnitude = _zeta_sum(d, d.select(reflect, d.sub(one, x), x), m)
+    positive = magnitude if m % 2 else d.neg(magnitude)
+    cot = _cot_pi(d, x)
+    coefficients = [float(c) * math.pi ** (m + 1) for c in _cot_derivative(m)]
+    parity = (m + 1) % 2
+    cot_term = d.polynomial(d.mul(cot, cot), coefficients[parity::2])
+    if parity:
+        cot_term = d.mul(cot, cot_term)
+    result = d.select(reflect, d.neg(d.add(magnitude, cot_term)), positive)
+    pole = d.b.and_(d.le(x, d.c(0.0)), d.eq(x, d.floor(x)))
+    return d.select(pole, d.c(math.inf if m % 2 else math.nan), result)
+
+
+def emit_polygamma(builder, x, m):
+    """psi^(m)(x) for a static order 1 <= m <= POLYGAMMA_MAX_ORDER, as lax.polygamma: poles
+    give inf for odd m and NaN for even m, +inf gives a zero of the sign (-1)^(m+1)."""
+    return _in_double(lambda d, xd: _polygamma_double(d, xd, m))(builder, x)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,8 +56,9 @@ FALLBACKS = {
        for name in ("cholesky", "lu", "triangular_solve")},
     "svd": ("in float16/bfloat16 (as eager numpy, LAPACK takes float32 and float64), and where "
             "numpy's LAPACK is not a shared library with an exported dgesdd (lapack.py)"),
+    "polygamma": ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
+                  "shift steps: numpy's loop is as good)"),
     # Not lowered:
-    "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
        for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
