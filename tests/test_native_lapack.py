@@ -13,30 +13,13 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.lower import lapack
-from jaxlite.test_util import enable_x64
+from jaxlite.test_util import assert_jit_matches_eager_bits, assert_same_bits, enable_x64
 
 pytestmark = pytest.mark.skipif(lapack.gesdd() is None, reason="numpy's LAPACK exports no dgesdd")
 
 FLOATS = [np.float32, np.float64]
 batches = st.lists(st.integers(0, 3), max_size=2).map(tuple)
 sizes = st.sampled_from([0, 1, 2, 3, 5, 8, 17, 40])
-
-
-def _bits(x):
-    x = np.asarray(x)
-    return x.view(f"u{x.dtype.itemsize}")
-
-
-def assert_same_bits(got, want):
-    got, want = jaxlite.tree_util.tree_leaves(got), jaxlite.tree_util.tree_leaves(want)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(_bits(g), _bits(w))
-
-
-def assert_jit_matches_eager_bits(fun, *args):
-    assert_same_bits(jaxlite.jit(fun)(*args), fun(*args))
 
 
 @settings(deadline=None, max_examples=40)
