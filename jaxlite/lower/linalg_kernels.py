@@ -90,8 +90,19 @@ class CholeskySpec:
             return [b.or_(failed, b.fcmp_unordered("ule", pivot, zero))]
         failed = emit_loop(b, 0, self.n, row, carried=[ir.Constant(I1, 0)])[0]
         with b.if_then(failed):
-            nan = ir.Constant(element, float("nan"))
-            emit_loop(b, 0, self.n * self.n, lambda k: store(b, nan, factor.base, k), name="nan")
+            _fill_nan(b, factor)
+
+
+def _fill_nan(b, matrix):
+    nan = ir.Constant(matrix.element_type, float("nan"))
+    emit_loop(b, 0, matrix.rows * matrix.cols, lambda k: store(b, nan, matrix.base, k), name="nan")
+
+
+def _fill_identity(b, matrix):
+    def fill_row(i):
+        emit_loop(b, 0, matrix.cols, lambda j: matrix.store(
+            b.uitofp(b.icmp_signed("==", i, j), matrix.element_type), i, j), name="j")
+    emit_loop(b, 0, matrix.rows, fill_row, name="row")
 
 
 def _unary_intrinsic(module, name, element):
@@ -297,11 +308,10 @@ class SvdSpec:
         m, n, k = self.m, self.n, min(self.m, self.n)
         (u_rows, u_cols), (vt_rows, vt_cols) = self._factor_shapes
         shapes = [(m, n), (1, k), (u_rows, u_cols), (vt_rows, vt_cols)]
-        a, s, u, vt = (_Matrix(b, p, entry, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
+        a, *results = (_Matrix(b, p, entry, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
         if k == 0:      # LAPACK returns at once; numpy makes the full factors identities
-            for factor in (u, vt):
-                emit_loop(b, 0, factor.rows, lambda i, f=factor: emit_loop(
-                    b, 0, f.cols, lambda j: f.store(b.uitofp(b.icmp_signed("==", i, j), element), i, j), name="j"))
+            for factor in results[1:]:
+                _fill_identity(b, factor)
             return
         offsets, _ = self._scratch_layout()
         region = {name: b.gep(scratch, [as_i64(offset)], inbounds=True, source_etype=I8) for name, offset in offsets.items()}
@@ -310,6 +320,18 @@ class SvdSpec:
                                    for name, rows, cols in (("a", n, m), ("u", u_cols, m), ("vt", vt_cols, vt_rows)))
         work_s = _Matrix(b, region["s"], as_i64(0), 1, k, double)
         _copy(b, a, work_a, transposed=True, convert=lambda x: b.fpext(x, double) if element != double else x)
+        info = self._emit_gesdd_call(b, region)
+        narrow = (lambda x: b.fptrunc(x, element)) if element != double else None
+        with b.if_else(b.icmp_signed("==", info, ir.Constant(info.type, 0))) as (succeeded, failed):
+            with succeeded:
+                for work, result in zip((work_s, work_u, work_vt), results):
+                    _copy(b, work, result, transposed=work is not work_s, convert=narrow)
+            with failed:
+                for result in results:
+                    _fill_nan(b, result)
+
+    def _emit_gesdd_call(self, b, region):
+        """Call dgesdd on the scratch regions; returns its INFO."""
         ints = self._store_ints(b, region["ints"])
         # LAPACK runs as in numpy: with IEEE subnormals (a caller may have set FTZ/DAZ).
         allocas = ir.IRBuilder()
@@ -319,17 +341,7 @@ class SvdSpec:
                                           region["u"], ints["ld"], region["vt"], ints["ld_vt"], region["work"],
                                           ints["lwork"], region["iwork"], ints["info"], as_i64(1)])
         codegen.restore_mxcsr(b, saved)
-        info = b.load(ints["info"], typ=ir.IntType(self.int_bits))
-        narrow = (lambda x: b.fptrunc(x, element)) if element != double else None
-        with b.if_else(b.icmp_signed("==", info, ir.Constant(info.type, 0))) as (succeeded, failed):
-            with succeeded:
-                _copy(b, work_s, s, transposed=False, convert=narrow)
-                _copy(b, work_u, u, transposed=True, convert=narrow)
-                _copy(b, work_vt, vt, transposed=True, convert=narrow)
-            with failed:
-                nan = ir.Constant(element, float("nan"))
-                for result in (s, u, vt):
-                    emit_loop(b, 0, result.rows * result.cols, lambda i, r=result: store(b, nan, r.base, i), name="nan")
+        return b.load(ints["info"], typ=ir.IntType(self.int_bits))
 
     def _store_ints(self, b, base):
         """jobz (a character) in the first slot, then LAPACK's integer arguments: pointers by name."""

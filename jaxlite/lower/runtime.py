@@ -54,8 +54,8 @@ FALLBACKS = {
     "bitcast_convert_type": "to or from bool",
     **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
        for name in ("cholesky", "lu", "triangular_solve")},
-    "svd": ("in float16/bfloat16 (as eager numpy, LAPACK takes float32 and float64), and where "
-            "numpy's LAPACK is not a shared library with an exported dgesdd (lapack.py)"),
+    "svd": ("in float16/bfloat16 (numpy's LAPACK has no such routine: eager raises numpy's error), "
+            "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
     "polygamma": ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                   "shift steps: numpy's loop is as good)"),
     # Not lowered:
