@@ -1,5 +1,5 @@
-"""polygamma under jit (llvm_math.emit_polygamma): accuracy against an exact reference, and
-eager's values at poles, infinities and NaN."""
+"""polygamma, eager and under jit (llvm_math.emit_polygamma): accuracy against an exact
+reference, and eager's values at poles, infinities and NaN under jit."""
 import math
 from fractions import Fraction
 
@@ -52,6 +52,13 @@ def _jit_polygamma(m, x):
     return np.asarray(jaxlite.jit(lambda v: lax.polygamma(m, v))(x))
 
 
+def _eager_polygamma(m, x):
+    return np.asarray(lax.polygamma(m, x))
+
+
+RUNS = {"jit": _jit_polygamma, "eager": _eager_polygamma}
+
+
 def _assert_accurate(m, x, got, ulps, relative_rounding):
     for point, value in zip(x, got):
         want, size = reference(m, point)
@@ -74,17 +81,20 @@ def _points(rng, count, dtype):
     return x[~((x <= 0) & (x == np.floor(x)))]
 
 
+@pytest.mark.parametrize("run", sorted(RUNS))
 @pytest.mark.parametrize("m", ORDERS)
-def test_float32_accuracy(m):
+def test_float32_accuracy(m, run):
     x = _points(np.random.default_rng(m), 60, np.float32)
-    _assert_accurate(m, x, _jit_polygamma(m, x), ulps=1, relative_rounding=2.0 ** -50)
+    _assert_accurate(m, x, RUNS[run](m, x), ulps=1, relative_rounding=2.0 ** -50)
 
 
+@pytest.mark.parametrize("run", sorted(RUNS))
 @pytest.mark.parametrize("m", [1, 2, 3, 6, 20])
-def test_float64_accuracy(m):
+def test_float64_accuracy(m, run):
     with enable_x64():
         x = _points(np.random.default_rng(m), 40, np.float64)
-        _assert_accurate(m, x, _jit_polygamma(m, x), ulps=4, relative_rounding=2.0 ** -51)
+        # Eager's series stops at B_20 from argument 20 on: ~1e-14 relative at order 20.
+        _assert_accurate(m, x, RUNS[run](m, x), ulps=4 if run == "jit" else 2 ** 7, relative_rounding=2.0 ** -51)
 
 
 SPECIAL = np.array([0.0, -0.0, -1.0, -2.0, -30.0, np.inf, -np.inf, np.nan, -np.nan], np.float32)
@@ -101,12 +111,12 @@ def test_special_points_are_eagers(m):
 
 
 @settings(deadline=None, max_examples=20)
-@given(st.sampled_from([1, 2, 3, 5]), st.sampled_from([np.float32, np.float16, dtypes.bfloat16]),
+@given(st.sampled_from([1, 2, 3, 5, 12]), st.sampled_from([np.float32, np.float16, dtypes.bfloat16]),
        st.integers(0, 2 ** 16))
 def test_jit_agrees_with_eager(m, dtype, seed):
-    """Where eager's float64 shift-and-sum is accurate (small orders): within a rounding of the dtype."""
+    """Both compute in double: within a rounding of the dtype (16-bit results round twice under jit)."""
     rng = np.random.default_rng(seed)
-    x = np.concatenate([rng.uniform(0.05, 30, 20), -rng.uniform(0.05, 8, 20)]).astype(dtype)
+    x = np.concatenate([rng.uniform(0.05, 30, 20), -rng.uniform(0.05, 1e4, 20)]).astype(dtype)
     x = x[~((x <= 0) & (x == np.floor(x)))]
     got, want = _jit_polygamma(m, x).astype(np.float64), np.asarray(lax.polygamma(m, x)).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=4 * float(jnp.finfo(dtype).eps), atol=0)

@@ -660,8 +660,8 @@ def _digamma_double(d, x):
 #   m! zeta(m+1, w) ~ (m-1)!/w^m + m!/(2 w^(m+1)) + sum_j B_2j (m+2j-1)! / ((2j)! w^(m+2j)),
 # S chosen per order so the first omitted term is below double rounding. Negative x reflect:
 #   psi^(m)(x) = -M(1 - x) - pi^(m+1) cot^(m)(pi x),
-# cot's m-th derivative being a polynomial D_m in cot (D_0(c) = c, D_(k+1) = -(1 + c^2) D_k'(c)),
-# whose coefficients share one sign, so evaluating it does not cancel. The m-th terms cost about
+# cot's m-th derivative being a polynomial D_m in cot (lax.special.cot_derivative) whose
+# coefficients share one sign, so evaluating it does not cancel. The m-th terms cost about
 # log2(m) multiplications each, and S grows like m + 8: orders above the limit stay in numpy.
 
 POLYGAMMA_MAX_ORDER = 100
@@ -687,15 +687,6 @@ def _polygamma_tail(m):
     omitted = abs(terms.pop())
     shift = math.ceil((float(omitted) * 2.0 ** 54) ** (1 / (2 * _POLYGAMMA_TERMS + 2)))
     return (1.0,) + tuple(float(t) for t in terms), shift
-
-
-def _cot_derivative(m):
-    """Coefficients, lowest power first, of D_m with d^m/dt^m cot(t) = D_m(cot t)."""
-    coefficients = [0, 1]
-    for _ in range(m):
-        derivative = [k * c for k, c in enumerate(coefficients)][1:]
-        coefficients = [-(a + b) for a, b in zip(derivative + [0, 0], [0, 0] + derivative)]
-    return coefficients
 
 
 def _power(d, u, exponent):
@@ -740,7 +731,8 @@ def _polygamma_double(d, x, m):
     magnitude = _zeta_sum(d, d.select(reflect, d.sub(one, x), x), m)
     positive = magnitude if m % 2 else d.neg(magnitude)
     cot = _cot_pi(d, x)
-    coefficients = [float(c) * math.pi ** (m + 1) for c in _cot_derivative(m)]
+    from jaxlite.lax.special import cot_derivative     # the coefficients' one home
+    coefficients = [float(c) * math.pi ** (m + 1) for c in cot_derivative(m)]
     parity = (m + 1) % 2
     cot_term = d.polynomial(d.mul(cot, cot), coefficients[parity::2])
     if parity:
