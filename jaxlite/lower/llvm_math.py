@@ -735,19 +735,22 @@ def _cot_pi(d, x):
     return d.copysign(d.div(d.select(near_half, sine, cosine), d.select(near_half, cosine, sine)), r)
 
 
-def _polygamma_double(d, x, m):
-    one = d.c(1.0)
-    reflect = d.lt(x, d.c(0.0))
-    magnitude = _zeta_sum(d, d.select(reflect, d.sub(one, x), x), m)
-    positive = magnitude if m % 2 else d.neg(magnitude)
-    cot = _cot_pi(d, x)
+def _scaled_cot_derivative(d, x, m):
+    """pi^(m+1) D_m(cot(pi x)): D_m has only even or only odd powers, so Horner runs on cot^2."""
     from jaxlite.lax.special import cot_derivative     # the coefficients' one home
     coefficients = [float(c) * math.pi ** (m + 1) for c in cot_derivative(m)]
     parity = (m + 1) % 2
-    cot_term = d.polynomial(d.mul(cot, cot), coefficients[parity::2])
-    if parity:
-        cot_term = d.mul(cot, cot_term)
-    result = d.select(reflect, d.neg(d.add(magnitude, cot_term)), positive)
+    cot = _cot_pi(d, x)
+    even_part = d.polynomial(d.mul(cot, cot), coefficients[parity::2])
+    return d.mul(cot, even_part) if parity else even_part
+
+
+def _polygamma_double(d, x, m):
+    reflect = d.lt(x, d.c(0.0))
+    magnitude = _zeta_sum(d, d.select(reflect, d.sub(d.c(1.0), x), x), m)
+    positive = magnitude if m % 2 else d.neg(magnitude)
+    reflected = d.neg(d.add(magnitude, _scaled_cot_derivative(d, x, m)))
+    result = d.select(reflect, reflected, positive)
     pole = d.b.and_(d.le(x, d.c(0.0)), d.eq(x, d.floor(x)))
     return d.select(pole, d.c(math.inf if m % 2 else math.nan), result)
 
