@@ -34,10 +34,10 @@ class LapackFunction:
 def gesdd():
     """numpy's dgesdd, or None when numpy's LAPACK is not a library we can find (a numpy
     with its bundled lapack_lite keeps those symbols private)."""
-    from numpy.linalg import _umath_linalg
     try:
+        from numpy.linalg import _umath_linalg
         library = ctypes.CDLL(_umath_linalg.__file__)
-    except OSError:
+    except (ImportError, AttributeError, OSError):     # a numpy laid out otherwise
         return None
     for name in _GESDD_NAMES:
         function = getattr(library, name, None)
@@ -52,7 +52,8 @@ def _int_bits(symbol):
 
 def _numpy_lapack_is_ilp64():
     """From numpy's build configuration (`64BITINT` in OpenBLAS's, `ilp64` in MKL's name)."""
-    lapack = np.__config__.CONFIG.get("Build Dependencies", {}).get("lapack", {})
+    config = getattr(np.__config__, "CONFIG", {})    # numpy >= 1.25
+    lapack = config.get("Build Dependencies", {}).get("lapack", {})
     description = " ".join(str(value) for value in lapack.values()).lower()
     return "64bitint" in description or "ilp64" in description
 
