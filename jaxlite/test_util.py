@@ -165,3 +165,23 @@ def enable_x64():
         yield
     finally:
         config.update("jax_enable_x64", previous)
+
+
+def _raw_bits(x):
+    """The raw bits, so NaN payloads and the signs of zeros and NaNs are compared too."""
+    x = np.asarray(x)
+    return x.view(f"u{x.dtype.itemsize}") if x.dtype != np.bool_ else x
+
+
+def assert_same_bits(got, want):
+    """Equal trees of arrays: dtypes, shapes and every bit."""
+    got, want = tree_flatten(got)[0], tree_flatten(want)[0]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(_raw_bits(g), _raw_bits(w))
+
+
+def assert_jit_matches_eager_bits(fun, *args):
+    from jaxlite.transforms.jit import jit
+    assert_same_bits(jit(fun)(*args), fun(*args))

@@ -12,7 +12,7 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
-from jaxlite.test_util import enable_x64
+from jaxlite.test_util import assert_jit_matches_eager_bits, assert_same_bits, enable_x64
 
 SORT_DTYPES = [np.float32, np.float16, dtypes.bfloat16, np.int8, np.int16, np.int32, np.uint8,
                np.uint16, np.uint32, np.bool_]
@@ -33,24 +33,6 @@ def _values(rng, shape, dtype):
     special = rng.random(shape) < 0.3
     values[special] = rng.choice(SPECIALS, size=int(special.sum()))
     return values.astype(dtype)
-
-
-def _bits(x):
-    """The raw bits, so NaN payloads and the signs of zeros and NaNs are compared too."""
-    x = np.asarray(x)
-    return x.view(f"u{x.dtype.itemsize}") if x.dtype != np.bool_ else x
-
-
-def assert_same_bits(got, want):
-    got, want = jaxlite.tree_util.tree_leaves(got), jaxlite.tree_util.tree_leaves(want)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(_bits(g), _bits(w))
-
-
-def assert_jit_matches_eager_bits(fun, *args):
-    assert_same_bits(jaxlite.jit(fun)(*args), fun(*args))
 
 
 shapes = st.lists(st.sampled_from(LENGTHS), min_size=1, max_size=3).filter(lambda s: np.prod(s) < 5000).map(tuple)

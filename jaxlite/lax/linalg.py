@@ -61,20 +61,27 @@ def _batch_all_to_front(primitive):
 
 # ---------------------------------------------------------------- cholesky
 
+def _or_nan_per_matrix(decompose, x):
+    """decompose(x) (a list of arrays) over x's batch; where LAPACK fails (numpy raises for
+    the whole batch), matrix by matrix, a failed matrix giving NaNs in every result, as in JAX."""
+    try:
+        return decompose(x)
+    except np.linalg.LinAlgError:
+        per_matrix = [_decompose_or_nan(decompose, matrix) for matrix in x.reshape((-1,) + x.shape[-2:])]
+        return [np.stack(parts).reshape(x.shape[:-2] + parts[0].shape) for parts in zip(*per_matrix)]
+
+
+def _decompose_or_nan(decompose, matrix):
+    try:
+        return decompose(matrix)
+    except np.linalg.LinAlgError:
+        # The results' shapes, from a matrix every decomposition takes.
+        return [np.full_like(result, np.nan) for result in decompose(np.eye(*matrix.shape, dtype=matrix.dtype))]
+
+
 def _cholesky_impl(x):
     """Lower Cholesky factor; matrices that are not positive definite give NaNs, as in JAX."""
-    try:
-        return np.linalg.cholesky(x)
-    except np.linalg.LinAlgError:
-        flat = x.reshape((-1,) + x.shape[-2:])
-        return np.stack([_cholesky_or_nan(m) for m in flat]).reshape(x.shape)
-
-
-def _cholesky_or_nan(m):
-    try:
-        return np.linalg.cholesky(m)
-    except np.linalg.LinAlgError:
-        return np.full_like(m, np.nan)
+    return _or_nan_per_matrix(lambda a: [np.linalg.cholesky(a)], x)[0]
 
 
 def _cholesky_aval(x):
@@ -305,8 +312,11 @@ def _svd_aval(a, full_matrices):
 
 
 def _svd_impl(a, full_matrices):
-    u, s, vt = np.linalg.svd(a, full_matrices=full_matrices)
-    return [s, u, vt]
+    """numpy's (LAPACK's dgesdd, in float64 also for float32: jit calls the same routine)."""
+    def decompose(x):
+        u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
+        return [s, u, vt]
+    return _or_nan_per_matrix(decompose, a)
 
 
 svd_p = Primitive("svd", multiple_results=True)

@@ -230,11 +230,37 @@ def _polygamma_asymptotic(z, m):
     return leading + series
 
 
+def cot_derivative(m):
+    """Integer coefficients, lowest power first, of D_m with d^m/dt^m cot(t) = D_m(cot t):
+    D_0(c) = c and D_(k+1)(c) = -(1 + c^2) D_k'(c). Each D_m has terms of one parity whose
+    coefficients share one sign, so evaluating it does not cancel. (Also the native
+    polygamma's, llvm_math.)"""
+    coefficients = [0, 1]
+    for _ in range(m):
+        derivative = [k * c for k, c in enumerate(coefficients)][1:]
+        coefficients = [-(a + b) for a, b in zip(derivative + [0, 0], [0, 0] + derivative)]
+    return coefficients
+
+
+def _cot_pi(x):
+    """cot(pi x), reduced exactly to r = x - round(x), and beyond |r| = 1/4 taken as
+    tan(pi (1/2 - |r|)), exact argument: cot vanishes exactly at half-integers."""
+    r = _near_integer(x)
+    size = np.abs(r)
+    near_half = size > 0.25
+    tangent = np.tan(math.pi * np.where(near_half, 0.5 - size, size))
+    return np.copysign(np.where(near_half, tangent, 1 / tangent), r)
+
+
 def _polygamma64(x, m):
-    """psi^(m)(x) = (-1)^(m+1) m! sum_k 1 / (x + k)^(m+1), shifted up by that sum's first terms."""
-    shifted, steps = _shift_up(x, lambda s: math.factorial(m) / s ** (m + 1))
-    magnitude = np.where(np.isinf(x), 0.0, _polygamma_asymptotic(shifted, m) + steps)
-    out = (-1) ** (m + 1) * magnitude
+    """psi^(m)(x) = (-1)^(m+1) m! sum_k 1 / (x + k)^(m+1), shifted up by that sum's first terms;
+    below 0, reflected: psi^(m)(x) = (-1)^m psi^(m)(1 - x) - pi^(m+1) D_m(cot(pi x))."""
+    reflect = x < 0
+    z = np.where(reflect, 1 - x, x)
+    shifted, steps = _shift_up(z, lambda s: math.factorial(m) / s ** (m + 1))
+    magnitude = np.where(np.isinf(z), 0.0, _polygamma_asymptotic(shifted, m) + steps)
+    cot_term = np.polynomial.polynomial.polyval(_cot_pi(x), [float(c) * math.pi ** (m + 1) for c in cot_derivative(m)])
+    out = np.where(reflect, -magnitude - cot_term, (-1) ** (m + 1) * magnitude)
     return np.where(_is_pole(x), np.inf if m % 2 else np.nan, out)
 
 

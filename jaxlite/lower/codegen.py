@@ -324,19 +324,28 @@ def _is_finite(b, e, args):
 
 
 def _math(name):
-    """A transcendental from llvm_math; half-precision inputs compute in float32."""
-    def emit(b, e, args):
-        if isinstance(args[0].type, ir.HalfType):
-            wide = [b.fpext(a, ir.FloatType()) for a in args]
-            return b.fptrunc(llvm_math.EMITTERS[name](b, *wide), ir.HalfType())
-        return llvm_math.EMITTERS[name](b, *args)
-    return emit
+    """A transcendental from llvm_math."""
+    return lambda b, e, args: _half_in_float32(b, llvm_math.EMITTERS[name], args)
+
+
+def _half_in_float32(b, emitter, args):
+    """emitter(b, *args); half-precision inputs compute in float32."""
+    if isinstance(args[0].type, ir.HalfType):
+        wide = [b.fpext(a, ir.FloatType()) for a in args]
+        return b.fptrunc(emitter(b, *wide), ir.HalfType())
+    return emitter(b, *args)
 
 
 for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
               "pow", "atan2", "nextafter", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
               "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
     OPS[_name] = _math(_name)
+
+
+@op("polygamma")
+def _polygamma(b, e, args):
+    order = dict(e.attr)["m"]
+    return _half_in_float32(b, lambda builder, x: llvm_math.emit_polygamma(builder, x, order), args)
 
 
 @op("fma")

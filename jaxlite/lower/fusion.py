@@ -29,7 +29,7 @@ import math
 
 from jaxlite.core import dtypes
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import kernel_ir
+from jaxlite.lower import kernel_ir, llvm_math
 from jaxlite.lower.kernel_ir import INDEX, Buffer, ExprBuilder, Kernel, Reduce, Store
 
 LOWERINGS = {}          # primitive name -> rule(lowering, eqn, index) -> Expr
@@ -88,6 +88,7 @@ _CONSTRAINTS = {
     # libm's nextafter steps in float32/float64, not in the narrow formats.
     "nextafter": lambda eqn: _in_dtype(eqn).itemsize >= 4,
     "bitcast_convert_type": lambda eqn: dtypes.bool_ not in (_in_dtype(eqn), eqn.params["new_dtype"]),
+    "polygamma": lambda eqn: eqn.params["m"] <= llvm_math.POLYGAMMA_MAX_ORDER,
 }
 
 
@@ -592,7 +593,7 @@ _ELEMENTWISE = ("add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min
                 "sin", "cos", "not", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge",
                 "select_n", "square", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
                 "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "fma", "clz",
-                "population_count", "shift_left", "shift_right_logical", "shift_right_arithmetic")
+                "population_count", "shift_left", "shift_right_logical", "shift_right_arithmetic", "polygamma")
 for _name in _ELEMENTWISE:
     LOWERINGS[_name] = _elementwise("add" if _name == "add_any" else _name)
 

@@ -8,7 +8,9 @@ row (contiguous), so LLVM's vectorizer turns it into full-width vector code:
     right-side solve x op(a) = b is the left-side one on the transposes, through scratch;
   * lu: right-looking elimination with partial pivoting, the same operations in the same
     order as the eager implementation (first largest |pivot|, divide, then subtract
-    products without contraction), so both give the same bits.
+    products without contraction), so both give the same bits;
+  * svd: a call of numpy's own LAPACK dgesdd (lapack.py), made the way np.linalg.svd makes
+    it, so both give the same bits.
 """
 import math
 from dataclasses import dataclass
@@ -16,10 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from jaxlite.lower.gemm import I64, as_i64, emit_loop
+from jaxlite.lower import codegen, lapack
+from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
 I1 = ir.IntType(1)
+I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 _FLOAT_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
 _CONTRACT = ("contract",)
@@ -86,8 +90,19 @@ class CholeskySpec:
             return [b.or_(failed, b.fcmp_unordered("ule", pivot, zero))]
         failed = emit_loop(b, 0, self.n, row, carried=[ir.Constant(I1, 0)])[0]
         with b.if_then(failed):
-            nan = ir.Constant(element, float("nan"))
-            emit_loop(b, 0, self.n * self.n, lambda k: store(b, nan, factor.base, k), name="nan")
+            _fill_nan(b, factor)
+
+
+def _fill_nan(b, matrix):
+    nan = ir.Constant(matrix.element_type, float("nan"))
+    emit_loop(b, 0, matrix.rows * matrix.cols, lambda k: store(b, nan, matrix.base, k), name="nan")
+
+
+def _fill_identity(b, matrix):
+    def fill_row(i):
+        emit_loop(b, 0, matrix.cols, lambda j: matrix.store(
+            b.uitofp(b.icmp_signed("==", i, j), matrix.element_type), i, j), name="j")
+    emit_loop(b, 0, matrix.rows, fill_row, name="row")
 
 
 def _unary_intrinsic(module, name, element):
@@ -157,11 +172,14 @@ class TriangularSolveSpec:
             _copy(b, work, out, transposed=True)
 
 
-def _copy(b, source, target, transposed):
-    """target = source, or its transpose."""
+def _copy(b, source, target, transposed, convert=None):
+    """target = source, or its transpose (each element passed through `convert` if given)."""
+    def copy_element(i, j):
+        value = source.load(i, j)
+        target.store(convert(value) if convert else value, *((j, i) if transposed else (i, j)))
+
     def copy_row(i):
-        emit_loop(b, 0, source.cols, lambda j: target.store(source.load(i, j), *((j, i) if transposed else (i, j))),
-              name="j")
+        emit_loop(b, 0, source.cols, lambda j: copy_element(i, j), name="j")
     emit_loop(b, 0, source.rows, copy_row, name="row")
 
 
@@ -240,3 +258,119 @@ def lu_spec(eqn):
     if not _float_matrices(aval):
         return None
     return LuSpec(np.dtype(aval.dtype), _batch(aval.shape), *map(int, aval.shape[-2:]))
+
+
+# ---------------------------------------------------------------- svd
+
+@dataclass(frozen=True)
+class SvdSpec:
+    """(s, u, vt) of a batch of m x n matrices, as np.linalg.svd computes them: dgesdd in
+    double precision (also for float32) on a column-major copy, jobz "A" (full factors) or
+    "S" (thin), with the LWORK numpy's workspace query gives (LAPACK's blocking depends on
+    it); results rounded to the dtype and made row-major. A matrix LAPACK fails on (one
+    holding NaN, or no convergence) comes out all NaN, as in numpy's buffers and in JAX.
+    lwork and int_bits describe this process's LAPACK, so they key the persistent cache."""
+    dtype: np.dtype
+    batch: int
+    m: int
+    n: int
+    full_matrices: bool
+    lwork: int
+    int_bits: int
+
+    def build(self):
+        name = "native_svd"
+        module = define_routine(name, 4, self.batch, self._emit_matrix)
+        # One thread, as numpy runs the batch (LAPACK calls from several threads at once
+        # would share OpenBLAS's threads).
+        return Routine(module, name, self.batch, self._scratch_layout()[1], 0)
+
+    @property
+    def _factor_shapes(self):
+        """(rows, cols) of u and vt."""
+        m, n, k = self.m, self.n, min(self.m, self.n)
+        return ((m, m), (n, n)) if self.full_matrices else ((m, k), (k, n))
+
+    def _scratch_layout(self):
+        """Byte offsets in scratch of LAPACK's arguments, and the total size."""
+        (_, u_cols), (vt_rows, _) = self._factor_shapes
+        k = min(self.m, self.n)
+        sizes = {"ints": 8 * (1 + len(_GESDD_INTS)), "a": 8 * self.m * self.n, "s": 8 * k, "u": 8 * self.m * u_cols,
+                 "vt": 8 * vt_rows * self.n, "work": 8 * self.lwork, "iwork": self.int_bits * k}
+        offsets, total = {}, 0
+        for region, size in sizes.items():
+            offsets[region] = total
+            total += -(-size // 64) * 64
+        return offsets, total
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element, double = _FLOAT_TYPES[self.dtype], ir.DoubleType()
+        m, n, k = self.m, self.n, min(self.m, self.n)
+        (u_rows, u_cols), (vt_rows, vt_cols) = self._factor_shapes
+        shapes = [(m, n), (1, k), (u_rows, u_cols), (vt_rows, vt_cols)]
+        a, *results = (_Matrix(b, p, entry, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
+        if k == 0:      # LAPACK returns at once; numpy makes the full factors identities
+            for factor in results[1:]:
+                _fill_identity(b, factor)
+            return
+        offsets, _ = self._scratch_layout()
+        region = {name: b.gep(scratch, [as_i64(offset)], inbounds=True, source_etype=I8) for name, offset in offsets.items()}
+        # Column-major LAPACK matrices, seen as their row-major transposes.
+        work_a, work_u, work_vt = (_Matrix(b, region[name], as_i64(0), rows, cols, double)
+                                   for name, rows, cols in (("a", n, m), ("u", u_cols, m), ("vt", vt_cols, vt_rows)))
+        work_s = _Matrix(b, region["s"], as_i64(0), 1, k, double)
+        _copy(b, a, work_a, transposed=True, convert=lambda x: b.fpext(x, double) if element != double else x)
+        info = self._emit_gesdd_call(b, region)
+        narrow = (lambda x: b.fptrunc(x, element)) if element != double else None
+        with b.if_else(b.icmp_signed("==", info, ir.Constant(info.type, 0))) as (succeeded, failed):
+            with succeeded:
+                for work, result in zip((work_s, work_u, work_vt), results):
+                    _copy(b, work, result, transposed=work is not work_s, convert=narrow)
+            with failed:
+                for result in results:
+                    _fill_nan(b, result)
+
+    def _emit_gesdd_call(self, b, region):
+        """Call dgesdd on the scratch regions; returns its INFO."""
+        ints = self._store_ints(b, region["ints"])
+        # LAPACK runs as in numpy: with IEEE subnormals (a caller may have set FTZ/DAZ).
+        allocas = ir.IRBuilder()
+        allocas.position_at_start(b.function.entry_basic_block)
+        saved = codegen.save_and_keep_denormals(b, allocas)
+        b.call(_declare_gesdd(b.module), [region["ints"], ints["m"], ints["n"], region["a"], ints["ld"], region["s"],
+                                          region["u"], ints["ld"], region["vt"], ints["ld_vt"], region["work"],
+                                          ints["lwork"], region["iwork"], ints["info"], as_i64(1)])
+        codegen.restore_mxcsr(b, saved)
+        return b.load(ints["info"], typ=ir.IntType(self.int_bits))
+
+    def _store_ints(self, b, base):
+        """jobz (a character) in the first slot, then LAPACK's integer arguments: pointers by name."""
+        integer = ir.IntType(self.int_bits)
+        b.store(ir.Constant(I8, ord("A" if self.full_matrices else "S")), base)
+        vt_rows = self._factor_shapes[1][0]
+        values = dict(m=self.m, n=self.n, ld=max(self.m, 1), ld_vt=max(vt_rows, 1), lwork=self.lwork, info=0)
+        pointers = {name: gep(b, base, 1 + slot, ir.IntType(64)) for slot, name in enumerate(_GESDD_INTS)}
+        for name, value in values.items():
+            b.store(ir.Constant(integer, value), pointers[name])
+        return pointers
+
+
+_GESDD_INTS = ("m", "n", "ld", "ld_vt", "lwork", "info")    # after jobz's slot, 8 bytes each
+
+
+def _declare_gesdd(module):
+    """dgesdd(jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork, info), all by
+    reference, then the hidden length of jobz (gfortran's convention)."""
+    return module.globals.get(lapack.GESDD_SYMBOL) or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [PTR] * 14 + [I64]), lapack.GESDD_SYMBOL)
+
+
+def svd_spec(eqn):
+    aval = eqn.inputs[0].aval
+    function = lapack.gesdd()
+    if function is None or not _float_matrices(aval):
+        return None
+    m, n = map(int, aval.shape[-2:])
+    full_matrices = eqn.params["full_matrices"]
+    lwork = lapack.gesdd_workspace("A" if full_matrices else "S", m, n) if min(m, n) else 1
+    return SvdSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, full_matrices, lwork, function.int_bits)

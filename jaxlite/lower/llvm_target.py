@@ -36,6 +36,8 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 from llvmlite.binding import ffi
 
+from jaxlite.lower import lapack
+
 _init_lock = threading.Lock()
 _initialized = False
 
@@ -49,6 +51,7 @@ def _ensure_initialized():
             # Python does not export libm's symbols to the JIT; kernels calling libm need them.
             llvm.load_library_permanently(ctypes.util.find_library("m"))
             _define_runtime_helpers()
+            lapack.register_symbols()
             _initialized = True
 
 

@@ -48,7 +48,6 @@ ALIGNMENT = 64
 
 # Primitives that run their numpy implementation between native kernels, and why.
 # Anything without a lowering that is not listed here also falls back, with a warning.
-_NOT_YET = "no kernel lowering yet"
 FALLBACKS = {
     # Lowered, except in these cases:
     "nextafter": "in float16/bfloat16 (libm steps only in float32/float64)",
@@ -57,10 +56,11 @@ FALLBACKS = {
     "bitcast_convert_type": "to or from bool",
     **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
        for name in ("cholesky", "lu", "triangular_solve")},
+    "svd": ("in float16/bfloat16 (numpy's LAPACK has no such routine: eager raises numpy's error), "
+            "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
+    "polygamma": ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
+                  "shift steps: numpy's loop is as good)"),
     # Not lowered:
-    "svd": ("iterative, and its singular vectors are unique only up to sign: a native Jacobi "
-            f"SVD would not give LAPACK's (the eager result's) vectors: {_NOT_YET}"),
-    "polygamma": "no vectorizable emitter in llvm_math",
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
        for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
@@ -571,6 +571,7 @@ NATIVE_ROUTINES = {
     "cholesky": linalg_kernels.cholesky_spec,
     "triangular_solve": linalg_kernels.triangular_solve_spec,
     "lu": linalg_kernels.lu_spec,
+    "svd": linalg_kernels.svd_spec,
 }
 
 

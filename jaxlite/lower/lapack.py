@@ -1,0 +1,89 @@
+"""numpy's own LAPACK, for generated code: the native svd calls the very `dgesdd` that
+np.linalg.svd calls, so jit gives the eager result bit for bit (singular vectors are unique
+only up to sign, and only the same algorithm picks the same signs).
+
+numpy does not expose its LAPACK to Python; its linear-algebra extension module links it.
+Looking the symbol up through that module's handle (dlsym searches a library's dependencies
+too) finds the library numpy calls, wherever it lives: the OpenBLAS in numpy's wheel
+(`scipy_dgesdd_64_`, 64-bit integers), or a system or conda LAPACK (`dgesdd_`).
+
+Generated code calls it by a name of ours, `jaxlite_dgesdd`, which `register_symbols` binds
+to this process's address in the JIT's symbol table: object code in the persistent cache
+names the symbol, not an address, so it stays valid in another process.
+"""
+import ctypes
+import functools
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+
+GESDD_SYMBOL = "jaxlite_dgesdd"
+# numpy's wheels name their ILP64 OpenBLAS symbols with a `64_` suffix (and since numpy 2,
+# a `scipy_` prefix); builds against a system LAPACK use the plain Fortran name.
+_GESDD_NAMES = ("scipy_dgesdd_64_", "dgesdd_64_", "scipy_dgesdd_", "dgesdd_")
+
+
+@dataclass(frozen=True)
+class LapackFunction:
+    address: int
+    int_bits: int       # the width of LAPACK's INTEGER: 64 in ILP64 builds
+
+
+@functools.lru_cache(maxsize=None)
+def gesdd():
+    """numpy's dgesdd, or None when numpy's LAPACK is not a library we can find (a numpy
+    with its bundled lapack_lite keeps those symbols private)."""
+    try:
+        from numpy.linalg import _umath_linalg
+        library = ctypes.CDLL(_umath_linalg.__file__)
+    except (ImportError, AttributeError, OSError):     # a numpy laid out otherwise
+        return None
+    for name in _GESDD_NAMES:
+        function = getattr(library, name, None)
+        if function is not None:
+            return LapackFunction(ctypes.cast(function, ctypes.c_void_p).value, _int_bits(name))
+    return None
+
+
+def _int_bits(symbol):
+    return 64 if symbol.endswith("64_") or _numpy_lapack_is_ilp64() else 32
+
+
+def _numpy_lapack_is_ilp64():
+    """From numpy's build configuration (`64BITINT` in OpenBLAS's, `ilp64` in MKL's name)."""
+    config = getattr(np.__config__, "CONFIG", {})    # numpy >= 1.25
+    lapack = config.get("Build Dependencies", {}).get("lapack", {})
+    description = " ".join(str(value) for value in lapack.values()).lower()
+    return "64bitint" in description or "ilp64" in description
+
+
+def register_symbols():
+    """Bind our names to numpy's LAPACK in the JIT's symbol table (at target initialization,
+    before any object code, compiled or loaded, is linked)."""
+    function = gesdd()
+    if function is not None:
+        llvm.add_symbol(GESDD_SYMBOL, function.address)
+
+
+@functools.lru_cache(maxsize=None)
+def gesdd_workspace(jobz, m, n):
+    """The LWORK numpy passes to dgesdd for an m x n matrix: the optimal size from a
+    workspace query (which depends only on the shape), at least 1."""
+    function = gesdd()
+    integer = ctypes.c_int64 if function.int_bits == 64 else ctypes.c_int32
+    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 14, ctypes.c_size_t)
+    k = min(m, n)
+    ld_vt = max(1, n if jobz == "A" else k)
+    ints = {name: integer(value) for name, value in
+            dict(m=m, n=n, ld=max(m, 1), ld_vt=ld_vt, lwork=-1, info=0).items()}
+    optimal, unused = ctypes.c_double(0.0), ctypes.c_double(0.0)   # a query reads no array
+    jobz_text = ctypes.create_string_buffer(jobz.encode())
+    pointer = ctypes.addressof
+    prototype(function.address)(
+        pointer(jobz_text), pointer(ints["m"]), pointer(ints["n"]), pointer(unused), pointer(ints["ld"]),
+        pointer(unused), pointer(unused), pointer(ints["ld"]), pointer(unused), pointer(ints["ld_vt"]),
+        pointer(optimal), pointer(ints["lwork"]), pointer(unused), pointer(ints["info"]), 1)
+    if ints["info"].value != 0:
+        raise RuntimeError(f"dgesdd's workspace query failed (info {ints['info'].value})")
+    return max(1, int(optimal.value))
