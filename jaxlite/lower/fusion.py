@@ -70,25 +70,7 @@ class EqnStep:
 
 def is_fusible(eqn):
     rule = LOWERINGS.get(eqn.primitive.name)
-    if rule is None or not all(_supported_dtype(v.aval.dtype) for v in eqn.inputs + eqn.outputs):
-        return False
-    constraint = _CONSTRAINTS.get(eqn.primitive.name)
-    return constraint is None or constraint(eqn)
-
-
-def _in_dtype(eqn):
-    return eqn.inputs[0].aval.dtype
-
-
-# Cases a lowering does not cover (they run as logged fallbacks).
-_CONSTRAINTS = {
-    # On integers these are "all nonzero"/"any nonzero", not min/max: bool only.
-    "reduce_and": lambda eqn: _in_dtype(eqn) == dtypes.bool_,
-    "reduce_or": lambda eqn: _in_dtype(eqn) == dtypes.bool_,
-    # libm's nextafter steps in float32/float64, not in the narrow formats.
-    "nextafter": lambda eqn: _in_dtype(eqn).itemsize >= 4,
-    "bitcast_convert_type": lambda eqn: dtypes.bool_ not in (_in_dtype(eqn), eqn.params["new_dtype"]),
-}
+    return rule is not None and all(_supported_dtype(v.aval.dtype) for v in eqn.inputs + eqn.outputs)
 
 
 def _supported_dtype(dtype):
@@ -333,7 +315,7 @@ def _operand_order(kept_index, reduce_loops, operand_axes):
     return [next(kept) if position is None else reduce_loops[position] for position in operand_axes]
 
 
-_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
+_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "and": "and", "or": "or"}
 
 
 def _is_column_reduction(stage, outer):
@@ -840,7 +822,7 @@ LOWERINGS.update({
 # Reductions: hoisted to a stage per outer point.
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max",
-              "reduce_min": "min", "reduce_and": "min", "reduce_or": "max",
+              "reduce_min": "min", "reduce_and": "and", "reduce_or": "or",
               "argmax": "argmax", "argmin": "argmin"}
 
 

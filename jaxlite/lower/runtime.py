@@ -49,10 +49,6 @@ ALIGNMENT = 64
 _NOT_YET = "no kernel lowering yet"
 FALLBACKS = {
     # Lowered, except in these cases:
-    "nextafter": "in float16/bfloat16 (libm steps only in float32/float64)",
-    "reduce_and": "on integers (the lowering covers booleans)",
-    "reduce_or": "on integers (the lowering covers booleans)",
-    "bitcast_convert_type": "to or from bool",
     **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
        for name in ("cholesky", "lu", "triangular_solve")},
     # Not lowered:
