@@ -1,4 +1,4 @@
-"""nextafter in the 16-bit floats, the bitwise reductions on integers and bitcasts of bool
+"""nextafter in the 16-bit floats, the bitwise reductions and bitcasts of bool
 run natively under jit (no numpy fallback step) and agree with eager evaluation bit for
 bit: signed zeros, NaNs, infinities and subnormals included."""
 import logging
@@ -72,7 +72,7 @@ def test_nextafter_in_a_kernel(shape, seed, dtype):
         assert_native_and_identical(lambda a, b: lax.nextafter(-a, a), x, y)
 
 
-# ---------------------------------------------------------------- reduce_and / reduce_or
+# ---------------------------------------------------------------- reduce_and / reduce_or / reduce_xor
 
 @st.composite
 def shape_and_axes(draw):
@@ -83,17 +83,20 @@ def shape_and_axes(draw):
 
 @settings(deadline=None, max_examples=40)
 @given(shape_and_axes(), seeds, st.sampled_from(INTEGERS + [np.bool_]),
-       st.sampled_from([lax.reduce_and, lax.reduce_or]))
+       st.sampled_from([lax.reduce_and, lax.reduce_or, lax.reduce_xor]))
 def test_bitwise_reductions(shape_axes, seed, dtype, reduce):
     """Any axes (none, all, empty ones: the identity), rows and columns, any bits."""
     shape, axes = shape_axes
     rng = np.random.default_rng(seed)
+    # Mostly set bits for and, mostly clear ones for or, so that results are not trivial.
     if dtype == np.bool_:
-        x = rng.random(shape) < 0.8 if reduce is lax.reduce_and else rng.random(shape) < 0.2
+        x = rng.random(shape) < {lax.reduce_and: 0.8, lax.reduce_or: 0.2}.get(reduce, 0.5)
+    elif reduce is lax.reduce_and:
+        x = random_bits(rng, shape, dtype) | random_bits(rng, shape, dtype)
+    elif reduce is lax.reduce_or:
+        x = random_bits(rng, shape, dtype) & random_bits(rng, shape, dtype)
     else:
         x = random_bits(rng, shape, dtype)
-        # Mostly set (for and) or mostly clear (for or) bits, so results are not all trivial.
-        x = x | random_bits(rng, shape, dtype) if reduce is lax.reduce_and else x & random_bits(rng, shape, dtype)
     with enable_x64():      # for the 64-bit integers
         assert_native_and_identical(lambda a: reduce(a, axes), x)
 
@@ -102,6 +105,7 @@ def test_bitwise_reductions_are_bitwise_on_integers():
     x = np.array([[6, 3], [5, 7]], np.int32)
     np.testing.assert_array_equal(jaxlite.jit(lambda a: lax.reduce_and(a, (1,)))(x), [2, 5])
     np.testing.assert_array_equal(jaxlite.jit(lambda a: lax.reduce_or(a, (0,)))(x), [7, 7])
+    np.testing.assert_array_equal(jaxlite.jit(lambda a: lax.reduce_xor(a, (0, 1)))(x), 7)
     empty = np.zeros((0, 2), np.uint8)
     np.testing.assert_array_equal(jaxlite.jit(lambda a: lax.reduce_and(a, (0,)))(empty), [255, 255])
     np.testing.assert_array_equal(lax.reduce_or(empty, (0,)), [0, 0])
@@ -131,7 +135,7 @@ def test_no_fallback_warning_is_logged(caplog):
     def everything(h, b):
         brain = h.astype(dtypes.bfloat16)
         narrow = lax.nextafter(h, -h).astype(np.float32) + lax.nextafter(brain, brain[0, 0]).astype(np.float32)
-        mask = lax.reduce_and(b, (0,)) ^ lax.reduce_or(b, (1,))[:1]
+        mask = lax.reduce_and(b, (0,)) ^ lax.reduce_or(b, (1,))[:1] ^ lax.reduce_xor(b, (0,))
         flags = lax.bitcast_convert_type(lax.reduce_or(h > 0, (1,)), np.bool_)
         return narrow, mask, flags
     with caplog.at_level(logging.WARNING, logger="jaxlite.jit"), np.errstate(all="ignore"):

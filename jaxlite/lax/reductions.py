@@ -120,6 +120,10 @@ reduce_or_p = _reduction_primitive("reduce_or", np.bitwise_or.reduce, INTEGRAL)
 reduce_or = _binder(reduce_or_p)
 ad.defjvp_zero(reduce_or_p)
 
+reduce_xor_p = _reduction_primitive("reduce_xor", np.bitwise_xor.reduce, INTEGRAL)
+reduce_xor = _binder(reduce_xor_p)
+ad.defjvp_zero(reduce_xor_p)
+
 
 def _arg_extremum_aval(name, x, axes, index_dtype):
     check_dtype(name, x, ANY)

@@ -523,9 +523,9 @@ def bitcast(b, x, source, target):
 
 # ---------------------------------------------------------------- reductions
 
-# Bitwise reductions (reduce_and/reduce_or; on booleans "all"/"any"): their identity,
-# -1 meaning all bits set at any width, and the instruction that combines.
-_BITWISE_REDUCTIONS = {"and": -1, "or": 0}
+# Bitwise reductions (reduce_and/or/xor; on booleans "all"/"any"/"odd count"): their
+# identity (-1: all bits set, at any width); OPS has the instruction that combines.
+_BITWISE_REDUCTIONS = {"and": -1, "or": 0, "xor": 0}
 
 
 def reduction_identity(kind, dtype):

@@ -315,7 +315,8 @@ def _operand_order(kept_index, reduce_loops, operand_axes):
     return [next(kept) if position is None else reduce_loops[position] for position in operand_axes]
 
 
-_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "and": "and", "or": "or"}
+_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "and": "and", "or": "or",
+                 "xor": "xor"}
 
 
 def _is_column_reduction(stage, outer):
@@ -823,6 +824,7 @@ LOWERINGS.update({
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max",
               "reduce_min": "min", "reduce_and": "and", "reduce_or": "or",
+              "reduce_xor": "xor",
               "argmax": "argmax", "argmin": "argmin"}
 
 
