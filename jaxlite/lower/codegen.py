@@ -362,20 +362,25 @@ def _nextafter(b, e, args):
     if layout is None:
         return _math("nextafter")(b, e, args)
     x, y = (bitcast(b, a, e.dtype, np.int16) for a in args)
-    const = lambda value: ir.Constant(I16, value)
-    x_magnitude, y_magnitude = b.and_(x, const(0x7fff)), b.and_(y, const(0x7fff))
-    x_negative = b.icmp_signed("<", x, const(0))
+    return bitcast(b, _nextafter_bits(b, layout, x, y), np.int16, e.dtype)
+
+
+def _nextafter_bits(b, layout, x, y):
+    x_magnitude, y_magnitude = b.and_(x, _i16(0x7fff)), b.and_(y, _i16(0x7fff))
     x_order, y_order = _sign_magnitude_order(b, x, x_magnitude), _sign_magnitude_order(b, y, y_magnitude)
-    # Up one pattern moves away from zero: toward y when y is larger and x positive, or the reverse.
-    away_from_zero = b.xor(b.icmp_signed("<", x_order, y_order), x_negative)
-    stepped = b.select(away_from_zero, b.add(x, const(1)), b.sub(x, const(1)))
-    smallest_toward_y = b.or_(b.and_(y, const(-0x8000)), const(1))
-    result = b.select(b.icmp_unsigned("==", x_magnitude, const(0)), smallest_toward_y, stepped)
+    # One pattern up moves away from zero: toward y when y is larger and x positive, or the reverse.
+    away_from_zero = b.xor(b.icmp_signed("<", x_order, y_order), b.icmp_signed("<", x, _i16(0)))
+    stepped = b.select(away_from_zero, b.add(x, _i16(1)), b.sub(x, _i16(1)))
+    smallest_toward_y = b.or_(b.and_(y, _i16(-0x8000)), _i16(1))
+    result = b.select(b.icmp_unsigned("==", x_magnitude, _i16(0)), smallest_toward_y, stepped)
     result = b.select(b.icmp_signed("==", x_order, y_order), y if layout.equal_gives_y else x, result)
-    either_nan = b.or_(b.icmp_unsigned(">", x_magnitude, const(layout.infinity)),
-                       b.icmp_unsigned(">", y_magnitude, const(layout.infinity)))
-    result = b.select(either_nan, const(layout.quiet_nan), result)
-    return bitcast(b, result, np.int16, e.dtype)
+    either_nan = b.or_(b.icmp_unsigned(">", x_magnitude, _i16(layout.infinity)),
+                       b.icmp_unsigned(">", y_magnitude, _i16(layout.infinity)))
+    return b.select(either_nan, _i16(layout.quiet_nan), result)
+
+
+def _i16(value):
+    return ir.Constant(I16, value)
 
 
 def _sign_magnitude_order(b, bits, magnitude):
