@@ -51,6 +51,8 @@ FALLBACKS = {
     # Lowered, except in these cases:
     **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
        for name in ("cholesky", "lu", "triangular_solve")},
+    **{name: "along an axis of 2**31 elements or more (the native routine's positions are int32)"
+       for name in ("sort", "top_k")},
     # Not lowered:
     "svd": ("iterative, and its singular vectors are unique only up to sign: a native Jacobi "
             f"SVD would not give LAPACK's (the eager result's) vectors: {_NOT_YET}"),
