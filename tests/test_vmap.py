@@ -213,6 +213,7 @@ CASES = {
     "reduce_min": unary(lambda x: lax.reduce_min(x, (x.ndim - 1,))),
     "reduce_and": unary(lambda x: lax.reduce_and(x, (0,)), bools),
     "reduce_or": unary(lambda x: lax.reduce_or(x, (x.ndim - 1,)), bools),
+    "reduce_xor": unary(lambda x: lax.reduce_xor(x, (0,)), ints),
     "argmax": unary(lambda x: lax.argmax(x, 0)),
     "argmin": unary(lambda x: lax.argmin(x, x.ndim - 1)),
     "broadcast_in_dim": unary(lambda x: lax.broadcast_in_dim(

@@ -39,3 +39,9 @@ class Primitive:
 # order of the buffer it is read from (a layout hint). Living here, the table lets
 # jaxlite.lower rewrite lax primitives without importing jaxlite.lax.
 compiler_rewrites = {}
+
+# Call primitives: an equation's value is its `jaxpr` param (a ClosedJaxpr) applied to
+# its operands; they differ only in their transformation rules (jit, custom_jvp/vjp,
+# checkpoint). Each one's module registers it here, so that the compiler inlines their
+# bodies (lower/passes.inline_calls) instead of running them as opaque steps.
+call_primitives = set()

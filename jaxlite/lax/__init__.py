@@ -9,7 +9,7 @@ from jaxlite.lax.elementwise import (
     nextafter, pow, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
 from jaxlite.lax.parallel import all_gather, axis_index, pmax, pmean, pmin, psum
 from jaxlite.lax.reductions import (
-    argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum)
+    argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor)
 from jaxlite.lax.shapes import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, index_in_dim,
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)

@@ -545,6 +545,11 @@ def bitcast_convert_type(x, new_dtype):
 
 
 def _bitcast_aval(x, new_dtype):
+    # As JAX: a bool's byte has only two valid patterns, so no other type's bits make one.
+    if dtypes.bool_ in (x.dtype, np.dtype(new_dtype)) and x.dtype != new_dtype:
+        raise TypeError(f"bitcast_convert_type does not convert to or from bool unless both dtypes "
+                        f"are bool: got operand dtype {x.dtype.name} and new_dtype {np.dtype(new_dtype).name}; "
+                        f"use convert_element_type (or x != 0) instead")
     if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
         raise TypeError(f"bitcast_convert_type between dtypes of different widths "
                         f"({x.dtype.name} -> {np.dtype(new_dtype).name}) is not supported")

@@ -111,13 +111,18 @@ reduce_min_p = _reduction_primitive("reduce_min", np.min, ANY)
 reduce_min = _binder(reduce_min_p)
 _extremum_jvp(reduce_min_p)
 
-reduce_and_p = _reduction_primitive("reduce_and", np.all, INTEGRAL)
+# Bitwise on integers, as JAX's (on booleans that is "all"/"any").
+reduce_and_p = _reduction_primitive("reduce_and", np.bitwise_and.reduce, INTEGRAL)
 reduce_and = _binder(reduce_and_p)
 ad.defjvp_zero(reduce_and_p)
 
-reduce_or_p = _reduction_primitive("reduce_or", np.any, INTEGRAL)
+reduce_or_p = _reduction_primitive("reduce_or", np.bitwise_or.reduce, INTEGRAL)
 reduce_or = _binder(reduce_or_p)
 ad.defjvp_zero(reduce_or_p)
+
+reduce_xor_p = _reduction_primitive("reduce_xor", np.bitwise_xor.reduce, INTEGRAL)
+reduce_xor = _binder(reduce_xor_p)
+ad.defjvp_zero(reduce_xor_p)
 
 
 def _arg_extremum_aval(name, x, axes, index_dtype):

@@ -139,7 +139,7 @@ class ExprEmitter:
 # Operations whose bf16 result needs no rounding (exact, or not a bf16 value at all).
 _EXACT_IN_BF16 = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "select_n", "max",
                             "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast",
-                            "fma"})
+                            "fma", "nextafter"})
 
 
 def from_memory(builder, raw, dtype):
@@ -337,7 +337,7 @@ def _half_in_float32(b, emitter, args):
 
 
 for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
-              "pow", "atan2", "nextafter", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+              "pow", "atan2", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
               "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
     OPS[_name] = _math(_name)
 
@@ -346,6 +346,56 @@ for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin",
 def _polygamma(b, e, args):
     order = dict(e.attr)["m"]
     return _half_in_float32(b, lambda builder, x: llvm_math.emit_polygamma(builder, x, order), args)
+
+
+class _Narrow16:
+    """A 16-bit float format's layout (sign, exponent, `mantissa_bits`), and whether
+    nextafter(x, y) with x == y gives y (ml_dtypes' bfloat16) or x (numpy's float16):
+    the two differ only for x = -y = 0."""
+
+    def __init__(self, mantissa_bits, equal_gives_y):
+        self.infinity = 0x7fff & ~((1 << mantissa_bits) - 1)
+        self.quiet_nan = self.infinity | 1 << (mantissa_bits - 1)   # the NaN both libraries return
+        self.equal_gives_y = equal_gives_y
+
+
+_NARROW_16 = {np.dtype(np.float16): _Narrow16(10, equal_gives_y=False),
+              dtypes.bfloat16: _Narrow16(7, equal_gives_y=True)}
+
+
+@op("nextafter")
+def _nextafter(b, e, args):
+    """libm steps in float32/float64 only: the 16-bit formats step their bit patterns.
+    Integer compares also keep subnormal operands apart, which DAZ would read as zeros."""
+    layout = _NARROW_16.get(e.dtype)
+    if layout is None:
+        return _math("nextafter")(b, e, args)
+    x, y = (bitcast(b, a, e.dtype, np.int16) for a in args)
+    return bitcast(b, _nextafter_bits(b, layout, x, y), np.int16, e.dtype)
+
+
+def _nextafter_bits(b, layout, x, y):
+    x_magnitude, y_magnitude = b.and_(x, _i16(0x7fff)), b.and_(y, _i16(0x7fff))
+    x_order, y_order = _sign_magnitude_order(b, x, x_magnitude), _sign_magnitude_order(b, y, y_magnitude)
+    # One pattern up moves away from zero: toward y when y is larger and x positive, or the reverse.
+    away_from_zero = b.xor(b.icmp_signed("<", x_order, y_order), b.icmp_signed("<", x, _i16(0)))
+    stepped = b.select(away_from_zero, b.add(x, _i16(1)), b.sub(x, _i16(1)))
+    smallest_toward_y = b.or_(b.and_(y, _i16(-0x8000)), _i16(1))
+    result = b.select(b.icmp_unsigned("==", x_magnitude, _i16(0)), smallest_toward_y, stepped)
+    result = b.select(b.icmp_signed("==", x_order, y_order), y if layout.equal_gives_y else x, result)
+    either_nan = b.or_(b.icmp_unsigned(">", x_magnitude, _i16(layout.infinity)),
+                       b.icmp_unsigned(">", y_magnitude, _i16(layout.infinity)))
+    return b.select(either_nan, _i16(layout.quiet_nan), result)
+
+
+def _i16(value):
+    return ir.Constant(I16, value)
+
+
+def _sign_magnitude_order(b, bits, magnitude):
+    """An integer ordered as the float is (both zeros equal), for patterns that are not NaN."""
+    negative = b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
+    return b.select(negative, b.neg(magnitude), magnitude)
 
 
 @op("fma")
@@ -475,7 +525,10 @@ def _float_bits(ty):
 
 @op("bitcast")
 def _bitcast(b, e, args):
-    x, source, target = args[0], e.args[0].dtype, e.dtype
+    return bitcast(b, args[0], e.args[0].dtype, e.dtype)
+
+
+def bitcast(b, x, source, target):
     raw = to_memory(b, x, source) if _is_bf16(source) else x
     if not _is_bf16(target):
         return b.bitcast(raw, register_type(target))
@@ -484,12 +537,19 @@ def _bitcast(b, e, args):
 
 # ---------------------------------------------------------------- reductions
 
+# Bitwise reductions (reduce_and/or/xor; on booleans "all"/"any"/"odd count"): their
+# identity (-1: all bits set, at any width); OPS has the instruction that combines.
+_BITWISE_REDUCTIONS = {"and": -1, "or": 0, "xor": 0}
+
+
 def reduction_identity(kind, dtype):
     dtype = np.dtype(dtype)
     if kind == "sum":
         return 0
     if kind == "prod":
         return 1
+    if kind in _BITWISE_REDUCTIONS:
+        return _BITWISE_REDUCTIONS[kind]
     largest = kind in ("min", "argmin")
     if dtype == np.bool_:
         return int(largest)
@@ -500,6 +560,8 @@ def reduction_identity(kind, dtype):
 
 
 def _combine(b, kind, dtype, acc, value):
+    if kind in _BITWISE_REDUCTIONS:
+        return OPS[kind](b, None, [acc, value])
     if kind == "sum":
         return b.fadd(acc, value, flags=_REDUCE_FAST) if _is_float(dtype) else b.add(acc, value)
     if kind == "prod":

@@ -76,18 +76,8 @@ def is_fusible(eqn):
     return constraint is None or constraint(eqn)
 
 
-def _in_dtype(eqn):
-    return eqn.inputs[0].aval.dtype
-
-
 # Cases a lowering does not cover (they run as logged fallbacks).
 _CONSTRAINTS = {
-    # On integers these are "all nonzero"/"any nonzero", not min/max: bool only.
-    "reduce_and": lambda eqn: _in_dtype(eqn) == dtypes.bool_,
-    "reduce_or": lambda eqn: _in_dtype(eqn) == dtypes.bool_,
-    # libm's nextafter steps in float32/float64, not in the narrow formats.
-    "nextafter": lambda eqn: _in_dtype(eqn).itemsize >= 4,
-    "bitcast_convert_type": lambda eqn: dtypes.bool_ not in (_in_dtype(eqn), eqn.params["new_dtype"]),
     "polygamma": lambda eqn: eqn.params["m"] <= llvm_math.POLYGAMMA_MAX_ORDER,
 }
 
@@ -334,7 +324,8 @@ def _operand_order(kept_index, reduce_loops, operand_axes):
     return [next(kept) if position is None else reduce_loops[position] for position in operand_axes]
 
 
-_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
+_IN_PLACE_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "and": "and", "or": "or",
+                 "xor": "xor"}
 
 
 def _is_column_reduction(stage, outer):
@@ -841,7 +832,8 @@ LOWERINGS.update({
 # Reductions: hoisted to a stage per outer point.
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max",
-              "reduce_min": "min", "reduce_and": "min", "reduce_or": "max",
+              "reduce_min": "min", "reduce_and": "and", "reduce_or": "or",
+              "reduce_xor": "xor",
               "argmax": "argmax", "argmin": "argmin"}
 
 

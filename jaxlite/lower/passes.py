@@ -32,6 +32,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.config import config
 from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects, pretty_print
+from jaxlite.core.primitive import call_primitives
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -90,10 +91,11 @@ def widen_narrow_floats(closed, names):
 # ---------------------------------------------------------------- inlining
 
 def inline_calls(closed):
-    """Replace every jit call (any equation with a `jaxpr` param and call semantics) by its body."""
+    """Replace every call (jit, custom derivatives, checkpoint: core.primitive.call_primitives)
+    by its body."""
     rewriter = Rewriter(closed)
     for eqn in closed.jaxpr.eqns:
-        if eqn.primitive.name == "jit":
+        if eqn.primitive in call_primitives:
             _inline(rewriter, eqn)
         else:
             rewriter.emit(eqn)

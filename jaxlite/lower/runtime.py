@@ -50,16 +50,14 @@ ALIGNMENT = 64
 # Anything without a lowering that is not listed here also falls back, with a warning.
 FALLBACKS = {
     # Lowered, except in these cases:
-    "nextafter": "in float16/bfloat16 (libm steps only in float32/float64)",
-    "reduce_and": "on integers (the lowering covers booleans)",
-    "reduce_or": "on integers (the lowering covers booleans)",
-    "bitcast_convert_type": "to or from bool",
     **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
        for name in ("cholesky", "lu", "triangular_solve")},
     "svd": ("in float16/bfloat16 (numpy's LAPACK has no such routine: eager raises numpy's error), "
             "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
     "polygamma": ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                   "shift steps: numpy's loop is as good)"),
+    **{name: "along an axis of 2**31 elements or more (the native routine's positions are int32)"
+       for name in ("sort", "top_k")},
     # Not lowered:
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"

@@ -10,7 +10,7 @@ evaluates the non-linear equations of the body before transposing the rest.
 import functools
 import types
 
-from jaxlite.core.primitive import Primitive
+from jaxlite.core.primitive import Primitive, call_primitives
 from jaxlite.core.staging import _split_static, _with_static
 from jaxlite.core.tree_util import tree_unflatten
 from jaxlite.transforms import ad, batching
@@ -46,6 +46,9 @@ def _saveable(params):
 remat_p = Primitive("checkpoint", multiple_results=True)
 remat_p.def_impl(ad.call_impl)
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **params: jaxpr.out_avals)
+# Inlined under jit, where the recomputation may be merged with the forward pass (CSE):
+# the same values, without the memory saving prevent_cse asks XLA for.
+call_primitives.add(remat_p)
 ad.jvp_rules[remat_p] = ad.call_jvp_rule(remat_p)
 ad.transpose_rules[remat_p] = ad.call_transpose_rule
 batching.axis_batch_rules[remat_p] = batching.call_batch_rule(remat_p)

@@ -16,7 +16,7 @@ mode reaching custom_lin on its own is the error JAX reports.
 import functools
 import inspect
 
-from jaxlite.core.primitive import Primitive
+from jaxlite.core.primitive import Primitive, call_primitives
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, vmap
@@ -187,6 +187,7 @@ class _FlatJVP:
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.def_impl(ad.call_impl)
 custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
+call_primitives.add(custom_jvp_call_p)     # under jit the rule is used up: its value is its body's
 
 
 def _custom_jvp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
@@ -308,6 +309,7 @@ def _check_cotangent_shape(position, ct, arg):
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_vjp_call_p.def_impl(ad.call_impl)
 custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
+call_primitives.add(custom_vjp_call_p)
 
 
 def _custom_vjp_call_jvp(primals, tangents, jaxpr, rule, num_consts):

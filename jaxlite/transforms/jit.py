@@ -30,7 +30,7 @@ import numpy as np
 
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
-from jaxlite.core.primitive import Primitive
+from jaxlite.core.primitive import Primitive, call_primitives
 from jaxlite.core.staging import abstractify, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
@@ -160,6 +160,7 @@ def _warn_unusable_donations(avals):
 
 jit_p = Primitive("jit", multiple_results=True)
 jit_p.def_abstract_eval(lambda *avals, jaxpr, name: list(jaxpr.out_avals))
+call_primitives.add(jit_p)
 
 
 def _jit_impl(*args, jaxpr, name):
