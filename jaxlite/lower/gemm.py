@@ -641,6 +641,24 @@ class GemmEmitter:
         emit_loop(builder, 0, batch, one_matrix, name="batch")
         builder.call(self._mxcsr_intrinsic("ld"), [saved_mxcsr])
         builder.ret_void()
+        self._emit_unit_task(function)
+
+    def _emit_unit_task(self, entry):
+        """void name_unit(i64* ctx, i64 unit, i64 slot): unit `unit` of a call the native pool
+        runs, on the thread in `slot`. ctx = {kernel (unused here), a, b, c, workspace,
+        workspace bytes per slot, unit table, extra...}, the unit table's rows {sizes,
+        tile_start, tile_end} (see GemmKernel.run_pointers and native_flow)."""
+        function, builder = self.new_function(self.name + "_unit", [PTR, I64, I64], internal=False)
+        ctx, unit, slot = function.args
+        word = lambda index: builder.load(builder.gep(ctx, [as_i64(index)], source_etype=I64), typ=I64)
+        a, b, c, base, stride, table = (word(index) for index in range(1, 7))
+        extra = [builder.inttoptr(word(7 + k), PTR) for k in range(len(self.spec.epilogue_kinds))]
+        row = builder.gep(builder.inttoptr(table, PTR), [builder.mul(unit, as_i64(3))], source_etype=I64)
+        sizes, lo, hi = (builder.load(builder.gep(row, [as_i64(k)], source_etype=I64), typ=I64) for k in range(3))
+        workspace = builder.add(base, builder.mul(slot, stride))
+        pointers = [builder.inttoptr(value, PTR) for value in (a, b, c, workspace)]
+        builder.call(entry, [*pointers, lo, hi, builder.inttoptr(sizes, PTR), *extra])
+        builder.ret_void()
 
     @staticmethod
     def _tiles(builder, size, tile):
@@ -809,6 +827,7 @@ class CompiledFamily:
         self.family, self.blocking = family, blocking
         self._compiled = compiled
         self.address = compiled.address(emitter.name)
+        self.unit_task = compiled.address(emitter.name + "_unit")
         self.argtypes = ([ctypes.c_void_p] * 4 + [ctypes.c_int64] * 2
                          + [ctypes.c_void_p] * (1 + len(family.epilogue_kinds)))
         self.function = ctypes.CFUNCTYPE(None, *self.argtypes)(self.address)
@@ -915,7 +934,7 @@ class GemmKernel:
         context[1:4] = pointers[:3]
         context[4], context[6] = self._workspace(native_pool.slots()), ctypes.addressof(table)
         context[7:] = pointers[3:]
-        native_pool.run(unit_task(len(pointers) - 3), ctypes.addressof(context), len(units))
+        native_pool.run(self.native.unit_task, ctypes.addressof(context), len(units))
 
     def _context(self, extras):
         """The pool task's context {kernel, a, b, c, workspace, workspace stride, unit
@@ -977,40 +996,6 @@ def _check_batched(name, array, dtype, matrix_shape, batch, stride):
         needed = (batch - 1) * stride + size
         if array.size < needed:
             raise ValueError(f"{name} holds {array.size} elements, batch strides need {needed}")
-
-
-def unit_task(extras):
-    """The pool task running unit u of a GEMM call: `kernel(a, b, c, workspace + slot *
-    stride, tile_start, tile_end, sizes, extra...)` with the unit's row of the table
-    {sizes, tile_start, tile_end}; the context is GemmKernel._context's."""
-    return _unit_task_code(extras).address("gemm_unit")
-
-
-@llvm_target.compile_once
-def _unit_task_code(extras):
-    fields = ["kernel", "a", "b", "c", "base", "stride", "table"] + [f"e{i}" for i in range(extras)]
-    loads = "\n".join(f"  %{name}_p = getelementptr inbounds i64, ptr %ctx, i64 {index}\n"
-                      f"  %{name} = load i64, ptr %{name}_p" for index, name in enumerate(fields))
-    extra = "".join(f", i64 %e{i}" for i in range(extras))
-    from jaxlite.lower import program_cache
-    return program_cache.helper_module(f"""
-define void @gemm_unit(ptr %ctx, i64 %unit, i64 %slot) {{
-{loads}
-  %fn = inttoptr i64 %kernel to ptr
-  %units = inttoptr i64 %table to ptr
-  %offset = mul i64 %slot, %stride
-  %workspace = add i64 %base, %offset
-  %row = mul i64 %unit, 3
-  %entry = getelementptr inbounds i64, ptr %units, i64 %row
-  %sizes = load i64, ptr %entry
-  %lo_p = getelementptr inbounds i64, ptr %entry, i64 1
-  %lo = load i64, ptr %lo_p
-  %hi_p = getelementptr inbounds i64, ptr %entry, i64 2
-  %hi = load i64, ptr %hi_p
-  call void %fn(i64 %a, i64 %b, i64 %c, i64 %workspace, i64 %lo, i64 %hi, i64 %sizes{extra})
-  ret void
-}}
-""", f"the pool's GEMM task with {extras} epilogue operands")
 
 
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,

@@ -356,7 +356,7 @@ CALL_WORDS = 5
 
 
 def _emit_native_call(fn, eqn, env, scratch):
-    """Run a GEMM or routine by the pool, its task's context on the stack: gemm.unit_task's
+    """Run a GEMM or routine by the pool, its task's context on the stack: the GEMM family's unit task's
     {kernel, a, b, c, scratch, stride, unit table, extra...} or native_pool.ranged_task's
     {routine, count, units, scratch, stride, operands..., results...}. The per-thread
     scratch starts at `scratch`; its size is known once the code is bound, and HostBridge
@@ -453,7 +453,7 @@ class HostBridge:
 def _gemm_words(call):
     kernel = call.kernel
     units, table = kernel.plan_units(call.plan)
-    return [gemm.unit_task(len(kernel.spec.epilogue_kinds)), kernel.address, ctypes.addressof(table),
+    return [kernel.native.unit_task, kernel.address, ctypes.addressof(table),
             len(units), kernel.workspace_bytes]
 
 

@@ -131,6 +131,8 @@ class Executable:
         # "step N" (a GEMM run from Python) or "native N" (the N-th called by native code)
         # -> GemmPlan, chosen once and kept with the code
         self.gemm_plans = {}
+        # The worker pool (the first time) compiles while this program is planned.
+        pool_ready = llvm_target.in_background(native_pool.pool)
         self._plan_buffers(donated)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
@@ -138,7 +140,7 @@ class Executable:
         # The kernels' module and the GEMM families the program calls compile at once,
         # on all cores (see llvm_target).
         if self.uses_pool:
-            native_pool.pool()      # links jaxlite_pool_run, which the code calls
+            pool_ready.result()     # links jaxlite_pool_run, which the code calls
         pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir) if self._has_native else None
         callees = [llvm_target.in_background(native_flow.native_callee, eqn) for eqn in self._native_eqns]
         python_steps = self._python_steps()
