@@ -22,7 +22,9 @@ Protocol (all state in the module's globals, each on its own cache line):
   * `busy` admits one caller at a time: another thread (or a task inside a task) finds
     it taken and runs its units itself, on slot 0 of its own scratch.
 Workers are Python threads that call `jaxlite_pool_worker` through ctypes (the GIL is
-released there, and never taken again until the pool stops at exit).
+released there, and never taken again until the pool stops at exit). They only run
+compiled code, so they flush denormals (FTZ/DAZ) for good, as the calling thread does
+inside an entry point.
 
 The pool's functions are linked into this process under their names (llvm.add_symbol),
 so generated code, compiled now or loaded from the persistent cache, calls
@@ -56,6 +58,8 @@ _POOL_IR = """
 declare i64 @jaxlite_syscall(i64, ...)
 declare void @llvm.x86.sse2.pause()
 declare i64 @llvm.readcyclecounter()
+declare void @llvm.x86.sse.stmxcsr(ptr)
+declare void @llvm.x86.sse.ldmxcsr(ptr)
 
 define i64 @jaxlite_cycles() {
   %c = call i64 @llvm.readcyclecounter()
@@ -157,6 +161,12 @@ finish:
 
 define void @jaxlite_pool_worker(i64 %slot) {
 entry:
+  %mxcsr = alloca i32, align 4
+  call void @llvm.x86.sse.stmxcsr(ptr %mxcsr)
+  %control = load i32, ptr %mxcsr
+  %flushing = or i32 %control, 32832
+  store i32 %flushing, ptr %mxcsr
+  call void @llvm.x86.sse.ldmxcsr(ptr %mxcsr)
   %s0 = load atomic i32, ptr @seq acquire, align 4
   br label %idle
 idle:
