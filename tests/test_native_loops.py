@@ -45,6 +45,18 @@ def runs_without_python(exe):
     return not exe._host_steps and all(isinstance(r, runtime._SerialEntry) for r in exe._runners)
 
 
+@pytest.mark.parametrize("spec", ["bqhd,bkhd->bhqk", "bhqk,bkhd->bqhd", "ij,kj->ik", "ji,jk->ik", "abc,cbd->bad"])
+def test_products_of_operands_stored_in_another_order_run_in_the_native_call(spec):
+    """An operand the GEMM cannot read as stored is transposed by a fused kernel first."""
+    lhs_spec, rhs_spec = spec.split("->")[0].split(",")
+    sizes = dict(zip("abcdhijkq", (30, 5, 16, 12, 2, 24, 20, 18, 40)))
+    x, y = rand(*[sizes[c] for c in lhs_spec]), rand(*[sizes[c] for c in rhs_spec])
+    f = lambda x, y: jnp.einsum(spec, x, y)
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(f)(x, y)), np.einsum(spec, x, y), rtol=1e-4, atol=1e-5)
+    exe = executable(f, x, y)
+    assert exe._native_eqns and one_native_call(exe) and runs_without_python(exe)
+
+
 def test_sort_and_gemm_program_is_one_native_call():
     def f(x, w):
         y = jnp.sort(x @ w, axis=1)

@@ -88,6 +88,35 @@ def widen_narrow_floats(closed, names):
     return rewriter.result()
 
 
+def transpose_gemm_operands(closed, operand_permutations):
+    """Give each product `operand_permutations(eqn)` names a permutation for (an operand
+    the GEMM cannot read as stored) a transpose of that operand, and read it as stored:
+    fusion writes the copy in a kernel (often the producer's), and the GEMM then runs
+    inside the program's native code instead of copying from Python."""
+    from jaxlite.lax.shapes import transpose_p
+    rewriter = Rewriter(closed)
+    for eqn in closed.jaxpr.eqns:
+        permutations = operand_permutations(eqn) if eqn.primitive.name == "dot_general" else None
+        if not permutations or permutations == (None, None):
+            rewriter.emit(eqn)
+            continue
+        inputs = list(eqn.inputs)
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        axes = [[lc, lb], [rc, rb]]
+        for side, permutation in enumerate(permutations):
+            if permutation is None:
+                continue
+            x = inputs[side]
+            moved = Var(ShapedArray(tuple(x.aval.shape[a] for a in permutation), x.aval.dtype, x.aval.weak_type))
+            rewriter.emit(Eqn(transpose_p, [x], {"permutation": tuple(permutation)}, [moved]))
+            contracting, batch = axes[side]
+            axes[side] = [tuple(permutation.index(a) for a in contracting), tuple(permutation.index(a) for a in batch)]
+            inputs[side] = moved
+        dimension_numbers = ((axes[0][0], axes[1][0]), (axes[0][1], axes[1][1]))
+        rewriter.emit(eqn.replace(inputs=inputs, params={**eqn.params, "dimension_numbers": dimension_numbers}))
+    return rewriter.result()
+
+
 # ---------------------------------------------------------------- inlining
 
 def inline_calls(closed):

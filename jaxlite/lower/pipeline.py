@@ -46,7 +46,7 @@ def lower_jaxpr(closed):
     rewritten = rewrites.apply_rewrites(optimized)
     if rewritten is not optimized:    # (the passes merge the rewrites' transposes with their neighbours')
         optimized = passes.run_passes(rewritten)
-    optimized = passes.run_passes(optimized, (epilogues.swap_transposed_products,
+    optimized = passes.run_passes(optimized, (epilogues.swap_transposed_products, _transpose_gemm_operands,
                                               _fuse_gemm_epilogues, _fold_low_precision_weights,
                                               _fuse_int8_matmuls, _round_bf16_weights_in_gemms,
                                               _widen_narrow_scans, passes.dce))
@@ -58,6 +58,10 @@ def lower_jaxpr(closed):
     if config.jaxlite_dump_passes:
         passes.logger.warning("after fusion:\n%s", program.as_text())
     return program
+
+
+def _transpose_gemm_operands(closed):
+    return passes.transpose_gemm_operands(closed, runtime.gemm_operand_permutations)
 
 
 def _fuse_gemm_epilogues(closed):

@@ -798,6 +798,14 @@ def _gemm_layouts(eqn):
             _operand_layout(list(rb) + list(rc) + rhs_free, list(rb) + rhs_free + list(rc)))
 
 
+def gemm_operand_permutations(eqn):
+    """(permutation or None per operand) that lays a float GEMM's operands out so it reads
+    them as stored; None when the product does not run on the float GEMM."""
+    if not _gemm_applies(eqn) or _low_precision_gemm(eqn) is not None:
+        return None
+    return tuple(permutation for permutation, _ in _gemm_layouts(eqn))
+
+
 def gemm_reads_in_place(eqn):
     """Whether a GEMM step runs on the float GEMM with both operands read as stored (so
     native code can call its kernel directly), known without compiling."""
