@@ -105,3 +105,25 @@ def test_fork_and_exit_with_workers_running():
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert "child 0" in result.stdout
+
+
+_ONE_CPU = """
+import os, sys
+os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+sys.path.insert(0, %r)
+import numpy as np, jaxlite, jaxlite.numpy as jnp
+from jaxlite.lower import native_pool
+x = np.random.default_rng(0).random((512, 784), np.float32)
+w = np.random.default_rng(1).random((784, 512), np.float32)
+f = jaxlite.jit(lambda x, w: jnp.sort(jnp.tanh(x @ w), axis=1))
+np.testing.assert_allclose(np.asarray(f(x, w)), np.sort(np.tanh(x @ w), axis=1), rtol=1e-4, atol=1e-4)
+print("slots", native_pool.slots())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_a_process_on_one_cpu_runs_everything_on_the_caller():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", _ONE_CPU % root], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "slots 1" in result.stdout
