@@ -356,9 +356,10 @@ CALL_WORDS = 5
 
 
 def _emit_native_call(fn, eqn, env, scratch):
-    """Run a GEMM or routine by the pool, its task's context on the stack: the GEMM family's unit task's
-    {kernel, a, b, c, scratch, stride, unit table, extra...} or native_pool.ranged_task's
-    {routine, count, units, scratch, stride, operands..., results...}. The per-thread
+    """Run a GEMM or routine by the pool, its task's context on the stack: for the GEMM
+    family's unit task {kernel, a, b, c, scratch, stride, unit table, extra...}, for
+    native_pool.ranged_task {routine, count, units, scratch, stride, operands...,
+    results...}. The per-thread
     scratch starts at `scratch`; its size is known once the code is bound, and HostBridge
     reserves it then (so this returns 0)."""
     number = len(fn.code.native_eqns)
@@ -424,7 +425,8 @@ class HostBridge:
         for callee, start in zip(callees, scratch):
             callee_words = _gemm_words(callee) if isinstance(callee, runtime._GemmCall) else _routine_words(callee)
             words += callee_words
-            self.scratch_end = max(self.scratch_end, start + 64 + native_pool.slots() * callee_words[-1])
+            *_, units, stride = callee_words     # (one unit runs on the caller alone)
+            self.scratch_end = max(self.scratch_end, start + 64 + min(native_pool.slots(), units) * stride)
         self.table = np.array(words, np.int64)
 
     @property
