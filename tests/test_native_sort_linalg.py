@@ -12,6 +12,7 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
+from jaxlite.core.tree_util import tree_leaves as jax_tree_leaves
 from jaxlite.test_util import assert_jit_matches_eager_bits, assert_same_bits, enable_x64
 
 SORT_DTYPES = [np.float32, np.float16, dtypes.bfloat16, np.int8, np.int16, np.int32, np.uint8,
@@ -262,3 +263,27 @@ def test_routines_are_stored_in_the_persistent_cache(tmp_path):
     whole_batch = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(loaded.address)
     whole_batch(a.ctypes.data, factor.ctypes.data, aligned)
     np.testing.assert_array_equal(factor, np.sqrt(a))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, dtypes.bfloat16])
+def test_narrow_float_linear_algebra_runs_the_float32_routines(dtype, caplog):
+    """16-bit operands widen to float32 around the native routine, as eager computes; what
+    numpy's linalg rejects in float16 (cholesky, svd) still raises its error."""
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=(3, 6, 6))
+    a = jnp.asarray((m @ m.transpose(0, 2, 1) + 6 * np.eye(6)).astype(dtype))
+    programs = [lambda a: lax.linalg.lu(a),
+                lambda a: lax.linalg.triangular_solve(a, a * 0.5, left_side=True, lower=True)]
+    if dtype == dtypes.bfloat16:
+        programs += [lax.linalg.cholesky, lambda a: lax.linalg.svd(a)]
+    with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        for f in programs:
+            for got, want in zip(jax_tree_leaves(jaxlite.jit(f)(a)), jax_tree_leaves(f(a))):
+                # (not bitwise: eager solves with numpy, the routine in its own order)
+                assert got.dtype == want.dtype
+                np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                                           rtol=2e-2, atol=1e-3)
+    assert "numpy implementation" not in caplog.text
+    if dtype == np.float16:
+        with pytest.raises(TypeError, match="float16"):
+            jaxlite.jit(lax.linalg.cholesky)(a)

@@ -910,7 +910,7 @@ for _name in WINDOW_REDUCTIONS:
 # element combining the previous output element (read back from memory) with the next input.
 # A reversed scan runs its loop over the mirrored index (`_scan_index`), so "previous" is
 # the element after. (16-bit floats are widened to float32 around the scan by a graph
-# pass, pipeline._widen_narrow_scans, as the eager implementation accumulates.)
+# pass, pipeline._widen_narrow_floats, as the eager implementation accumulates.)
 
 def _combine_with(op):
     return lambda eb, dtype, previous, value: eb.node(op, dtype, (previous, value))

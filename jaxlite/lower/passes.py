@@ -21,8 +21,8 @@ level so it shows without configuring logging) after every pass.
                  numbers when the GEMM can read the result as stored), and
                  elementwise ops on a broadcast scalar literal use the literal
                  directly (lax elementwise ops broadcast rank 0)
-  widen_narrow_floats  (run by the pipeline for the cumulative ops) chosen equations on
-                 float16/bfloat16 compute in float32 between two conversions
+  widen_narrow_floats  (run by the pipeline for the cumulative ops and linear algebra)
+                 chosen equations on float16/bfloat16 compute in float32 between conversions
 """
 import logging
 
@@ -62,9 +62,11 @@ class Rewriter:
 
 # ---------------------------------------------------------------- widening
 
-def widen_narrow_floats(closed, names):
-    """Equations of the primitives `names` on float16/bfloat16 run in float32 between two
-    conversions (for the cumulative ops, whose eager implementation accumulates so)."""
+def widen_narrow_floats(closed, applies):
+    """Equations `applies(eqn)` accepts run on float32 copies of their float16/bfloat16
+    operands and results, between conversions (the cumulative ops, whose eager
+    implementation accumulates so; linear algebra, which the native routines do in float32
+    and float64). Other operands and results (integers: lu's pivots) stay as they are."""
     from jaxlite.lax.elementwise import convert_element_type_p
     rewriter = Rewriter(closed)
     wide = np.dtype(np.float32)
@@ -72,19 +74,22 @@ def widen_narrow_floats(closed, names):
     def convert(x, out):
         return Eqn(convert_element_type_p, [x], {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}, [out])
 
+    def widened(v):
+        narrow = dtypes.is_float(v.aval.dtype) and v.aval.dtype.itemsize < 4
+        return Var(ShapedArray(v.aval.shape, wide)) if narrow else v
+
     for eqn in closed.jaxpr.eqns:
-        narrow = eqn.primitive.name in names and any(
-            dtypes.is_float(v.aval.dtype) and v.aval.dtype.itemsize < 4 for v in eqn.outputs)
-        if not narrow:
+        inputs, outputs = [widened(v) for v in eqn.inputs], [widened(v) for v in eqn.outputs]
+        if not applies(eqn) or all(w is v for w, v in zip(inputs + outputs, eqn.inputs + eqn.outputs)):
             rewriter.emit(eqn)
             continue
-        inputs = [Var(ShapedArray(v.aval.shape, wide)) for v in eqn.inputs]
-        outputs = [Var(ShapedArray(v.aval.shape, wide)) for v in eqn.outputs]
         for v, w in zip(eqn.inputs, inputs):
-            rewriter.emit(convert(v, w))
+            if w is not v:
+                rewriter.emit(convert(v, w))
         rewriter.emit(eqn.replace(inputs=inputs, outputs=outputs))
         for w, v in zip(outputs, eqn.outputs):
-            rewriter.emit(convert(w, v))
+            if w is not v:
+                rewriter.emit(convert(w, v))
     return rewriter.result()
 
 

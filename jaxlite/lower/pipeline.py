@@ -49,7 +49,7 @@ def lower_jaxpr(closed):
     optimized = passes.run_passes(optimized, (epilogues.swap_transposed_products, _transpose_gemm_operands,
                                               _fuse_gemm_epilogues, _fold_low_precision_weights,
                                               _fuse_int8_matmuls, _round_bf16_weights_in_gemms,
-                                              _widen_narrow_scans, passes.dce))
+                                              _widen_narrow_floats, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
     for step in filter(_is_control, steps):     # bodies run as native code inside the step
@@ -76,8 +76,9 @@ def _fuse_int8_matmuls(closed):
     return quantized.fuse_int8_matmuls(closed, runtime.is_int8_gemm)
 
 
-def _widen_narrow_scans(closed):
-    return passes.widen_narrow_floats(closed, fusion.CUMULATIVE)
+def _widen_narrow_floats(closed):
+    return passes.widen_narrow_floats(
+        closed, lambda eqn: eqn.primitive.name in fusion.CUMULATIVE or runtime.computes_widened(eqn))
 
 
 def _round_bf16_weights_in_gemms(closed):

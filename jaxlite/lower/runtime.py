@@ -50,9 +50,8 @@ ALIGNMENT = 64
 # Anything without a lowering that is not listed here also falls back, with a warning.
 FALLBACKS = {
     # Lowered, except in these cases:
-    **{name: "in float16/bfloat16 (the native routines cover float32 and float64)"
-       for name in ("cholesky", "lu", "triangular_solve")},
-    "svd": ("in float16/bfloat16 (numpy's LAPACK has no such routine: eager raises numpy's error), "
+    "cholesky": "in float16 (numpy's linalg rejects it: eager raises numpy's error)",
+    "svd": ("in float16 (numpy's LAPACK has no such routine: eager raises numpy's error), "
             "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
     "polygamma": ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                   "shift steps: numpy's loop is as good)"),
@@ -573,6 +572,18 @@ NATIVE_ROUTINES = {
     "lu": linalg_kernels.lu_spec,
     "svd": linalg_kernels.svd_spec,
 }
+
+
+# Linear algebra on 16-bit floats: the float32 routine between conversions (a graph pass,
+# pipeline._widen_narrow_floats), where eager computes it (its implementations work in
+# float32 or wider; numpy's linalg rejects float16, so float16 cholesky and svd raise).
+_WIDENED_LINALG = {"lu": ("float16", "bfloat16"), "triangular_solve": ("float16", "bfloat16"),
+                   "cholesky": ("bfloat16",), "svd": ("bfloat16",)}
+
+
+def computes_widened(eqn):
+    dtypes = _WIDENED_LINALG.get(eqn.primitive.name)
+    return dtypes is not None and eqn.inputs[0].aval.dtype.name in dtypes
 
 
 def native_spec(eqn):
