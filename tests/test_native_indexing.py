@@ -183,6 +183,19 @@ def test_split_scatter_windows_straddle_the_shares():
             assert [k.owned is not None for k in scatter_kernels(scatter, x, starts, updates)] == [True]
 
 
+def test_split_scatter_under_vmap_shares_the_batch_axis():
+    """vmap's operand batching axis leads the output: threads own whole batch entries."""
+    from jaxlite.lower import runtime
+    rng = np.random.default_rng(4)
+    x = jnp.asarray(floats(rng, (40, runtime.PARALLEL_MIN_POINTS // 320 + 1, 8)))
+    i = jnp.asarray(random_indices(rng, (40, 50), x.shape[1]))
+    updates = jnp.asarray(floats(rng, (40, 50, 8)))
+    for mode in SCATTER_MODES:
+        batched = jaxlite.vmap(lambda a, k, u: a.at[k].add(u, mode=mode))
+        assert_native_and_agree(batched, x, i, updates)
+        assert [k.owned is not None for k in scatter_kernels(batched, x, i, updates)] == [True]
+
+
 def test_scatters_with_more_updates_than_rows_stay_on_one_thread():
     """Each thread would read every update: not worth it when the updates dominate."""
     x = jnp.zeros((8, 2))
