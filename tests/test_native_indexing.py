@@ -135,6 +135,79 @@ def test_at_updates_with_duplicates_and_out_of_bounds(shape, count, seed, op, mo
     assert_native_and_agree(update, x, jnp.asarray(i), updates)
 
 
+def scatter_kernels(fun, *args):
+    steps = jaxlite.jit(fun).lower(*args).program.steps
+    return [s.kernel for s in steps if hasattr(s, "kernel") and s.kernel.stages[-1].ordered]
+
+
+@settings(deadline=None, max_examples=12)
+@given(st.integers(0, 40), seeds, st.sampled_from(AT_OPS), st.sampled_from(SCATTER_MODES),
+       st.sampled_from([np.float32, np.int32]))
+def test_big_scatters_split_their_rows_across_threads(count, seed, op, mode, dtype):
+    """Each thread copies its share of the rows, then applies (in order) the updates that
+    land there: duplicates on either side of the split and out-of-bounds indices in
+    every mode give eager's values exactly."""
+    from jaxlite.lower import runtime
+    rows = runtime.PARALLEL_MIN_POINTS // 64 + 3
+    rng = np.random.default_rng(seed)
+    x = jnp.asarray(floats(rng, (rows, 64), dtype))
+    i = random_indices(rng, (count,), rows)
+    i[: count // 4] = rng.choice([0, rows // 2 - 1, rows // 2, rows - 1], count // 4)
+    i[count // 2:] = i[:count - count // 2]         # duplicates
+    updates = jnp.asarray(floats(rng, (count, 64), dtype))
+
+    def update(a, k, u):
+        return getattr(a.at[k], op)(u, mode=mode) + 1
+    assert_native_and_agree(update, x, jnp.asarray(i), updates)
+    [kernel] = scatter_kernels(update, x, jnp.asarray(i), updates)
+    assert kernel.owned is not None and runtime._splits(kernel) == (runtime.gemm.available_cpus() > 1)
+
+
+def test_split_scatter_windows_straddle_the_shares():
+    """Windows along the split axis: a window's rows may belong to both threads."""
+    from jaxlite.lower import runtime
+    rows = runtime.PARALLEL_MIN_POINTS // 16 + 1
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(floats(rng, (rows, 16)))
+    middle = rows // 2
+    starts = jnp.asarray(np.array([[middle - 2, 0], [middle - 1, 3], [middle - 2, 1], [rows - 2, 9],
+                                   [2 ** 31 - 1, 0], [-2 ** 31, 5], [-1, 2]], np.int32))
+    updates = jnp.asarray(floats(rng, (7, 4, 8)))
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(1, 2), inserted_window_dims=(),
+                                        scatter_dims_to_operand_dims=(0, 1))
+    for name in ["scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"]:
+        for mode in ["clip", "fill"]:
+            def scatter(a, s, u):
+                return getattr(lax, name)(a, s, u, dnums, mode=mode)
+            assert_native_and_agree(scatter, x, starts, updates)
+            assert [k.owned is not None for k in scatter_kernels(scatter, x, starts, updates)] == [True]
+
+
+def test_split_scatter_under_vmap_shares_the_batch_axis():
+    """vmap's operand batching axis leads the output: threads own whole batch entries."""
+    from jaxlite.lower import runtime
+    rng = np.random.default_rng(4)
+    x = jnp.asarray(floats(rng, (40, runtime.PARALLEL_MIN_POINTS // 320 + 1, 8)))
+    i = jnp.asarray(random_indices(rng, (40, 50), x.shape[1]))
+    updates = jnp.asarray(floats(rng, (40, 50, 8)))
+    for mode in SCATTER_MODES:
+        batched = jaxlite.vmap(lambda a, k, u: a.at[k].add(u, mode=mode))
+        assert_native_and_agree(batched, x, i, updates)
+        assert [k.owned is not None for k in scatter_kernels(batched, x, i, updates)] == [True]
+
+
+def test_scatters_with_more_updates_than_rows_stay_on_one_thread():
+    """Each thread would read every update: not worth it when the updates dominate."""
+    x = jnp.zeros((8, 2))
+    i = jnp.asarray(np.arange(40000, dtype=np.int32) % 11 - 1)
+    updates = jnp.ones((40000, 2))
+
+    def update(a, k, u):
+        return a.at[k].add(u)
+    assert_native_and_agree(update, x, i, updates)
+    assert [k.owned for k in scatter_kernels(update, x, i, updates)] == [None]
+
+
 @settings(deadline=None, max_examples=20)
 @given(st.integers(1, 6), st.integers(0, 12), seeds, st.sampled_from(AT_OPS))
 def test_at_updates_on_a_column_and_a_scalar_index(n, count, seed, op):

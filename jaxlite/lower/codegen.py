@@ -94,9 +94,10 @@ def round_to_bf16(builder, x):
 class ExprEmitter:
     """Emits the expressions of one loop body; each DAG node once."""
 
-    def __init__(self, builder, loop_values, buffers, accumulators):
+    def __init__(self, builder, loop_values, buffers, accumulators, shares=None):
         self.b = builder
         self.loop_values, self.buffers, self.accumulators = loop_values, buffers, accumulators
+        self.shares = shares or {}     # loop -> (start, stop) of the running thread's share
         self.memo = {}
 
     def emit(self, root):
@@ -120,6 +121,9 @@ class ExprEmitter:
             return self.loop_values[e.attr]
         if e.op == "load":
             return self._load(e, args[0])
+        if e.op == "owns":
+            start, stop = self.shares[e.attr]
+            return self.b.and_(self.b.icmp_signed(">=", args[0], start), self.b.icmp_signed("<", args[0], stop))
         if e.op == "acc":
             value = self.b.load(self.accumulators[e.attr])
             return round_to_bf16(self.b, value) if _is_bf16(e.dtype) else value
@@ -666,7 +670,8 @@ class KernelEmitter:
                 self._store(stage)
 
     def _emitter(self):
-        return ExprEmitter(self.b, self.loop_values, self.buffers, self.accumulators)
+        shares = {self.parallel: self.bounds} if self.bounds else None
+        return ExprEmitter(self.b, self.loop_values, self.buffers, self.accumulators, shares)
 
     def _runs(self, stage):
         return all(loop.extent > 0 for loop in stage.loops)
@@ -700,7 +705,14 @@ class KernelEmitter:
         if not self._runs(stage):
             return
 
-        self._loops(stage.loops, lambda: self._emit_writes(self._emitter(), stage.writes))
+        self._loops(stage.loops, lambda: self._emit_guarded_writes(self._emitter(), stage))
+
+    def _emit_guarded_writes(self, emitter, stage):
+        if stage.guard is None:
+            self._emit_writes(emitter, stage.writes)
+            return
+        with self.b.if_then(emitter.emit(stage.guard)):
+            self._emit_writes(emitter, stage.writes)
 
     def _emit_writes(self, emitter, writes):
         for buffer, index, value in writes:

@@ -310,7 +310,7 @@ def _lower_group(group, producers, roots):
     _kernel_counter[0] += 1
     outputs = [lowering.buffer(v) for v in group]
     kernel = Kernel(f"fused_{_kernel_counter[0]}", [lowering.loops[a] for a in outer], stages,
-                    list(lowering.inputs.values()), outputs)
+                    list(lowering.inputs.values()), outputs, owned=lowering.owned)
     kernel = _accumulate_in_place(kernel, lowering.eb)
     kernel = _store_reduced_values(kernel, lowering.eb)
     return KernelStep(kernel, list(lowering.inputs), list(group))
@@ -454,6 +454,7 @@ class _GroupLowering:
         self.allowed = {self.loops[a] for a in outer}
         self.stages, self.inputs, self.hoisted = [], {}, []
         self._memo, self._buffers = {}, {}
+        self.owned = None   # the loop threads split when each owns a share of it (scatters)
 
     def buffer(self, var):
         found = self._buffers.get(var)
@@ -958,8 +959,9 @@ for _name in CUMULATIVE:
 
 
 # Scatters: a kernel of two sequential stages, out = operand, then for each update entry
-# in order out[target] = combine(out[target], update). Entries of a dropped window (mode
-# FILL_OR_DROP) write back what is there, so no store ever leaves the buffer.
+# in order out[target] = combine(out[target], update). Targets are clamped into the buffer
+# and the entries of a dropped window (mode FILL_OR_DROP) are not written, so no store
+# ever leaves the buffer.
 SCATTERS = {"scatter": None, "scatter-add": "add", "scatter-mul": "mul", "scatter-min": "min",
             "scatter-max": "max"}
 
@@ -990,10 +992,20 @@ def _scatter_stages(lw, eqn, index):
     offset = eb.linearize(target, out.aval.shape)
     current = eb.node("load", out.aval.dtype, (offset,), out_buffer)
     updated = _scatter_combine(eb, SCATTERS[eqn.primitive.name], current, lw.value(updates, update_index))
-    if inside is not None:
-        updated = eb.node("select_n", out.aval.dtype, (inside, current, updated))
+    if _rows_owned(x.aval, updates.aval):
+        lw.owned = lw.loops[0]
+        owned = eb.owns(lw.owned, target[0])
+        inside = owned if inside is None else eb.node("and", dtypes.bool_, (inside, owned))
     in_order = [loops[p] for p in batch_positions] + [loops[p] for p in windows]   # as the eager impl
-    lw.stages.append(Store(in_order, [(out_buffer, offset, updated)], ordered=True))
+    lw.stages.append(Store(in_order, [(out_buffer, offset, updated)], ordered=True, guard=inside))
+
+
+def _rows_owned(operand, updates):
+    """Whether threads split the scatter's output rows, each thread copying its rows of
+    the operand and then scanning every update for those that land in its rows. Worth it
+    when the copy outweighs the updates (an embedding's gradient: a big zero fill, few
+    rows updated): each thread reads all the updates' indices."""
+    return operand.ndim >= 1 and operand.shape[0] > 1 and operand.size >= updates.size
 
 
 def _scatter_combine(eb, op, current, update):

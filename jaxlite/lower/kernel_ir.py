@@ -89,21 +89,27 @@ class Store:
 
     `ordered`: the points must run in loop order, because they read what earlier points
     wrote (a scan reads the previous output, a scatter the element it updates).
+    `guard`: a bool expression; the writes happen only at points where it holds.
     """
 
-    __slots__ = ("loops", "writes", "ordered")
+    __slots__ = ("loops", "writes", "ordered", "guard")
 
-    def __init__(self, loops, writes, ordered=False):
+    def __init__(self, loops, writes, ordered=False, guard=None):
         self.loops, self.writes = loops, writes   # writes: list of (Buffer, index Expr, value Expr)
-        self.ordered = ordered
+        self.ordered, self.guard = ordered, guard
 
 
 class Kernel:
-    __slots__ = ("name", "outer", "stages", "inputs", "outputs")
+    """`owned`: a loop of the first stage that threads split into shares; every thread
+    runs all the stages, the first one over its share, and the later ones write only
+    where their guard says the share owns the point (an `owns` expression). A scatter
+    so splits its output's rows: exact and in order, as each row has one writer."""
 
-    def __init__(self, name, outer, stages, inputs, outputs):
+    __slots__ = ("name", "outer", "stages", "inputs", "outputs", "owned")
+
+    def __init__(self, name, outer, stages, inputs, outputs, owned=None):
         self.name, self.outer, self.stages = name, outer, stages
-        self.inputs, self.outputs = inputs, outputs
+        self.inputs, self.outputs, self.owned = inputs, outputs, owned
 
     @property
     def params(self):
@@ -113,8 +119,11 @@ class Kernel:
         """A loop whose iterations are independent (split across threads), or None.
 
         The first outer loop qualifies (each outer point has its own stages), and so
-        does the first loop of a lone store stage whose points are independent.
+        does the first loop of a lone store stage whose points are independent, and an
+        owned loop.
         """
+        if self.owned is not None:
+            return self.owned
         if self.outer:
             return self.outer[0]
         lone = self.stages[0] if len(self.stages) == 1 else None
@@ -161,6 +170,10 @@ class ExprBuilder:
 
     def loop_var(self, loop):
         return self.node("loop", INDEX, (), loop)
+
+    def owns(self, loop, position):
+        """Whether `position` along `loop` lies in the running thread's share of it."""
+        return self.node("owns", dtypes.bool_, (position,), loop)
 
     # Index arithmetic with the simplifications that keep indices readable.
     def add(self, a, b):
@@ -307,6 +320,8 @@ def print_kernel(kernel, name=None, typed_constants=False):
     out = [f"kernel {kernel.name if name is None else name}({', '.join(map(repr, kernel.inputs))}) -> "
            f"({', '.join(map(repr, kernel.outputs))})"]
     indent = "  "
+    if kernel.owned is not None:
+        out.append(f"{indent}threads own shares of {kernel.owned!r}")
     if kernel.outer:
         out.append(f"{indent}for {', '.join(map(repr, kernel.outer))}:")
         indent += "  "
@@ -318,7 +333,8 @@ def print_kernel(kernel, name=None, typed_constants=False):
             value = printer.name(stage.value)
             body.append(", ".join([f"{printer.name(stage.result)} = {stage.kind}-reduce {value}"] + writes))
         else:
-            body.extend(writes)
+            guard = f"if {printer.name(stage.guard)}: " if stage.guard is not None else ""
+            body.extend(guard + write for write in writes)
         loops = f"for {', '.join(map(repr, stage.loops))}: " if stage.loops else ""
         out.extend(f"{indent}  {line}" for line in printer.lines)
         printer.lines.clear()
