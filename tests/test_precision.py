@@ -487,6 +487,38 @@ def test_bf16_gemm_with_prepared_weights_epilogue_and_threads():
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("m, n, k", [(96, 130, 300), (9, 17, 1200), (40, 10, 64)])
+def test_bf16_gemm_writing_bf16_matches_rounding_its_float32_output(m, n, k, portable):
+    """The epilogue's rounding (NaN and edge columns included) equals rounding C afterwards."""
+    a, b = bf16_operands(m, n, k, seed=4)
+    a[0, 0] = np.nan
+    bias = np.random.default_rng(5).normal(size=n).astype(np.float32)
+    epilogue = gemm.chain(gemm.BIAS, gemm.RELU)
+    wide = gemm_lowp.compile_gemm_bf16(m, n, k, epilogue=epilogue, portable=portable)
+    narrow = gemm_lowp.compile_gemm_bf16(m, n, k, epilogue=epilogue, portable=portable, bf16_output=True)
+    out = narrow.run(a, narrow.prepare_b(b), bias, threads=2)
+    expected = wide.run(a, wide.prepare_b(b), bias, threads=2).astype(bfloat16)
+    assert out.dtype == bfloat16
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+
+
+@pytest.mark.parametrize("closed_over", [False, True])
+def test_bf16_mlp_layers_write_the_next_layers_bf16_operand(closed_over):
+    """Under jit, bias, relu and the next product's rounding run in each bf16 GEMM's epilogue:
+    no conversion kernel between the products, and eager's result (up to float32 summation order)."""
+    params = [(jnp.asarray(w), jnp.asarray(b + 0.1)) for w, b in mlp.init_params([50, 64, 40, 10], seed=1)]
+    x = normal(33, 50)
+    f = precision.bf16(lambda p, x: mlp.logits(jnp, p, x))
+    g = functools.partial(f, params) if closed_over else f
+    args = (x,) if closed_over else (params, x)
+    jaxpr = lowered_program(g, *args).closed.jaxpr
+    products = [eqn for eqn in jaxpr.eqns if eqn.primitive.name == "dot_epilogue"]
+    assert [eqn.params["epilogue"] for eqn in products] == [("bias", "relu", "round_bf16")] * 2 + [("bias",)]
+    assert [eqn.primitive.name for eqn in jaxpr.eqns] == ["convert_element_type"] + ["dot_epilogue"] * 3
+    np.testing.assert_allclose(jaxlite.jit(g)(*args), g(*args), rtol=1e-5, atol=1e-5)
+
+
 def test_int8_gemm_extremes_do_not_overflow_the_offset():
     a = np.full((8, 64), -128, np.int8)
     b = np.full((64, 16), -128, np.int8)
@@ -631,13 +663,17 @@ def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_o
     assert len(calls) == 3 * prepared_per_call
 
 
-def test_quantize_a_on_several_threads_matches_one():
+def test_passes_on_several_threads_match_one(monkeypatch):
     from jaxlite.lower import gemm_lowp
-    x = normal(300, 400)
-    kernel = gemm_lowp.compile_gemm_int8(300, 8, 400)
-    one, two = kernel.quantize_a(x, threads=1), kernel.quantize_a(x, threads=2)
-    for a, b in zip(one, two):
-        np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(gemm_lowp, "PASS_MIN_ELEMENTS_PER_THREAD", 1)     # split even these small passes
+    x, w = normal(300, 400), normal(400, 90)
+    int8, bf16 = gemm_lowp.compile_gemm_int8(300, 90, 400), gemm_lowp.compile_gemm_bf16(300, 90, 400)
+    for one, two in [(int8.quantize_a(x, threads=1), int8.quantize_a(x, threads=2)),
+                     (int8.quantize_b(w, threads=1), int8.quantize_b(w, threads=2)),
+                     ((bf16.round_b(w, threads=1),), (bf16.round_b(w, threads=2),))]:
+        for a, b in zip(one, two):
+            a, b = (v.words if isinstance(v, gemm_lowp.PreparedB) else v for v in (a, b))
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("portable", [None, True])

@@ -123,6 +123,17 @@ class EpilogueContext:
             offset = builder.add(builder.mul(self.row, self.row_stride), self.col)
         return emitter.load_vector(builder, pointer, offset, self._mask)
 
+    def store_to_tile(self, arg_index, vector):
+        """Store the integer `vector` (one element per accumulator lane) into the
+        "tile" argument `arg_index` at this accumulator's place; masked-off lanes are left alone."""
+        builder, (_, pointer) = self.builder, self.args[arg_index]
+        offset = builder.add(builder.mul(self.row, self.row_stride), self.col)
+        address = builder.gep(pointer, [offset], source_etype=vector.type.element)
+        element_bytes = vector.type.element.width // 8
+        store = self._emitter.intrinsic(f"llvm.masked.store.v{vector.type.count}i{8 * element_bytes}.p0",
+                                        ir.VoidType(), [vector.type, PTR, ir.IntType(32), self._mask.type])
+        builder.call(store, [vector, address, ir.Constant(ir.IntType(32), element_bytes), self._mask])
+
     def with_args(self, args):
         return EpilogueContext(self._emitter, self.builder, self.row, self.col, self.row_stride,
                                self._mask, args)

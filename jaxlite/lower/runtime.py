@@ -34,7 +34,7 @@ from llvmlite import ir
 
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
+from jaxlite.lower import (autotune, codegen, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
                            native_flow, native_routines, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
@@ -591,7 +591,8 @@ def _low_precision_gemm(eqn):
     lhs, rhs = eqn.inputs[:2]
     if lhs.aval.dtype != rhs.aval.dtype and not rounds_weights(eqn):
         return None
-    return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, eqn.outputs[0].aval.dtype.name))
+    accumulator = eqn.params.get("preferred_element_type") or eqn.outputs[0].aval.dtype
+    return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, np.dtype(accumulator).name))
 
 
 def rounds_weights(eqn):
@@ -614,12 +615,11 @@ def is_bf16_gemm(eqn):
 
 
 def epilogue_fusable(eqn):
-    """A dot_general whose GEMM can apply bias/residual/scale/relu (the float GEMMs). The bf16
-    GEMM can too, but gains nothing measurable: in precision.bf16 code the next product's
-    conversion to bf16 is a kernel anyway, which takes in bias and relu at no extra pass
-    (MLP batch 512 here: 10.8 ms unfused, 10.9 ms fused, CPU time). int8 products fuse their
-    dequantization, bias and relu in quantized.int8_matmul."""
-    return _gemm_applies(eqn) and _low_precision_gemm(eqn) is None
+    """A dot_general whose GEMM can apply bias/residual/scale/relu: the float GEMMs and the
+    bf16 one, which also rounds its result to bf16 when the next product reads it so
+    (epilogues.ROUND_BF16). int8 products fuse their dequantization, bias and relu in
+    quantized.int8_matmul."""
+    return _gemm_applies(eqn) and (_low_precision_gemm(eqn) is None or eqn.inputs[0].aval.dtype == bfloat16)
 
 
 def _gemm_applies(eqn):
@@ -674,6 +674,8 @@ class _GemmCall:
         self.b_shape = lead + ((n, k) if trans_b else (k, n))
         self.c_shape = lead + (m, n)
         names = eqn.params.get("epilogue", ())
+        bf16_output = names[-1:] == (epilogues.ROUND_BF16,)
+        names = names[:-1] if bf16_output else names
         epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
         low_precision = _low_precision_gemm(eqn)
         if low_precision is not None:
@@ -681,7 +683,7 @@ class _GemmCall:
             self.a_perm = None if self.a_perm is None and not trans_a else list(lb) + lhs_free + list(lc)
             self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
             self.a_shape, self.b_shape = (m, k), (k, n)
-            self.kernel = low_precision(m, n, k, epilogue=epilogue)
+            self.kernel = low_precision(m, n, k, epilogue=epilogue, **({"bf16_output": True} if bf16_output else {}))
             if rounds_weights(eqn):
                 self._prepared_b = lambda w: self.kernel.round_b(self._arranged_b(w), threads=GEMM_THREADS)
             else:
