@@ -332,6 +332,9 @@ class GemmFamily:
     epilogue: Epilogue | None
     vector_bits: int
     product: InnerProduct
+    # B arrives already in micro-panels (see prepacked_b_shape): the kernel reads it in place
+    # instead of packing it, which every thread of a call would do for a row split.
+    packed_b: bool = False
 
     @property
     def itemsize(self):
@@ -692,7 +695,8 @@ class GemmEmitter:
         packs_a = builder.icmp_signed(">", builder.sub(sizes.col_end, sizes.col_start), as_i64(1))
         packed_a = workspace
         packed_a_tiles = smin(builder, sizes.row_tiles, as_i64(blk.mb_tiles))
-        packed_b = self.gep(builder, workspace, builder.mul(packed_a_tiles, as_i64(blk.kc * blk.mr)))
+        packed_b = b if self.spec.packed_b else \
+            self.gep(builder, workspace, builder.mul(packed_a_tiles, as_i64(blk.kc * blk.mr)))
 
         def row_block(block_start):
             block_end = smin(builder, builder.add(block_start, as_i64(blk.mb_tiles)), end)
@@ -706,7 +710,8 @@ class GemmEmitter:
 
                 def col_block(col_start):
                     col_end = smin(builder, builder.add(col_start, as_i64(blk.nc_tiles)), sizes.col_end)
-                    self._pack_b_block(builder, sizes, b, packed_b, col_start, col_end, k0, kc)
+                    if not self.spec.packed_b:
+                        self._pack_b_block(builder, sizes, b, packed_b, col_start, col_end, k0, kc)
                     slice_ = (packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last)
                     emit_loop(builder, block_start, block_end, lambda rt: emit_loop(
                         builder, col_start, col_end,
@@ -749,12 +754,19 @@ class GemmEmitter:
         return self.gep(builder, packed, builder.mul(builder.sub(tile, block_start),
                                                      as_i64(self.blk.kc * width)))
 
+    def _prepacked_panel(self, builder, sizes, b, ct, k0):
+        """Address of the k0-th row of column tile ct's micro-panel in a prepacked B."""
+        rows_before = builder.add(builder.mul(ct, sizes.k), k0)
+        return self.gep(builder, b, builder.mul(rows_before, as_i64(self.blk.nr)))
+
     def _packed_tile(self, builder, sizes, slice_, c, rt, ct, extra):
         packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last = slice_
         row0, col0 = builder.mul(rt, as_i64(self.blk.mr)), builder.mul(ct, as_i64(self.blk.nr))
         row_stride, k_stride = self._a_strides(sizes)
         c_tile = self.gep(builder, c, builder.add(builder.mul(row0, sizes.n), col0))
-        common = [self._panel(builder, packed_b, ct, col_start, self.blk.nr), c_tile, kc, first, last, row0, col0,
+        b_panel = self._prepacked_panel(builder, sizes, packed_b, ct, k0) if self.spec.packed_b else \
+            self._panel(builder, packed_b, ct, col_start, self.blk.nr)
+        common = [b_panel, c_tile, kc, first, last, row0, col0,
                   self._edge(builder, sizes.m, rt, self.blk.mr), self._edge(builder, sizes.n, ct, self.blk.nr),
                   sizes.n]
         vectors = self._tiles(builder, common[8], self.blk.lanes)
@@ -980,7 +992,10 @@ class GemmKernel:
         a_shape = (spec.k, spec.m) if spec.trans_a else (spec.m, spec.k)
         b_shape = (spec.n, spec.k) if spec.trans_b else (spec.k, spec.n)
         _check_batched("a", a, spec.dtype, a_shape, spec.batch, spec.a_batch_stride)
-        _check_batched("b", b, spec.dtype, b_shape, spec.batch, spec.b_batch_stride)
+        if spec.family.packed_b:
+            _check_array("b", b, spec.dtype, prepacked_b_shape(self.blocking, spec.k, spec.n))
+        else:
+            _check_batched("b", b, spec.dtype, b_shape, spec.batch, spec.b_batch_stride)
         if len(extra) != len(spec.epilogue_kinds):
             raise TypeError(f"epilogue {spec.epilogue.name if spec.epilogue else None!r} takes "
                             f"{len(spec.epilogue_kinds)} extra arrays, got {len(extra)}")
@@ -1012,8 +1027,13 @@ def _check_batched(name, array, dtype, matrix_shape, batch, stride):
             raise ValueError(f"{name} holds {array.size} elements, batch strides need {needed}")
 
 
+def prepacked_b_shape(blocking, k, n):
+    """A prepacked B: per column tile, its k x nr micro-panel (columns past n are zero)."""
+    return (-(-n // blocking.nr), k, blocking.nr)
+
+
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,
-                 batch_strides=None, epilogue=None, vector_bits=None, product=None):
+                 batch_strides=None, epilogue=None, vector_bits=None, product=None, packed_b=False):
     """A GemmKernel for C[i] = epilogue(op(A[i]) @ op(B[i])), i < batch; cached per process.
 
     op(A) is A (stored m x k) or, with trans_a, A stored k x m; likewise B (k x n, or n x k
@@ -1021,6 +1041,7 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     element strides between batch entries of A and B (default: contiguous; 0 shares B).
     vector_bits forces 256 (AVX2 tiles) or 512; default: the host's width. `product` (an
     InnerProduct) replaces the FMA step; its dtype is then the element type (see gemm_lowp).
+    packed_b=True takes B prepacked (prepacked_b_shape; no batch, no transpose).
     The machine code is compiled once per family (everything but the sizes, batch and
     batch strides) and shared by every shape of it.
     """
@@ -1030,8 +1051,10 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     if min(m, n, k, batch) < 1:
         raise ValueError(f"gemm dimensions must be positive, got m={m} n={n} k={k} batch={batch}")
     a_stride, b_stride = batch_strides or (m * k, k * n)
+    if packed_b and (batch > 1 or trans_b):
+        raise ValueError("a prepacked B is one untransposed matrix")
     family = GemmFamily(dtype, bool(trans_a), bool(trans_b), epilogue,
-                        vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype])
+                        vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype], bool(packed_b))
     return _bind(GemmSpec(m, n, k, batch, a_stride, b_stride, family))
 
 

@@ -9,7 +9,9 @@ instruction reduces a group into each accumulator lane:
     vpdpbusd   acc[j] += sum over 4 bytes of  u8(a) * s8(b)          (int32 lanes)
 
 A row of A already has its groups side by side; B is repacked once ("prepared", as
-weights are in inference) so that word [p, j] holds B[g*p : g*p + g, j]. vpdpbusd takes
+weights are in inference) so that word [p, j] holds B[g*p : g*p + g, j], and laid out in
+the GEMM's micro-panels (gemm.prepacked_b_shape), which the kernel then reads in place:
+with C split by rows, every thread would otherwise pack all of B on every call. vpdpbusd takes
 one unsigned operand, so the activations are offset by 128 into u8 and the epilogue takes
 back 128 * (column sums of B), which makes the result exactly the s8 x s8 product.
 
@@ -136,7 +138,8 @@ def has_native(kind):
 
 @dataclass(frozen=True)
 class PreparedB:
-    """B repacked into words of `group` K values: (ceil(k / group), n), plus int8's correction."""
+    """B repacked into words of `group` K values, (ceil(k / group), n), laid out in the GEMM's
+    micro-panels (gemm.prepacked_b_shape); plus int8's correction."""
     words: np.ndarray
     column_correction: np.ndarray | None
 
@@ -157,7 +160,8 @@ class LowPrecisionGemm:
             epilogue = gemm.chain(*([epilogue] if epilogue else []), ROUND_TO_BF16)
             self._scratch = threading.local()
         self.kernel = gemm.compile_gemm(m, n, self.k_words, epilogue=epilogue, product=product,
-                                        vector_bits=512 if product in (BF16, INT8) else None)
+                                        vector_bits=512 if product in (BF16, INT8) else None, packed_b=True)
+        self.panel_width = self.kernel.blocking.nr
 
     def asm(self):
         return self.kernel.asm()
@@ -183,7 +187,17 @@ class LowPrecisionGemm:
         correction = None
         if self.offsets_activations:
             correction = _ACTIVATION_OFFSET * padded.sum(axis=0, dtype=np.int32)
-        return PreparedB(words.view(self.product.dtype), correction)
+        panels = self._new_panels()
+        tiles, _, width = panels.shape
+        panels[:, :, :] = np.pad(words.view(self.product.dtype), [(0, 0), (0, tiles * width - self.n)]).reshape(
+            self.k_words, tiles, width).transpose(1, 0, 2)
+        return PreparedB(panels, correction)
+
+    def _new_panels(self):
+        """An uninitialized prepacked B but for the zero columns past n in the last panel."""
+        panels = np.empty(gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, self.n), self.product.dtype)
+        panels[-1, :, self.n - (panels.shape[0] - 1) * self.panel_width:] = 0
+        return panels
 
     def prepare_a(self, a):
         padded = np.ascontiguousarray(self._padded(a, (self.m, self.k), k_axis=1))
@@ -214,11 +228,11 @@ class LowPrecisionGemm:
         if w.shape != (self.k, self.n) or self.narrow_dtype != np.int8:
             raise ValueError(f"quantize_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for an int8 GEMM, got {w.shape}")
-        words = np.empty((self.k_words, self.n), np.int32)
+        words = self._new_panels()
         scales, correction = np.empty(self.n, np.float32), np.empty(self.n, np.int32)
-        quantizer = _compile_weight_quantizer(self.k, self.n)
+        quantizer = _compile_weight_quantizer(self.k, self.n, self.panel_width)
         pointers = (w.ctypes.data, words.ctypes.data, scales.ctypes.data, correction.ctypes.data)
-        _split_rows(quantizer, pointers, self.n, threads, self.k * self.n)
+        _split_rows(quantizer, pointers, words.shape[0], threads, self.k * self.n)
         return PreparedB(words, correction if self.offsets_activations else None), scales
 
     def round_b(self, w, threads=1):
@@ -229,9 +243,9 @@ class LowPrecisionGemm:
         if w.shape != (self.k, self.n) or self.narrow_dtype != bfloat16:
             raise ValueError(f"round_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for a bf16 GEMM, got {w.shape}")
-        words = np.empty((self.k_words, self.n), self.product.dtype)
+        words = self._new_panels()
         sizes_and_pointers = (w.ctypes.data, words.ctypes.data, self.k, self.n)
-        _split_rows(_compile_bf16_packer(), sizes_and_pointers, self.k_words, threads, self.k * self.n)
+        _split_rows(_compile_bf16_packer(self.panel_width), sizes_and_pointers, self.k_words, threads, self.k * self.n)
         return PreparedB(words, None)
 
     def run(self, a, b, *extra, out=None, threads=1):
@@ -262,7 +276,8 @@ class LowPrecisionGemm:
         out = np.empty((self.m, self.n), bfloat16) if out is None else out
         gemm._check_array("out", out, bfloat16, (self.m, self.n))
         gemm._check_array("a", a_words, self.product.dtype, (self.m, self.k_words))
-        gemm._check_array("b", b.words, self.product.dtype, (self.k_words, self.n))
+        gemm._check_array("b", b.words, self.product.dtype,
+                          gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, self.n))
         scratch = getattr(self._scratch, "c", None)
         if scratch is None:
             scratch = self._scratch.c = np.empty((self.m, self.n), np.float32)
@@ -280,6 +295,10 @@ def _quantizer_module(name, pointers, sizes=0):
     f32 = ir.FloatType()
     arguments = [gemm.PTR] * pointers + [gemm.I64] * (sizes + 2)
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), name)
+    for pointer in function.args[:pointers]:
+        # Inputs and outputs never overlap: without this, LLVM checks at every entry to a
+        # vectorized loop, which costs as much as a panel row's 48 words.
+        pointer.add_attribute("noalias")
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     call = lambda intrinsic, *args: builder.call(
         gemm.declare(module, f"llvm.{intrinsic}.f32", f32, [f32] * len(args)), list(args), fastmath=("nnan", "nsz"))
@@ -354,14 +373,17 @@ def _compile_quantizer(offset):
 
 
 @functools.lru_cache(maxsize=None)
-def _compile_weight_quantizer(k, n):
-    """void(float* w, i32* words, float* scales, i32* correction, i64 col_start, i64 col_end):
-    per column of w (k x n), the scale as precision.quantize(w, (0,)) computes it, the
-    quantized column packed four K values to a word (as prepare_b packs them, zero-padded)
-    and 128 * its sum (prepare_b's correction). Loops run down the rows with the columns
+def _compile_weight_quantizer(k, n, panel_width):
+    """void(float* w, i32* words, float* scales, i32* correction, i64 tile_start, i64 tile_end):
+    per column of w (k x n) in the column tiles [tile_start, tile_end) (panel_width columns
+    each), the scale as precision.quantize(w, (0,)) computes it, the quantized column packed
+    four K values to a word into its micro-panel (as prepare_b packs them, zero-padded) and
+    128 * its sum (prepare_b's correction). Loops run down the rows with the columns
     innermost, so LLVM vectorizes across columns."""
     module, function, builder, call = _quantizer_module("quantize_weights", 4)
-    w, words, scales, correction, start, stop = function.args
+    w, words, scales, correction, tile_start, tile_end = function.args
+    start = builder.mul(tile_start, gemm.as_i64(panel_width))
+    stop = gemm.smin(builder, builder.mul(tile_end, gemm.as_i64(panel_width)), gemm.as_i64(n))
     f32 = ir.FloatType()
     index = lambda i, j: builder.add(builder.mul(gemm.as_i64(i), gemm.as_i64(n)), j)
     element = lambda i, j: builder.load(builder.gep(w, [index(i, j)], source_etype=f32), typ=f32)
@@ -384,7 +406,12 @@ def _compile_weight_quantizer(k, n):
         builder.store(_scale_of(builder, call, builder.load(scale_at(j), typ=f32)), scale_at(j))
     gemm.emit_loop(builder, start, stop, finish_scale, name="js")
 
-    def pack_word(p, rows):
+    def pack_word(tile, p, rows):
+        first = builder.mul(tile, gemm.as_i64(panel_width))
+        # The word of column j goes to panel_row + j: row p of the tile's panel.
+        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, gemm.as_i64(-(-k // 4))), p),
+                                            gemm.as_i64(panel_width)), first)
+
         def column(j):
             scale = builder.load(scale_at(j), typ=f32)
             word, total = ir.Constant(I32, 0), ir.Constant(I32, 0)
@@ -394,42 +421,73 @@ def _compile_weight_quantizer(k, n):
                 byte = builder.and_(q, ir.Constant(I32, 0xFF))
                 word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * g)))
                 total = builder.add(total, q)
-            builder.store(word, builder.gep(words, [index(p, j)], source_etype=I32))
+            builder.store(word, builder.gep(words, [builder.add(panel_row, j)], source_etype=I32))
             offset_sum = builder.mul(total, ir.Constant(I32, _ACTIVATION_OFFSET))
             builder.store(builder.add(builder.load(correction_at(j), typ=I32), offset_sum), correction_at(j))
-        gemm.emit_loop(builder, start, stop, column, name="jw")
-    gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(p, 4), name="p")
-    if k % 4:
-        pack_word(gemm.as_i64(k // 4), k % 4)
+        _emit_panel_columns(builder, first, panel_width, gemm.as_i64(n), column)
+
+    def pack_tile(tile):
+        gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(tile, p, 4), name="p")
+        if k % 4:
+            pack_word(tile, gemm.as_i64(k // 4), k % 4)
+    gemm.emit_loop(builder, tile_start, tile_end, pack_tile, name="t")
     builder.ret_void()
     return _compiled_quantizer(module, "quantize_weights", 4)
 
 
+_PACK_BLOCK_ROWS = 4
+
+
+def _emit_panel_columns(builder, first, width, n, column):
+    """column(j) for the columns j < n of the panel `width` wide (a constant) from `first`.
+    A whole panel loops a constant count, which LLVM vectorizes with no remainder loop or
+    trip-count checks: those cost as much as the 48 words of a panel row."""
+    with builder.if_else(builder.icmp_signed("<=", builder.add(first, gemm.as_i64(width)), n)) as (whole, part):
+        with whole:
+            gemm.emit_loop(builder, first, builder.add(first, gemm.as_i64(width)), column, name="j")
+        with part:
+            gemm.emit_loop(builder, first, n, column, name="j_edge")
+
+
 @functools.lru_cache(maxsize=None)
-def _compile_bf16_packer():
+def _compile_bf16_packer(panel_width):
     """void(float* w, i32* words, i64 k, i64 n, i64 word_row_start, i64 word_row_end):
-    words[p, j] = bf16(w[2p, j]) | bf16(w[2p + 1, j]) << 16 (prepare_b's layout; the
-    high half is zero past the last row of an odd k). Sizes are arguments: one packer
-    serves every shape. The inner loop runs along a row, so LLVM vectorizes it."""
+    word [p, j] = bf16(w[2p, j]) | bf16(w[2p + 1, j]) << 16 (the high half is zero past the
+    last row of an odd k), stored into the micro-panels as prepare_b lays them out. Sizes
+    are arguments: one packer serves every shape. The inner loop runs along a row of a
+    panel, so LLVM vectorizes it."""
     module, function, builder, _ = _quantizer_module("pack_bf16", 2, sizes=2)
     w, words, k, n, start, stop = function.args
     f32 = ir.FloatType()
+    width = gemm.as_i64(panel_width)
     last_row = builder.sub(k, gemm.as_i64(1))
+    k_words = builder.udiv(builder.add(k, gemm.as_i64(1)), gemm.as_i64(2))
+    tiles = builder.udiv(builder.add(n, gemm.as_i64(panel_width - 1)), width)
 
-    def word_row(p):
+    def word_row(tile, p):
+        first = builder.mul(tile, width)
         low_row = builder.mul(p, gemm.as_i64(2))
         high_row = builder.add(low_row, gemm.as_i64(1))
         has_high = builder.icmp_signed("<", high_row, k)
         high_row = builder.select(has_high, high_row, last_row)    # stay inside w
         bits = lambda row, j: builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, builder.load(
             builder.gep(w, [builder.add(builder.mul(row, n), j)], source_etype=f32), typ=f32)), I32)
+        # The word of column j goes to panel_row + j: row p of the tile's panel.
+        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, k_words), p), width), first)
 
         def column(j):
             high = builder.select(has_high, bits(high_row, j), ir.Constant(I32, 0))
             word = builder.or_(bits(low_row, j), builder.shl(high, ir.Constant(I32, 16)))
-            builder.store(word, builder.gep(words, [builder.add(builder.mul(p, n), j)], source_etype=I32))
-        gemm.emit_loop(builder, 0, n, column, name="j")
-    gemm.emit_loop(builder, start, stop, word_row, name="p")
+            builder.store(word, builder.gep(words, [builder.add(panel_row, j)], source_etype=I32))
+        _emit_panel_columns(builder, first, panel_width, n, column)
+
+    def row_block(block_start):
+        # A block of word rows (16 rows of w, read from L1/L2) goes out panel by panel:
+        # reads and writes both run through memory in order.
+        block_end = gemm.smin(builder, builder.add(block_start, gemm.as_i64(_PACK_BLOCK_ROWS)), stop)
+        gemm.emit_loop(builder, 0, tiles, lambda tile: gemm.emit_loop(
+            builder, block_start, block_end, lambda p: word_row(tile, p), name="p"), name="t")
+    gemm.emit_loop(builder, start, stop, row_block, _PACK_BLOCK_ROWS, name="pb")
     builder.ret_void()
     return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
 
