@@ -36,7 +36,8 @@ _ACTIVATION_OFFSET = 128
 _INT8_MAX = 127
 # The quantizing/rounding passes are memory-bound: a second thread shares the bandwidth
 # and costs a hand-off, so one thread ran faster on up to 1M elements here (512 x 1024
-# activations: 0.09 ms alone, 0.115 ms on two threads; 1024 x 1024 weights 0.19 / 0.24 ms).
+# activations: 0.09 ms alone, 0.115 ms on two threads; 1024 x 1024 weights 0.19 / 0.24 ms;
+# running an int8 product's activation and weight passes at once, one per thread, gained nothing).
 PASS_MIN_ELEMENTS_PER_THREAD = 1 << 21
 
 
@@ -187,11 +188,10 @@ class LowPrecisionGemm:
         correction = None
         if self.offsets_activations:
             correction = _ACTIVATION_OFFSET * padded.sum(axis=0, dtype=np.int32)
-        panels = self._new_panels()
-        tiles, _, width = panels.shape
-        panels[:, :, :] = np.pad(words.view(self.product.dtype), [(0, 0), (0, tiles * width - self.n)]).reshape(
-            self.k_words, tiles, width).transpose(1, 0, 2)
-        return PreparedB(panels, correction)
+        tiles, _, width = gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, self.n)
+        columns = np.pad(words.view(self.product.dtype), [(0, 0), (0, tiles * width - self.n)])
+        return PreparedB(np.ascontiguousarray(columns.reshape(self.k_words, tiles, width).transpose(1, 0, 2)),
+                         correction)
 
     def _new_panels(self):
         """An uninitialized prepacked B but for the zero columns past n in the last panel."""
