@@ -38,7 +38,7 @@ from typing import Callable
 import llvmlite.ir as ir
 import numpy as np
 
-from jaxlite.lower import llvm_target
+from jaxlite.lower import llvm_target, native_call
 
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
@@ -952,7 +952,7 @@ class GemmKernel:
         plan for up to `threads` threads."""
         pointers = self._operand_pointers(a, b, extra)
         out = self._output(out)
-        pointers.insert(2, out.ctypes.data)
+        pointers.insert(2, native_call.array_data(out))
         self.run_pointers(pointers, plan or self.model_plan(threads))
         return out
 
@@ -1003,7 +1003,7 @@ class GemmKernel:
         for index, (kind, array) in enumerate(zip(spec.epilogue_kinds, extra)):
             shape = {"columns": (spec.n,), "rows": (spec.m,), "tile": out_shape, "scalar": ()}[kind]
             _check_array(f"extra[{index}] ({kind})", array, spec.dtype, shape)
-        return [array.ctypes.data for array in (a, b, *extra)]
+        return [native_call.array_data(array) for array in (a, b, *extra)]
 
 
 def _check_array(name, array, dtype, shape):

@@ -30,6 +30,7 @@ import numpy as np
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.lower import gemm, llvm_math, llvm_target
 from jaxlite.lower.gemm import Epilogue, InnerProduct
+from jaxlite.lower.native_call import array_data
 
 I32 = ir.IntType(32)
 _ACTIVATION_OFFSET = 128
@@ -163,6 +164,7 @@ class LowPrecisionGemm:
         self.kernel = gemm.compile_gemm(m, n, self.k_words, epilogue=epilogue, product=product,
                                         vector_bits=512 if product in (BF16, INT8) else None, packed_b=True)
         self.panel_width = self.kernel.blocking.nr
+        self.panels_shape = gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, n)
 
     def asm(self):
         return self.kernel.asm()
@@ -188,14 +190,14 @@ class LowPrecisionGemm:
         correction = None
         if self.offsets_activations:
             correction = _ACTIVATION_OFFSET * padded.sum(axis=0, dtype=np.int32)
-        tiles, _, width = gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, self.n)
+        tiles, _, width = self.panels_shape
         columns = np.pad(words.view(self.product.dtype), [(0, 0), (0, tiles * width - self.n)])
         return PreparedB(np.ascontiguousarray(columns.reshape(self.k_words, tiles, width).transpose(1, 0, 2)),
                          correction)
 
     def _new_panels(self):
         """An uninitialized prepacked B but for the zero columns past n in the last panel."""
-        panels = np.empty(gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, self.n), self.product.dtype)
+        panels = np.empty(self.panels_shape, self.product.dtype)
         panels[-1, :, self.n - (panels.shape[0] - 1) * self.panel_width:] = 0
         return panels
 
@@ -216,7 +218,7 @@ class LowPrecisionGemm:
         words = np.empty((self.m, self.k_words), self.product.dtype)
         scales = np.empty(self.m, np.float32)
         quantizer = _compile_quantizer(self.offsets_activations)
-        sizes_and_pointers = (x.ctypes.data, words.ctypes.data, scales.ctypes.data, self.k, 4 * self.k_words)
+        sizes_and_pointers = (array_data(x), array_data(words), array_data(scales), self.k, 4 * self.k_words)
         _split_rows(quantizer, sizes_and_pointers, self.m, threads, self.m * self.k)
         return words, scales
 
@@ -231,7 +233,7 @@ class LowPrecisionGemm:
         words = self._new_panels()
         scales, correction = np.empty(self.n, np.float32), np.empty(self.n, np.int32)
         quantizer = _compile_weight_quantizer(self.k, self.n, self.panel_width)
-        pointers = (w.ctypes.data, words.ctypes.data, scales.ctypes.data, correction.ctypes.data)
+        pointers = (array_data(w), array_data(words), array_data(scales), array_data(correction))
         _split_rows(quantizer, pointers, words.shape[0], threads, self.k * self.n)
         return PreparedB(words, correction if self.offsets_activations else None), scales
 
@@ -244,7 +246,7 @@ class LowPrecisionGemm:
             raise ValueError(f"round_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for a bf16 GEMM, got {w.shape}")
         words = self._new_panels()
-        sizes_and_pointers = (w.ctypes.data, words.ctypes.data, self.k, self.n)
+        sizes_and_pointers = (array_data(w), array_data(words), self.k, self.n)
         _split_rows(_compile_bf16_packer(self.panel_width), sizes_and_pointers, self.k_words, threads, self.k * self.n)
         return PreparedB(words, None)
 
@@ -276,13 +278,12 @@ class LowPrecisionGemm:
         out = np.empty((self.m, self.n), bfloat16) if out is None else out
         gemm._check_array("out", out, bfloat16, (self.m, self.n))
         gemm._check_array("a", a_words, self.product.dtype, (self.m, self.k_words))
-        gemm._check_array("b", b.words, self.product.dtype,
-                          gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, self.n))
+        gemm._check_array("b", b.words, self.product.dtype, self.panels_shape)
         scratch = getattr(self._scratch, "c", None)
         if scratch is None:
             scratch = self._scratch.c = np.empty((self.m, self.n), np.float32)
         extra = [np.ascontiguousarray(e, np.float32) for e in extra]
-        pointers = [x.ctypes.data for x in (a_words, b.words, scratch, *extra, out)]
+        pointers = [array_data(x) for x in (a_words, b.words, scratch, *extra, out)]
         self.kernel.run_pointers(pointers, self.kernel.model_plan(threads))
         return out
 
@@ -332,6 +333,9 @@ def _split_rows(quantizer, pointers, count, threads, elements):
     """quantizer(*pointers, start, stop) over range(count) (`pointers` may end with sizes), split over up to `threads`
     threads: the slices are independent; each thread gets PASS_MIN_ELEMENTS_PER_THREAD at least."""
     threads = max(1, min(threads, elements // PASS_MIN_ELEMENTS_PER_THREAD))
+    if threads == 1:
+        quantizer(*pointers, 0, count)
+        return
     ranges = gemm.split_range(count, threads)
     pending = [gemm._thread_pool().submit(quantizer, *pointers, lo, hi) for lo, hi in ranges[1:]]
     quantizer(*pointers, *ranges[0])

@@ -38,6 +38,8 @@ from jaxlite.lower import (autotune, codegen, epilogues, gemm, gemm_lowp, linalg
                            native_flow, native_routines, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
+from jaxlite.lower.native_call import array_data as _data_pointer
+from jaxlite.lower.native_call import object_data as _object_data
 from jaxlite.lower.fusion import UNROLLED_CONTRACTION, EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -63,11 +65,6 @@ FALLBACKS = {
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
        for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
 }
-
-
-def _object_data(address):
-    """The data pointer of the ndarray object at `address`."""
-    return ctypes.c_void_p.from_address(address + _DATA_OFFSET).value
 
 
 def _check_data_offset():
@@ -465,11 +462,6 @@ class _NativeKernel:
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)
-
-
-def _data_pointer(array):
-    """An ndarray's data pointer, read from the object (~4x cheaper than .ctypes.data)."""
-    return _object_data(id(array))
 
 
 def _contiguous(x):
