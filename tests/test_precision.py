@@ -503,6 +503,28 @@ def test_bf16_gemm_writing_bf16_matches_rounding_its_float32_output(m, n, k, por
     np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
 
 
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("m, n, k", [(96, 130, 300), (9, 17, 1200), (40, 10, 64)])
+def test_bf16_gemm_rounding_float32_weights_as_it_packs_them_matches_round_b(m, n, k, portable):
+    """float32_b: B's rounding (NaN, subnormals, edge columns included) in the GEMM's packing
+    gives round_b's words, so the same products to the bit."""
+    a, _ = bf16_operands(m, n, k, seed=6)
+    w = np.random.default_rng(7).normal(size=(k, n)).astype(np.float32)
+    w[0, :3] = np.nan, 1e-40, -np.inf
+    bias = np.random.default_rng(8).normal(size=n).astype(np.float32)
+    for bf16_output in (False, True):
+        options = {"epilogue": gemm.BIAS, "portable": portable, "bf16_output": bf16_output}
+        passed = gemm_lowp.compile_gemm_bf16(m, n, k, **options)
+        packing = gemm_lowp.compile_gemm_bf16(m, n, k, float32_b=True, **options)
+        expected = passed.run(a, passed.round_b(w), bias, threads=2)
+        np.testing.assert_array_equal(packing.run(a, w, bias, threads=2).view(np.uint8), expected.view(np.uint8))
+
+
+def test_float32_b_needs_an_even_k():
+    with pytest.raises(ValueError, match="even k"):
+        gemm_lowp.compile_gemm_bf16(8, 8, 7, float32_b=True)
+
+
 @pytest.mark.parametrize("closed_over", [False, True])
 def test_bf16_mlp_layers_write_the_next_layers_bf16_operand(closed_over):
     """Under jit, bias, relu and the next product's rounding run in each bf16 GEMM's epilogue:
@@ -638,25 +660,27 @@ def test_products_outside_the_pattern_stay_int8_dots():
     np.testing.assert_allclose(jaxlite.jit(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("lowering, weights_closed_over, prepared_per_call",
-                         [(precision.bf16, True, 0), (precision.int8, True, 0),
-                          (precision.bf16, False, 1), (precision.int8, False, 1)])
-def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_over, prepared_per_call,
+@pytest.mark.parametrize("lowering, weights_closed_over, k, prepared_per_call",
+                         [(precision.bf16, True, 96, 0), (precision.int8, True, 96, 0),
+                          (precision.bf16, False, 96, 0), (precision.bf16, False, 95, 1),
+                          (precision.int8, False, 96, 1)])
+def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_over, k, prepared_per_call,
                                                       monkeypatch):
     from jaxlite.lower import gemm_lowp
     calls = []
-    # Weights passed as arguments are rounded (bf16) or quantized (int8) and packed in one
-    # pass by round_b / quantize_b on every call.
+    # Weights passed as arguments are quantized (int8) and packed in one pass by quantize_b
+    # on every call; bf16 ones are rounded by the GEMM as it packs them (by round_b for an odd k).
     for name in ("prepare_b", "quantize_b", "round_b"):
         original = getattr(gemm_lowp.LowPrecisionGemm, name)
         monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, name, functools.partialmethod(
             lambda self, b, original, **options: calls.append(b.shape) or original(self, b, **options),
             original=original))
-    x, w = normal(64, 96), normal(96, 40)
+    x, w = normal(64, k), normal(k, 40)
     f = lowering((lambda x: x @ w) if weights_closed_over else (lambda x, w: x @ w))
     args = (x,) if weights_closed_over else (x, w)
     compiled = jaxlite.jit(f)
     first = compiled(*args)
+    np.testing.assert_allclose(first, f(*args), rtol=1e-5, atol=1e-5)
     calls.clear()
     for _ in range(3):
         np.testing.assert_array_equal(compiled(*args), first)

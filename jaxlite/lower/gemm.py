@@ -223,6 +223,18 @@ def _fma(emitter, builder, a, b, acc):
 FMA = {dtype: InnerProduct(dtype, dtype, 1, _fma) for dtype in ("float32", "float64")}
 
 
+@dataclass(frozen=True, eq=False)
+class BSource:
+    """A B stored in another form, converted while it is packed: each packed element comes
+    from `group` consecutive rows of the stored B (k = group x the kernel's k rows, same
+    element size). `convert(emitter, builder, rows)` gets the `group` row vectors and returns
+    the packed vector. So a conversion of B costs no pass of its own: it reads B where the
+    packing reads it, block by block, between the microkernel calls."""
+    name: str
+    group: int
+    convert: Callable
+
+
 # ----------------------------------------------------------------------------- IR helpers
 
 def declare(module, name, return_type, arg_types):
@@ -335,6 +347,7 @@ class GemmFamily:
     # B arrives already in micro-panels (see prepacked_b_shape): the kernel reads it in place
     # instead of packing it, which every thread of a call would do for a row split.
     packed_b: bool = False
+    b_source: BSource | None = None
 
     @property
     def itemsize(self):
@@ -577,10 +590,15 @@ class GemmEmitter:
         if not self.spec.trans_b:
             masks = [self.lane_mask(builder, builder.sub(cols, as_i64(v * lanes))) for v in range(nv)]
 
+            source = self.spec.b_source
+            group = source.group if source else 1
+            row_stride = builder.udiv(stride, as_i64(group))     # of the stored B
+
             def copy_row(k):
-                row = builder.mul(k, stride)
+                rows = [builder.add(builder.mul(k, stride), builder.mul(as_i64(g), row_stride)) for g in range(group)]
                 for v, mask in enumerate(masks):
-                    store_row(k, v, self.load_vector(builder, src, builder.add(row, as_i64(v * lanes)), mask))
+                    vectors = [self.load_vector(builder, src, builder.add(row, as_i64(v * lanes)), mask) for row in rows]
+                    store_row(k, v, source.convert(self, builder, vectors) if source else vectors[0])
             emit_loop(builder, 0, kc, copy_row, name="k")
         else:
             self._pack_transposed_b(builder, src, kc, cols, stride, store_row)
@@ -685,9 +703,12 @@ class GemmEmitter:
         """(row, k) element strides of A as stored."""
         return (as_i64(1), sizes.m) if self.spec.trans_a else (sizes.k, as_i64(1))
 
-    def _b_strides(self, sizes):
-        """(k, column) element strides of B as stored."""
-        return (as_i64(1), sizes.k) if self.spec.trans_b else (sizes.n, as_i64(1))
+    def _b_strides(self, builder, sizes):
+        """(k, column) element strides of B as stored (a k step spans a BSource's group of rows)."""
+        if self.spec.trans_b:
+            return as_i64(1), sizes.k
+        group = self.spec.b_source.group if self.spec.b_source else 1
+        return builder.mul(sizes.n, as_i64(group)), as_i64(1)
 
     def _emit_blocked(self, builder, sizes, a, b, c, workspace, start, end, extra):
         blk = self.blk
@@ -739,7 +760,7 @@ class GemmEmitter:
         emit_loop(builder, block_start, block_end, pack_tile, name="pa")
 
     def _pack_b_block(self, builder, sizes, b, packed_b, col_start, col_end, k0, kc):
-        k_stride, col_stride = self._b_strides(sizes)
+        k_stride, col_stride = self._b_strides(builder, sizes)
         runtime_stride = col_stride if self.spec.trans_b else k_stride
 
         def pack_tile(ct):
@@ -994,6 +1015,8 @@ class GemmKernel:
         _check_batched("a", a, spec.dtype, a_shape, spec.batch, spec.a_batch_stride)
         if spec.family.packed_b:
             _check_array("b", b, spec.dtype, prepacked_b_shape(self.blocking, spec.k, spec.n))
+        elif spec.family.b_source:
+            _check_array("b", b, spec.dtype, (spec.family.b_source.group * spec.k, spec.n))
         else:
             _check_batched("b", b, spec.dtype, b_shape, spec.batch, spec.b_batch_stride)
         if len(extra) != len(spec.epilogue_kinds):
@@ -1033,7 +1056,8 @@ def prepacked_b_shape(blocking, k, n):
 
 
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,
-                 batch_strides=None, epilogue=None, vector_bits=None, product=None, packed_b=False):
+                 batch_strides=None, epilogue=None, vector_bits=None, product=None, packed_b=False,
+                 b_source=None):
     """A GemmKernel for C[i] = epilogue(op(A[i]) @ op(B[i])), i < batch; cached per process.
 
     op(A) is A (stored m x k) or, with trans_a, A stored k x m; likewise B (k x n, or n x k
@@ -1041,7 +1065,8 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     element strides between batch entries of A and B (default: contiguous; 0 shares B).
     vector_bits forces 256 (AVX2 tiles) or 512; default: the host's width. `product` (an
     InnerProduct) replaces the FMA step; its dtype is then the element type (see gemm_lowp).
-    packed_b=True takes B prepacked (prepacked_b_shape; no batch, no transpose).
+    packed_b=True takes B prepacked (prepacked_b_shape; no batch, no transpose); a BSource
+    b_source takes B stored in its form (b_source.group * k x n, no batch, no transpose).
     The machine code is compiled once per family (everything but the sizes, batch and
     batch strides) and shared by every shape of it.
     """
@@ -1051,10 +1076,11 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     if min(m, n, k, batch) < 1:
         raise ValueError(f"gemm dimensions must be positive, got m={m} n={n} k={k} batch={batch}")
     a_stride, b_stride = batch_strides or (m * k, k * n)
-    if packed_b and (batch > 1 or trans_b):
-        raise ValueError("a prepacked B is one untransposed matrix")
+    if (packed_b or b_source) and (batch > 1 or trans_b):
+        raise ValueError("a prepacked or converted B is one untransposed matrix")
     family = GemmFamily(dtype, bool(trans_a), bool(trans_b), epilogue,
-                        vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype], bool(packed_b))
+                        vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype], bool(packed_b),
+                        b_source)
     return _bind(GemmSpec(m, n, k, batch, a_stride, b_stride, family))
 
 

@@ -130,6 +130,20 @@ def _store_rounded_to_bf16(ctx, acc):
 ROUND_TO_BF16 = Epilogue("round_bf16", ("tile",), _store_rounded_to_bf16)
 
 
+def _rounded_pair(emitter, builder, rows):
+    """The words of two float32 rows of B rounded to bf16: row 2p low, row 2p + 1 high."""
+    words = ir.VectorType(I32, emitter.blk.lanes)
+    low, high = (builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, row), words) for row in rows)
+    word = builder.or_(low, builder.shl(high, gemm.splat(builder, ir.Constant(I32, 16), words)))
+    return builder.bitcast(word, emitter.vec)
+
+
+# float32 weights (passed as arguments) rounded to bf16 by the GEMM's packing of B, block by
+# block between the microkernel calls, instead of by a pass of their own (round_b): the
+# weights then stream from memory while the GEMM computes, as a float32 GEMM's do.
+BF16_FROM_FLOAT32 = gemm.BSource("bf16-from-float32", 2, _rounded_pair)
+
+
 def has_native(kind):
     """Whether the host has the instruction for `kind` ("bf16" or "int8") at 512 bits."""
     feature = {"bf16": "avx512bf16", "int8": "avx512vnni"}[kind]
@@ -149,7 +163,7 @@ class PreparedB:
 class LowPrecisionGemm:
     """C = A @ B for narrow A (m x k) and B (k x n), from a compiled GemmKernel over words."""
 
-    def __init__(self, m, n, k, product, narrow_dtype, epilogue=None, bf16_output=False):
+    def __init__(self, m, n, k, product, narrow_dtype, epilogue=None, bf16_output=False, float32_b=False):
         self.m, self.n, self.k = m, n, k
         self.product, self.narrow_dtype = product, np.dtype(narrow_dtype)
         self.k_words = -(-k // product.group)
@@ -160,11 +174,17 @@ class LowPrecisionGemm:
             epilogue = gemm.chain(_UNDO_OFFSET, *([epilogue] if epilogue else []))
         if bf16_output:
             epilogue = gemm.chain(*([epilogue] if epilogue else []), ROUND_TO_BF16)
-            self._scratch = threading.local()
+        self._kept = threading.local()     # the bf16-output variant's C, per calling thread
+        self.float32_b = float32_b
+        if float32_b and (narrow_dtype != bfloat16 or k % 2):
+            raise ValueError("float32 B (rounded while packed) is for bf16 products of even k")
         self.kernel = gemm.compile_gemm(m, n, self.k_words, epilogue=epilogue, product=product,
-                                        vector_bits=512 if product in (BF16, INT8) else None, packed_b=True)
+                                        vector_bits=512 if product in (BF16, INT8) else None, packed_b=not float32_b,
+                                        b_source=BF16_FROM_FLOAT32 if float32_b else None)
         self.panel_width = self.kernel.blocking.nr
         self.panels_shape = gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, n)
+        # What run_words takes as B's words: float32 B as stored, or prepared panels.
+        self.b_shape = (k, n) if float32_b else self.panels_shape
 
     def asm(self):
         return self.kernel.asm()
@@ -255,8 +275,11 @@ class LowPrecisionGemm:
         return self.run_words(self.prepare_a(a), b, *extra, out=out, threads=threads)
 
     def run_words(self, a_words, b, *extra, out=None, threads=1):
-        """Like run, for A already in words (from prepare_a or quantize_a)."""
-        if not isinstance(b, PreparedB):
+        """Like run, for A already in words (from prepare_a or quantize_a). With float32_b, B
+        is the float32 (k x n) weights."""
+        if self.float32_b:
+            b = PreparedB(np.ascontiguousarray(b, np.float32), None)
+        elif not isinstance(b, PreparedB):
             b = self.prepare_b(b)
         correction = () if b.column_correction is None else (b.column_correction,)
         if self.bf16_output:
@@ -278,10 +301,10 @@ class LowPrecisionGemm:
         out = np.empty((self.m, self.n), bfloat16) if out is None else out
         gemm._check_array("out", out, bfloat16, (self.m, self.n))
         gemm._check_array("a", a_words, self.product.dtype, (self.m, self.k_words))
-        gemm._check_array("b", b.words, self.product.dtype, self.panels_shape)
-        scratch = getattr(self._scratch, "c", None)
+        gemm._check_array("b", b.words, self.product.dtype, self.b_shape)
+        scratch = getattr(self._kept, "c", None)
         if scratch is None:
-            scratch = self._scratch.c = np.empty((self.m, self.n), np.float32)
+            scratch = self._kept.c = np.empty((self.m, self.n), np.float32)
         extra = [np.ascontiguousarray(e, np.float32) for e in extra]
         pointers = [array_data(x) for x in (a_words, b.words, scratch, *extra, out)]
         self.kernel.run_pointers(pointers, self.kernel.model_plan(threads))
@@ -496,12 +519,13 @@ def _compile_bf16_packer(panel_width):
     return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
 
 
-def compile_gemm_bf16(m, n, k, epilogue=None, portable=None, bf16_output=False):
+def compile_gemm_bf16(m, n, k, epilogue=None, portable=None, bf16_output=False, float32_b=False):
     """bf16 (m x k) @ bf16 (k x n) accumulated in float32, with an optional float32 epilogue.
-    bf16_output=True gives the result rounded to bf16 (after the epilogue).
+    bf16_output=True gives the result rounded to bf16 (after the epilogue); float32_b=True
+    takes B as float32 weights (even k), rounded to bf16 as the GEMM packs them.
     portable=True forces the widening fallback; None picks vdpbf16ps when the host has it."""
     native = has_native("bf16") if portable is None else not portable
-    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue, bf16_output)
+    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue, bf16_output, float32_b)
 
 
 def compile_gemm_int8(m, n, k, portable=None, epilogue=None):

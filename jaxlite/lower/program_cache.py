@@ -261,7 +261,8 @@ def gemm_family_text(family):
     return (f"dtype={family.dtype} trans={family.trans_a},{family.trans_b} "
             f"epilogue={(epilogue.name, epilogue.arg_kinds) if epilogue else None} "
             f"vector_bits={family.vector_bits} product={product.name},{product.dtype},{product.group},"
-            f"{step.__module__}.{step.__qualname__}" + (" packed_b" if family.packed_b else ""))
+            f"{step.__module__}.{step.__qualname__}" + (" packed_b" if family.packed_b else "")
+            + (f" b_source={family.b_source.name}" if family.b_source else ""))
 
 
 class _EmitterFacts:

@@ -588,8 +588,8 @@ def _low_precision_gemm(eqn):
 
 
 def rounds_weights(eqn):
-    """A bf16 GEMM step given float32 weights rounds them to bf16 itself, packing them for
-    the GEMM in the same pass (quantized.round_bf16_weights_in_gemms)."""
+    """A bf16 GEMM step given float32 weights rounds them to bf16 itself, as it packs them
+    (quantized.round_bf16_weights_in_gemms)."""
     lhs, rhs = eqn.inputs[:2]
     return eqn.primitive.name == "dot_epilogue" and lhs.aval.dtype == bfloat16 and rhs.aval.dtype == np.float32
 
@@ -675,8 +675,13 @@ class _GemmCall:
             self.a_perm = None if self.a_perm is None and not trans_a else list(lb) + lhs_free + list(lc)
             self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
             self.a_shape, self.b_shape = (m, k), (k, n)
-            self.kernel = low_precision(m, n, k, epilogue=epilogue, **({"bf16_output": True} if bf16_output else {}))
-            if rounds_weights(eqn):
+            # float32 weights of a bf16 product are rounded by the GEMM's packing (even k), else
+            # by a pass into the packed layout.
+            options = {"bf16_output": bf16_output, "float32_b": rounds_weights(eqn) and k % 2 == 0}
+            self.kernel = low_precision(m, n, k, epilogue=epilogue, **{o: True for o, on in options.items() if on})
+            if options["float32_b"]:
+                self._prepared_b = self._arranged_b
+            elif rounds_weights(eqn):
                 self._prepared_b = lambda w: self.kernel.round_b(self._arranged_b(w), threads=GEMM_THREADS)
             else:
                 self._prepared_b = _PreparedB(self.kernel, rhs_is_constant, self._arranged_b)
