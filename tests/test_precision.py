@@ -505,39 +505,50 @@ def test_bf16_gemm_writing_bf16_matches_rounding_its_float32_output(m, n, k, por
 
 @pytest.mark.parametrize("portable", [None, True])
 @pytest.mark.parametrize("m, n, k", [(96, 130, 300), (9, 17, 1200), (40, 10, 64)])
-def test_bf16_gemm_rounding_float32_weights_as_it_packs_them_matches_round_b(m, n, k, portable):
-    """float32_b: B's rounding (NaN, subnormals, edge columns included) in the GEMM's packing
-    gives round_b's words, so the same products to the bit."""
-    a, _ = bf16_operands(m, n, k, seed=6)
-    w = np.random.default_rng(7).normal(size=(k, n)).astype(np.float32)
-    w[0, :3] = np.nan, 1e-40, -np.inf
-    bias = np.random.default_rng(8).normal(size=n).astype(np.float32)
+def test_bf16_gemm_rounding_float32_operands_as_it_packs_them(m, n, k, portable):
+    """float32_a / float32_b: the operands' rounding (NaN, subnormals, edges included) in the
+    GEMM's packing gives the products of operands rounded first (round_b's words), to the bit."""
+    rng = np.random.default_rng(7)
+    x, w = rng.normal(size=(m, k)).astype(np.float32), rng.normal(size=(k, n)).astype(np.float32)
+    x[0, :2], w[0, :3] = (np.nan, 1e-40), (np.nan, 1e-40, -np.inf)
+    bias = rng.normal(size=n).astype(np.float32)
     for bf16_output in (False, True):
         options = {"epilogue": gemm.BIAS, "portable": portable, "bf16_output": bf16_output}
         passed = gemm_lowp.compile_gemm_bf16(m, n, k, **options)
-        packing = gemm_lowp.compile_gemm_bf16(m, n, k, float32_b=True, **options)
-        expected = passed.run(a, passed.round_b(w), bias, threads=2)
-        np.testing.assert_array_equal(packing.run(a, w, bias, threads=2).view(np.uint8), expected.view(np.uint8))
+        expected = passed.run(x.astype(bfloat16), passed.round_b(w), bias, threads=2)
+        for float32_a, float32_b in [(False, True), (True, False), (True, True)]:
+            packing = gemm_lowp.compile_gemm_bf16(m, n, k, float32_a=float32_a, float32_b=float32_b, **options)
+            a = x if float32_a else x.astype(bfloat16)
+            b = w if float32_b else packing.round_b(w)
+            np.testing.assert_array_equal(packing.run(a, b, bias, threads=2).view(np.uint8), expected.view(np.uint8))
 
 
-def test_float32_b_needs_an_even_k():
+def test_float32_operands_need_an_even_k():
     with pytest.raises(ValueError, match="even k"):
-        gemm_lowp.compile_gemm_bf16(8, 8, 7, float32_b=True)
+        gemm_lowp.compile_gemm_bf16(8, 8, 7, float32_a=True)
 
 
+@pytest.mark.parametrize("inputs", [50, 51])
 @pytest.mark.parametrize("closed_over", [False, True])
-def test_bf16_mlp_layers_write_the_next_layers_bf16_operand(closed_over):
-    """Under jit, bias, relu and the next product's rounding run in each bf16 GEMM's epilogue:
-    no conversion kernel between the products, and eager's result (up to float32 summation order)."""
-    params = [(jnp.asarray(w), jnp.asarray(b + 0.1)) for w, b in mlp.init_params([50, 64, 40, 10], seed=1)]
-    x = normal(33, 50)
+def test_bf16_mlp_layers_write_the_next_layers_bf16_operand(closed_over, inputs):
+    """Under jit, bias, relu and the next product's rounding run in each bf16 GEMM's epilogue,
+    and the GEMMs round their float32 operands (weights passed as arguments, the input; an
+    odd K leaves the input to a conversion kernel) as they pack them: no kernel between the
+    products, and eager's result (up to float32 summation order)."""
+    params = [(jnp.asarray(w), jnp.asarray(b + 0.1)) for w, b in mlp.init_params([inputs, 64, 40, 10], seed=1)]
+    x = normal(33, inputs)
     f = precision.bf16(lambda p, x: mlp.logits(jnp, p, x))
     g = functools.partial(f, params) if closed_over else f
     args = (x,) if closed_over else (params, x)
     jaxpr = lowered_program(g, *args).closed.jaxpr
     products = [eqn for eqn in jaxpr.eqns if eqn.primitive.name == "dot_epilogue"]
     assert [eqn.params["epilogue"] for eqn in products] == [("bias", "relu", "round_bf16")] * 2 + [("bias",)]
-    assert [eqn.primitive.name for eqn in jaxpr.eqns] == ["convert_element_type"] + ["dot_epilogue"] * 3
+    input_rounded = inputs % 2 == 0
+    assert [eqn.primitive.name for eqn in jaxpr.eqns] == ["convert_element_type"] * (not input_rounded) + \
+        ["dot_epilogue"] * 3
+    weights = () if closed_over else (1,)
+    assert [eqn.params.get("rounded", ()) for eqn in products] == \
+        [(0,) * input_rounded + weights] + [weights] * 2
     np.testing.assert_allclose(jaxlite.jit(g)(*args), g(*args), rtol=1e-5, atol=1e-5)
 
 

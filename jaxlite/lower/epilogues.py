@@ -23,16 +23,17 @@ from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
 
 
-def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None):
+def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None, rounded=()):
     """The numpy meaning (used when the equation is evaluated outside a compiled program).
-    A bf16 product sums in float32; float32 weights of a bf16 product are rounded first;
-    "round_bf16" ends a chain by rounding the result to bf16."""
+    A bf16 product sums in float32; the operands `rounded` names (float32 ones of a bf16
+    product) are rounded to bf16 first; "round_bf16" ends a chain by rounding the result."""
     (lc, rc), _ = dimension_numbers
-    out_dtype = _out_dtype(lhs, preferred_element_type)
     if epilogue[-1:] == (ROUND_BF16,):
         return _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers=dimension_numbers, epilogue=epilogue[:-1],
-                                  preferred_element_type=preferred_element_type).astype(bfloat16)
-    rhs = rhs.astype(lhs.dtype, copy=False).astype(out_dtype, copy=False)
+                                  preferred_element_type=preferred_element_type, rounded=rounded).astype(bfloat16)
+    lhs, rhs = (x.astype(bfloat16) if i in rounded else x for i, x in enumerate((lhs, rhs)))
+    out_dtype = _out_dtype(lhs, preferred_element_type)
+    rhs = rhs.astype(out_dtype, copy=False)
     out = np.tensordot(lhs.astype(out_dtype, copy=False), rhs, (lc, rc)).astype(out_dtype, copy=False)
     args = iter(extra)
     for name in epilogue:
@@ -52,7 +53,7 @@ def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_
     return out.astype(out_dtype)
 
 
-def _dot_epilogue_aval(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None):
+def _dot_epilogue_aval(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None, rounded=()):
     (lc, rc), _ = dimension_numbers
     m = lhs.shape[1 - lc[0]]
     n = rhs.shape[1 - rc[0]]

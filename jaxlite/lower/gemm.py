@@ -224,12 +224,13 @@ FMA = {dtype: InnerProduct(dtype, dtype, 1, _fma) for dtype in ("float32", "floa
 
 
 @dataclass(frozen=True, eq=False)
-class BSource:
-    """A B stored in another form, converted while it is packed: each packed element comes
-    from `group` consecutive rows of the stored B (k = group x the kernel's k rows, same
-    element size). `convert(emitter, builder, rows)` gets the `group` row vectors and returns
-    the packed vector. So a conversion of B costs no pass of its own: it reads B where the
-    packing reads it, block by block, between the microkernel calls."""
+class OperandSource:
+    """An A or B stored in another form, converted while it is packed: each packed element
+    comes from `group` consecutive K values of the stored operand (its K is group x the
+    kernel's, same element size). `convert(emitter, builder, values)` gets the `group` values
+    (vectors along B's rows, or scalars of A) and returns the packed one. So a conversion of
+    an operand costs no pass of its own: the packing reads it, block by block, between the
+    microkernel calls."""
     name: str
     group: int
     convert: Callable
@@ -347,7 +348,8 @@ class GemmFamily:
     # B arrives already in micro-panels (see prepacked_b_shape): the kernel reads it in place
     # instead of packing it, which every thread of a call would do for a row split.
     packed_b: bool = False
-    b_source: BSource | None = None
+    a_source: OperandSource | None = None     # A is then always packed
+    b_source: OperandSource | None = None
 
     @property
     def itemsize(self):
@@ -561,10 +563,17 @@ class GemmEmitter:
         last_row = builder.sub(rows, as_i64(1))
         row_starts = [builder.mul(smin(builder, as_i64(r), last_row), row_stride) for r in range(mr)]
 
+        source = self.spec.a_source
+        group = source.group if source else 1
+        value_stride = builder.udiv(k_stride, as_i64(group))     # of the stored A
+
         def copy_column(k):
             column = builder.mul(k, k_stride)
             for r, row_start in enumerate(row_starts):
-                value = builder.load(self.gep(builder, src, builder.add(column, row_start)), typ=self.elem)
+                first = builder.add(column, row_start)
+                values = [builder.load(self.gep(builder, src, builder.add(first, builder.mul(as_i64(g), value_stride))),
+                                       typ=self.elem) for g in range(group)]
+                value = source.convert(self, builder, values) if source else values[0]
                 builder.store(value, self.gep(builder, dst, builder.add(builder.mul(k, as_i64(mr)), as_i64(r))))
         emit_loop(builder, 0, kc, copy_column, name="k")
         builder.ret_void()
@@ -699,9 +708,12 @@ class GemmEmitter:
                                as_i64(-_WORKSPACE_ALIGN))
         return builder.inttoptr(address, PTR)
 
-    def _a_strides(self, sizes):
-        """(row, k) element strides of A as stored."""
-        return (as_i64(1), sizes.m) if self.spec.trans_a else (sizes.k, as_i64(1))
+    def _a_strides(self, builder, sizes):
+        """(row, k) element strides of A as stored (a k step spans an OperandSource's group)."""
+        if self.spec.trans_a:
+            return as_i64(1), sizes.m
+        group = self.spec.a_source.group if self.spec.a_source else 1
+        return builder.mul(sizes.k, as_i64(group)), as_i64(group)
 
     def _b_strides(self, builder, sizes):
         """(k, column) element strides of B as stored (a k step spans a BSource's group of rows)."""
@@ -714,6 +726,8 @@ class GemmEmitter:
         blk = self.blk
         # A micro-panel is reused once per column tile: with one, packing would only copy.
         packs_a = builder.icmp_signed(">", builder.sub(sizes.col_end, sizes.col_start), as_i64(1))
+        if self.spec.a_source:      # the microkernel reads only packed (converted) A
+            packs_a = ir.Constant(I1, 1)
         packed_a = workspace
         packed_a_tiles = smin(builder, sizes.row_tiles, as_i64(blk.mb_tiles))
         packed_b = b if self.spec.packed_b else \
@@ -748,7 +762,7 @@ class GemmEmitter:
 
     def _a_origin(self, builder, sizes, a, row_tile, k0):
         """Address of A[row_tile * mr, k0] as stored."""
-        row_stride, k_stride = self._a_strides(sizes)
+        row_stride, k_stride = self._a_strides(builder, sizes)
         return self.gep(builder, a, builder.add(builder.mul(builder.mul(row_tile, as_i64(self.blk.mr)), row_stride),
                                                 builder.mul(k0, k_stride)))
 
@@ -756,7 +770,7 @@ class GemmEmitter:
         def pack_tile(rt):
             builder.call(self.pack_a(), [self._a_origin(builder, sizes, a, rt, k0),
                                          self._panel(builder, packed_a, rt, block_start, self.blk.mr), kc,
-                                         self._edge(builder, sizes.m, rt, self.blk.mr), *self._a_strides(sizes)])
+                                         self._edge(builder, sizes.m, rt, self.blk.mr), *self._a_strides(builder, sizes)])
         emit_loop(builder, block_start, block_end, pack_tile, name="pa")
 
     def _pack_b_block(self, builder, sizes, b, packed_b, col_start, col_end, k0, kc):
@@ -783,7 +797,7 @@ class GemmEmitter:
     def _packed_tile(self, builder, sizes, slice_, c, rt, ct, extra):
         packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last = slice_
         row0, col0 = builder.mul(rt, as_i64(self.blk.mr)), builder.mul(ct, as_i64(self.blk.nr))
-        row_stride, k_stride = self._a_strides(sizes)
+        row_stride, k_stride = self._a_strides(builder, sizes)
         c_tile = self.gep(builder, c, builder.add(builder.mul(row0, sizes.n), col0))
         b_panel = self._prepacked_panel(builder, sizes, packed_b, ct, k0) if self.spec.packed_b else \
             self._panel(builder, packed_b, ct, col_start, self.blk.nr)
@@ -1012,7 +1026,10 @@ class GemmKernel:
         spec = self.spec
         a_shape = (spec.k, spec.m) if spec.trans_a else (spec.m, spec.k)
         b_shape = (spec.n, spec.k) if spec.trans_b else (spec.k, spec.n)
-        _check_batched("a", a, spec.dtype, a_shape, spec.batch, spec.a_batch_stride)
+        if spec.family.a_source:
+            _check_array("a", a, spec.dtype, (spec.m, spec.family.a_source.group * spec.k))
+        else:
+            _check_batched("a", a, spec.dtype, a_shape, spec.batch, spec.a_batch_stride)
         if spec.family.packed_b:
             _check_array("b", b, spec.dtype, prepacked_b_shape(self.blocking, spec.k, spec.n))
         elif spec.family.b_source:
@@ -1057,7 +1074,7 @@ def prepacked_b_shape(blocking, k, n):
 
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,
                  batch_strides=None, epilogue=None, vector_bits=None, product=None, packed_b=False,
-                 b_source=None):
+                 a_source=None, b_source=None):
     """A GemmKernel for C[i] = epilogue(op(A[i]) @ op(B[i])), i < batch; cached per process.
 
     op(A) is A (stored m x k) or, with trans_a, A stored k x m; likewise B (k x n, or n x k
@@ -1065,8 +1082,9 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     element strides between batch entries of A and B (default: contiguous; 0 shares B).
     vector_bits forces 256 (AVX2 tiles) or 512; default: the host's width. `product` (an
     InnerProduct) replaces the FMA step; its dtype is then the element type (see gemm_lowp).
-    packed_b=True takes B prepacked (prepacked_b_shape; no batch, no transpose); a BSource
-    b_source takes B stored in its form (b_source.group * k x n, no batch, no transpose).
+    packed_b=True takes B prepacked (prepacked_b_shape; no batch, no transpose); an
+    OperandSource a_source or b_source takes A or B stored in its form (m x group * k, or
+    group * k x n; no batch, no transpose).
     The machine code is compiled once per family (everything but the sizes, batch and
     batch strides) and shared by every shape of it.
     """
@@ -1076,11 +1094,11 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     if min(m, n, k, batch) < 1:
         raise ValueError(f"gemm dimensions must be positive, got m={m} n={n} k={k} batch={batch}")
     a_stride, b_stride = batch_strides or (m * k, k * n)
-    if (packed_b or b_source) and (batch > 1 or trans_b):
-        raise ValueError("a prepacked or converted B is one untransposed matrix")
+    if (packed_b or a_source or b_source) and (batch > 1 or trans_a or trans_b):
+        raise ValueError("a prepacked or converted operand is one untransposed matrix")
     family = GemmFamily(dtype, bool(trans_a), bool(trans_b), epilogue,
                         vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype], bool(packed_b),
-                        b_source)
+                        a_source, b_source)
     return _bind(GemmSpec(m, n, k, batch, a_stride, b_stride, family))
 
 

@@ -130,18 +130,20 @@ def _store_rounded_to_bf16(ctx, acc):
 ROUND_TO_BF16 = Epilogue("round_bf16", ("tile",), _store_rounded_to_bf16)
 
 
-def _rounded_pair(emitter, builder, rows):
-    """The words of two float32 rows of B rounded to bf16: row 2p low, row 2p + 1 high."""
-    words = ir.VectorType(I32, emitter.blk.lanes)
-    low, high = (builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, row), words) for row in rows)
-    word = builder.or_(low, builder.shl(high, gemm.splat(builder, ir.Constant(I32, 16), words)))
-    return builder.bitcast(word, emitter.vec)
+def _rounded_pair(emitter, builder, values):
+    """The word(s) of two float32 K values (or rows of them) rounded to bf16: the first low."""
+    vector = isinstance(values[0].type, ir.VectorType)
+    words = ir.VectorType(I32, emitter.blk.lanes) if vector else I32
+    low, high = (builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, value), words) for value in values)
+    sixteen = gemm.splat(builder, ir.Constant(I32, 16), words) if vector else ir.Constant(I32, 16)
+    return builder.bitcast(builder.or_(low, builder.shl(high, sixteen)), emitter.vec if vector else emitter.elem)
 
 
-# float32 weights (passed as arguments) rounded to bf16 by the GEMM's packing of B, block by
-# block between the microkernel calls, instead of by a pass of their own (round_b): the
-# weights then stream from memory while the GEMM computes, as a float32 GEMM's do.
-BF16_FROM_FLOAT32 = gemm.BSource("bf16-from-float32", 2, _rounded_pair)
+# float32 operands (weights passed as arguments, activations) rounded to bf16 by the GEMM's
+# packing, block by block between the microkernel calls, instead of by a pass of their own
+# (round_b, a conversion kernel): they then stream from memory while the GEMM computes, as a
+# float32 GEMM's do, with no rounded copy written and read back.
+BF16_FROM_FLOAT32 = gemm.OperandSource("bf16-from-float32", 2, _rounded_pair)
 
 
 def has_native(kind):
@@ -163,7 +165,8 @@ class PreparedB:
 class LowPrecisionGemm:
     """C = A @ B for narrow A (m x k) and B (k x n), from a compiled GemmKernel over words."""
 
-    def __init__(self, m, n, k, product, narrow_dtype, epilogue=None, bf16_output=False, float32_b=False):
+    def __init__(self, m, n, k, product, narrow_dtype, epilogue=None, bf16_output=False, float32_a=False,
+                 float32_b=False):
         self.m, self.n, self.k = m, n, k
         self.product, self.narrow_dtype = product, np.dtype(narrow_dtype)
         self.k_words = -(-k // product.group)
@@ -175,11 +178,12 @@ class LowPrecisionGemm:
         if bf16_output:
             epilogue = gemm.chain(*([epilogue] if epilogue else []), ROUND_TO_BF16)
         self._kept = threading.local()     # the bf16-output variant's C, per calling thread
-        self.float32_b = float32_b
-        if float32_b and (narrow_dtype != bfloat16 or k % 2):
-            raise ValueError("float32 B (rounded while packed) is for bf16 products of even k")
+        self.float32_a, self.float32_b = float32_a, float32_b
+        if (float32_a or float32_b) and (narrow_dtype != bfloat16 or k % 2):
+            raise ValueError("float32 operands (rounded while packed) are for bf16 products of even k")
         self.kernel = gemm.compile_gemm(m, n, self.k_words, epilogue=epilogue, product=product,
                                         vector_bits=512 if product in (BF16, INT8) else None, packed_b=not float32_b,
+                                        a_source=BF16_FROM_FLOAT32 if float32_a else None,
                                         b_source=BF16_FROM_FLOAT32 if float32_b else None)
         self.panel_width = self.kernel.blocking.nr
         self.panels_shape = gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, n)
@@ -222,6 +226,8 @@ class LowPrecisionGemm:
         return panels
 
     def prepare_a(self, a):
+        if self.float32_a:
+            return np.ascontiguousarray(a, np.float32)
         padded = np.ascontiguousarray(self._padded(a, (self.m, self.k), k_axis=1))
         if self.offsets_activations:
             padded = padded.view(np.uint8) ^ np.uint8(_ACTIVATION_OFFSET)
@@ -300,7 +306,7 @@ class LowPrecisionGemm:
         the result `out` (bf16, m x n) is written by the epilogue."""
         out = np.empty((self.m, self.n), bfloat16) if out is None else out
         gemm._check_array("out", out, bfloat16, (self.m, self.n))
-        gemm._check_array("a", a_words, self.product.dtype, (self.m, self.k_words))
+        gemm._check_array("a", a_words, self.product.dtype, (self.m, self.k if self.float32_a else self.k_words))
         gemm._check_array("b", b.words, self.product.dtype, self.b_shape)
         scratch = getattr(self._kept, "c", None)
         if scratch is None:
@@ -519,13 +525,14 @@ def _compile_bf16_packer(panel_width):
     return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
 
 
-def compile_gemm_bf16(m, n, k, epilogue=None, portable=None, bf16_output=False, float32_b=False):
+def compile_gemm_bf16(m, n, k, epilogue=None, portable=None, bf16_output=False, float32_a=False, float32_b=False):
     """bf16 (m x k) @ bf16 (k x n) accumulated in float32, with an optional float32 epilogue.
-    bf16_output=True gives the result rounded to bf16 (after the epilogue); float32_b=True
-    takes B as float32 weights (even k), rounded to bf16 as the GEMM packs them.
+    bf16_output=True gives the result rounded to bf16 (after the epilogue); float32_a /
+    float32_b=True take A / B as float32 (even k), rounded to bf16 as the GEMM packs them.
     portable=True forces the widening fallback; None picks vdpbf16ps when the host has it."""
     native = has_native("bf16") if portable is None else not portable
-    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue, bf16_output, float32_b)
+    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue, bf16_output, float32_a,
+                            float32_b)
 
 
 def compile_gemm_int8(m, n, k, portable=None, epilogue=None):

@@ -262,7 +262,8 @@ def gemm_family_text(family):
             f"epilogue={(epilogue.name, epilogue.arg_kinds) if epilogue else None} "
             f"vector_bits={family.vector_bits} product={product.name},{product.dtype},{product.group},"
             f"{step.__module__}.{step.__qualname__}" + (" packed_b" if family.packed_b else "")
-            + (f" b_source={family.b_source.name}" if family.b_source else ""))
+            + "".join(f" {side}_source={source.name}" for side, source in (("a", family.a_source), ("b", family.b_source))
+                      if source))
 
 
 class _EmitterFacts:

@@ -580,18 +580,18 @@ _LOW_PRECISION_GEMMS = {("bfloat16", "float32"): gemm_lowp.compile_gemm_bf16,
 
 
 def _low_precision_gemm(eqn):
-    lhs, rhs = eqn.inputs[:2]
-    if lhs.aval.dtype != rhs.aval.dtype and not rounds_weights(eqn):
+    lhs, rhs = operand_dtypes(eqn)
+    if lhs != rhs:
         return None
     accumulator = eqn.params.get("preferred_element_type") or eqn.outputs[0].aval.dtype
-    return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, np.dtype(accumulator).name))
+    return _LOW_PRECISION_GEMMS.get((np.dtype(lhs).name, np.dtype(accumulator).name))
 
 
-def rounds_weights(eqn):
-    """A bf16 GEMM step given float32 weights rounds them to bf16 itself, as it packs them
-    (quantized.round_bf16_weights_in_gemms)."""
-    lhs, rhs = eqn.inputs[:2]
-    return eqn.primitive.name == "dot_epilogue" and lhs.aval.dtype == bfloat16 and rhs.aval.dtype == np.float32
+def operand_dtypes(eqn):
+    """The dtypes a product's operands multiply in: bf16 for the float32 operands a bf16 GEMM
+    step rounds itself (quantized.round_bf16_operands_in_gemms), else their own."""
+    rounded = eqn.params.get("rounded", ()) if eqn.primitive.name == "dot_epilogue" else ()
+    return [np.dtype(bfloat16) if i in rounded else v.aval.dtype for i, v in enumerate(eqn.inputs[:2])]
 
 
 def is_low_precision_gemm(eqn):
@@ -599,11 +599,11 @@ def is_low_precision_gemm(eqn):
 
 
 def is_int8_gemm(eqn):
-    return is_low_precision_gemm(eqn) and eqn.inputs[0].aval.dtype == np.int8
+    return is_low_precision_gemm(eqn) and operand_dtypes(eqn)[0] == np.int8
 
 
 def is_bf16_gemm(eqn):
-    return is_low_precision_gemm(eqn) and eqn.inputs[0].aval.dtype == bfloat16
+    return is_low_precision_gemm(eqn) and operand_dtypes(eqn)[0] == bfloat16
 
 
 def epilogue_fusable(eqn):
@@ -611,7 +611,7 @@ def epilogue_fusable(eqn):
     bf16 one, which also rounds its result to bf16 when the next product reads it so
     (epilogues.ROUND_BF16). int8 products fuse their dequantization, bias and relu in
     quantized.int8_matmul."""
-    return _gemm_applies(eqn) and (_low_precision_gemm(eqn) is None or eqn.inputs[0].aval.dtype == bfloat16)
+    return _gemm_applies(eqn) and (_low_precision_gemm(eqn) is None or operand_dtypes(eqn)[0] == bfloat16)
 
 
 def _gemm_applies(eqn):
@@ -675,13 +675,14 @@ class _GemmCall:
             self.a_perm = None if self.a_perm is None and not trans_a else list(lb) + lhs_free + list(lc)
             self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
             self.a_shape, self.b_shape = (m, k), (k, n)
-            # float32 weights of a bf16 product are rounded by the GEMM's packing (even k), else
-            # by a pass into the packed layout.
-            options = {"bf16_output": bf16_output, "float32_b": rounds_weights(eqn) and k % 2 == 0}
+            # float32 operands of a bf16 product are rounded by the GEMM's packing (even k);
+            # weights of an odd k by a pass into the packed layout.
+            rounded = eqn.params.get("rounded", ())
+            options = {"bf16_output": bf16_output, "float32_a": 0 in rounded, "float32_b": 1 in rounded and k % 2 == 0}
             self.kernel = low_precision(m, n, k, epilogue=epilogue, **{o: True for o, on in options.items() if on})
             if options["float32_b"]:
                 self._prepared_b = self._arranged_b
-            elif rounds_weights(eqn):
+            elif 1 in rounded:
                 self._prepared_b = lambda w: self.kernel.round_b(self._arranged_b(w), threads=GEMM_THREADS)
             else:
                 self._prepared_b = _PreparedB(self.kernel, rhs_is_constant, self._arranged_b)
