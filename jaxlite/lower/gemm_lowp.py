@@ -35,11 +35,12 @@ from jaxlite.lower.native_call import array_data
 I32 = ir.IntType(32)
 _ACTIVATION_OFFSET = 128
 _INT8_MAX = 127
-# The quantizing/rounding passes are memory-bound: a second thread shares the bandwidth
-# and costs a hand-off, so one thread ran faster on up to 1M elements here (512 x 1024
-# activations: 0.09 ms alone, 0.115 ms on two threads; 1024 x 1024 weights 0.19 / 0.24 ms;
-# running an int8 product's activation and weight passes at once, one per thread, gained nothing).
-PASS_MIN_ELEMENTS_PER_THREAD = 1 << 21
+# The quantizing/rounding passes are memory-bound. On data in cache (the activations a GEMM
+# just wrote) a second thread costs more than it saves (512 x 1024: 0.09 ms alone, 0.115 ms
+# on two threads); on data read from memory (weights passed as arguments, inputs) two
+# threads read faster from ~1M elements (1024 x 1024 weights rounded: 0.36 / 0.27 ms).
+# Running an int8 product's activation and weight passes at once, one per thread, gained nothing.
+PASS_MIN_ELEMENTS_PER_THREAD = 1 << 19
 
 
 def _words(emitter, builder, vector):
