@@ -74,6 +74,19 @@ def test_many_row_and_column_blocks():
     check_gemm(2053, 1100, 260, "float32")
 
 
+@pytest.mark.parametrize("m, n, k", [(200, 130, 600), (9, 7, 3), (2053, 1100, 260)])
+def test_prepacked_b_matches_numpy(m, n, k):
+    """B given in micro-panels (zero past column n) is read in place, over K slices and B blocks."""
+    rng = np.random.default_rng(1)
+    a, b = operands(rng, m, n, k, "float32")
+    kernel = compile_gemm(m, n, k, packed_b=True)
+    tiles, _, width = gemm.prepacked_b_shape(kernel.blocking, k, n)
+    panels = np.pad(b, [(0, 0), (0, tiles * width - n)]).reshape(k, tiles, width).transpose(1, 0, 2)
+    result = kernel.run(a, np.ascontiguousarray(panels), threads=2)
+    x, y = as_product_operands(a, b, False, False)
+    assert_matches(result, x @ y, np.abs(x) @ np.abs(y), k, "float32")
+
+
 def test_float64_larger_than_cache_blocks():
     check_gemm(129, 83, 300, "float64", trans_a=True)
 

@@ -487,6 +487,71 @@ def test_bf16_gemm_with_prepared_weights_epilogue_and_threads():
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("m, n, k", [(96, 130, 300), (9, 17, 1200), (40, 10, 64)])
+def test_bf16_gemm_writing_bf16_matches_rounding_its_float32_output(m, n, k, portable):
+    """The epilogue's rounding (NaN and edge columns included) equals rounding C afterwards."""
+    a, b = bf16_operands(m, n, k, seed=4)
+    a[0, 0] = np.nan
+    bias = np.random.default_rng(5).normal(size=n).astype(np.float32)
+    epilogue = gemm.chain(gemm.BIAS, gemm.RELU)
+    wide = gemm_lowp.compile_gemm_bf16(m, n, k, epilogue=epilogue, portable=portable)
+    narrow = gemm_lowp.compile_gemm_bf16(m, n, k, epilogue=epilogue, portable=portable, bf16_output=True)
+    out = narrow.run(a, narrow.prepare_b(b), bias, threads=2)
+    expected = wide.run(a, wide.prepare_b(b), bias, threads=2).astype(bfloat16)
+    assert out.dtype == bfloat16
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+
+
+@pytest.mark.parametrize("portable", [None, True])
+@pytest.mark.parametrize("m, n, k", [(96, 130, 300), (9, 17, 1200), (40, 10, 64)])
+def test_bf16_gemm_rounding_float32_operands_as_it_packs_them(m, n, k, portable):
+    """float32_a / float32_b: the operands' rounding (NaN, subnormals, edges included) in the
+    GEMM's packing gives the products of operands rounded first (round_b's words), to the bit."""
+    rng = np.random.default_rng(7)
+    x, w = rng.normal(size=(m, k)).astype(np.float32), rng.normal(size=(k, n)).astype(np.float32)
+    x[0, :2], w[0, :3] = (np.nan, 1e-40), (np.nan, 1e-40, -np.inf)
+    bias = rng.normal(size=n).astype(np.float32)
+    for bf16_output in (False, True):
+        options = {"epilogue": gemm.BIAS, "portable": portable, "bf16_output": bf16_output}
+        passed = gemm_lowp.compile_gemm_bf16(m, n, k, **options)
+        expected = passed.run(x.astype(bfloat16), passed.round_b(w), bias, threads=2)
+        for float32_a, float32_b in [(False, True), (True, False), (True, True)]:
+            packing = gemm_lowp.compile_gemm_bf16(m, n, k, float32_a=float32_a, float32_b=float32_b, **options)
+            a = x if float32_a else x.astype(bfloat16)
+            b = w if float32_b else packing.round_b(w)
+            np.testing.assert_array_equal(packing.run(a, b, bias, threads=2).view(np.uint8), expected.view(np.uint8))
+
+
+def test_float32_operands_need_an_even_k():
+    with pytest.raises(ValueError, match="even k"):
+        gemm_lowp.compile_gemm_bf16(8, 8, 7, float32_a=True)
+
+
+@pytest.mark.parametrize("inputs", [50, 51])
+@pytest.mark.parametrize("closed_over", [False, True])
+def test_bf16_mlp_layers_write_the_next_layers_bf16_operand(closed_over, inputs):
+    """Under jit, bias, relu and the next product's rounding run in each bf16 GEMM's epilogue,
+    and the GEMMs round their float32 operands (weights passed as arguments, the input; an
+    odd K leaves the input to a conversion kernel) as they pack them: no kernel between the
+    products, and eager's result (up to float32 summation order)."""
+    params = [(jnp.asarray(w), jnp.asarray(b + 0.1)) for w, b in mlp.init_params([inputs, 64, 40, 10], seed=1)]
+    x = normal(33, inputs)
+    f = precision.bf16(lambda p, x: mlp.logits(jnp, p, x))
+    g = functools.partial(f, params) if closed_over else f
+    args = (x,) if closed_over else (params, x)
+    jaxpr = lowered_program(g, *args).closed.jaxpr
+    products = [eqn for eqn in jaxpr.eqns if eqn.primitive.name == "dot_epilogue"]
+    assert [eqn.params["epilogue"] for eqn in products] == [("bias", "relu", "round_bf16")] * 2 + [("bias",)]
+    input_rounded = inputs % 2 == 0
+    assert [eqn.primitive.name for eqn in jaxpr.eqns] == ["convert_element_type"] * (not input_rounded) + \
+        ["dot_epilogue"] * 3
+    weights = () if closed_over else (1,)
+    assert [eqn.params.get("rounded", ()) for eqn in products] == \
+        [(0,) * input_rounded + weights] + [weights] * 2
+    np.testing.assert_allclose(jaxlite.jit(g)(*args), g(*args), rtol=1e-5, atol=1e-5)
+
+
 def test_int8_gemm_extremes_do_not_overflow_the_offset():
     a = np.full((8, 64), -128, np.int8)
     b = np.full((64, 16), -128, np.int8)
@@ -606,38 +671,44 @@ def test_products_outside_the_pattern_stay_int8_dots():
     np.testing.assert_allclose(jaxlite.jit(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("lowering, weights_closed_over, prepared_per_call",
-                         [(precision.bf16, True, 0), (precision.int8, True, 0),
-                          (precision.bf16, False, 1), (precision.int8, False, 1)])
-def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_over, prepared_per_call,
+@pytest.mark.parametrize("lowering, weights_closed_over, k, prepared_per_call",
+                         [(precision.bf16, True, 96, 0), (precision.int8, True, 96, 0),
+                          (precision.bf16, False, 96, 0), (precision.bf16, False, 95, 1),
+                          (precision.int8, False, 96, 1)])
+def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_over, k, prepared_per_call,
                                                       monkeypatch):
     from jaxlite.lower import gemm_lowp
     calls = []
-    # Weights passed as arguments are rounded (bf16) or quantized (int8) and packed in one
-    # pass by round_b / quantize_b on every call.
+    # Weights passed as arguments are quantized (int8) and packed in one pass by quantize_b
+    # on every call; bf16 ones are rounded by the GEMM as it packs them (by round_b for an odd k).
     for name in ("prepare_b", "quantize_b", "round_b"):
         original = getattr(gemm_lowp.LowPrecisionGemm, name)
         monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, name, functools.partialmethod(
             lambda self, b, original, **options: calls.append(b.shape) or original(self, b, **options),
             original=original))
-    x, w = normal(64, 96), normal(96, 40)
+    x, w = normal(64, k), normal(k, 40)
     f = lowering((lambda x: x @ w) if weights_closed_over else (lambda x, w: x @ w))
     args = (x,) if weights_closed_over else (x, w)
     compiled = jaxlite.jit(f)
     first = compiled(*args)
+    np.testing.assert_allclose(first, f(*args), rtol=1e-5, atol=1e-5)
     calls.clear()
     for _ in range(3):
         np.testing.assert_array_equal(compiled(*args), first)
     assert len(calls) == 3 * prepared_per_call
 
 
-def test_quantize_a_on_several_threads_matches_one():
+def test_passes_on_several_threads_match_one(monkeypatch):
     from jaxlite.lower import gemm_lowp
-    x = normal(300, 400)
-    kernel = gemm_lowp.compile_gemm_int8(300, 8, 400)
-    one, two = kernel.quantize_a(x, threads=1), kernel.quantize_a(x, threads=2)
-    for a, b in zip(one, two):
-        np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(gemm_lowp, "PASS_MIN_ELEMENTS_PER_THREAD", 1)     # split even these small passes
+    x, w = normal(300, 400), normal(400, 90)
+    int8, bf16 = gemm_lowp.compile_gemm_int8(300, 90, 400), gemm_lowp.compile_gemm_bf16(300, 90, 400)
+    for one, two in [(int8.quantize_a(x, threads=1), int8.quantize_a(x, threads=2)),
+                     (int8.quantize_b(w, threads=1), int8.quantize_b(w, threads=2)),
+                     ((bf16.round_b(w, threads=1),), (bf16.round_b(w, threads=2),))]:
+        for a, b in zip(one, two):
+            a, b = (v.words if isinstance(v, gemm_lowp.PreparedB) else v for v in (a, b))
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("portable", [None, True])

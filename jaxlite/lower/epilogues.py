@@ -11,21 +11,29 @@ finds a matrix product whose only use starts such a chain, and replaces product 
 chain by one `dot_epilogue` equation, so `relu(x @ w + b)` costs one pass over the
 output instead of three, an SGD step `w - lr * grad` is written by the GEMM, and so
 is a backward pass's product times relu's derivative (the mask read from the
-pre-activation, with JAX's 0.5 at 0).
+pre-activation, with JAX's 0.5 at 0). A bf16 product's chain may end in the rounding
+of its result to bf16 (under precision.bf16, the next product's operand): the GEMM
+writes the layer's bf16 output itself, with no conversion pass reading C back.
 """
 import numpy as np
 
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
 
 
-def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None):
+def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None, rounded=()):
     """The numpy meaning (used when the equation is evaluated outside a compiled program).
-    A bf16 product sums in float32; float32 weights of a bf16 product are rounded first."""
+    A bf16 product sums in float32; the operands `rounded` names (float32 ones of a bf16
+    product) are rounded to bf16 first; "round_bf16" ends a chain by rounding the result."""
     (lc, rc), _ = dimension_numbers
+    if epilogue[-1:] == (ROUND_BF16,):
+        return _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers=dimension_numbers, epilogue=epilogue[:-1],
+                                  preferred_element_type=preferred_element_type, rounded=rounded).astype(bfloat16)
+    lhs, rhs = (x.astype(bfloat16) if i in rounded else x for i, x in enumerate((lhs, rhs)))
     out_dtype = _out_dtype(lhs, preferred_element_type)
-    rhs = rhs.astype(lhs.dtype, copy=False).astype(out_dtype, copy=False)
+    rhs = rhs.astype(out_dtype, copy=False)
     out = np.tensordot(lhs.astype(out_dtype, copy=False), rhs, (lc, rc)).astype(out_dtype, copy=False)
     args = iter(extra)
     for name in epilogue:
@@ -45,16 +53,21 @@ def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_
     return out.astype(out_dtype)
 
 
-def _dot_epilogue_aval(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None):
+def _dot_epilogue_aval(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None, rounded=()):
     (lc, rc), _ = dimension_numbers
     m = lhs.shape[1 - lc[0]]
     n = rhs.shape[1 - rc[0]]
-    return ShapedArray((m, n), _out_dtype(lhs, preferred_element_type))
+    rounded = epilogue[-1:] == (ROUND_BF16,)
+    return ShapedArray((m, n), np.dtype(bfloat16) if rounded else _out_dtype(lhs, preferred_element_type))
 
 
 def _out_dtype(lhs, preferred_element_type):
     return np.dtype(lhs.dtype if preferred_element_type is None else preferred_element_type)
 
+
+# The last step of a bf16 product's chain may round its float32 result to bf16 (the next
+# product's operand, under precision.bf16): the GEMM then writes bf16 (gemm_lowp.ROUND_TO_BF16).
+ROUND_BF16 = "round_bf16"
 
 dot_epilogue_p = Primitive("dot_epilogue")
 dot_epilogue_p.def_impl(_dot_epilogue_impl)
@@ -78,10 +91,14 @@ def fuse_epilogues(closed, is_gemm):
             if step is None:
                 break
             name, arg = step
+            if name == ROUND_BF16 and eqn.inputs[0].aval.dtype != bfloat16:
+                break       # only the bf16 GEMM writes bf16
             chain.append(consumer[result])
             names.append(name)
             extra += [arg] if arg is not None else []
             result = consumer[result].outputs[0]
+            if name == ROUND_BF16:
+                break       # what follows computes on bf16 values
         if chain:
             # The fused equation takes the place of the chain's last equation, where all
             # of its operands are defined.
@@ -159,6 +176,8 @@ def _epilogue_step(eqn, acc, producers):
     name = eqn.primitive.name
     others = [v for v in eqn.inputs if v is not acc]
     out = eqn.outputs[0].aval
+    if name == "convert_element_type" and acc.aval.dtype == np.float32 and out.dtype == bfloat16:
+        return ROUND_BF16, None
     if len(others) != 1 or out.shape != acc.aval.shape or out.dtype != acc.aval.dtype:
         return None
     other = others[0]

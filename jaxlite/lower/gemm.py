@@ -37,7 +37,7 @@ from typing import Callable
 import llvmlite.ir as ir
 import numpy as np
 
-from jaxlite.lower import llvm_target, native_pool
+from jaxlite.lower import llvm_target, native_call, native_pool
 
 I1 = ir.IntType(1)
 I64 = ir.IntType(64)
@@ -123,6 +123,17 @@ class EpilogueContext:
         if kind == "tile":
             offset = builder.add(builder.mul(self.row, self.row_stride), self.col)
         return emitter.load_vector(builder, pointer, offset, self._mask)
+
+    def store_to_tile(self, arg_index, vector):
+        """Store the integer `vector` (one element per accumulator lane) into the
+        "tile" argument `arg_index` at this accumulator's place; masked-off lanes are left alone."""
+        builder, (_, pointer) = self.builder, self.args[arg_index]
+        offset = builder.add(builder.mul(self.row, self.row_stride), self.col)
+        address = builder.gep(pointer, [offset], source_etype=vector.type.element)
+        element_bytes = vector.type.element.width // 8
+        store = self._emitter.intrinsic(f"llvm.masked.store.v{vector.type.count}i{8 * element_bytes}.p0",
+                                        ir.VoidType(), [vector.type, PTR, ir.IntType(32), self._mask.type])
+        builder.call(store, [vector, address, ir.Constant(ir.IntType(32), element_bytes), self._mask])
 
     def with_args(self, args):
         return EpilogueContext(self._emitter, self.builder, self.row, self.col, self.row_stride,
@@ -211,6 +222,19 @@ def _fma(emitter, builder, a, b, acc):
 
 
 FMA = {dtype: InnerProduct(dtype, dtype, 1, _fma) for dtype in ("float32", "float64")}
+
+
+@dataclass(frozen=True, eq=False)
+class OperandSource:
+    """An A or B stored in another form, converted while it is packed: each packed element
+    comes from `group` consecutive K values of the stored operand (its K is group x the
+    kernel's, same element size). `convert(emitter, builder, values)` gets the `group` values
+    (vectors along B's rows, or scalars of A) and returns the packed one. So a conversion of
+    an operand costs no pass of its own: the packing reads it, block by block, between the
+    microkernel calls."""
+    name: str
+    group: int
+    convert: Callable
 
 
 # ----------------------------------------------------------------------------- IR helpers
@@ -322,6 +346,11 @@ class GemmFamily:
     epilogue: Epilogue | None
     vector_bits: int
     product: InnerProduct
+    # B arrives already in micro-panels (see prepacked_b_shape): the kernel reads it in place
+    # instead of packing it, which every thread of a call would do for a row split.
+    packed_b: bool = False
+    a_source: OperandSource | None = None     # A is then always packed
+    b_source: OperandSource | None = None
 
     @property
     def itemsize(self):
@@ -535,10 +564,17 @@ class GemmEmitter:
         last_row = builder.sub(rows, as_i64(1))
         row_starts = [builder.mul(smin(builder, as_i64(r), last_row), row_stride) for r in range(mr)]
 
+        source = self.spec.a_source
+        group = source.group if source else 1
+        value_stride = builder.udiv(k_stride, as_i64(group))     # of the stored A
+
         def copy_column(k):
             column = builder.mul(k, k_stride)
             for r, row_start in enumerate(row_starts):
-                value = builder.load(self.gep(builder, src, builder.add(column, row_start)), typ=self.elem)
+                first = builder.add(column, row_start)
+                values = [builder.load(self.gep(builder, src, builder.add(first, builder.mul(as_i64(g), value_stride))),
+                                       typ=self.elem) for g in range(group)]
+                value = source.convert(self, builder, values) if source else values[0]
                 builder.store(value, self.gep(builder, dst, builder.add(builder.mul(k, as_i64(mr)), as_i64(r))))
         emit_loop(builder, 0, kc, copy_column, name="k")
         builder.ret_void()
@@ -564,10 +600,15 @@ class GemmEmitter:
         if not self.spec.trans_b:
             masks = [self.lane_mask(builder, builder.sub(cols, as_i64(v * lanes))) for v in range(nv)]
 
+            source = self.spec.b_source
+            group = source.group if source else 1
+            row_stride = builder.udiv(stride, as_i64(group))     # of the stored B
+
             def copy_row(k):
-                row = builder.mul(k, stride)
+                rows = [builder.add(builder.mul(k, stride), builder.mul(as_i64(g), row_stride)) for g in range(group)]
                 for v, mask in enumerate(masks):
-                    store_row(k, v, self.load_vector(builder, src, builder.add(row, as_i64(v * lanes)), mask))
+                    vectors = [self.load_vector(builder, src, builder.add(row, as_i64(v * lanes)), mask) for row in rows]
+                    store_row(k, v, source.convert(self, builder, vectors) if source else vectors[0])
             emit_loop(builder, 0, kc, copy_row, name="k")
         else:
             self._pack_transposed_b(builder, src, kc, cols, stride, store_row)
@@ -686,21 +727,30 @@ class GemmEmitter:
                                as_i64(-_WORKSPACE_ALIGN))
         return builder.inttoptr(address, PTR)
 
-    def _a_strides(self, sizes):
-        """(row, k) element strides of A as stored."""
-        return (as_i64(1), sizes.m) if self.spec.trans_a else (sizes.k, as_i64(1))
+    def _a_strides(self, builder, sizes):
+        """(row, k) element strides of A as stored (a k step spans an OperandSource's group)."""
+        if self.spec.trans_a:
+            return as_i64(1), sizes.m
+        group = self.spec.a_source.group if self.spec.a_source else 1
+        return builder.mul(sizes.k, as_i64(group)), as_i64(group)
 
-    def _b_strides(self, sizes):
-        """(k, column) element strides of B as stored."""
-        return (as_i64(1), sizes.k) if self.spec.trans_b else (sizes.n, as_i64(1))
+    def _b_strides(self, builder, sizes):
+        """(k, column) element strides of B as stored (a k step spans a BSource's group of rows)."""
+        if self.spec.trans_b:
+            return as_i64(1), sizes.k
+        group = self.spec.b_source.group if self.spec.b_source else 1
+        return builder.mul(sizes.n, as_i64(group)), as_i64(1)
 
     def _emit_blocked(self, builder, sizes, a, b, c, workspace, start, end, extra):
         blk = self.blk
         # A micro-panel is reused once per column tile: with one, packing would only copy.
         packs_a = builder.icmp_signed(">", builder.sub(sizes.col_end, sizes.col_start), as_i64(1))
+        if self.spec.a_source:      # the microkernel reads only packed (converted) A
+            packs_a = ir.Constant(I1, 1)
         packed_a = workspace
         packed_a_tiles = smin(builder, sizes.row_tiles, as_i64(blk.mb_tiles))
-        packed_b = self.gep(builder, workspace, builder.mul(packed_a_tiles, as_i64(blk.kc * blk.mr)))
+        packed_b = b if self.spec.packed_b else \
+            self.gep(builder, workspace, builder.mul(packed_a_tiles, as_i64(blk.kc * blk.mr)))
 
         def row_block(block_start):
             block_end = smin(builder, builder.add(block_start, as_i64(blk.mb_tiles)), end)
@@ -714,7 +764,8 @@ class GemmEmitter:
 
                 def col_block(col_start):
                     col_end = smin(builder, builder.add(col_start, as_i64(blk.nc_tiles)), sizes.col_end)
-                    self._pack_b_block(builder, sizes, b, packed_b, col_start, col_end, k0, kc)
+                    if not self.spec.packed_b:
+                        self._pack_b_block(builder, sizes, b, packed_b, col_start, col_end, k0, kc)
                     slice_ = (packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last)
                     emit_loop(builder, block_start, block_end, lambda rt: emit_loop(
                         builder, col_start, col_end,
@@ -730,7 +781,7 @@ class GemmEmitter:
 
     def _a_origin(self, builder, sizes, a, row_tile, k0):
         """Address of A[row_tile * mr, k0] as stored."""
-        row_stride, k_stride = self._a_strides(sizes)
+        row_stride, k_stride = self._a_strides(builder, sizes)
         return self.gep(builder, a, builder.add(builder.mul(builder.mul(row_tile, as_i64(self.blk.mr)), row_stride),
                                                 builder.mul(k0, k_stride)))
 
@@ -738,11 +789,11 @@ class GemmEmitter:
         def pack_tile(rt):
             builder.call(self.pack_a(), [self._a_origin(builder, sizes, a, rt, k0),
                                          self._panel(builder, packed_a, rt, block_start, self.blk.mr), kc,
-                                         self._edge(builder, sizes.m, rt, self.blk.mr), *self._a_strides(sizes)])
+                                         self._edge(builder, sizes.m, rt, self.blk.mr), *self._a_strides(builder, sizes)])
         emit_loop(builder, block_start, block_end, pack_tile, name="pa")
 
     def _pack_b_block(self, builder, sizes, b, packed_b, col_start, col_end, k0, kc):
-        k_stride, col_stride = self._b_strides(sizes)
+        k_stride, col_stride = self._b_strides(builder, sizes)
         runtime_stride = col_stride if self.spec.trans_b else k_stride
 
         def pack_tile(ct):
@@ -757,12 +808,19 @@ class GemmEmitter:
         return self.gep(builder, packed, builder.mul(builder.sub(tile, block_start),
                                                      as_i64(self.blk.kc * width)))
 
+    def _prepacked_panel(self, builder, sizes, b, ct, k0):
+        """Address of the k0-th row of column tile ct's micro-panel in a prepacked B."""
+        rows_before = builder.add(builder.mul(ct, sizes.k), k0)
+        return self.gep(builder, b, builder.mul(rows_before, as_i64(self.blk.nr)))
+
     def _packed_tile(self, builder, sizes, slice_, c, rt, ct, extra):
         packs_a, a, packed_a, block_start, k0, packed_b, col_start, kc, first, last = slice_
         row0, col0 = builder.mul(rt, as_i64(self.blk.mr)), builder.mul(ct, as_i64(self.blk.nr))
-        row_stride, k_stride = self._a_strides(sizes)
+        row_stride, k_stride = self._a_strides(builder, sizes)
         c_tile = self.gep(builder, c, builder.add(builder.mul(row0, sizes.n), col0))
-        common = [self._panel(builder, packed_b, ct, col_start, self.blk.nr), c_tile, kc, first, last, row0, col0,
+        b_panel = self._prepacked_panel(builder, sizes, packed_b, ct, k0) if self.spec.packed_b else \
+            self._panel(builder, packed_b, ct, col_start, self.blk.nr)
+        common = [b_panel, c_tile, kc, first, last, row0, col0,
                   self._edge(builder, sizes.m, rt, self.blk.mr), self._edge(builder, sizes.n, ct, self.blk.nr),
                   sizes.n]
         vectors = self._tiles(builder, common[8], self.blk.lanes)
@@ -918,7 +976,7 @@ class GemmKernel:
         plan for up to `threads` threads."""
         pointers = self._operand_pointers(a, b, extra)
         out = self._output(out)
-        pointers.insert(2, out.ctypes.data)
+        pointers.insert(2, native_call.array_data(out))
         self.run_pointers(pointers, plan or self.model_plan(threads))
         return out
 
@@ -965,8 +1023,16 @@ class GemmKernel:
         spec = self.spec
         a_shape = (spec.k, spec.m) if spec.trans_a else (spec.m, spec.k)
         b_shape = (spec.n, spec.k) if spec.trans_b else (spec.k, spec.n)
-        _check_batched("a", a, spec.dtype, a_shape, spec.batch, spec.a_batch_stride)
-        _check_batched("b", b, spec.dtype, b_shape, spec.batch, spec.b_batch_stride)
+        if spec.family.a_source:
+            _check_array("a", a, spec.dtype, (spec.m, spec.family.a_source.group * spec.k))
+        else:
+            _check_batched("a", a, spec.dtype, a_shape, spec.batch, spec.a_batch_stride)
+        if spec.family.packed_b:
+            _check_array("b", b, spec.dtype, prepacked_b_shape(self.blocking, spec.k, spec.n))
+        elif spec.family.b_source:
+            _check_array("b", b, spec.dtype, (spec.family.b_source.group * spec.k, spec.n))
+        else:
+            _check_batched("b", b, spec.dtype, b_shape, spec.batch, spec.b_batch_stride)
         if len(extra) != len(spec.epilogue_kinds):
             raise TypeError(f"epilogue {spec.epilogue.name if spec.epilogue else None!r} takes "
                             f"{len(spec.epilogue_kinds)} extra arrays, got {len(extra)}")
@@ -974,7 +1040,7 @@ class GemmKernel:
         for index, (kind, array) in enumerate(zip(spec.epilogue_kinds, extra)):
             shape = {"columns": (spec.n,), "rows": (spec.m,), "tile": out_shape, "scalar": ()}[kind]
             _check_array(f"extra[{index}] ({kind})", array, spec.dtype, shape)
-        return [array.ctypes.data for array in (a, b, *extra)]
+        return [native_call.array_data(array) for array in (a, b, *extra)]
 
 
 def _check_array(name, array, dtype, shape):
@@ -998,8 +1064,14 @@ def _check_batched(name, array, dtype, matrix_shape, batch, stride):
             raise ValueError(f"{name} holds {array.size} elements, batch strides need {needed}")
 
 
+def prepacked_b_shape(blocking, k, n):
+    """A prepacked B: per column tile, its k x nr micro-panel (columns past n are zero)."""
+    return (-(-n // blocking.nr), k, blocking.nr)
+
+
 def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1,
-                 batch_strides=None, epilogue=None, vector_bits=None, product=None):
+                 batch_strides=None, epilogue=None, vector_bits=None, product=None, packed_b=False,
+                 a_source=None, b_source=None):
     """A GemmKernel for C[i] = epilogue(op(A[i]) @ op(B[i])), i < batch; cached per process.
 
     op(A) is A (stored m x k) or, with trans_a, A stored k x m; likewise B (k x n, or n x k
@@ -1007,6 +1079,9 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     element strides between batch entries of A and B (default: contiguous; 0 shares B).
     vector_bits forces 256 (AVX2 tiles) or 512; default: the host's width. `product` (an
     InnerProduct) replaces the FMA step; its dtype is then the element type (see gemm_lowp).
+    packed_b=True takes B prepacked (prepacked_b_shape; no batch, no transpose); an
+    OperandSource a_source or b_source takes A or B stored in its form (m x group * k, or
+    group * k x n; no batch, no transpose).
     The machine code is compiled once per family (everything but the sizes, batch and
     batch strides) and shared by every shape of it.
     """
@@ -1016,8 +1091,11 @@ def compile_gemm(m, n, k, dtype="float32", trans_a=False, trans_b=False, batch=1
     if min(m, n, k, batch) < 1:
         raise ValueError(f"gemm dimensions must be positive, got m={m} n={n} k={k} batch={batch}")
     a_stride, b_stride = batch_strides or (m * k, k * n)
+    if (packed_b or a_source or b_source) and (batch > 1 or trans_a or trans_b):
+        raise ValueError("a prepacked or converted operand is one untransposed matrix")
     family = GemmFamily(dtype, bool(trans_a), bool(trans_b), epilogue,
-                        vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype])
+                        vector_bits or llvm_target.vector_width_bits(), product or FMA[dtype], bool(packed_b),
+                        a_source, b_source)
     return _bind(GemmSpec(m, n, k, batch, a_stride, b_stride, family))
 
 

@@ -9,7 +9,9 @@ instruction reduces a group into each accumulator lane:
     vpdpbusd   acc[j] += sum over 4 bytes of  u8(a) * s8(b)          (int32 lanes)
 
 A row of A already has its groups side by side; B is repacked once ("prepared", as
-weights are in inference) so that word [p, j] holds B[g*p : g*p + g, j]. vpdpbusd takes
+weights are in inference) so that word [p, j] holds B[g*p : g*p + g, j], and laid out in
+the GEMM's micro-panels (gemm.prepacked_b_shape), which the kernel then reads in place:
+with C split by rows, every thread would otherwise pack all of B on every call. vpdpbusd takes
 one unsigned operand, so the activations are offset by 128 into u8 and the epilogue takes
 back 128 * (column sums of B), which makes the result exactly the s8 x s8 product.
 
@@ -19,6 +21,7 @@ float32 results equal up to the rounding order of the two products of a bf16 pai
 """
 import ctypes
 import functools
+import threading
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -27,10 +30,17 @@ import numpy as np
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.lower import gemm, llvm_math, llvm_target, native_pool
 from jaxlite.lower.gemm import Epilogue, InnerProduct
+from jaxlite.lower.native_call import array_data
 
 I32 = ir.IntType(32)
 _ACTIVATION_OFFSET = 128
 _INT8_MAX = 127
+# The quantizing/rounding passes are memory-bound. On data in cache (the activations a GEMM
+# just wrote) a second thread costs more than it saves (512 x 1024: 0.09 ms alone, 0.115 ms
+# on two threads); on data read from memory (weights passed as arguments, inputs) two
+# threads read faster from ~1M elements (1024 x 1024 weights rounded: 0.36 / 0.27 ms).
+# Running an int8 product's activation and weight passes at once, one per thread, gained nothing.
+PASS_MIN_ELEMENTS_PER_THREAD = 1 << 19
 
 
 def _words(emitter, builder, vector):
@@ -108,6 +118,35 @@ DEQUANTIZE = _dequantizing(relu=False)
 DEQUANTIZE_RELU = _dequantizing(relu=True)
 
 
+def _store_rounded_to_bf16(ctx, acc):
+    """Also store the result rounded to bf16 (to nearest even, as convert_element_type)
+    into the argument, a bf16 array shaped like C: a layer's output becomes the next
+    product's A operand while the tile is in registers, instead of in a conversion pass
+    that reads C back."""
+    ctx.store_to_tile(0, llvm_math.emit_f32_to_bf16_bits(ctx.builder, acc))
+    return acc
+
+
+# Argument: the bf16 output (m, n). C then only carries the partial sums between K slices.
+ROUND_TO_BF16 = Epilogue("round_bf16", ("tile",), _store_rounded_to_bf16)
+
+
+def _rounded_pair(emitter, builder, values):
+    """The word(s) of two float32 K values (or rows of them) rounded to bf16: the first low."""
+    vector = isinstance(values[0].type, ir.VectorType)
+    words = ir.VectorType(I32, emitter.blk.lanes) if vector else I32
+    low, high = (builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, value), words) for value in values)
+    sixteen = gemm.splat(builder, ir.Constant(I32, 16), words) if vector else ir.Constant(I32, 16)
+    return builder.bitcast(builder.or_(low, builder.shl(high, sixteen)), emitter.vec if vector else emitter.elem)
+
+
+# float32 operands (weights passed as arguments, activations) rounded to bf16 by the GEMM's
+# packing, block by block between the microkernel calls, instead of by a pass of their own
+# (round_b, a conversion kernel): they then stream from memory while the GEMM computes, as a
+# float32 GEMM's do, with no rounded copy written and read back.
+BF16_FROM_FLOAT32 = gemm.OperandSource("bf16-from-float32", 2, _rounded_pair)
+
+
 def has_native(kind):
     """Whether the host has the instruction for `kind` ("bf16" or "int8") at 512 bits."""
     feature = {"bf16": "avx512bf16", "int8": "avx512vnni"}[kind]
@@ -118,7 +157,8 @@ def has_native(kind):
 
 @dataclass(frozen=True)
 class PreparedB:
-    """B repacked into words of `group` K values: (ceil(k / group), n), plus int8's correction."""
+    """B repacked into words of `group` K values, (ceil(k / group), n), laid out in the GEMM's
+    micro-panels (gemm.prepacked_b_shape); plus int8's correction."""
     words: np.ndarray
     column_correction: np.ndarray | None
 
@@ -126,16 +166,30 @@ class PreparedB:
 class LowPrecisionGemm:
     """C = A @ B for narrow A (m x k) and B (k x n), from a compiled GemmKernel over words."""
 
-    def __init__(self, m, n, k, product, narrow_dtype, epilogue=None):
+    def __init__(self, m, n, k, product, narrow_dtype, epilogue=None, bf16_output=False, float32_a=False,
+                 float32_b=False):
         self.m, self.n, self.k = m, n, k
         self.product, self.narrow_dtype = product, np.dtype(narrow_dtype)
         self.k_words = -(-k // product.group)
         self.offsets_activations = product is INT8
         self.dequantizes = epilogue in (DEQUANTIZE, DEQUANTIZE_RELU)
+        self.bf16_output = bf16_output
         if self.offsets_activations:
             epilogue = gemm.chain(_UNDO_OFFSET, *([epilogue] if epilogue else []))
+        if bf16_output:
+            epilogue = gemm.chain(*([epilogue] if epilogue else []), ROUND_TO_BF16)
+        self._kept = threading.local()     # the bf16-output variant's C, per calling thread
+        self.float32_a, self.float32_b = float32_a, float32_b
+        if (float32_a or float32_b) and (narrow_dtype != bfloat16 or k % 2):
+            raise ValueError("float32 operands (rounded while packed) are for bf16 products of even k")
         self.kernel = gemm.compile_gemm(m, n, self.k_words, epilogue=epilogue, product=product,
-                                        vector_bits=512 if product in (BF16, INT8) else None)
+                                        vector_bits=512 if product in (BF16, INT8) else None, packed_b=not float32_b,
+                                        a_source=BF16_FROM_FLOAT32 if float32_a else None,
+                                        b_source=BF16_FROM_FLOAT32 if float32_b else None)
+        self.panel_width = self.kernel.blocking.nr
+        self.panels_shape = gemm.prepacked_b_shape(self.kernel.blocking, self.k_words, n)
+        # What run_words takes as B's words: float32 B as stored, or prepared panels.
+        self.b_shape = (k, n) if float32_b else self.panels_shape
 
     def asm(self):
         return self.kernel.asm()
@@ -161,9 +215,20 @@ class LowPrecisionGemm:
         correction = None
         if self.offsets_activations:
             correction = _ACTIVATION_OFFSET * padded.sum(axis=0, dtype=np.int32)
-        return PreparedB(words.view(self.product.dtype), correction)
+        tiles, _, width = self.panels_shape
+        columns = np.pad(words.view(self.product.dtype), [(0, 0), (0, tiles * width - self.n)])
+        return PreparedB(np.ascontiguousarray(columns.reshape(self.k_words, tiles, width).transpose(1, 0, 2)),
+                         correction)
+
+    def _new_panels(self):
+        """An uninitialized prepacked B but for the zero columns past n in the last panel."""
+        panels = np.empty(self.panels_shape, self.product.dtype)
+        panels[-1, :, self.n - (panels.shape[0] - 1) * self.panel_width:] = 0
+        return panels
 
     def prepare_a(self, a):
+        if self.float32_a:
+            return np.ascontiguousarray(a, np.float32)
         padded = np.ascontiguousarray(self._padded(a, (self.m, self.k), k_axis=1))
         if self.offsets_activations:
             padded = padded.view(np.uint8) ^ np.uint8(_ACTIVATION_OFFSET)
@@ -180,7 +245,7 @@ class LowPrecisionGemm:
         words = np.empty((self.m, self.k_words), self.product.dtype)
         scales = np.empty(self.m, np.float32)
         quantizer = _compile_quantizer(self.offsets_activations)
-        sizes_and_pointers = (x.ctypes.data, words.ctypes.data, scales.ctypes.data, self.k, 4 * self.k_words)
+        sizes_and_pointers = (array_data(x), array_data(words), array_data(scales), self.k, 4 * self.k_words)
         _split_rows(quantizer, sizes_and_pointers, self.m, threads, self.m * self.k)
         return words, scales
 
@@ -192,11 +257,11 @@ class LowPrecisionGemm:
         if w.shape != (self.k, self.n) or self.narrow_dtype != np.int8:
             raise ValueError(f"quantize_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for an int8 GEMM, got {w.shape}")
-        words = np.empty((self.k_words, self.n), np.int32)
+        words = self._new_panels()
         scales, correction = np.empty(self.n, np.float32), np.empty(self.n, np.int32)
-        quantizer = _compile_weight_quantizer(self.k, self.n)
-        pointers = (w.ctypes.data, words.ctypes.data, scales.ctypes.data, correction.ctypes.data)
-        _split_rows(quantizer, pointers, self.n, threads, self.k * self.n)
+        quantizer = _compile_weight_quantizer(self.k, self.n, self.panel_width)
+        pointers = (array_data(w), array_data(words), array_data(scales), array_data(correction))
+        _split_rows(quantizer, pointers, words.shape[0], threads, self.k * self.n)
         return PreparedB(words, correction if self.offsets_activations else None), scales
 
     def round_b(self, w, threads=1):
@@ -207,9 +272,9 @@ class LowPrecisionGemm:
         if w.shape != (self.k, self.n) or self.narrow_dtype != bfloat16:
             raise ValueError(f"round_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for a bf16 GEMM, got {w.shape}")
-        words = np.empty((self.k_words, self.n), self.product.dtype)
-        sizes_and_pointers = (w.ctypes.data, words.ctypes.data, self.k, self.n)
-        _split_rows(_compile_bf16_packer(), sizes_and_pointers, self.k_words, threads, self.k * self.n)
+        words = self._new_panels()
+        sizes_and_pointers = (array_data(w), array_data(words), self.k, self.n)
+        _split_rows(_compile_bf16_packer(self.panel_width), sizes_and_pointers, self.k_words, threads, self.k * self.n)
         return PreparedB(words, None)
 
     def run(self, a, b, *extra, out=None, threads=1):
@@ -217,10 +282,15 @@ class LowPrecisionGemm:
         return self.run_words(self.prepare_a(a), b, *extra, out=out, threads=threads)
 
     def run_words(self, a_words, b, *extra, out=None, threads=1):
-        """Like run, for A already in words (from prepare_a or quantize_a)."""
-        if not isinstance(b, PreparedB):
+        """Like run, for A already in words (from prepare_a or quantize_a). With float32_b, B
+        is the float32 (k x n) weights."""
+        if self.float32_b:
+            b = PreparedB(np.ascontiguousarray(b, np.float32), None)
+        elif not isinstance(b, PreparedB):
             b = self.prepare_b(b)
         correction = () if b.column_correction is None else (b.column_correction,)
+        if self.bf16_output:
+            return self._run_rounding(a_words, b, extra, out, threads)
         if self.dequantizes:
             extra = [np.ascontiguousarray(e, np.float32).view(self.product.dtype) for e in extra]
             out = np.empty((self.m, self.n), np.float32) if out is None else out
@@ -232,6 +302,21 @@ class LowPrecisionGemm:
     def __call__(self, a, b, *extra, out=None):
         return self.run(a, b, *extra, out=out)
 
+    def _run_rounding(self, a_words, b, extra, out, threads):
+        """The bf16 output variant: C is a float32 scratch array kept per calling thread,
+        the result `out` (bf16, m x n) is written by the epilogue."""
+        out = np.empty((self.m, self.n), bfloat16) if out is None else out
+        gemm._check_array("out", out, bfloat16, (self.m, self.n))
+        gemm._check_array("a", a_words, self.product.dtype, (self.m, self.k if self.float32_a else self.k_words))
+        gemm._check_array("b", b.words, self.product.dtype, self.b_shape)
+        scratch = getattr(self._kept, "c", None)
+        if scratch is None:
+            scratch = self._kept.c = np.empty((self.m, self.n), np.float32)
+        extra = [np.ascontiguousarray(e, np.float32) for e in extra]
+        pointers = [array_data(x) for x in (a_words, b.words, scratch, *extra, out)]
+        self.kernel.run_pointers(pointers, self.kernel.model_plan(threads))
+        return out
+
 
 def _quantizer_module(name, pointers, sizes=0):
     """(module, function, builder, call) for
@@ -241,6 +326,10 @@ def _quantizer_module(name, pointers, sizes=0):
     f32 = ir.FloatType()
     arguments = [gemm.PTR] * pointers + [gemm.I64] * (sizes + 2)
     function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), name)
+    for pointer in function.args[:pointers]:
+        # Inputs and outputs never overlap: without this, LLVM checks at every entry to a
+        # vectorized loop, which costs as much as a panel row's 48 words.
+        pointer.add_attribute("noalias")
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     call = lambda intrinsic, *args: builder.call(
         gemm.declare(module, f"llvm.{intrinsic}.f32", f32, [f32] * len(args)), list(args), fastmath=("nnan", "nsz"))
@@ -273,8 +362,8 @@ def _compiled_quantizer(module, name, pointers, sizes=0):
 
 def _split_rows(quantizer, pointers, count, threads, elements):
     """quantizer(*pointers, start, stop) over range(count) (`pointers` may end with sizes), split over up to `threads`
-    threads: the slices are independent; below ~64K elements a thread costs more than it saves."""
-    threads = max(1, min(threads, elements >> 16))
+    threads: the slices are independent; each thread gets PASS_MIN_ELEMENTS_PER_THREAD at least."""
+    threads = max(1, min(threads, elements // PASS_MIN_ELEMENTS_PER_THREAD))
     if threads == 1:
         quantizer(*pointers, 0, count)
         return
@@ -315,14 +404,17 @@ def _compile_quantizer(offset):
 
 
 @functools.lru_cache(maxsize=None)
-def _compile_weight_quantizer(k, n):
-    """void(float* w, i32* words, float* scales, i32* correction, i64 col_start, i64 col_end):
-    per column of w (k x n), the scale as precision.quantize(w, (0,)) computes it, the
-    quantized column packed four K values to a word (as prepare_b packs them, zero-padded)
-    and 128 * its sum (prepare_b's correction). Loops run down the rows with the columns
+def _compile_weight_quantizer(k, n, panel_width):
+    """void(float* w, i32* words, float* scales, i32* correction, i64 tile_start, i64 tile_end):
+    per column of w (k x n) in the column tiles [tile_start, tile_end) (panel_width columns
+    each), the scale as precision.quantize(w, (0,)) computes it, the quantized column packed
+    four K values to a word into its micro-panel (as prepare_b packs them, zero-padded) and
+    128 * its sum (prepare_b's correction). Loops run down the rows with the columns
     innermost, so LLVM vectorizes across columns."""
     module, function, builder, call = _quantizer_module("quantize_weights", 4)
-    w, words, scales, correction, start, stop = function.args
+    w, words, scales, correction, tile_start, tile_end = function.args
+    start = builder.mul(tile_start, gemm.as_i64(panel_width))
+    stop = gemm.smin(builder, builder.mul(tile_end, gemm.as_i64(panel_width)), gemm.as_i64(n))
     f32 = ir.FloatType()
     index = lambda i, j: builder.add(builder.mul(gemm.as_i64(i), gemm.as_i64(n)), j)
     element = lambda i, j: builder.load(builder.gep(w, [index(i, j)], source_etype=f32), typ=f32)
@@ -345,7 +437,12 @@ def _compile_weight_quantizer(k, n):
         builder.store(_scale_of(builder, call, builder.load(scale_at(j), typ=f32)), scale_at(j))
     gemm.emit_loop(builder, start, stop, finish_scale, name="js")
 
-    def pack_word(p, rows):
+    def pack_word(tile, p, rows):
+        first = builder.mul(tile, gemm.as_i64(panel_width))
+        # The word of column j goes to panel_row + j: row p of the tile's panel.
+        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, gemm.as_i64(-(-k // 4))), p),
+                                            gemm.as_i64(panel_width)), first)
+
         def column(j):
             scale = builder.load(scale_at(j), typ=f32)
             word, total = ir.Constant(I32, 0), ir.Constant(I32, 0)
@@ -355,51 +452,85 @@ def _compile_weight_quantizer(k, n):
                 byte = builder.and_(q, ir.Constant(I32, 0xFF))
                 word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * g)))
                 total = builder.add(total, q)
-            builder.store(word, builder.gep(words, [index(p, j)], source_etype=I32))
+            builder.store(word, builder.gep(words, [builder.add(panel_row, j)], source_etype=I32))
             offset_sum = builder.mul(total, ir.Constant(I32, _ACTIVATION_OFFSET))
             builder.store(builder.add(builder.load(correction_at(j), typ=I32), offset_sum), correction_at(j))
-        gemm.emit_loop(builder, start, stop, column, name="jw")
-    gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(p, 4), name="p")
-    if k % 4:
-        pack_word(gemm.as_i64(k // 4), k % 4)
+        _emit_panel_columns(builder, first, panel_width, gemm.as_i64(n), column)
+
+    def pack_tile(tile):
+        gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(tile, p, 4), name="p")
+        if k % 4:
+            pack_word(tile, gemm.as_i64(k // 4), k % 4)
+    gemm.emit_loop(builder, tile_start, tile_end, pack_tile, name="t")
     builder.ret_void()
     return _compiled_quantizer(module, "quantize_weights", 4)
 
 
+_PACK_BLOCK_ROWS = 4
+
+
+def _emit_panel_columns(builder, first, width, n, column):
+    """column(j) for the columns j < n of the panel `width` wide (a constant) from `first`.
+    A whole panel loops a constant count, which LLVM vectorizes with no remainder loop or
+    trip-count checks: those cost as much as the 48 words of a panel row."""
+    with builder.if_else(builder.icmp_signed("<=", builder.add(first, gemm.as_i64(width)), n)) as (whole, part):
+        with whole:
+            gemm.emit_loop(builder, first, builder.add(first, gemm.as_i64(width)), column, name="j")
+        with part:
+            gemm.emit_loop(builder, first, n, column, name="j_edge")
+
+
 @functools.lru_cache(maxsize=None)
-def _compile_bf16_packer():
+def _compile_bf16_packer(panel_width):
     """void(float* w, i32* words, i64 k, i64 n, i64 word_row_start, i64 word_row_end):
-    words[p, j] = bf16(w[2p, j]) | bf16(w[2p + 1, j]) << 16 (prepare_b's layout; the
-    high half is zero past the last row of an odd k). Sizes are arguments: one packer
-    serves every shape. The inner loop runs along a row, so LLVM vectorizes it."""
+    word [p, j] = bf16(w[2p, j]) | bf16(w[2p + 1, j]) << 16 (the high half is zero past the
+    last row of an odd k), stored into the micro-panels as prepare_b lays them out. Sizes
+    are arguments: one packer serves every shape. The inner loop runs along a row of a
+    panel, so LLVM vectorizes it."""
     module, function, builder, _ = _quantizer_module("pack_bf16", 2, sizes=2)
     w, words, k, n, start, stop = function.args
     f32 = ir.FloatType()
+    width = gemm.as_i64(panel_width)
     last_row = builder.sub(k, gemm.as_i64(1))
+    k_words = builder.udiv(builder.add(k, gemm.as_i64(1)), gemm.as_i64(2))
+    tiles = builder.udiv(builder.add(n, gemm.as_i64(panel_width - 1)), width)
 
-    def word_row(p):
+    def word_row(tile, p):
+        first = builder.mul(tile, width)
         low_row = builder.mul(p, gemm.as_i64(2))
         high_row = builder.add(low_row, gemm.as_i64(1))
         has_high = builder.icmp_signed("<", high_row, k)
         high_row = builder.select(has_high, high_row, last_row)    # stay inside w
         bits = lambda row, j: builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, builder.load(
             builder.gep(w, [builder.add(builder.mul(row, n), j)], source_etype=f32), typ=f32)), I32)
+        # The word of column j goes to panel_row + j: row p of the tile's panel.
+        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, k_words), p), width), first)
 
         def column(j):
             high = builder.select(has_high, bits(high_row, j), ir.Constant(I32, 0))
             word = builder.or_(bits(low_row, j), builder.shl(high, ir.Constant(I32, 16)))
-            builder.store(word, builder.gep(words, [builder.add(builder.mul(p, n), j)], source_etype=I32))
-        gemm.emit_loop(builder, 0, n, column, name="j")
-    gemm.emit_loop(builder, start, stop, word_row, name="p")
+            builder.store(word, builder.gep(words, [builder.add(panel_row, j)], source_etype=I32))
+        _emit_panel_columns(builder, first, panel_width, n, column)
+
+    def row_block(block_start):
+        # A block of word rows (16 rows of w, read from L1/L2) goes out panel by panel:
+        # reads and writes both run through memory in order.
+        block_end = gemm.smin(builder, builder.add(block_start, gemm.as_i64(_PACK_BLOCK_ROWS)), stop)
+        gemm.emit_loop(builder, 0, tiles, lambda tile: gemm.emit_loop(
+            builder, block_start, block_end, lambda p: word_row(tile, p), name="p"), name="t")
+    gemm.emit_loop(builder, start, stop, row_block, _PACK_BLOCK_ROWS, name="pb")
     builder.ret_void()
     return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
 
 
-def compile_gemm_bf16(m, n, k, epilogue=None, portable=None):
+def compile_gemm_bf16(m, n, k, epilogue=None, portable=None, bf16_output=False, float32_a=False, float32_b=False):
     """bf16 (m x k) @ bf16 (k x n) accumulated in float32, with an optional float32 epilogue.
+    bf16_output=True gives the result rounded to bf16 (after the epilogue); float32_a /
+    float32_b=True take A / B as float32 (even k), rounded to bf16 as the GEMM packs them.
     portable=True forces the widening fallback; None picks vdpbf16ps when the host has it."""
     native = has_native("bf16") if portable is None else not portable
-    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue)
+    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue, bf16_output, float32_a,
+                            float32_b)
 
 
 def compile_gemm_int8(m, n, k, portable=None, epilogue=None):

@@ -27,6 +27,16 @@ from jaxlite.lower import llvm_target
 from jaxlite.lower.codegen import I32, I64, PTR
 
 DATA_OFFSET = 16          # offsetof(PyArrayObject_fields, data): right after PyObject_HEAD
+
+
+def object_data(address):
+    """The data pointer of the ndarray object at `address`."""
+    return ctypes.c_void_p.from_address(address + DATA_OFFSET).value
+
+
+def array_data(array):
+    """An ndarray's data pointer, read from the object (~4x cheaper than .ctypes.data)."""
+    return object_data(id(array))
 _FLAGS_OFFSET = 64        # offsetof(PyArrayObject_fields, flags) in numpy's stable ABI
 _TYPE_OFFSET = 8          # offsetof(PyObject, ob_type)
 _WRITEABLE = 0x0400       # NPY_ARRAY_WRITEABLE

@@ -48,7 +48,7 @@ def lower_jaxpr(closed):
         optimized = passes.run_passes(rewritten)
     optimized = passes.run_passes(optimized, (epilogues.swap_transposed_products, _transpose_gemm_operands,
                                               _fuse_gemm_epilogues, _fold_low_precision_weights,
-                                              _fuse_int8_matmuls, _round_bf16_weights_in_gemms,
+                                              _fuse_int8_matmuls, _round_bf16_operands_in_gemms,
                                               _widen_narrow_floats, passes.dce))
     steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
     runtime.log_fallbacks(steps)
@@ -81,8 +81,8 @@ def _widen_narrow_floats(closed):
         closed, lambda eqn: eqn.primitive.name in fusion.CUMULATIVE or runtime.computes_widened(eqn))
 
 
-def _round_bf16_weights_in_gemms(closed):
-    return quantized.round_bf16_weights_in_gemms(closed, runtime.is_bf16_gemm)
+def _round_bf16_operands_in_gemms(closed):
+    return quantized.round_bf16_operands_in_gemms(closed, runtime.is_bf16_gemm)
 
 
 def compile_program(program, name="jit_fn", donated=()):

@@ -277,7 +277,9 @@ def gemm_family_text(family):
     return (f"dtype={family.dtype} trans={family.trans_a},{family.trans_b} "
             f"epilogue={(epilogue.name, epilogue.arg_kinds) if epilogue else None} "
             f"vector_bits={family.vector_bits} product={product.name},{product.dtype},{product.group},"
-            f"{step.__module__}.{step.__qualname__}")
+            f"{step.__module__}.{step.__qualname__}" + (" packed_b" if family.packed_b else "")
+            + "".join(f" {side}_source={source.name}" for side, source in (("a", family.a_source), ("b", family.b_source))
+                      if source))
 
 
 class _EmitterFacts:

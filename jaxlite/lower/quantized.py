@@ -14,10 +14,11 @@ one compiled pass (gemm_lowp.quantize_a), and the GEMM's epilogue applies scales
 bias and relu while the accumulators are in registers. The quantization equations
 stay in the jaxpr for any other reader; DCE drops them when nothing else reads them.
 
-bf16 products get the same treatment for their weights: float32 weights rounded in the
-program (passed as arguments) go to the GEMM step as float32, which rounds and packs them
-into the GEMM's words in one compiled pass (gemm_lowp.round_b), instead of a conversion
-kernel and a repacking of its output.
+bf16 products get the same treatment for their operands: float32 operands rounded in the
+program (weights passed as arguments, the first layer's activations) go to the GEMM step as
+float32, which rounds them as it packs them (gemm_lowp.BF16_FROM_FLOAT32; weights of an odd
+K in one compiled pass, gemm_lowp.round_b), instead of a conversion kernel and a repacking
+of its output.
 """
 import numpy as np
 
@@ -82,28 +83,34 @@ def fuse_int8_matmuls(closed, is_int8_gemm):
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars), closed.consts)
 
 
-def round_bf16_weights_in_gemms(closed, is_bf16_gemm):
-    """bf16 GEMMs (dot_general or dot_epilogue with `is_bf16_gemm(eqn)`) whose weights are
-    only read by them after a float32 -> bf16 conversion become dot_epilogues of the
-    float32 weights."""
+def round_bf16_operands_in_gemms(closed, is_bf16_gemm):
+    """bf16 GEMMs (dot_general or dot_epilogue with `is_bf16_gemm(eqn)`) whose operands are
+    only read by them after a float32 -> bf16 conversion become dot_epilogues of the float32
+    operands, their `rounded` param naming them (activations only for an even K: only the
+    GEMM's packing rounds them)."""
     jaxpr = closed.jaxpr
     producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outputs}
     uses = _use_counts(jaxpr)
-    eqns = [_rounding_weights(eqn, producers, uses) if is_bf16_gemm(eqn) and _plain_matrix_product(eqn)
+    eqns = [_rounding_operands(eqn, producers, uses) if is_bf16_gemm(eqn) and _plain_matrix_product(eqn)
             else eqn for eqn in jaxpr.eqns]
     if all(new is old for new, old in zip(eqns, jaxpr.eqns)):
         return closed
     return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars), closed.consts)
 
 
-def _rounding_weights(gemm, producers, uses):
-    rounded = gemm.inputs[1]
-    convert = _producer(rounded, producers, "convert_element_type")
-    if convert is None or uses[rounded] != 1 or convert.inputs[0].aval.dtype != np.float32:
+def _rounding_operands(gemm, producers, uses):
+    (lhs_contracting, _), _ = gemm.params["dimension_numbers"]
+    odd_k = gemm.inputs[0].aval.shape[lhs_contracting[0]] % 2
+    inputs, rounded = list(gemm.inputs), []
+    for index in (1,) if odd_k else (0, 1):
+        convert = _producer(inputs[index], producers, "convert_element_type")
+        if convert is not None and uses[inputs[index]] == 1 and convert.inputs[0].aval.dtype == np.float32:
+            inputs[index] = convert.inputs[0]
+            rounded.append(index)
+    if not rounded:
         return gemm
     params = {"dimension_numbers": gemm.params["dimension_numbers"], "epilogue": gemm.params.get("epilogue", ()),
-              "preferred_element_type": gemm.params.get("preferred_element_type")}
-    inputs = [gemm.inputs[0], convert.inputs[0]] + list(gemm.inputs[2:])
+              "preferred_element_type": gemm.params.get("preferred_element_type"), "rounded": tuple(rounded)}
     return gemm.replace(primitive=dot_epilogue_p, inputs=inputs, params=params)
 
 

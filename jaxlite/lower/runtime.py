@@ -36,10 +36,12 @@ from llvmlite import ir
 
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import (autotune, codegen, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
+from jaxlite.lower import (autotune, codegen, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
                            native_flow, native_pool, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
+from jaxlite.lower.native_call import array_data as _data_pointer
+from jaxlite.lower.native_call import object_data as _object_data
 from jaxlite.lower.fusion import UNROLLED_CONTRACTION, EqnStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
@@ -62,11 +64,6 @@ FALLBACKS = {
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
        for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
 }
-
-
-def _object_data(address):
-    """The data pointer of the ndarray object at `address`."""
-    return ctypes.c_void_p.from_address(address + _DATA_OFFSET).value
 
 
 def _check_data_offset():
@@ -489,11 +486,6 @@ class _KeptWorkspace:
         self._spare.buffer = workspace
 
 
-def _data_pointer(array):
-    """An ndarray's data pointer, read from the object (~4x cheaper than .ctypes.data)."""
-    return _object_data(id(array))
-
-
 def _contiguous(x):
     """A C-contiguous ndarray (never a numpy scalar: the entry points read array objects)."""
     if type(x) is not np.ndarray:
@@ -619,17 +611,18 @@ _LOW_PRECISION_GEMMS = {("bfloat16", "float32"): gemm_lowp.compile_gemm_bf16,
 
 
 def _low_precision_gemm(eqn):
-    lhs, rhs = eqn.inputs[:2]
-    if lhs.aval.dtype != rhs.aval.dtype and not rounds_weights(eqn):
+    lhs, rhs = operand_dtypes(eqn)
+    if lhs != rhs:
         return None
-    return _LOW_PRECISION_GEMMS.get((lhs.aval.dtype.name, eqn.outputs[0].aval.dtype.name))
+    accumulator = eqn.params.get("preferred_element_type") or eqn.outputs[0].aval.dtype
+    return _LOW_PRECISION_GEMMS.get((np.dtype(lhs).name, np.dtype(accumulator).name))
 
 
-def rounds_weights(eqn):
-    """A bf16 GEMM step given float32 weights rounds them to bf16 itself, packing them for
-    the GEMM in the same pass (quantized.round_bf16_weights_in_gemms)."""
-    lhs, rhs = eqn.inputs[:2]
-    return eqn.primitive.name == "dot_epilogue" and lhs.aval.dtype == bfloat16 and rhs.aval.dtype == np.float32
+def operand_dtypes(eqn):
+    """The dtypes a product's operands multiply in: bf16 for the float32 operands a bf16 GEMM
+    step rounds itself (quantized.round_bf16_operands_in_gemms), else their own."""
+    rounded = eqn.params.get("rounded", ()) if eqn.primitive.name == "dot_epilogue" else ()
+    return [np.dtype(bfloat16) if i in rounded else v.aval.dtype for i, v in enumerate(eqn.inputs[:2])]
 
 
 def is_low_precision_gemm(eqn):
@@ -637,20 +630,19 @@ def is_low_precision_gemm(eqn):
 
 
 def is_int8_gemm(eqn):
-    return is_low_precision_gemm(eqn) and eqn.inputs[0].aval.dtype == np.int8
+    return is_low_precision_gemm(eqn) and operand_dtypes(eqn)[0] == np.int8
 
 
 def is_bf16_gemm(eqn):
-    return is_low_precision_gemm(eqn) and eqn.inputs[0].aval.dtype == bfloat16
+    return is_low_precision_gemm(eqn) and operand_dtypes(eqn)[0] == bfloat16
 
 
 def epilogue_fusable(eqn):
-    """A dot_general whose GEMM can apply bias/residual/scale/relu (the float GEMMs). The bf16
-    GEMM can too, but gains nothing measurable: in precision.bf16 code the next product's
-    conversion to bf16 is a kernel anyway, which takes in bias and relu at no extra pass
-    (MLP batch 512 here: 10.8 ms unfused, 10.9 ms fused, CPU time). int8 products fuse their
-    dequantization, bias and relu in quantized.int8_matmul."""
-    return _gemm_applies(eqn) and _low_precision_gemm(eqn) is None
+    """A dot_general whose GEMM can apply bias/residual/scale/relu: the float GEMMs and the
+    bf16 one, which also rounds its result to bf16 when the next product reads it so
+    (epilogues.ROUND_BF16). int8 products fuse their dequantization, bias and relu in
+    quantized.int8_matmul."""
+    return _gemm_applies(eqn) and (_low_precision_gemm(eqn) is None or operand_dtypes(eqn)[0] == bfloat16)
 
 
 def _gemm_applies(eqn):
@@ -703,6 +695,8 @@ class _GemmCall:
         self.b_shape = lead + ((n, k) if trans_b else (k, n))
         self.c_shape = lead + (m, n)
         names = eqn.params.get("epilogue", ())
+        bf16_output = names[-1:] == (epilogues.ROUND_BF16,)
+        names = names[:-1] if bf16_output else names
         epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
         low_precision = _low_precision_gemm(eqn)
         if low_precision is not None:
@@ -710,8 +704,14 @@ class _GemmCall:
             self.a_perm = None if self.a_perm is None and not trans_a else list(lb) + lhs_free + list(lc)
             self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
             self.a_shape, self.b_shape = (m, k), (k, n)
-            self.kernel = low_precision(m, n, k, epilogue=epilogue)
-            if rounds_weights(eqn):
+            # float32 operands of a bf16 product are rounded by the GEMM's packing (even k);
+            # weights of an odd k by a pass into the packed layout.
+            rounded = eqn.params.get("rounded", ())
+            options = {"bf16_output": bf16_output, "float32_a": 0 in rounded, "float32_b": 1 in rounded and k % 2 == 0}
+            self.kernel = low_precision(m, n, k, epilogue=epilogue, **{o: True for o, on in options.items() if on})
+            if options["float32_b"]:
+                self._prepared_b = self._arranged_b
+            elif 1 in rounded:
                 self._prepared_b = lambda w: self.kernel.round_b(self._arranged_b(w), threads=GEMM_THREADS)
             else:
                 self._prepared_b = _PreparedB(self.kernel, rhs_is_constant, self._arranged_b)
