@@ -55,6 +55,57 @@ class _Matrix:
         store(self.b, value, self.base, self.offset(i, j))
 
 
+# ---------------------------------------------------------------- calls of numpy's LAPACK
+
+def _call_lapack(b, routine, arguments, characters):
+    """Call numpy's LAPACK or BLAS `routine` (lapack.py) the Fortran way: every argument a
+    pointer, then the hidden lengths of its first `characters` arguments (gfortran's
+    convention). It runs as in numpy, with IEEE subnormals (a caller may have set FTZ/DAZ)."""
+    saved = codegen.save_and_keep_denormals(b, _entry_builder(b))
+    name = lapack.symbol(routine)
+    function = b.module.globals.get(name) or ir.Function(
+        b.module, ir.FunctionType(ir.VoidType(), [PTR] * len(arguments) + [I64] * characters), name)
+    b.call(function, list(arguments) + [as_i64(1)] * characters)
+    codegen.restore_mxcsr(b, saved)
+
+
+def _entry_builder(b):
+    """A builder at the start of b's function (its allocas do not grow the stack in loops)."""
+    allocas = ir.IRBuilder()
+    allocas.position_at_start(b.function.entry_basic_block)
+    return allocas
+
+
+def _by_reference(b, constant):
+    """A pointer to `constant` (a Fortran argument passed by reference)."""
+    allocas = _entry_builder(b)
+    slot = allocas.alloca(constant.type)
+    allocas.store(constant, slot)
+    return slot
+
+
+def _fortran_arguments(b, values, int_bits):
+    """Pointers to LAPACK arguments: a one-letter str is a CHARACTER, an int an INTEGER."""
+    def constant(value):
+        if isinstance(value, str):
+            return ir.Constant(I8, ord(value))
+        return ir.Constant(ir.IntType(int_bits), value)
+    return [_by_reference(b, constant(value)) for value in values]
+
+
+def _widen(b, element):
+    return (lambda x: b.fpext(x, _like(x, ir.DoubleType()))) if element != ir.DoubleType() else None
+
+
+def _narrow(b, element):
+    return (lambda x: b.fptrunc(x, _like(x, element))) if element != ir.DoubleType() else None
+
+
+def _like(value, element):
+    """`element`, or a vector of them when value is a vector."""
+    return ir.VectorType(element, value.type.count) if isinstance(value.type, ir.VectorType) else element
+
+
 # ---------------------------------------------------------------- cholesky
 
 @dataclass(frozen=True)
@@ -93,6 +144,47 @@ class CholeskySpec:
             _fill_nan(b, factor)
 
 
+@dataclass(frozen=True)
+class PotrfSpec:
+    """cholesky as np.linalg.cholesky computes it, so jit gives eager's bits: dpotrf("L") in
+    double precision (also for float32) on a column-major copy, the upper triangle zeroed,
+    rounded to the dtype. A failed factorization (not positive definite, or NaN) comes out
+    all NaN, as in the eager version. int_bits describes this process's LAPACK (it keys
+    the persistent cache). One thread runs the batch, as in numpy: OpenBLAS threads each
+    call itself."""
+    dtype: np.dtype
+    batch: int
+    n: int
+    int_bits: int
+
+    def build(self):
+        name = "lapack_cholesky"
+        module = define_routine(name, 2, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, 8 * self.n * self.n, 0)
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element, n = _FLOAT_TYPES[self.dtype], self.n
+        a, factor = (_Matrix(b, p, entry, n, n, element) for p in pointers)
+        # The column-major matrix LAPACK sees, as its row-major transpose.
+        work = _Matrix(b, scratch, as_i64(0), n, n, ir.DoubleType())
+        _copy(b, a, work, transposed=True, convert=_widen(b, element))
+        uplo, order, lda, info = _fortran_arguments(b, ["L", n, max(1, n), 0], self.int_bits)
+        _call_lapack(b, "dpotrf", [uplo, order, work.base, lda, info], characters=1)
+        succeeded = b.icmp_signed("==", b.load(info, typ=ir.IntType(self.int_bits)), ir.Constant(ir.IntType(self.int_bits), 0))
+        with b.if_else(succeeded) as (then, otherwise):
+            with then:
+                _copy(b, work, factor, transposed=True, convert=_narrow(b, element))
+                _zero_strict_upper(b, factor)
+            with otherwise:
+                _fill_nan(b, factor)
+
+
+def _zero_strict_upper(b, matrix):
+    zero = ir.Constant(matrix.element_type, 0.0)
+    emit_loop(b, 0, matrix.rows, lambda i: emit_loop(
+        b, b.add(i, as_i64(1)), matrix.cols, lambda j: matrix.store(zero, i, j), name="j"), name="row")
+
+
 def _fill_nan(b, matrix):
     nan = ir.Constant(matrix.element_type, float("nan"))
     emit_loop(b, 0, matrix.rows * matrix.cols, lambda k: store(b, nan, matrix.base, k), name="nan")
@@ -112,10 +204,15 @@ def _unary_intrinsic(module, name, element):
 
 
 def cholesky_spec(eqn):
+    """numpy's dpotrf where lapack.py finds it (eager's bits), else the hand-written routine."""
     aval = eqn.inputs[0].aval
     if not _float_matrices(aval):
         return None
-    return CholeskySpec(np.dtype(aval.dtype), _batch(aval.shape), int(aval.shape[-1]))
+    dtype, batch, n = np.dtype(aval.dtype), _batch(aval.shape), int(aval.shape[-1])
+    function = lapack.potrf()
+    if function is None:
+        return CholeskySpec(dtype, batch, n)
+    return PotrfSpec(dtype, batch, n, function.int_bits)
 
 
 # ---------------------------------------------------------------- triangular_solve
@@ -172,15 +269,84 @@ class TriangularSolveSpec:
             _copy(b, work, out, transposed=True)
 
 
+@dataclass(frozen=True)
+class TrsmSpec:
+    """triangular_solve by numpy's BLAS (strsm for float32, dtrsm for float64: lapack.py),
+    on the row-major operands as they are (lapack.trsm_arguments), after copying b to x
+    (trsm solves in place)."""
+    dtype: np.dtype
+    batch: int
+    m: int
+    rhs: int
+    left_side: bool
+    lower: bool
+    transpose_a: bool
+    unit_diagonal: bool
+    int_bits: int
+
+    def build(self):
+        name = "blas_triangular_solve"
+        module = define_routine(name, 3, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, 0, 0)
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element = _FLOAT_TYPES[self.dtype]
+        shapes = [(self.m, self.m)] + [(self.m, self.rhs) if self.left_side else (self.rhs, self.m)] * 2
+        a, rhs, x = (_Matrix(b, p, entry, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
+        _copy(b, rhs, x, transposed=False)
+        if self.m * self.rhs == 0:
+            return
+        arguments = lapack.trsm_arguments(self.m, self.rhs, self.left_side, self.lower, self.transpose_a,
+                                          self.unit_diagonal)
+        characters = _fortran_arguments(b, arguments.characters, self.int_bits)
+        rows, cols, lda, ldb = _fortran_arguments(b, arguments.sizes, self.int_bits)
+        alpha = _by_reference(b, ir.Constant(element, 1.0))
+        routine = "strsm" if self.dtype == np.float32 else "dtrsm"
+        _call_lapack(b, routine, characters + [rows, cols, alpha, a.base, lda, x.base, ldb], characters=4)
+
+
 def _copy(b, source, target, transposed, convert=None):
     """target = source, or its transpose (each element passed through `convert` if given)."""
     def copy_element(i, j):
         value = source.load(i, j)
         target.store(convert(value) if convert else value, *((j, i) if transposed else (i, j)))
 
-    def copy_row(i):
-        emit_loop(b, 0, source.cols, lambda j: copy_element(i, j), name="j")
-    emit_loop(b, 0, source.rows, copy_row, name="row")
+    def copy_block(rows, cols):
+        emit_loop(b, *rows, lambda i: emit_loop(b, *cols, lambda j: copy_element(i, j), name="j"), name="row")
+    if not transposed:
+        copy_block((0, source.rows), (0, source.cols))
+        return
+    # Element by element, a transpose stores (or loads) along a column: ~1.4 ns an element at
+    # 512 x 512, 3x the whole copy's cost in 8 x 8 tiles transposed in vector registers.
+    rows, cols = (extent // _TILE * _TILE for extent in (source.rows, source.cols))
+    emit_loop(b, 0, rows, lambda i: emit_loop(
+        b, 0, cols, lambda j: _transpose_tile(b, source, target, i, j, convert), step=_TILE, name="tile_j"),
+        step=_TILE, name="tile_i")
+    copy_block((rows, source.rows), (0, source.cols))
+    copy_block((0, rows), (cols, source.cols))
+
+
+_TILE = 8
+
+
+def _transpose_tile(b, source, target, i, j, convert):
+    """target[j:j+8, i:i+8] = source[i:i+8, j:j+8]^T: eight row vectors, then for each bit h
+    of the position in the tile, the off-diagonal h x h blocks of every 2h x 2h block swap
+    (after the three exchanges, row and column bits have traded places)."""
+    vector = ir.VectorType(source.element_type, _TILE)
+    rows = [b.load(gep(b, source.base, source.offset(b.add(i, as_i64(r)), j), source.element_type), typ=vector,
+                   align=1) for r in range(_TILE)]
+    rows = [convert(row) for row in rows] if convert else rows
+    h = _TILE // 2
+    while h:
+        for r in (r for r in range(_TILE) if not r & h):
+            low = [c if not c & h else _TILE + c - h for c in range(_TILE)]
+            high = [c + h if not c & h else _TILE + c for c in range(_TILE)]
+            rows[r], rows[r + h] = [b.shuffle_vector(rows[r], rows[r + h], ir.Constant(ir.VectorType(I32, _TILE), mask))
+                                    for mask in (low, high)]
+        h //= 2
+    for r, row in enumerate(rows):
+        b.store(row, gep(b, target.base, target.offset(b.add(j, as_i64(r)), i), target.element_type), align=1)
 
 
 def triangular_solve_spec(eqn):
@@ -189,8 +355,12 @@ def triangular_solve_spec(eqn):
         return None
     params = eqn.params
     columns = rhs.shape[-1] if params["left_side"] else rhs.shape[-2]
-    return TriangularSolveSpec(np.dtype(a.dtype), _batch(a.shape), int(a.shape[-1]), int(columns), params["left_side"],
-                               params["lower"], params["transpose_a"], params["unit_diagonal"])
+    shape = (np.dtype(a.dtype), _batch(a.shape), int(a.shape[-1]), int(columns))
+    flags = tuple(params[name] for name in ("left_side", "lower", "transpose_a", "unit_diagonal"))
+    function = lapack.trsm(a.dtype)
+    if function is None:
+        return TriangularSolveSpec(*shape, *flags)
+    return TrsmSpec(*shape, *flags, function.int_bits)
 
 
 # ---------------------------------------------------------------- lu
@@ -319,9 +489,9 @@ class SvdSpec:
         work_a, work_u, work_vt = (_Matrix(b, region[name], as_i64(0), rows, cols, double)
                                    for name, rows, cols in (("a", n, m), ("u", u_cols, m), ("vt", vt_cols, vt_rows)))
         work_s = _Matrix(b, region["s"], as_i64(0), 1, k, double)
-        _copy(b, a, work_a, transposed=True, convert=lambda x: b.fpext(x, double) if element != double else x)
+        _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
         info = self._emit_gesdd_call(b, region)
-        narrow = (lambda x: b.fptrunc(x, element)) if element != double else None
+        narrow = _narrow(b, element)
         with b.if_else(b.icmp_signed("==", info, ir.Constant(info.type, 0))) as (succeeded, failed):
             with succeeded:
                 for work, result in zip((work_s, work_u, work_vt), results):
@@ -333,14 +503,9 @@ class SvdSpec:
     def _emit_gesdd_call(self, b, region):
         """Call dgesdd on the scratch regions; returns its INFO."""
         ints = self._store_ints(b, region["ints"])
-        # LAPACK runs as in numpy: with IEEE subnormals (a caller may have set FTZ/DAZ).
-        allocas = ir.IRBuilder()
-        allocas.position_at_start(b.function.entry_basic_block)
-        saved = codegen.save_and_keep_denormals(b, allocas)
-        b.call(_declare_gesdd(b.module), [region["ints"], ints["m"], ints["n"], region["a"], ints["ld"], region["s"],
-                                          region["u"], ints["ld"], region["vt"], ints["ld_vt"], region["work"],
-                                          ints["lwork"], region["iwork"], ints["info"], as_i64(1)])
-        codegen.restore_mxcsr(b, saved)
+        _call_lapack(b, "dgesdd", [region["ints"], ints["m"], ints["n"], region["a"], ints["ld"], region["s"],
+                                   region["u"], ints["ld"], region["vt"], ints["ld_vt"], region["work"],
+                                   ints["lwork"], region["iwork"], ints["info"]], characters=1)
         return b.load(ints["info"], typ=ir.IntType(self.int_bits))
 
     def _store_ints(self, b, base):
@@ -356,13 +521,6 @@ class SvdSpec:
 
 
 _GESDD_INTS = ("m", "n", "ld", "ld_vt", "lwork", "info")    # after jobz's slot, 8 bytes each
-
-
-def _declare_gesdd(module):
-    """dgesdd(jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork, info), all by
-    reference, then the hidden length of jobz (gfortran's convention)."""
-    return module.globals.get(lapack.GESDD_SYMBOL) or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [PTR] * 14 + [I64]), lapack.GESDD_SYMBOL)
 
 
 def svd_spec(eqn):
