@@ -2,9 +2,6 @@
 numpy's BLAS strsm/dtrsm; without them the hand-written routines run."""
 import itertools
 import logging
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +11,8 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.lower import lapack, linalg_kernels
-from jaxlite.test_util import assert_jit_matches_eager_bits, assert_same_bits, enable_x64
+from jaxlite.test_util import (assert_jit_matches_eager_bits, assert_same_bits, cache_hits_in_a_second_process,
+                               enable_x64)
 
 pytestmark = pytest.mark.skipif(lapack.potrf() is None or lapack.trsm(np.float32) is None,
                                 reason="numpy's LAPACK exports no dpotrf/strsm")
@@ -184,10 +182,4 @@ print(disk_cache.stats["hits"])
 
 def test_cached_object_code_links_to_this_processs_lapack(tmp_path):
     """Routines stored by one process call LAPACK and BLAS by our symbol names, bound again in the next."""
-    script = _CACHED.format(cache=str(tmp_path / "cache"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-            for _ in range(2)]
-    for run in runs:
-        assert run.returncode == 0, run.stderr
-    assert int(runs[1].stdout.split()[-1]) > 0
+    assert cache_hits_in_a_second_process(_CACHED, tmp_path / "cache") > 0
