@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
+from jaxlite.core import numpy_blas
 from jaxlite.lower import lapack, linalg_kernels
 from jaxlite.test_util import (assert_jit_matches_eager_bits, assert_same_bits, cache_hits_in_a_second_process,
                                enable_x64)
@@ -46,6 +47,29 @@ def test_jnp_cholesky_and_numpy_agree_bitwise():
     assert_same_bits(jaxlite.jit(jnp.linalg.cholesky)(a), np.linalg.cholesky(a))
 
 
+def test_big_factorizations_keep_eager_bits_and_leave_blas_threads_as_they_were():
+    """From n = 128 OpenBLAS's threaded potrf rounds otherwise: eager and jit both run one thread."""
+    control = numpy_blas.thread_control()
+    before = control.get() if control is not None else None
+    a = _spd(np.random.default_rng(8), (2,), 200).astype(np.float32)
+    assert_jit_matches_eager_bits(lax.cholesky, a)
+    b = np.random.default_rng(9).standard_normal((2, 200, 150)).astype(np.float32)
+    jaxlite.jit(lambda x, y: lax.triangular_solve(x, y, left_side=True, lower=True))(a, b)
+    assert (control.get() if control is not None else None) == before
+
+
+@pytest.mark.skipif(numpy_blas.thread_control() is None, reason="numpy's LAPACK is not OpenBLAS")
+def test_single_threaded_puts_back_only_what_it_changed():
+    control = numpy_blas.thread_control()
+    before = control.get()
+    with numpy_blas.single_threaded():
+        assert control.get() == 1
+        with numpy_blas.single_threaded():      # found 1: leaves it alone
+            assert control.get() == 1
+        assert control.get() == 1
+    assert control.get() == before
+
+
 def test_a_matrix_lapack_fails_on_is_nan_and_the_others_are_not():
     a = _spd(np.random.default_rng(2), (4,), 12).astype(np.float32)
     a[1] = -a[1]
@@ -76,7 +100,9 @@ def _reference_solve(a, b, left_side, lower, transpose_a, unit_diagonal):
 
 @pytest.fixture
 def blas_for_every_size(monkeypatch):
+    """BLAS's trsm also for small solves, in chunks of two right-hand sides (and a remainder)."""
     monkeypatch.setattr(linalg_kernels, "_TRSM_MIN_WORK", 0)
+    monkeypatch.setattr(linalg_kernels, "_TRSM_CHUNK", 2)
 
 
 @pytest.mark.usefixtures("blas_for_every_size")
@@ -110,7 +136,7 @@ def chosen_specs(monkeypatch):
 
 def test_big_solves_run_on_blas_and_agree_with_eager(chosen_specs):
     rng = np.random.default_rng(3)
-    m, rhs = 130, 70        # 130^2 * 70 multiply-adds: over _TRSM_MIN_WORK; not multiples of any block
+    m, rhs = 130, 300       # over _TRSM_MIN_WORK; not multiples of any block; 3 chunks, the last short
     for flags in itertools.product([True, False], repeat=4):
         params = dict(zip(FLAGS, flags))
         a = _triangular(rng, (2,), m, np.float32)

@@ -6,7 +6,7 @@ the standard matrix identities, written with triangular solves and matmuls.
 """
 import numpy as np
 
-from jaxlite.core import dtypes
+from jaxlite.core import dtypes, numpy_blas
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import FLOAT, as_operand, check_dtype
@@ -80,8 +80,10 @@ def _decompose_or_nan(decompose, matrix):
 
 
 def _cholesky_impl(x):
-    """Lower Cholesky factor; matrices that are not positive definite give NaNs, as in JAX."""
-    return _or_nan_per_matrix(lambda a: [np.linalg.cholesky(a)], x)[0]
+    """Lower Cholesky factor; matrices that are not positive definite give NaNs, as in JAX.
+    numpy's LAPACK runs on one thread, as under jit (core/numpy_blas.py says why)."""
+    with numpy_blas.single_threaded():
+        return _or_nan_per_matrix(lambda a: [np.linalg.cholesky(a)], x)[0]
 
 
 def _cholesky_aval(x):

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
+from jaxlite.core import numpy_blas
+
 # The routines generated code calls: dgesdd for svd, dpotrf for cholesky (numpy computes
 # both in double precision, also for float32), strsm/dtrsm for triangular_solve.
 ROUTINES = ("dgesdd", "dpotrf", "strsm", "dtrsm")
@@ -83,6 +85,10 @@ def _numpy_lapack_is_ilp64():
     return "64bitint" in description or "ilp64" in description
 
 
+# OpenBLAS's thread count (core/numpy_blas.py), which generated code reads and sets by these names.
+GET_THREADS_SYMBOL, SET_THREADS_SYMBOL = "jaxlite_blas_get_threads", "jaxlite_blas_set_threads"
+
+
 def register_symbols():
     """Bind our names to numpy's LAPACK in the JIT's symbol table (at target initialization,
     before any object code, compiled or loaded, is linked)."""
@@ -90,23 +96,10 @@ def register_symbols():
         function = find(routine)
         if function is not None:
             llvm.add_symbol(symbol(routine), function.address)
-
-
-@dataclass(frozen=True)
-class TrsmArguments:
-    characters: tuple   # side, uplo, transa, diag
-    sizes: tuple        # m, n, lda, ldb
-
-
-def trsm_arguments(m, rhs, left_side, lower, transpose_a, unit_diagonal):
-    """BLAS trsm's arguments for triangular_solve on row-major m x m `a` and b (m x rhs on
-    the left side, rhs x m on the right). Column-major BLAS sees each row-major matrix as its
-    transpose, and op(a) x = b transposed is x^T op(a)^T = b^T: the side and the stored
-    triangle swap, op stays."""
-    characters = ("R" if left_side else "L", "U" if lower else "L", "T" if transpose_a else "N",
-                  "U" if unit_diagonal else "N")
-    rows, cols = (rhs, m) if left_side else (m, rhs)
-    return TrsmArguments(characters, (rows, cols, max(1, m), max(1, rows)))
+    control = numpy_blas.thread_control()
+    if control is not None:
+        for name, address in zip((GET_THREADS_SYMBOL, SET_THREADS_SYMBOL), control.addresses):
+            llvm.add_symbol(name, address)
 
 
 @functools.lru_cache(maxsize=None)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from jaxlite.core import numpy_blas
 from jaxlite.lower import codegen, lapack
-from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
+from jaxlite.lower.gemm import I64, PTR, as_i64, declare, emit_loop
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
 I1 = ir.IntType(1)
@@ -61,15 +62,23 @@ class _Matrix:
 
 # ---------------------------------------------------------------- calls of numpy's LAPACK
 
-def _call_lapack(b, routine, arguments, characters):
+def _call_lapack(b, routine, arguments, characters, one_thread=False):
     """Call numpy's LAPACK or BLAS `routine` (lapack.py) the Fortran way: every argument a
     pointer, then the hidden lengths of its first `characters` arguments (gfortran's
-    convention). It runs as in numpy, with IEEE subnormals (a caller may have set FTZ/DAZ)."""
+    convention). It runs as in numpy, with IEEE subnormals (a caller may have set FTZ/DAZ);
+    on one OpenBLAS thread if asked (as core.numpy_blas.single_threaded does it)."""
     saved = codegen.save_and_keep_denormals(b, _entry_builder(b))
-    name = lapack.symbol(routine)
-    function = b.module.globals.get(name) or ir.Function(
-        b.module, ir.FunctionType(ir.VoidType(), [PTR] * len(arguments) + [I64] * characters), name)
+    function = declare(b.module, lapack.symbol(routine), ir.VoidType(), [PTR] * len(arguments) + [I64] * characters)
+    if one_thread:
+        threads = b.call(declare(b.module, lapack.GET_THREADS_SYMBOL, I32, []), [])
+        changes = b.icmp_signed("!=", threads, ir.Constant(I32, 1))
+        set_threads = declare(b.module, lapack.SET_THREADS_SYMBOL, ir.VoidType(), [I32])
+        with b.if_then(changes):
+            b.call(set_threads, [ir.Constant(I32, 1)])
     b.call(function, list(arguments) + [as_i64(1)] * characters)
+    if one_thread:
+        with b.if_then(changes):
+            b.call(set_threads, [threads])
     codegen.restore_mxcsr(b, saved)
 
 
@@ -80,21 +89,27 @@ def _entry_builder(b):
     return allocas
 
 
-def _by_reference(b, constant):
-    """A pointer to `constant` (a Fortran argument passed by reference)."""
+def _by_reference(b, value):
+    """A pointer to `value` (a Fortran argument passed by reference); a constant is stored
+    once in the entry block."""
     allocas = _entry_builder(b)
-    slot = allocas.alloca(constant.type)
-    allocas.store(constant, slot)
+    slot = allocas.alloca(value.type)
+    (allocas if isinstance(value, ir.Constant) else b).store(value, slot)
     return slot
 
 
 def _fortran_arguments(b, values, int_bits):
-    """Pointers to LAPACK arguments: a one-letter str is a CHARACTER, an int an INTEGER."""
-    def constant(value):
+    """Pointers to LAPACK arguments: a one-letter str is a CHARACTER, an int or an i64 value
+    an INTEGER."""
+    integer = ir.IntType(int_bits)
+
+    def value_of(value):
         if isinstance(value, str):
             return ir.Constant(I8, ord(value))
-        return ir.Constant(ir.IntType(int_bits), value)
-    return [_by_reference(b, constant(value)) for value in values]
+        if isinstance(value, int):
+            return ir.Constant(integer, value)
+        return b.trunc(value, integer) if int_bits < 64 else value
+    return [_by_reference(b, value_of(value)) for value in values]
 
 
 def _widen(b, element):
@@ -152,14 +167,15 @@ class CholeskySpec:
 class PotrfSpec:
     """cholesky as np.linalg.cholesky computes it, so jit gives eager's bits: dpotrf("L") in
     double precision (also for float32) on a column-major copy, the upper triangle zeroed,
-    rounded to the dtype. A failed factorization (not positive definite, or NaN) comes out
-    all NaN, as in the eager version. int_bits describes this process's LAPACK (it keys
-    the persistent cache). One thread runs the batch, as in numpy: OpenBLAS threads each
-    call itself."""
+    rounded to the dtype. A matrix dpotrf fails on (not positive definite) comes out all
+    NaN, as in the eager version. int_bits describes this process's LAPACK (it keys the
+    persistent cache). One thread runs the batch, and OpenBLAS runs each call on one
+    thread, as the eager version has it (core/numpy_blas.py)."""
     dtype: np.dtype
     batch: int
     n: int
     int_bits: int
+    one_thread: bool    # whether numpy's LAPACK is an OpenBLAS whose thread count we can set
 
     def build(self):
         name = "lapack_cholesky"
@@ -173,7 +189,7 @@ class PotrfSpec:
         work = _Matrix(b, scratch, as_i64(0), n, n, ir.DoubleType())
         _copy(b, a, work, transposed=True, convert=_widen(b, element))
         uplo, order, lda, info = _fortran_arguments(b, ["L", n, max(1, n), 0], self.int_bits)
-        _call_lapack(b, "dpotrf", [uplo, order, work.base, lda, info], characters=1)
+        _call_lapack(b, "dpotrf", [uplo, order, work.base, lda, info], characters=1, one_thread=self.one_thread)
         succeeded = b.icmp_signed("==", b.load(info, typ=ir.IntType(self.int_bits)), ir.Constant(ir.IntType(self.int_bits), 0))
         with b.if_else(succeeded) as (then, otherwise):
             with then:
@@ -216,7 +232,7 @@ def cholesky_spec(eqn):
     function = lapack.potrf()
     if function is None:
         return CholeskySpec(dtype, batch, n)
-    return PotrfSpec(dtype, batch, n, function.int_bits)
+    return PotrfSpec(dtype, batch, n, function.int_bits, numpy_blas.thread_control() is not None)
 
 
 # ---------------------------------------------------------------- triangular_solve
@@ -275,9 +291,17 @@ class TriangularSolveSpec:
 
 @dataclass(frozen=True)
 class TrsmSpec:
-    """triangular_solve by numpy's BLAS (strsm for float32, dtrsm for float64: lapack.py),
-    on the row-major operands as they are (lapack.trsm_arguments), after copying b to x
-    (trsm solves in place)."""
+    """triangular_solve by numpy's BLAS (strsm for float32, dtrsm for float64: lapack.py) on
+    the row-major operands as stored, after copying b to x (trsm solves in place).
+
+    Column-major BLAS sees each row-major matrix as its transpose, and op(a) x = b transposed
+    is x^T op(a)^T = b^T: the side and the stored triangle swap, op stays.
+
+    Each right-hand side is solved alone, so the work goes in chunks of _TRSM_CHUNK of them,
+    which the native pool spreads over its threads, each calling OpenBLAS on one thread (as
+    cholesky: core/numpy_blas.py). Threaded by OpenBLAS instead, 512 x 512 took 1.5 ms, and
+    5-7 ms as often with other processes running on the machine. trsm's bits depend neither
+    on its threads nor on the chunks (measured)."""
     dtype: np.dtype
     batch: int
     m: int
@@ -287,38 +311,58 @@ class TrsmSpec:
     transpose_a: bool
     unit_diagonal: bool
     int_bits: int
+    one_thread: bool    # whether numpy's LAPACK is an OpenBLAS whose thread count we can set
+
+    @property
+    def _chunks(self):
+        return max(1, -(-self.rhs // _TRSM_CHUNK))
 
     def build(self):
         name = "blas_triangular_solve"
-        module = define_routine(name, 3, self.batch, self._emit_matrix)
-        return Routine(module, name, self.batch, 0, 0)
+        entries = self.batch * self._chunks
+        module = define_routine(name, 3, entries, self._emit_chunk)
+        return Routine(module, name, entries, 0, self.m * self.m * min(self.rhs, _TRSM_CHUNK))
 
-    def _emit_matrix(self, b, pointers, scratch, entry):
-        element = _FLOAT_TYPES[self.dtype]
-        shapes = [(self.m, self.m)] + [(self.m, self.rhs) if self.left_side else (self.rhs, self.m)] * 2
-        a, rhs, x = (_Matrix(b, p, entry, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
-        _copy(b, rhs, x, transposed=False)
-        if self.m * self.rhs == 0:
+    def _emit_chunk(self, b, pointers, scratch, entry):
+        element, m = _FLOAT_TYPES[self.dtype], self.m
+        matrix, chunk = b.sdiv(entry, as_i64(self._chunks)), b.srem(entry, as_i64(self._chunks))
+        shapes = [(m, m)] + [(m, self.rhs) if self.left_side else (self.rhs, m)] * 2
+        a, rhs, x = (_Matrix(b, p, matrix, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
+        start = b.mul(chunk, as_i64(_TRSM_CHUNK))
+        end = b.add(start, as_i64(_TRSM_CHUNK))
+        stop = b.select(b.icmp_signed("<", end, as_i64(self.rhs)), end, as_i64(self.rhs))
+        blocks = ((0, m), (start, stop)) if self.left_side else ((start, stop), (0, m))
+        _copy_block(b, rhs, x, *blocks)
+        if m * self.rhs == 0:
             return
-        arguments = lapack.trsm_arguments(self.m, self.rhs, self.left_side, self.lower, self.transpose_a,
-                                          self.unit_diagonal)
-        characters = _fortran_arguments(b, arguments.characters, self.int_bits)
-        rows, cols, lda, ldb = _fortran_arguments(b, arguments.sizes, self.int_bits)
+        count = b.sub(stop, start)
+        characters = ("R" if self.left_side else "L", "U" if self.lower else "L", "T" if self.transpose_a else "N",
+                      "U" if self.unit_diagonal else "N")
+        sizes = (count, m, max(1, m), self.rhs) if self.left_side else (m, count, max(1, m), m)
+        *flags, rows, cols, lda, ldb = _fortran_arguments(b, characters + sizes, self.int_bits)
         alpha = _by_reference(b, ir.Constant(element, 1.0))
+        solved = gep(b, x.base, x.offset(*(block[0] for block in blocks)), element)
         routine = "strsm" if self.dtype == np.float32 else "dtrsm"
-        _call_lapack(b, routine, characters + [rows, cols, alpha, a.base, lda, x.base, ldb], characters=4)
+        _call_lapack(b, routine, flags + [rows, cols, alpha, a.base, lda, solved, ldb], characters=4,
+                     one_thread=self.one_thread)
+
+
+_TRSM_CHUNK = 128
+
+
+def _copy_block(b, source, target, rows, cols, transposed=False, convert=None):
+    """target = source over the (start, stop) ranges rows x cols, or into the transposed
+    places (each element passed through `convert` if given)."""
+    def copy_element(i, j):
+        value = source.load(i, j)
+        target.store(convert(value) if convert else value, *((j, i) if transposed else (i, j)))
+    emit_loop(b, *rows, lambda i: emit_loop(b, *cols, lambda j: copy_element(i, j), name="j"), name="row")
 
 
 def _copy(b, source, target, transposed, convert=None):
     """target = source, or its transpose (each element passed through `convert` if given)."""
-    def copy_element(i, j):
-        value = source.load(i, j)
-        target.store(convert(value) if convert else value, *((j, i) if transposed else (i, j)))
-
-    def copy_block(rows, cols):
-        emit_loop(b, *rows, lambda i: emit_loop(b, *cols, lambda j: copy_element(i, j), name="j"), name="row")
     if not transposed:
-        copy_block((0, source.rows), (0, source.cols))
+        _copy_block(b, source, target, (0, source.rows), (0, source.cols), convert=convert)
         return
     # Element by element, a transpose stores (or loads) along a column: ~1.4 ns an element at
     # 512 x 512, 3x the whole copy's cost in 8 x 8 tiles transposed in vector registers.
@@ -326,8 +370,8 @@ def _copy(b, source, target, transposed, convert=None):
     emit_loop(b, 0, rows, lambda i: emit_loop(
         b, 0, cols, lambda j: _transpose_tile(b, source, target, i, j, convert), step=_TILE, name="tile_j"),
         step=_TILE, name="tile_i")
-    copy_block((rows, source.rows), (0, source.cols))
-    copy_block((0, rows), (cols, source.cols))
+    _copy_block(b, source, target, (rows, source.rows), (0, source.cols), True, convert)
+    _copy_block(b, source, target, (0, rows), (cols, source.cols), True, convert)
 
 
 _TILE = 8
@@ -365,7 +409,7 @@ def triangular_solve_spec(eqn):
     function = lapack.trsm(a.dtype)
     if function is None or shape[2] ** 2 * shape[3] < _TRSM_MIN_WORK:
         return TriangularSolveSpec(*shape, *flags)
-    return TrsmSpec(*shape, *flags, function.int_bits)
+    return TrsmSpec(*shape, *flags, function.int_bits, numpy_blas.thread_control() is not None)
 
 
 # Below ~80^3 multiply-adds a matrix, the substitution loops beat BLAS's trsm (its blocking
