@@ -9,8 +9,9 @@ threaded and one-thread versions round differently from n = 128 on, so eager and
 must choose alike to give the same bits.
 
 numpy does not expose OpenBLAS's thread count; its linear-algebra extension module links
-the library, so the functions are looked up through that module's handle (as lower/lapack.py
-finds LAPACK itself). A numpy on another LAPACK has no such functions: nothing is changed.
+the library, so the functions are looked up through that module's handle (`library`, which
+lower/lapack.py finds LAPACK through too). A numpy on another LAPACK has no such functions:
+nothing is changed.
 """
 import contextlib
 import ctypes
@@ -33,15 +34,21 @@ class ThreadControl:
 
 
 @functools.lru_cache(maxsize=None)
-def thread_control():
-    """numpy's OpenBLAS thread-count functions, or None."""
+def library():
+    """numpy's linear-algebra extension module, whose handle finds the symbols of the LAPACK
+    it links (dlsym searches a library's dependencies too); None for a numpy laid out otherwise."""
     try:
         from numpy.linalg import _umath_linalg
-        library = ctypes.CDLL(_umath_linalg.__file__)
-    except (ImportError, AttributeError, OSError):     # a numpy laid out otherwise
+        return ctypes.CDLL(_umath_linalg.__file__)
+    except (ImportError, AttributeError, OSError):
         return None
+
+
+@functools.lru_cache(maxsize=None)
+def thread_control():
+    """numpy's OpenBLAS thread-count functions, or None."""
     for get_name, set_name in _NAMES:
-        get, set_ = getattr(library, get_name, None), getattr(library, set_name, None)
+        get, set_ = (getattr(library(), name, None) for name in (get_name, set_name))
         if get is not None and set_ is not None:
             get.restype, get.argtypes = ctypes.c_int, []
             set_.restype, set_.argtypes = None, [ctypes.c_int]

@@ -8,7 +8,7 @@ too) finds the library numpy calls, wherever it lives: the OpenBLAS in numpy's w
 (`scipy_dgesdd_64_`, 64-bit integers), or a system or conda LAPACK (`dgesdd_`).
 
 The same goes for dpotrf (cholesky, as np.linalg.cholesky computes it) and BLAS's
-strsm/dtrsm (triangular_solve: blocked and threaded, unlike a substitution loop).
+strsm/dtrsm (triangular_solve: blocked, unlike a substitution loop).
 Generated code calls each by a name of ours (`jaxlite_dgesdd`...), which `register_symbols`
 binds to this process's address in the JIT's symbol table: object code in the persistent
 cache names the symbol, not an address, so it stays valid in another process.
@@ -48,13 +48,8 @@ class LapackFunction:
 def find(routine):
     """numpy's LAPACK or BLAS `routine`, or None when numpy's LAPACK is not a library we can
     find (a numpy with its bundled lapack_lite keeps those symbols private)."""
-    try:
-        from numpy.linalg import _umath_linalg
-        library = ctypes.CDLL(_umath_linalg.__file__)
-    except (ImportError, AttributeError, OSError):     # a numpy laid out otherwise
-        return None
     for name in _exported_names(routine):
-        function = getattr(library, name, None)
+        function = getattr(numpy_blas.library(), name, None)
         if function is not None:
             return LapackFunction(ctypes.cast(function, ctypes.c_void_p).value, _int_bits(name))
     return None
