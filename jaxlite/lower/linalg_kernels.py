@@ -190,8 +190,8 @@ class PotrfSpec:
         _copy(b, a, work, transposed=True, convert=_widen(b, element))
         uplo, order, lda, info = _fortran_arguments(b, ["L", n, max(1, n), 0], self.int_bits)
         _call_lapack(b, "dpotrf", [uplo, order, work.base, lda, info], characters=1, one_thread=self.one_thread)
-        succeeded = b.icmp_signed("==", b.load(info, typ=ir.IntType(self.int_bits)), ir.Constant(ir.IntType(self.int_bits), 0))
-        with b.if_else(succeeded) as (then, otherwise):
+        integer = ir.IntType(self.int_bits)
+        with b.if_else(b.icmp_signed("==", b.load(info, typ=integer), ir.Constant(integer, 0))) as (then, otherwise):
             with then:
                 _copy(b, work, factor, transposed=True, convert=_narrow(b, element))
                 _zero_strict_upper(b, factor)
