@@ -47,6 +47,14 @@ def test_jnp_cholesky_and_numpy_agree_bitwise():
     assert_same_bits(jaxlite.jit(jnp.linalg.cholesky)(a), np.linalg.cholesky(a))
 
 
+def test_the_routine_symmetrizes_as_eager_does():
+    """symmetrize_input: (a + a^T) * 0.5 in the dtype, in the routine's copy (8 x 8 tiles and edges)."""
+    rng = np.random.default_rng(10)
+    a = (_spd(rng, (2,), 43) + rng.standard_normal((2, 43, 43))).astype(np.float32)
+    assert_jit_matches_eager_bits(lax.cholesky, a)
+    assert_same_bits(jaxlite.jit(lax.cholesky)(a), np.linalg.cholesky((a + np.swapaxes(a, -1, -2)) * np.float32(0.5)))
+
+
 def test_big_factorizations_keep_eager_bits_and_leave_blas_threads_as_they_were():
     """From n = 128 OpenBLAS's threaded potrf rounds otherwise: eager and jit both run one thread."""
     control = numpy_blas.thread_control()
@@ -180,6 +188,8 @@ def test_without_numpys_lapack_the_hand_written_routines_run(monkeypatch, caplog
     rng = np.random.default_rng(6)
     a = _spd(rng, (2,), 100).astype(np.float32)
     b = rng.standard_normal((2, 100, 60)).astype(np.float32)
+
+    a[:, 0, 1] += 1.0         # not symmetric: the hand-written routine symmetrizes too
 
     def solve(x, y):
         return lax.triangular_solve(lax.cholesky(x), y, left_side=True, lower=True)

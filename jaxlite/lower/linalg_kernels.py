@@ -60,6 +60,24 @@ class _Matrix:
         store(self.b, value, self.base, self.offset(i, j))
 
 
+class _Symmetrized:
+    """(m + m^T) / 2 of a square _Matrix m, read only: (m[i, j] + m[j, i]) * 0.5 in its
+    dtype, as the eager cholesky computes it."""
+
+    def __init__(self, matrix):
+        self.matrix, self.b, self.rows, self.cols = matrix, matrix.b, matrix.rows, matrix.cols
+        self.element_type = matrix.element_type
+
+    def load(self, i, j):
+        return self.average(self.matrix.load(i, j), self.matrix.load(j, i))
+
+    def average(self, x, y):
+        half = ir.Constant(self.element_type, 0.5)
+        if isinstance(x.type, ir.VectorType):
+            half = ir.Constant(x.type, [half] * x.type.count)
+        return self.b.fmul(self.b.fadd(x, y), half)
+
+
 # ---------------------------------------------------------------- calls of numpy's LAPACK
 
 def _call_lapack(b, routine, arguments, characters, one_thread=False):
@@ -132,6 +150,7 @@ class CholeskySpec:
     dtype: np.dtype
     batch: int
     n: int
+    symmetrize: bool = False    # factor (a + a^T) / 2
 
     def build(self):
         name = "native_cholesky"
@@ -141,6 +160,7 @@ class CholeskySpec:
     def _emit_matrix(self, b, pointers, scratch, entry):
         element = _FLOAT_TYPES[self.dtype]
         a, factor = (_Matrix(b, p, entry, self.n, self.n, element) for p in pointers)
+        a = _Symmetrized(a) if self.symmetrize else a
         zero = ir.Constant(element, 0.0)
 
         def dot(i, j):
@@ -176,6 +196,7 @@ class PotrfSpec:
     n: int
     int_bits: int
     one_thread: bool    # whether numpy's LAPACK is an OpenBLAS whose thread count we can set
+    symmetrize: bool    # factor (a + a^T) / 2, computed in the dtype as the eager version does
 
     def build(self):
         name = "lapack_cholesky"
@@ -187,7 +208,7 @@ class PotrfSpec:
         a, factor = (_Matrix(b, p, entry, n, n, element) for p in pointers)
         # The column-major matrix LAPACK sees, as its row-major transpose.
         work = _Matrix(b, scratch, as_i64(0), n, n, ir.DoubleType())
-        _copy(b, a, work, transposed=True, convert=_widen(b, element))
+        _copy(b, _Symmetrized(a) if self.symmetrize else a, work, transposed=True, convert=_widen(b, element))
         uplo, order, lda, info = _fortran_arguments(b, ["L", n, max(1, n), 0], self.int_bits)
         _call_lapack(b, "dpotrf", [uplo, order, work.base, lda, info], characters=1, one_thread=self.one_thread)
         integer = ir.IntType(self.int_bits)
@@ -229,10 +250,11 @@ def cholesky_spec(eqn):
     if not _float_matrices(aval):
         return None
     dtype, batch, n = np.dtype(aval.dtype), _batch(aval.shape), int(aval.shape[-1])
+    symmetrize = eqn.params["symmetrize_input"]
     function = lapack.potrf()
     if function is None:
-        return CholeskySpec(dtype, batch, n)
-    return PotrfSpec(dtype, batch, n, function.int_bits, numpy_blas.thread_control() is not None)
+        return CholeskySpec(dtype, batch, n, symmetrize)
+    return PotrfSpec(dtype, batch, n, function.int_bits, numpy_blas.thread_control() is not None, symmetrize)
 
 
 # ---------------------------------------------------------------- triangular_solve
@@ -380,11 +402,15 @@ _TILE = 8
 def _transpose_tile(b, source, target, i, j, convert):
     """target[j:j+8, i:i+8] = source[i:i+8, j:j+8]^T: eight row vectors, then for each bit h
     of the position in the tile, the off-diagonal h x h blocks of every 2h x 2h block swap
-    (after the three exchanges, row and column bits have traded places)."""
-    vector = ir.VectorType(source.element_type, _TILE)
-    rows = [b.load(gep(b, source.base, source.offset(b.add(i, as_i64(r)), j), source.element_type), typ=vector,
-                   align=1) for r in range(_TILE)]
-    rows = [convert(row) for row in rows] if convert else rows
+    (after the three exchanges, row and column bits have traded places). A _Symmetrized
+    source averages that with the tile at (j, i), read as it is stored."""
+    matrix = source.matrix if isinstance(source, _Symmetrized) else source
+    vector = ir.VectorType(matrix.element_type, _TILE)
+
+    def row(r, first, second):
+        return b.load(gep(b, matrix.base, matrix.offset(b.add(first, as_i64(r)), second), matrix.element_type),
+                      typ=vector, align=1)
+    rows = [row(r, i, j) for r in range(_TILE)]
     h = _TILE // 2
     while h:
         for r in (r for r in range(_TILE) if not r & h):
@@ -393,8 +419,11 @@ def _transpose_tile(b, source, target, i, j, convert):
             rows[r], rows[r + h] = [b.shuffle_vector(rows[r], rows[r + h], ir.Constant(ir.VectorType(I32, _TILE), mask))
                                     for mask in (low, high)]
         h //= 2
-    for r, row in enumerate(rows):
-        b.store(row, gep(b, target.base, target.offset(b.add(j, as_i64(r)), i), target.element_type), align=1)
+    if matrix is not source:
+        rows = [source.average(rows[r], row(r, j, i)) for r in range(_TILE)]
+    for r, values in enumerate(rows):
+        b.store(convert(values) if convert else values,
+                gep(b, target.base, target.offset(b.add(j, as_i64(r)), i), target.element_type), align=1)
 
 
 def triangular_solve_spec(eqn):
