@@ -185,3 +185,17 @@ def assert_same_bits(got, want):
 def assert_jit_matches_eager_bits(fun, *args):
     from jaxlite.transforms.jit import jit
     assert_same_bits(jit(fun)(*args), fun(*args))
+
+
+def cache_hits_in_a_second_process(script, cache_dir):
+    """Run `script` (formatted with cache=cache_dir; it prints disk_cache's hits last) in two
+    fresh processes, one after the other; the hits the second one reports."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    runs = [subprocess.run([sys.executable, "-c", script.format(cache=str(cache_dir))], capture_output=True,
+                           text=True, env=env, timeout=300) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    return int(runs[1].stdout.split()[-1])

@@ -13,7 +13,8 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.lower import lapack
-from jaxlite.test_util import assert_jit_matches_eager_bits, assert_same_bits, enable_x64
+from jaxlite.test_util import (assert_jit_matches_eager_bits, assert_same_bits, cache_hits_in_a_second_process,
+                               enable_x64)
 
 pytestmark = pytest.mark.skipif(lapack.gesdd() is None, reason="numpy's LAPACK exports no dgesdd")
 
@@ -109,13 +110,7 @@ print(disk_cache.stats["hits"])
 
 def test_cached_object_code_links_to_this_processs_lapack(tmp_path):
     """The routine stored by one process calls LAPACK by our symbol name, bound again in the next."""
-    script = _CACHED_SVD.format(cache=str(tmp_path / "cache"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-            for _ in range(2)]
-    for run in runs:
-        assert run.returncode == 0, run.stderr
-    assert int(runs[1].stdout.split()[-1]) > 0
+    assert cache_hits_in_a_second_process(_CACHED_SVD, tmp_path / "cache") > 0
 
 
 def test_debug_allocator_sees_no_heap_corruption(tmp_path):

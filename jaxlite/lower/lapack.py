@@ -7,9 +7,11 @@ Looking the symbol up through that module's handle (dlsym searches a library's d
 too) finds the library numpy calls, wherever it lives: the OpenBLAS in numpy's wheel
 (`scipy_dgesdd_64_`, 64-bit integers), or a system or conda LAPACK (`dgesdd_`).
 
-Generated code calls it by a name of ours, `jaxlite_dgesdd`, which `register_symbols` binds
-to this process's address in the JIT's symbol table: object code in the persistent cache
-names the symbol, not an address, so it stays valid in another process.
+The same goes for dpotrf (cholesky, as np.linalg.cholesky computes it) and BLAS's
+strsm/dtrsm (triangular_solve: blocked, unlike a substitution loop).
+Generated code calls each by a name of ours (`jaxlite_dgesdd`...), which `register_symbols`
+binds to this process's address in the JIT's symbol table: object code in the persistent
+cache names the symbol, not an address, so it stays valid in another process.
 """
 import ctypes
 import functools
@@ -18,10 +20,22 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
-GESDD_SYMBOL = "jaxlite_dgesdd"
-# numpy's wheels name their ILP64 OpenBLAS symbols with a `64_` suffix (and since numpy 2,
-# a `scipy_` prefix); builds against a system LAPACK use the plain Fortran name.
-_GESDD_NAMES = ("scipy_dgesdd_64_", "dgesdd_64_", "scipy_dgesdd_", "dgesdd_")
+from jaxlite.core import numpy_blas
+
+# The routines generated code calls: dgesdd for svd, dpotrf for cholesky (numpy computes
+# both in double precision, also for float32), strsm/dtrsm for triangular_solve.
+ROUTINES = ("dgesdd", "dpotrf", "strsm", "dtrsm")
+
+
+def symbol(routine):
+    """The name generated code calls `routine` by."""
+    return "jaxlite_" + routine
+
+
+def _exported_names(routine):
+    # numpy's wheels name their ILP64 OpenBLAS symbols with a `64_` suffix (and since numpy 2,
+    # a `scipy_` prefix); builds against a system LAPACK use the plain Fortran name.
+    return (f"scipy_{routine}_64_", f"{routine}_64_", f"scipy_{routine}_", f"{routine}_")
 
 
 @dataclass(frozen=True)
@@ -31,19 +45,27 @@ class LapackFunction:
 
 
 @functools.lru_cache(maxsize=None)
-def gesdd():
-    """numpy's dgesdd, or None when numpy's LAPACK is not a library we can find (a numpy
-    with its bundled lapack_lite keeps those symbols private)."""
-    try:
-        from numpy.linalg import _umath_linalg
-        library = ctypes.CDLL(_umath_linalg.__file__)
-    except (ImportError, AttributeError, OSError):     # a numpy laid out otherwise
-        return None
-    for name in _GESDD_NAMES:
-        function = getattr(library, name, None)
+def find(routine):
+    """numpy's LAPACK or BLAS `routine`, or None when numpy's LAPACK is not a library we can
+    find (a numpy with its bundled lapack_lite keeps those symbols private)."""
+    for name in _exported_names(routine):
+        function = getattr(numpy_blas.library(), name, None)
         if function is not None:
             return LapackFunction(ctypes.cast(function, ctypes.c_void_p).value, _int_bits(name))
     return None
+
+
+def gesdd():
+    return find("dgesdd")
+
+
+def potrf():
+    return find("dpotrf")
+
+
+def trsm(dtype):
+    """strsm for float32, dtrsm for float64."""
+    return find("strsm" if np.dtype(dtype) == np.float32 else "dtrsm")
 
 
 def _int_bits(symbol):
@@ -58,12 +80,21 @@ def _numpy_lapack_is_ilp64():
     return "64bitint" in description or "ilp64" in description
 
 
+# OpenBLAS's thread count (core/numpy_blas.py), which generated code reads and sets by these names.
+GET_THREADS_SYMBOL, SET_THREADS_SYMBOL = "jaxlite_blas_get_threads", "jaxlite_blas_set_threads"
+
+
 def register_symbols():
     """Bind our names to numpy's LAPACK in the JIT's symbol table (at target initialization,
     before any object code, compiled or loaded, is linked)."""
-    function = gesdd()
-    if function is not None:
-        llvm.add_symbol(GESDD_SYMBOL, function.address)
+    for routine in ROUTINES:
+        function = find(routine)
+        if function is not None:
+            llvm.add_symbol(symbol(routine), function.address)
+    control = numpy_blas.thread_control()
+    if control is not None:
+        for name, address in zip((GET_THREADS_SYMBOL, SET_THREADS_SYMBOL), control.addresses):
+            llvm.add_symbol(name, address)
 
 
 @functools.lru_cache(maxsize=None)
