@@ -125,7 +125,7 @@ def _cholesky_jvp(primals, tangents, symmetrize_input):
 
 
 ad.jvp_rules[cholesky_p] = _cholesky_jvp
-batching.vectorized_rule(cholesky_p)
+_batch_all_to_front(cholesky_p)   # (the batch axis may sit between the matrix axes)
 
 
 # ---------------------------------------------------------------- triangular_solve
