@@ -189,7 +189,9 @@ def _never_freed(data):
     return address
 
 
-def _method_definition():
+def trampoline():
+    """The trampoline's method definition, compiled on first use (the runtime asks for it in
+    the background while it plans a program)."""
     global _trampoline
     with _trampoline_lock:
         if _trampoline is None:
@@ -214,4 +216,4 @@ def builtin_entry(address, nargs, outputs, release_gil, code_owner):
     the executable while another thread still calls it must not unmap running code."""
     config = np.array([address, nargs, outputs.start, outputs.stop, int(release_gil)], np.int64).view(_EntryConfig)
     config.code_owner = code_owner
-    return _new_builtin(_method_definition(), config, None)
+    return _new_builtin(trampoline(), config, None)

@@ -42,7 +42,7 @@ from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
 from jaxlite.lower.native_call import array_data as _data_pointer
 from jaxlite.lower.native_call import object_data as _object_data
-from jaxlite.lower.fusion import UNROLLED_CONTRACTION, EqnStep, dot_compute_dtype
+from jaxlite.lower.fusion import UNROLLED_CONTRACTION, EqnStep, KernelStep, dot_compute_dtype
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -129,6 +129,7 @@ class Executable:
         self.gemm_plans = {}
         # The worker pool (the first time) compiles while this program is planned.
         pool_ready = llvm_target.in_background(native_pool.pool)
+        llvm_target.in_background(native_call.trampoline)
         self._plan_buffers(donated)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
@@ -159,11 +160,13 @@ class Executable:
         self.workspace_size = self.plan.size
 
     def _build_segments(self):
-        """An entry point per kernel (so a big one can be split across threads) and per
-        control-flow or native GEMM step, and when every step is one of those, one more
-        that runs them all (its big kernels split by the native pool): one native call
-        per call."""
+        """When every step is a kernel, control flow or a native GEMM or routine, one entry
+        point that runs them all (its big kernels split by the native pool): one native
+        call per call. Otherwise an entry point per such step (a big kernel's split across
+        threads), run from Python between the other steps."""
         segments, calls = [], []
+        whole = all(isinstance(step, KernelStep) or step.kind == "control" or native_flow.runs_natively(step)
+                    for step in self.steps)
         # Slots after the buffers: the native control flow's table, then its constants.
         native = native_flow.NativeCode(self.module, len(self.object_slots) + 1)
         for number, step in enumerate(self.steps):
@@ -173,19 +176,20 @@ class Executable:
             name = f"{self.name}_step{number}"
             if isinstance(step, EqnStep):
                 function = self._control_function(native, step, number)
-                _emit_object_entry(self.module, name, [(function, None, None)])
                 calls.append((function, None, None))
                 segments.append((name, None))
+                if not whole:
+                    _emit_object_entry(self.module, name, calls[-1:])
                 continue
             function = native.kernel_function(step.kernel, self.donation.kernel_aliases.get(number))
             sources = [self._source(v) for v in step.inputs + step.outputs]
             loop = step.kernel.parallel_loop()
             bounds = loop.extent if loop is not None else None
-            entry = _emit_object_entry(self.module, name, [(function, sources, True if bounds is not None else None)])
-            if bounds is not None and _splits(step.kernel):
-                calls.append((_emit_pool_task(self.module, entry, bounds), None, "split"))
-            else:
-                calls.append((function, sources, bounds))
+            split = bounds is not None and _splits(step.kernel)
+            if split or not whole:
+                entry = _emit_object_entry(self.module, name, [(function, sources, True if bounds is not None else None)])
+            calls.append((_emit_pool_task(self.module, entry, bounds), None, "split") if split
+                         else (function, sources, bounds))
             segments.append((name, step.kernel))
         self._has_native = bool(calls)
         self._whole_entry = None
@@ -232,24 +236,25 @@ class Executable:
             self.workspace_size = max(self.workspace_size, self._bridge.scratch_end)
             self.gemm_plans.update((f"native {k}", callee.plan) for k, callee in enumerate(callees)
                                    if isinstance(callee, _GemmCall))
-        self._runners = []
-        for number, segment in enumerate(self._segments):
-            if not isinstance(segment, tuple):
-                self._runners.append(self._host_runner(number, next(python_steps)))
-            elif segment[1] is None:
-                self._runners.append(_SerialEntry(self._entry(segment[0]), self._bridge, self.compiled))
-            else:
-                self._runners.append(_NativeKernel(self.compiled, segment[0], segment[1]))
         # Objects after the buffers, when native code reads them: the table (when it calls
         # out or calls a GEMM), then the loop bodies' constants.
         self._tail = []
         if self._bridge is not None or self._inner_consts:
             self._tail = [self._bridge.table if self._bridge is not None else _NO_WORKSPACE, *self._inner_consts]
-        self._native = None
-        if self._whole_entry:
-            self._native, self._runners = self._builtin_entry(), []
+        self._native, self._runners = (self._builtin_entry(), []) if self._whole_entry else (None, self._step_runners(python_steps))
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._tail))
         self._prepare_call()
+
+    def _step_runners(self, python_steps):
+        runners = []
+        for number, segment in enumerate(self._segments):
+            if not isinstance(segment, tuple):
+                runners.append(self._host_runner(number, next(python_steps)))
+            elif segment[1] is None:
+                runners.append(_SerialEntry(self._entry(segment[0]), self._bridge, self.compiled))
+            else:
+                runners.append(_NativeKernel(self.compiled, segment[0], segment[1]))
+        return runners
 
     def _host_runner(self, number, runner):
         """A step run from Python; a GEMM's plan is kept with the code."""
