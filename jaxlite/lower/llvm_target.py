@@ -240,7 +240,7 @@ class CompiledModule:
     `object_code` so the persistent cache (disk_cache.py) can store them.
     """
 
-    def __init__(self, llvm_ir, optimize_ir=True):
+    def __init__(self, llvm_ir, optimize_ir=True, before_loading=None):
         _ensure_initialized()
         text = str(llvm_ir)
         module_ref = llvm.parse_assembly(text, llvm.create_context())
@@ -254,6 +254,8 @@ class CompiledModule:
         # per GEMM family.
         self.optimized_ir = str(module_ref) if optimize_ir else text
         self.object_code = emit_object(self._asm_tm, module_ref)
+        if before_loading is not None:      # (what must exist before the code links, e.g. symbols)
+            before_loading()
         self.engine = _engine_for(self.object_code)
 
     def address(self, name):
@@ -289,6 +291,7 @@ def _engine_for(object_code):
     return engine
 
 
-def compile_ir(llvm_ir, optimize_ir=True):
-    """Parse, verify, optimize and compile LLVM IR text (or an llvmlite.ir.Module)."""
-    return CompiledModule(llvm_ir, optimize_ir)
+def compile_ir(llvm_ir, optimize_ir=True, before_loading=None):
+    """Parse, verify, optimize and compile LLVM IR text (or an llvmlite.ir.Module);
+    `before_loading()` runs before the machine code is loaded and linked."""
+    return CompiledModule(llvm_ir, optimize_ir, before_loading)

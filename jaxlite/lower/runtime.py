@@ -136,9 +136,10 @@ class Executable:
         self.llvm_ir = str(self.module)
         # The kernels' module and the GEMM families the program calls compile at once,
         # on all cores (see llvm_target).
-        if self.uses_pool:
-            pool_ready.result()     # links jaxlite_pool_run, which the code calls
-        pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir) if self._has_native else None
+        # (The pool's start links jaxlite_pool_run, which the code calls.)
+        linked = pool_ready.result if self.uses_pool else None
+        pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir, True, linked) \
+            if self._has_native else None
         callees = [llvm_target.in_background(native_flow.native_callee, eqn) for eqn in self._native_eqns]
         python_steps = self._python_steps()
         self.compiled = pending.result() if pending is not None else None
