@@ -267,7 +267,6 @@ define void @jaxlite_pool_after_fork() {
 """.replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("SYS_SCHED_YIELD", str(_SYS_SCHED_YIELD)).replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)) \
    .replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
 
-TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _lock = threading.Lock()
 
