@@ -143,3 +143,23 @@ def test_donated_buffer_written_by_a_split_kernel():
         out = f(x)
         assert out._value.__array_interface__["data"][0] == address and x.is_deleted()
         np.testing.assert_allclose(out, np.sin(value) * 2 + value, rtol=2e-6, atol=2e-6)
+
+
+def test_big_kernels_between_python_steps_hand_their_shares_to_the_pool():
+    """A program with a step run from Python (here a debug callback) calls its kernels one
+    by one; the big ones still split over the pool, through their own pool task."""
+    seen = []
+
+    def f(x):
+        y = jnp.tanh(x * 0.5) + 1.0
+        jaxlite.debug.callback(lambda v: seen.append(float(v[0])), y)
+        return jnp.exp(-y) * 2.0
+
+    x = np.linspace(-3, 3, 4 * runtime.PARALLEL_MIN_POINTS, dtype=np.float32)
+    executable = jaxlite.jit(f).lower(x).compile().executable
+    kernels = [r for r in executable._runners if isinstance(r, runtime._NativeKernel)]
+    assert kernels and all(r.share is not None for r in kernels)
+    y = np.tanh(x * 0.5) + 1.0
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(jaxlite.jit(f)(x)), np.exp(-y) * 2.0, rtol=2e-6)
+    assert len(seen) == 3

@@ -408,12 +408,14 @@ def _splits(kernel):
     return kernel.parallel_loop() is not None and kernel.points() >= PARALLEL_MIN_POINTS and gemm.available_cpus() > 1
 
 
+SHARE = "_share"    # a split kernel's pool task: its entry point's name and this
+
+
 def _emit_pool_task(module, entry, extent):
     """`void task(ptr objects, i64 unit, i64 slot)`: share `unit` (of one per CPU) of the
     parallel loop of a kernel's entry point (which sets FTZ/DAZ on the thread it runs on)."""
     task = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]),
-                       entry.name + "_share")
-    task.linkage = "internal"
+                       entry.name + SHARE)
     objects, unit, _ = task.args
     b = ir.IRBuilder(task.append_basic_block("entry"))
     extent, units = ir.Constant(codegen.I64, extent), ir.Constant(codegen.I64, gemm.available_cpus())
@@ -424,10 +426,8 @@ def _emit_pool_task(module, entry, extent):
 
 
 class _SerialEntry:
-    """An entry point run on one thread: a control-flow step, or the whole program (when
-    no kernel is split over threads). Re-raises what a Python callback inside raised."""
-
-    threads = 1
+    """The entry point of a control-flow, GEMM or routine step run between steps run from
+    Python. Re-raises what a Python callback inside raised."""
 
     def __init__(self, function, bridge, code_owner):
         self.function, self.bridge = function, bridge
@@ -446,26 +446,23 @@ RELEASE_GIL_MIN_POINTS = 1 << 14     # a whole program this big lets other Pytho
 
 
 class _NativeKernel:
-    """Calls one kernel's entry point; big kernels split their parallel loop into a unit
-    per thread of the native pool (native_pool.py)."""
+    """Calls one kernel's entry point; a big kernel hands its shares (its pool task,
+    _emit_pool_task) to the native pool (native_pool.py)."""
 
     _prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
     def __init__(self, compiled, name, kernel):
         self.code_owner = compiled      # the machine code lives as long as its callers (see native_call)
-        self.address = compiled.address(name)
-        self.function = self._prototype(self.address)
+        self.function = self._prototype(compiled.address(name))
         loop = kernel.parallel_loop()
         self.extent = loop.extent if loop is not None else 0
-        self.threads = 1
-        if _splits(kernel):
-            self.threads = min(gemm.available_cpus(), self.extent)
+        self.share = compiled.address(name + SHARE) if _splits(kernel) else None
 
     def __call__(self, slots):
-        if self.threads == 1:
+        if self.share is None:
             self.function(slots, 0, self.extent)
-            return
-        native_pool.RangedContext(self.address, [ctypes.addressof(slots)], self.extent, self.threads).run()
+        else:
+            native_pool.run(self.share, ctypes.addressof(slots), gemm.available_cpus())
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)
