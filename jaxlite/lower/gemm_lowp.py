@@ -163,6 +163,23 @@ class PreparedB:
     column_correction: np.ndarray | None
 
 
+@dataclass(frozen=True)
+class NativePass:
+    """A compiled pass for callers outside Python: the function at `address` is called as
+    fn(*pointers, *sizes, start, stop) over slices [start, stop) of range(count), which are
+    independent (any split over threads gives the same result). `pointers` names its array
+    arguments in order; `sizes` are its i64 arguments before start and stop. `function` is
+    the ctypes function (it keeps the machine code alive)."""
+    function: object
+    pointers: tuple
+    sizes: tuple
+    count: int
+
+    @property
+    def address(self):
+        return self.function.address
+
+
 class LowPrecisionGemm:
     """C = A @ B for narrow A (m x k) and B (k x n), from a compiled GemmKernel over words."""
 
@@ -194,45 +211,61 @@ class LowPrecisionGemm:
     def asm(self):
         return self.kernel.asm()
 
-    def _padded(self, array, shape, k_axis):
-        """array (of `shape`) zero-padded along K to whole groups."""
-        array = np.asarray(array, self.narrow_dtype)
+    def _operand(self, array, shape):
+        array = np.ascontiguousarray(array, self.narrow_dtype)
         if array.shape != shape:
             raise ValueError(f"expected an operand of shape {shape}, got {array.shape}")
-        padding = [(0, 0), (0, 0)]
-        padding[k_axis] = (0, self.k_words * self.product.group - self.k)
-        return np.pad(array, padding) if padding[k_axis][1] else array
+        return array
 
-    def prepare_b(self, b):
-        """Repack B (k x n) once: word [p, j] holds B[group*p : group*(p+1), j]."""
-        padded = self._padded(b, (self.k, self.n), k_axis=0)
-        bits = 8 * self.narrow_dtype.itemsize
-        rows = padded.view(f"u{self.narrow_dtype.itemsize}").reshape(self.k_words, self.product.group, self.n)
-        # Shifting whole rows into place beats numpy's transposing copy with a tiny inner axis ~3x.
-        words = np.zeros((self.k_words, self.n), np.uint32)
-        for j in range(self.product.group):
-            words |= rows[:, j].astype(np.uint32) << np.uint32(bits * j)
-        correction = None
-        if self.offsets_activations:
-            correction = _ACTIVATION_OFFSET * padded.sum(axis=0, dtype=np.int32)
-        tiles, _, width = self.panels_shape
-        columns = np.pad(words.view(self.product.dtype), [(0, 0), (0, tiles * width - self.n)])
-        return PreparedB(np.ascontiguousarray(columns.reshape(self.k_words, tiles, width).transpose(1, 0, 2)),
-                         correction)
+    def a_padder(self):
+        """The native pass that makes A's words from a narrow A (m x k), for callers that run
+        it themselves; None for float32_a (A is read as given). Called as
+        `void pad_rows(ptr a, ptr words, i64 row_bytes, i64 padded_row_bytes, i64 xor_byte,
+        i64 row_start, i64 row_end)` (see _compile_row_padder) over rows range(m)."""
+        if self.float32_a:
+            return None
+        itemsize = self.narrow_dtype.itemsize
+        sizes = (self.k * itemsize, 4 * self.k_words, _ACTIVATION_OFFSET if self.offsets_activations else 0)
+        return NativePass(_compile_row_padder(), ("a", "words"), sizes, self.m)
 
-    def _new_panels(self):
-        """An uninitialized prepacked B but for the zero columns past n in the last panel."""
-        panels = np.empty(self.panels_shape, self.product.dtype)
-        panels[-1, :, self.n - (panels.shape[0] - 1) * self.panel_width:] = 0
-        return panels
+    def b_packer(self):
+        """The native pass that makes a PreparedB from a narrow B (k x n), for callers that run
+        it themselves. bf16: `void pack_bf16(ptr b, ptr words, i64 k, i64 n, i64 word_row_start,
+        i64 word_row_end)` over word rows range(k_words); int8: `void pack_int8(ptr b, ptr words,
+        ptr correction, i64 tile_start, i64 tile_end)` over column tiles (k, n baked in)."""
+        if self.narrow_dtype == bfloat16:
+            packer = _compile_bf16_packer(self.panel_width, "bfloat16")
+            return NativePass(packer, ("b", "words"), (self.k, self.n), self.k_words)
+        packer = _compile_int8_packer(self.k, self.n, self.panel_width)
+        return NativePass(packer, ("b", "words", "correction"), (), self.panels_shape[0])
 
-    def prepare_a(self, a):
+    def prepare_b(self, b, threads=1):
+        """Repack B (k x n) once: word [p, j] holds B[group*p : group*(p+1), j]. One compiled
+        pass (b_packer), split over up to `threads` threads."""
+        b = self._operand(b, (self.k, self.n))
+        words = np.empty(self.panels_shape, self.product.dtype)
+        correction = np.empty(self.n, np.int32) if self.narrow_dtype == np.int8 else None
+        pass_ = self.b_packer()
+        arrays = {"b": b, "words": words, "correction": correction}
+        pointers = tuple(array_data(arrays[name]) for name in pass_.pointers)
+        _split_rows(pass_.function, pointers + pass_.sizes, pass_.count, threads, self.k * self.n)
+        return PreparedB(words, correction if self.offsets_activations else None)
+
+    def prepare_a(self, a, threads=1):
+        """A's words for a narrow A (m x k): K padded to whole groups, int8 offset into u8. One
+        compiled pass (a_padder), split over up to `threads` threads; bf16 of even k is read
+        in place."""
         if self.float32_a:
             return np.ascontiguousarray(a, np.float32)
-        padded = np.ascontiguousarray(self._padded(a, (self.m, self.k), k_axis=1))
-        if self.offsets_activations:
-            padded = padded.view(np.uint8) ^ np.uint8(_ACTIVATION_OFFSET)
-        return padded.view(self.product.dtype)
+        a = self._operand(a, (self.m, self.k))
+        pass_ = self.a_padder()
+        row_bytes, padded_row_bytes, xor_byte = pass_.sizes
+        if row_bytes == padded_row_bytes and not xor_byte:
+            return a.view(self.product.dtype)
+        words = np.empty((self.m, self.k_words), self.product.dtype)
+        _split_rows(pass_.function, (array_data(a), array_data(words)) + pass_.sizes, self.m, threads,
+                    self.m * self.k)
+        return words
 
     def quantize_a(self, x, threads=1):
         """Quantize float32 activations x (m x k) per row, as precision.quantize does, straight
@@ -257,7 +290,7 @@ class LowPrecisionGemm:
         if w.shape != (self.k, self.n) or self.narrow_dtype != np.int8:
             raise ValueError(f"quantize_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for an int8 GEMM, got {w.shape}")
-        words = self._new_panels()
+        words = np.empty(self.panels_shape, self.product.dtype)
         scales, correction = np.empty(self.n, np.float32), np.empty(self.n, np.int32)
         quantizer = _compile_weight_quantizer(self.k, self.n, self.panel_width)
         pointers = (array_data(w), array_data(words), array_data(scales), array_data(correction))
@@ -272,14 +305,14 @@ class LowPrecisionGemm:
         if w.shape != (self.k, self.n) or self.narrow_dtype != bfloat16:
             raise ValueError(f"round_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for a bf16 GEMM, got {w.shape}")
-        words = self._new_panels()
+        words = np.empty(self.panels_shape, self.product.dtype)
         sizes_and_pointers = (array_data(w), array_data(words), self.k, self.n)
         _split_rows(_compile_bf16_packer(self.panel_width), sizes_and_pointers, self.k_words, threads, self.k * self.n)
         return PreparedB(words, None)
 
     def run(self, a, b, *extra, out=None, threads=1):
         """A @ B (then the epilogue) for a narrow A and a PreparedB (or a narrow B)."""
-        return self.run_words(self.prepare_a(a), b, *extra, out=out, threads=threads)
+        return self.run_words(self.prepare_a(a, threads), b, *extra, out=out, threads=threads)
 
     def run_words(self, a_words, b, *extra, out=None, threads=1):
         """Like run, for A already in words (from prepare_a or quantize_a). With float32_b, B
@@ -287,7 +320,7 @@ class LowPrecisionGemm:
         if self.float32_b:
             b = PreparedB(np.ascontiguousarray(b, np.float32), None)
         elif not isinstance(b, PreparedB):
-            b = self.prepare_b(b)
+            b = self.prepare_b(b, threads)
         correction = () if b.column_correction is None else (b.column_correction,)
         if self.bf16_output:
             return self._run_rounding(a_words, b, extra, out, threads)
@@ -403,28 +436,71 @@ def _compile_quantizer(offset):
     return _compiled_quantizer(module, "quantize", 3, sizes=2)
 
 
+def _tile_columns(builder, n, panel_width, tile_start, tile_end):
+    """The columns [start, stop) of w in the column tiles [tile_start, tile_end)."""
+    start = builder.mul(tile_start, gemm.as_i64(panel_width))
+    stop = gemm.smin(builder, builder.mul(tile_end, gemm.as_i64(panel_width)), gemm.as_i64(n))
+    return start, stop
+
+
+def _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start, tile_end, value):
+    """Pack the int8 values value(i, j) (an i32 in [-128, 127]) of the columns in the tiles
+    [tile_start, tile_end) four K values to a word into their micro-panels (as prepare_b lays
+    them out: zero-padded K, zero columns past n) and set correction[j] = 128 * their sum.
+    Loops run down the rows with the columns innermost, so LLVM vectorizes across columns."""
+    correction_at = lambda j: builder.gep(correction, [j], source_etype=I32)
+    start, stop = _tile_columns(builder, n, panel_width, tile_start, tile_end)
+    gemm.emit_loop(builder, start, stop, _storing(builder, ir.Constant(I32, 0), correction_at), name="j0")
+    word_at = _panel_word_address(builder, words, -(-k // 4), panel_width)
+
+    def pack_word(tile, p, rows):
+        word_of_column = word_at(tile, p)
+
+        def column(j):
+            word, total = ir.Constant(I32, 0), ir.Constant(I32, 0)
+            for g in range(rows):
+                q = value(builder.add(builder.mul(p, gemm.as_i64(4)), gemm.as_i64(g)), j)
+                byte = builder.and_(q, ir.Constant(I32, 0xFF))
+                word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * g)))
+                total = builder.add(total, q)
+            builder.store(word, word_of_column(j))
+            offset_sum = builder.mul(total, ir.Constant(I32, _ACTIVATION_OFFSET))
+            builder.store(builder.add(builder.load(correction_at(j), typ=I32), offset_sum), correction_at(j))
+        _emit_panel_columns(builder, builder.mul(tile, gemm.as_i64(panel_width)), panel_width, gemm.as_i64(n),
+                            column, _storing(builder, ir.Constant(I32, 0), word_of_column))
+
+    def pack_tile(tile):
+        gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(tile, p, 4), name="p")
+        if k % 4:
+            pack_word(tile, gemm.as_i64(k // 4), k % 4)
+    gemm.emit_loop(builder, tile_start, tile_end, pack_tile, name="t")
+
+
+def _panel_word_address(builder, words, k_words, panel_width):
+    """word_at(tile, p)(j): the address of word [p, j] (j a column of w) in the micro-panels."""
+    width = gemm.as_i64(panel_width)
+
+    def word_at(tile, p):
+        # The word of column j goes to panel_row + j: row p of the tile's panel.
+        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, gemm.as_i64(k_words)), p), width),
+                                builder.mul(tile, width))
+        return lambda j: builder.gep(words, [builder.add(panel_row, j)], source_etype=I32)
+    return word_at
+
+
 @functools.lru_cache(maxsize=None)
 def _compile_weight_quantizer(k, n, panel_width):
     """void(float* w, i32* words, float* scales, i32* correction, i64 tile_start, i64 tile_end):
     per column of w (k x n) in the column tiles [tile_start, tile_end) (panel_width columns
-    each), the scale as precision.quantize(w, (0,)) computes it, the quantized column packed
-    four K values to a word into its micro-panel (as prepare_b packs them, zero-padded) and
-    128 * its sum (prepare_b's correction). Loops run down the rows with the columns
-    innermost, so LLVM vectorizes across columns."""
+    each), the scale as precision.quantize(w, (0,)) computes it, then the quantized columns
+    packed as _compile_int8_packer packs int8 weights."""
     module, function, builder, call = _quantizer_module("quantize_weights", 4)
     w, words, scales, correction, tile_start, tile_end = function.args
-    start = builder.mul(tile_start, gemm.as_i64(panel_width))
-    stop = gemm.smin(builder, builder.mul(tile_end, gemm.as_i64(panel_width)), gemm.as_i64(n))
+    start, stop = _tile_columns(builder, n, panel_width, tile_start, tile_end)
     f32 = ir.FloatType()
-    index = lambda i, j: builder.add(builder.mul(gemm.as_i64(i), gemm.as_i64(n)), j)
-    element = lambda i, j: builder.load(builder.gep(w, [index(i, j)], source_etype=f32), typ=f32)
+    element = lambda i, j: builder.load(builder.gep(w, [_row_major(builder, i, n, j)], source_etype=f32), typ=f32)
     scale_at = lambda j: builder.gep(scales, [j], source_etype=f32)
-    correction_at = lambda j: builder.gep(correction, [j], source_etype=I32)
-
-    def start_column(j):
-        builder.store(ir.Constant(f32, 0.0), scale_at(j))
-        builder.store(ir.Constant(I32, 0), correction_at(j))
-    gemm.emit_loop(builder, start, stop, start_column, name="j0")
+    gemm.emit_loop(builder, start, stop, _storing(builder, ir.Constant(f32, 0.0), scale_at), name="j0")
 
     def column_max(i):
         def update(j):
@@ -436,81 +512,101 @@ def _compile_weight_quantizer(k, n, panel_width):
     def finish_scale(j):
         builder.store(_scale_of(builder, call, builder.load(scale_at(j), typ=f32)), scale_at(j))
     gemm.emit_loop(builder, start, stop, finish_scale, name="js")
-
-    def pack_word(tile, p, rows):
-        first = builder.mul(tile, gemm.as_i64(panel_width))
-        # The word of column j goes to panel_row + j: row p of the tile's panel.
-        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, gemm.as_i64(-(-k // 4))), p),
-                                            gemm.as_i64(panel_width)), first)
-
-        def column(j):
-            scale = builder.load(scale_at(j), typ=f32)
-            word, total = ir.Constant(I32, 0), ir.Constant(I32, 0)
-            for g in range(rows):
-                row = builder.add(builder.mul(p, gemm.as_i64(4)), gemm.as_i64(g))
-                q = _quantized(builder, call, element(row, j), scale)
-                byte = builder.and_(q, ir.Constant(I32, 0xFF))
-                word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * g)))
-                total = builder.add(total, q)
-            builder.store(word, builder.gep(words, [builder.add(panel_row, j)], source_etype=I32))
-            offset_sum = builder.mul(total, ir.Constant(I32, _ACTIVATION_OFFSET))
-            builder.store(builder.add(builder.load(correction_at(j), typ=I32), offset_sum), correction_at(j))
-        _emit_panel_columns(builder, first, panel_width, gemm.as_i64(n), column)
-
-    def pack_tile(tile):
-        gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(tile, p, 4), name="p")
-        if k % 4:
-            pack_word(tile, gemm.as_i64(k // 4), k % 4)
-    gemm.emit_loop(builder, tile_start, tile_end, pack_tile, name="t")
+    quantized = lambda i, j: _quantized(builder, call, element(i, j), builder.load(scale_at(j), typ=f32))
+    _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start, tile_end, quantized)
     builder.ret_void()
     return _compiled_quantizer(module, "quantize_weights", 4)
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_int8_packer(k, n, panel_width):
+    """void pack_int8(i8* w, i32* words, i32* correction, i64 tile_start, i64 tile_end): the
+    int8 weights w (k x n) of the column tiles [tile_start, tile_end) packed into their
+    micro-panels with their correction, exactly as prepare_b returns them."""
+    module, function, builder, _ = _quantizer_module("pack_int8", 3)
+    w, words, correction, tile_start, tile_end = function.args
+    i8 = ir.IntType(8)
+    value = lambda i, j: builder.sext(builder.load(
+        builder.gep(w, [_row_major(builder, i, n, j)], source_etype=i8), typ=i8), I32)
+    _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start, tile_end, value)
+    builder.ret_void()
+    return _compiled_quantizer(module, "pack_int8", 3)
+
+
+def _storing(builder, value, address_of):
+    """A loop body storing `value` at address_of(j)."""
+    def body(j):
+        builder.store(value, address_of(j))
+    return body
+
+
+def _row_major(builder, i, n, j):
+    """The index of [i, j] in a row-major array n wide."""
+    return builder.add(builder.mul(gemm.as_i64(i), gemm.as_i64(n)), j)
 
 
 _PACK_BLOCK_ROWS = 4
 
 
-def _emit_panel_columns(builder, first, width, n, column):
-    """column(j) for the columns j < n of the panel `width` wide (a constant) from `first`.
+def _emit_panel_columns(builder, first, width, n, column, past_n):
+    """column(j) for the columns j < n of the panel `width` wide (a constant) from `first`,
+    past_n(j) for its columns from n on (a last panel's zero columns).
     A whole panel loops a constant count, which LLVM vectorizes with no remainder loop or
     trip-count checks: those cost as much as the 48 words of a panel row."""
-    with builder.if_else(builder.icmp_signed("<=", builder.add(first, gemm.as_i64(width)), n)) as (whole, part):
+    end = builder.add(first, gemm.as_i64(width))
+    with builder.if_else(builder.icmp_signed("<=", end, n)) as (whole, part):
         with whole:
-            gemm.emit_loop(builder, first, builder.add(first, gemm.as_i64(width)), column, name="j")
+            gemm.emit_loop(builder, first, end, column, name="j")
         with part:
             gemm.emit_loop(builder, first, n, column, name="j_edge")
+            gemm.emit_loop(builder, n, end, past_n, name="j_zero")
+
+
+def _float32_as_bf16_bits(builder, w, index):
+    f32 = ir.FloatType()
+    return llvm_math.emit_f32_to_bf16_bits(builder, builder.load(builder.gep(w, [index], source_etype=f32), typ=f32))
+
+
+def _bf16_bits(builder, w, index):
+    i16 = ir.IntType(16)
+    return builder.load(builder.gep(w, [index], source_etype=i16), typ=i16)
+
+
+# How the bf16 packer reads an element of w: the bf16 bits (i16) of w[index].
+_BF16_SOURCES = {"float32": _float32_as_bf16_bits, "bfloat16": _bf16_bits}
 
 
 @functools.lru_cache(maxsize=None)
-def _compile_bf16_packer(panel_width):
-    """void(float* w, i32* words, i64 k, i64 n, i64 word_row_start, i64 word_row_end):
+def _compile_bf16_packer(panel_width, source="float32"):
+    """void pack_bf16(ptr w, i32* words, i64 k, i64 n, i64 word_row_start, i64 word_row_end):
     word [p, j] = bf16(w[2p, j]) | bf16(w[2p + 1, j]) << 16 (the high half is zero past the
-    last row of an odd k), stored into the micro-panels as prepare_b lays them out. Sizes
-    are arguments: one packer serves every shape. The inner loop runs along a row of a
-    panel, so LLVM vectorizes it."""
+    last row of an odd k), stored into the micro-panels as prepare_b lays them out, zero
+    words in the columns past n. w is float32 rounded to bf16 (to nearest even, as
+    convert_element_type does) for source "float32", bf16 taken as is for "bfloat16".
+    Sizes are arguments: one packer serves every shape. The inner loop runs along a row
+    of a panel, so LLVM vectorizes it."""
     module, function, builder, _ = _quantizer_module("pack_bf16", 2, sizes=2)
     w, words, k, n, start, stop = function.args
-    f32 = ir.FloatType()
+    read = _BF16_SOURCES[source]
     width = gemm.as_i64(panel_width)
     last_row = builder.sub(k, gemm.as_i64(1))
     k_words = builder.udiv(builder.add(k, gemm.as_i64(1)), gemm.as_i64(2))
     tiles = builder.udiv(builder.add(n, gemm.as_i64(panel_width - 1)), width)
+    word_at = _panel_word_address(builder, words, k_words, panel_width)
 
     def word_row(tile, p):
-        first = builder.mul(tile, width)
         low_row = builder.mul(p, gemm.as_i64(2))
         high_row = builder.add(low_row, gemm.as_i64(1))
         has_high = builder.icmp_signed("<", high_row, k)
         high_row = builder.select(has_high, high_row, last_row)    # stay inside w
-        bits = lambda row, j: builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, builder.load(
-            builder.gep(w, [builder.add(builder.mul(row, n), j)], source_etype=f32), typ=f32)), I32)
-        # The word of column j goes to panel_row + j: row p of the tile's panel.
-        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, k_words), p), width), first)
+        bits = lambda row, j: builder.zext(read(builder, w, _row_major(builder, row, n, j)), I32)
+        word_of_column = word_at(tile, p)
 
         def column(j):
             high = builder.select(has_high, bits(high_row, j), ir.Constant(I32, 0))
-            word = builder.or_(bits(low_row, j), builder.shl(high, ir.Constant(I32, 16)))
-            builder.store(word, builder.gep(words, [builder.add(panel_row, j)], source_etype=I32))
-        _emit_panel_columns(builder, first, panel_width, n, column)
+            builder.store(builder.or_(bits(low_row, j), builder.shl(high, ir.Constant(I32, 16))), word_of_column(j))
+        _emit_panel_columns(builder, builder.mul(tile, width), panel_width, n, column,
+                            _storing(builder, ir.Constant(I32, 0), word_of_column))
 
     def row_block(block_start):
         # A block of word rows (16 rows of w, read from L1/L2) goes out panel by panel:
@@ -521,6 +617,33 @@ def _compile_bf16_packer(panel_width):
     gemm.emit_loop(builder, start, stop, row_block, _PACK_BLOCK_ROWS, name="pb")
     builder.ret_void()
     return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_row_padder():
+    """void pad_rows(ptr src, ptr dst, i64 row_bytes, i64 padded_row_bytes, i64 xor_byte,
+    i64 row_start, i64 row_end): per row r in [row_start, row_end), dst row r
+    (padded_row_bytes long) = src row r (row_bytes long) with every byte xor xor_byte, then
+    xor_byte in the padding: A's words for a narrow A (bf16: xor 0, k padded to even;
+    int8: xor 128, the activation offset, k padded to a multiple of 4). Byte loops, which
+    LLVM vectorizes; only the given rows are read or written."""
+    module, function, builder, _ = _quantizer_module("pad_rows", 2, sizes=3)
+    src, dst, row_bytes, padded_row_bytes, xor_byte, row_start, row_end = function.args
+    i8 = ir.IntType(8)
+    fill = builder.trunc(xor_byte, i8)
+
+    def row(r):
+        src_row = builder.gep(src, [builder.mul(r, row_bytes)], source_etype=i8)
+        dst_row = builder.gep(dst, [builder.mul(r, padded_row_bytes)], source_etype=i8)
+        dst_at = lambda j: builder.gep(dst_row, [j], source_etype=i8)
+
+        def copy(j):
+            builder.store(builder.xor(builder.load(builder.gep(src_row, [j], source_etype=i8), typ=i8), fill), dst_at(j))
+        gemm.emit_loop(builder, 0, row_bytes, copy, name="j")
+        gemm.emit_loop(builder, row_bytes, padded_row_bytes, _storing(builder, fill, dst_at), name="jp")
+    gemm.emit_loop(builder, row_start, row_end, row, name="r")
+    builder.ret_void()
+    return _compiled_quantizer(module, "pad_rows", 2, sizes=3)
 
 
 def compile_gemm_bf16(m, n, k, epilogue=None, portable=None, bf16_output=False, float32_a=False, float32_b=False):
