@@ -638,7 +638,8 @@ def _compile_row_padder():
         dst_at = lambda j: builder.gep(dst_row, [j], source_etype=i8)
 
         def copy(j):
-            builder.store(builder.xor(builder.load(builder.gep(src_row, [j], source_etype=i8), typ=i8), fill), dst_at(j))
+            byte = builder.load(builder.gep(src_row, [j], source_etype=i8), typ=i8)
+            builder.store(builder.xor(byte, fill), dst_at(j))
         gemm.emit_loop(builder, 0, row_bytes, copy, name="j")
         gemm.emit_loop(builder, row_bytes, padded_row_bytes, _storing(builder, fill, dst_at), name="jp")
     gemm.emit_loop(builder, row_start, row_end, row, name="r")
