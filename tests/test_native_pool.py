@@ -127,3 +127,57 @@ def test_a_process_on_one_cpu_runs_everything_on_the_caller():
     result = subprocess.run([sys.executable, "-c", _ONE_CPU % root], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "slots 1" in result.stdout
+
+
+# copy_add(src, dst, addend, lo, hi): dst[i] = src[i] + addend (int64) for i in [lo, hi).
+_COPY_ADD = llvm_target.compile_ir("""
+define void @copy_add(i64 %src, i64 %dst, i64 %addend, i64 %lo, i64 %hi) {
+entry:
+  %s = inttoptr i64 %src to ptr
+  %d = inttoptr i64 %dst to ptr
+  br label %loop
+loop:
+  %i = phi i64 [ %lo, %entry ], [ %n, %body ]
+  %m = icmp slt i64 %i, %hi
+  br i1 %m, label %body, label %exit
+body:
+  %p = getelementptr i64, ptr %s, i64 %i
+  %v = load i64, ptr %p
+  %w = add i64 %v, %addend
+  %q = getelementptr i64, ptr %d, i64 %i
+  store i64 %w, ptr %q
+  %n = add i64 %i, 1
+  br label %loop
+exit:
+  ret void
+}
+""")
+
+
+class _Function:
+    address = _COPY_ADD.address("copy_add")
+
+
+def test_a_job_list_runs_its_jobs_in_order_with_operands_scratch_and_constants():
+    import ctypes
+    values = np.arange(1000, dtype=np.int64)
+    out = np.zeros_like(values)
+    jobs = native_pool.JobList()
+    scratch = [jobs.scratch(8 * values.size) for _ in range(2)]
+    steps = [(native_pool.operand(0), scratch[0], 1), (scratch[0], scratch[1], 10),
+             (scratch[1], native_pool.operand(1), 100)]
+    for units, (source, destination, addend) in zip((1, 2, 7), steps):
+        jobs.add_ranged(_Function, [source, destination, addend], values.size, units)
+    table = jobs.table()
+    assert jobs.scratch_bytes == 2 * 8 * values.size
+    workspace = np.zeros(jobs.scratch_bytes, np.uint8)
+    operands = (ctypes.c_void_p * 2)(values.ctypes.data, out.ctypes.data)
+    run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(native_pool.pool().jobs_address)
+    run(table.ctypes.data, ctypes.addressof(operands), workspace.ctypes.data)
+    np.testing.assert_array_equal(out, values + 111)
+    np.testing.assert_array_equal(workspace.view(np.int64)[values.size:], values + 11)
+
+
+def test_a_job_context_has_a_bounded_length():
+    with pytest.raises(ValueError, match="at most"):
+        native_pool.JobList().add(0, 1, [0] * (native_pool.MAX_CONTEXT_WORDS + 1))

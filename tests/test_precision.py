@@ -671,31 +671,71 @@ def test_products_outside_the_pattern_stay_int8_dots():
     np.testing.assert_allclose(jaxlite.jit(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("lowering, weights_closed_over, k, prepared_per_call",
-                         [(precision.bf16, True, 96, 0), (precision.int8, True, 96, 0),
-                          (precision.bf16, False, 96, 0), (precision.bf16, False, 95, 1),
-                          (precision.int8, False, 96, 1)])
-def test_gemm_weights_are_repacked_once_when_constant(lowering, weights_closed_over, k, prepared_per_call,
-                                                      monkeypatch):
-    from jaxlite.lower import gemm_lowp
-    calls = []
-    # Weights passed as arguments are quantized (int8) and packed in one pass by quantize_b
-    # on every call; bf16 ones are rounded by the GEMM as it packs them (by round_b for an odd k).
-    for name in ("prepare_b", "quantize_b", "round_b"):
-        original = getattr(gemm_lowp.LowPrecisionGemm, name)
-        monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, name, functools.partialmethod(
-            lambda self, b, original, **options: calls.append(b.shape) or original(self, b, **options),
-            original=original))
-    x, w = normal(64, k), normal(k, 40)
-    f = lowering((lambda x: x @ w) if weights_closed_over else (lambda x, w: x @ w))
+def executable_of(fun, *args):
+    return jaxlite.jit(fun).lower(*args).compile().executable
+
+
+@pytest.mark.parametrize("lowering", [precision.bf16, precision.int8])
+@pytest.mark.parametrize("weights_closed_over", [True, False])
+@pytest.mark.parametrize("k", [96, 95])
+def test_products_run_inside_one_native_call(lowering, weights_closed_over, k, monkeypatch):
+    """A lowered product is jobs of the native pool run from the program's one entry point:
+    no Python between them; constant weights are packed once, when the code is bound."""
+    from jaxlite.lower import gemm_lowp, native_flow, runtime
+    prepared = []
+    original = gemm_lowp.LowPrecisionGemm.prepare_b
+    monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, "prepare_b",
+                        lambda self, b, **options: prepared.append(b.shape) or original(self, b, **options))
+    monkeypatch.setattr(runtime._PythonStep, "run_on", lambda *a: pytest.fail("a step ran from Python"))
+    monkeypatch.setattr(native_flow.HostBridge, "_run_step", lambda *a: pytest.fail("native code called back"))
+    x, w, b = normal(64, k), normal(k, 40), normal(40)
+    layer = lambda x, w: jnp.tanh(jnp.maximum(x @ w + b, 0.0) @ w.T)
+    f = lowering((lambda x: layer(x, w)) if weights_closed_over else layer)
     args = (x,) if weights_closed_over else (x, w)
-    compiled = jaxlite.jit(f)
-    first = compiled(*args)
-    np.testing.assert_allclose(first, f(*args), rtol=1e-5, atol=1e-5)
-    calls.clear()
+    jitted = jaxlite.jit(f)
+    first = jitted(*args)
+    assert len(prepared) == (2 if weights_closed_over else 0)
+    np.testing.assert_allclose(first, f(*args), rtol=2e-5, atol=2e-5)
     for _ in range(3):
-        np.testing.assert_array_equal(compiled(*args), first)
-    assert len(calls) == 3 * prepared_per_call
+        np.testing.assert_array_equal(jitted(*args), first)
+    assert len(prepared) == (2 if weights_closed_over else 0)
+    exe = executable_of(f, *args)
+    assert exe._native is not None and not exe._runners
+
+
+@pytest.mark.parametrize("lowering", [precision.bf16, precision.int8])
+def test_products_in_a_loop_body_run_natively(lowering):
+    """Weights closed over by the body (its constants) and carried ones alike."""
+    x, w, v = normal(32, 48), normal(48, 48), normal(48, 48)
+
+    def f(x, v):
+        return lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w) @ v, x)
+    lowered = lowering(f)
+    np.testing.assert_allclose(jaxlite.jit(lowered)(x, v), lowered(x, v), rtol=2e-5, atol=2e-5)
+    exe = executable_of(lowered, x, v)
+    assert exe._native is not None and not exe._runners and not exe._host_steps
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.int8])
+@pytest.mark.parametrize("k", [64, 63, 62])
+def test_narrow_operands_computed_in_the_program(dtype, k):
+    """Narrow operands the program computes (not rounded from float32 by the GEMM): padded
+    and packed by jobs on every call."""
+    x, w = normal(40, k), normal(k, 24)
+    accumulator = jnp.float32 if dtype == jnp.bfloat16 else jnp.int32
+
+    def f(x, w):
+        narrow = lambda v: (v * 8.0).astype(dtype) if dtype == jnp.int8 else v.astype(dtype)
+        a, b = narrow(x), narrow(w)
+        return lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=accumulator), a, b
+    out, a, b = jaxlite.jit(f)(x, w)
+    expected = np.asarray(a).astype(np.float64) @ np.asarray(b).astype(np.float64)
+    if dtype == jnp.int8:
+        np.testing.assert_array_equal(out, expected.astype(np.int32))
+    else:
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+    exe = executable_of(f, x, w)
+    assert exe._native is not None and not exe._runners
 
 
 def test_passes_on_several_threads_match_one(monkeypatch):

@@ -20,7 +20,6 @@ widening multiply-add in place of the instruction; it gives the same int32 resul
 float32 results equal up to the rounding order of the two products of a bf16 pair.
 """
 import ctypes
-import functools
 import threading
 from dataclasses import dataclass
 
@@ -251,6 +250,10 @@ class LowPrecisionGemm:
         _split_rows(pass_.function, pointers + pass_.sizes, pass_.count, threads, self.k * self.n)
         return PreparedB(words, correction if self.offsets_activations else None)
 
+    def _a_read_as_stored(self):
+        """Whether A's words are the narrow A itself: no offset, and k in whole groups."""
+        return not self.offsets_activations and self.k % self.product.group == 0
+
     def prepare_a(self, a, threads=1):
         """A's words for a narrow A (m x k): K padded to whole groups, int8 offset into u8. One
         compiled pass (a_padder), split over up to `threads` threads; bf16 of even k is read
@@ -258,10 +261,9 @@ class LowPrecisionGemm:
         if self.float32_a:
             return np.ascontiguousarray(a, np.float32)
         a = self._operand(a, (self.m, self.k))
-        pass_ = self.a_padder()
-        row_bytes, padded_row_bytes, xor_byte = pass_.sizes
-        if row_bytes == padded_row_bytes and not xor_byte:
+        if self._a_read_as_stored():
             return a.view(self.product.dtype)
+        pass_ = self.a_padder()
         words = np.empty((self.m, self.k_words), self.product.dtype)
         _split_rows(pass_.function, (array_data(a), array_data(words)) + pass_.sizes, self.m, threads,
                     self.m * self.k)
@@ -307,7 +309,8 @@ class LowPrecisionGemm:
                              f"for a bf16 GEMM, got {w.shape}")
         words = np.empty(self.panels_shape, self.product.dtype)
         sizes_and_pointers = (array_data(w), array_data(words), self.k, self.n)
-        _split_rows(_compile_bf16_packer(self.panel_width), sizes_and_pointers, self.k_words, threads, self.k * self.n)
+        _split_rows(_compile_bf16_packer(self.panel_width, "float32"), sizes_and_pointers, self.k_words, threads,
+                    self.k * self.n)
         return PreparedB(words, None)
 
     def run(self, a, b, *extra, out=None, threads=1):
@@ -349,6 +352,69 @@ class LowPrecisionGemm:
         pointers = [array_data(x) for x in (a_words, b.words, scratch, *extra, out)]
         self.kernel.run_pointers(pointers, self.kernel.model_plan(threads))
         return out
+
+    # -- as jobs of a native_pool.JobList: how a jitted program runs the product, operands
+    # and scratch given as context words (see runtime._LowPrecisionCall)
+
+    def quantize_a_job(self, jobs, x, threads):
+        """Quantize float32 activations x (m x k) per row into A's words: (words, row scales)."""
+        words, scales = jobs.scratch(4 * self.m * self.k_words), jobs.scratch(4 * self.m)
+        quantizer = _compile_quantizer(self.offsets_activations)
+        jobs.add_ranged(quantizer, [x, words, scales, self.k, 4 * self.k_words], self.m,
+                        pass_units(self.m * self.k, threads))
+        return words, scales
+
+    def quantize_b_job(self, jobs, w, threads):
+        """Quantize float32 weights w (k x n) per column into B's panels: (panels, correction,
+        column scales)."""
+        panels, correction, scales = self._panels(jobs), jobs.scratch(4 * self.n), jobs.scratch(4 * self.n)
+        quantizer = _compile_weight_quantizer(self.k, self.n, self.panel_width)
+        jobs.add_ranged(quantizer, [w, panels, scales, correction], self.panels_shape[0],
+                        pass_units(self.k * self.n, threads))
+        return panels, correction, scales
+
+    def round_b_job(self, jobs, w, threads):
+        """Round float32 weights w (k x n) to bf16 into B's panels: the panels."""
+        panels = self._panels(jobs)
+        jobs.add_ranged(_compile_bf16_packer(self.panel_width, "float32"), [w, panels, self.k, self.n],
+                        self.k_words, pass_units(self.k * self.n, threads))
+        return panels
+
+    def pad_a_job(self, jobs, a, threads):
+        """Narrow A (m x k) as A's words: as stored, or padded to whole groups (int8: offset
+        by 128) into scratch (a_padder)."""
+        if self._a_read_as_stored():
+            return a
+        words = jobs.scratch(4 * self.m * self.k_words)
+        _add_pass(jobs, self.a_padder(), {"a": a, "words": words}, self.m * self.k, threads)
+        return words
+
+    def pack_b_job(self, jobs, b, threads):
+        """Narrow B (k x n) packed into B's panels (b_packer): (panels, int8's correction or None)."""
+        packer = self.b_packer()
+        arrays = {"b": b, "words": self._panels(jobs), "correction": jobs.scratch(4 * self.n)}
+        _add_pass(jobs, packer, arrays, self.k * self.n, threads)
+        return arrays["words"], arrays["correction"] if self.offsets_activations else None
+
+    def gemm_job(self, jobs, a, b, correction, extra, out, threads):
+        """The GEMM's units on A's words `a`, B's words or panels `b` (plus int8's correction)
+        and the epilogue's `extra` arguments, into `out`."""
+        kernel = self.kernel
+        plan = kernel.model_plan(threads)
+        units, table = kernel.plan_units(plan)
+        extra = ([correction] if self.offsets_activations else []) + list(extra)
+        c = out
+        if self.bf16_output:        # C carries the partial sums, the epilogue writes `out`
+            c, extra = jobs.scratch(4 * self.m * self.n), extra + [out]
+        # A unit may run in any slot of the pool (not only the first len(units)).
+        slots = native_pool.slots() if len(units) > 1 else 1
+        workspace = jobs.scratch(slots * kernel.workspace_bytes)
+        jobs.add(kernel.native.unit_task, len(units),
+                 [kernel.address, a, b, c, workspace, kernel.workspace_bytes, ctypes.addressof(table), *extra])
+        return plan
+
+    def _panels(self, jobs):
+        return jobs.scratch(4 * int(np.prod(self.panels_shape)))
 
 
 def _quantizer_module(name, pointers, sizes=0):
@@ -393,17 +459,28 @@ def _compiled_quantizer(module, name, pointers, sizes=0):
     return quantizer
 
 
+def _add_pass(jobs, pass_, arrays, elements, threads):
+    """A NativePass as a job of a JobList, its pointers from `arrays` (context words by name)."""
+    jobs.add_ranged(pass_.function, [arrays[name] for name in pass_.pointers] + list(pass_.sizes), pass_.count,
+                    pass_units(elements, threads))
+
+
+def pass_units(elements, threads):
+    """Slices (threads) for a pass over `elements`: each gets PASS_MIN_ELEMENTS_PER_THREAD at least."""
+    return max(1, min(threads, elements // PASS_MIN_ELEMENTS_PER_THREAD))
+
+
 def _split_rows(quantizer, pointers, count, threads, elements):
     """quantizer(*pointers, start, stop) over range(count) (`pointers` may end with sizes), split over up to `threads`
-    threads: the slices are independent; each thread gets PASS_MIN_ELEMENTS_PER_THREAD at least."""
-    threads = max(1, min(threads, elements // PASS_MIN_ELEMENTS_PER_THREAD))
+    threads: the slices are independent."""
+    threads = pass_units(elements, threads)
     if threads == 1:
         quantizer(*pointers, 0, count)
         return
     native_pool.RangedContext(quantizer.address, pointers, count, threads).run()
 
 
-@functools.lru_cache(maxsize=None)
+@llvm_target.compile_once
 def _compile_quantizer(offset):
     """void(float* x, i8* q, float* scales, i64 k, i64 k_padded, i64 row_start, i64 row_end):
     per row of x (k wide), scale = max(max|x|, 127 * tiny) / 127 and
@@ -488,7 +565,7 @@ def _panel_word_address(builder, words, k_words, panel_width):
     return word_at
 
 
-@functools.lru_cache(maxsize=None)
+@llvm_target.compile_once
 def _compile_weight_quantizer(k, n, panel_width):
     """void(float* w, i32* words, float* scales, i32* correction, i64 tile_start, i64 tile_end):
     per column of w (k x n) in the column tiles [tile_start, tile_end) (panel_width columns
@@ -518,7 +595,7 @@ def _compile_weight_quantizer(k, n, panel_width):
     return _compiled_quantizer(module, "quantize_weights", 4)
 
 
-@functools.lru_cache(maxsize=None)
+@llvm_target.compile_once
 def _compile_int8_packer(k, n, panel_width):
     """void pack_int8(i8* w, i32* words, i32* correction, i64 tile_start, i64 tile_end): the
     int8 weights w (k x n) of the column tiles [tile_start, tile_end) packed into their
@@ -576,8 +653,8 @@ def _bf16_bits(builder, w, index):
 _BF16_SOURCES = {"float32": _float32_as_bf16_bits, "bfloat16": _bf16_bits}
 
 
-@functools.lru_cache(maxsize=None)
-def _compile_bf16_packer(panel_width, source="float32"):
+@llvm_target.compile_once
+def _compile_bf16_packer(panel_width, source):
     """void pack_bf16(ptr w, i32* words, i64 k, i64 n, i64 word_row_start, i64 word_row_end):
     word [p, j] = bf16(w[2p, j]) | bf16(w[2p + 1, j]) << 16 (the high half is zero past the
     last row of an odd k), stored into the micro-panels as prepare_b lays them out, zero
@@ -619,7 +696,7 @@ def _compile_bf16_packer(panel_width, source="float32"):
     return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
 
 
-@functools.lru_cache(maxsize=None)
+@llvm_target.compile_once
 def _compile_row_padder():
     """void pad_rows(ptr src, ptr dst, i64 row_bytes, i64 padded_row_bytes, i64 xor_byte,
     i64 row_start, i64 row_end): per row r in [row_start, row_end), dst row r

@@ -210,12 +210,13 @@ def in_background(function, *args):
 
 
 def compile_once(build):
-    """Cache `build(key)` per key, like functools.lru_cache, except that threads asking
-    for a key being built wait for that build instead of compiling it again."""
+    """Cache `build(*key)` per key, like functools.lru_cache, except that threads asking
+    for a key being built wait for that build instead of compiling it again (and so
+    never get code that another compile of the same key replaces, and frees)."""
     futures, lock = {}, threading.Lock()
 
     @functools.wraps(build)
-    def cached(key):
+    def cached(*key):
         with lock:
             future = futures.get(key)
             is_builder = future is None
@@ -223,7 +224,7 @@ def compile_once(build):
                 future = futures[key] = concurrent.futures.Future()
         if is_builder:
             try:
-                future.set_result(build(key))
+                future.set_result(build(*key))
             except BaseException as err:
                 with lock:
                     del futures[key]        # a later call tries again

@@ -8,9 +8,10 @@ steps are emitted inline, inside the loop or branch:
   * fused kernels: a call of the kernel (emitted into the same module), on one thread;
   * GEMMs and native routines (sorts, factorizations): their native entry points, their
     units run by the native pool (native_pool.py), each thread's scratch inside the
-    program's workspace;
+    program's workspace; a bf16/int8 product, its list of pool jobs (native_pool.JobList:
+    quantize or pack its operands into scratch, then the GEMM's units);
   * anything else (fallbacks to numpy, debug callbacks, GEMMs needing a transposed
-    copy, low-precision GEMMs): a call back into Python through one ctypes function
+    copy): a call back into Python through one ctypes function
     pointer, `i32 host(i64 step, ptr data_pointers)`, which runs the equation on numpy
     views of its buffers. A raised exception is recorded and makes the native code
     return 1 at once; the runtime re-raises it after the native call returns.
@@ -39,7 +40,7 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 # runtime imports this module; it is only read from inside functions, once both are loaded.
-from jaxlite.lower import codegen, gemm, kernel_ir, llvm_target, native_pool, native_routines, runtime
+from jaxlite.lower import codegen, gemm, kernel_ir, llvm_target, native_call, native_pool, native_routines, runtime
 from jaxlite.lower.codegen import I1, I8, I32, I64, PTR
 from jaxlite.lower.fusion import KernelStep
 
@@ -75,7 +76,7 @@ class NativeCode:
         self.native_eqns = []       # GEMM and routine equations called natively, by number
         self.native_scratch = []    # where each one's per-thread scratch starts
         self.consts = []            # arrays: body constants, in object slots after the table
-        self.constvars = set()      # the bodies' constant variables (a GEMM caches what they feed)
+        self.const_values = {}      # the bodies' constant variables -> values (a GEMM packs constant weights once)
         self._kernels = {}          # by kernel_ir.structure_key: identical kernels share code
 
     def kernel_function(self, kernel, aliases=None):
@@ -179,7 +180,7 @@ def _emit_program(fn, program, inputs, outputs, region):
     used from `region`."""
     jaxpr = program.closed.jaxpr
     env = dict(zip(jaxpr.invars, inputs))
-    fn.code.constvars.update(jaxpr.constvars)
+    fn.code.const_values.update(zip(jaxpr.constvars, program.closed.consts))
     env.update((v, fn.slot_data(fn.code.const_slot(c))) for v, c in zip(jaxpr.constvars, program.closed.consts))
     copies = []
     for var, destination in zip(jaxpr.outvars, outputs):
@@ -342,17 +343,22 @@ def runs_natively(step):
     return step.kind == "gemm" and runtime.gemm_reads_in_place(step.eqn) or step.kind == "native"
 
 
-def native_callee(eqn, plan=None):
+def native_callee(eqn, plan=None, constants=None):
     """The compiled code native code calls for an equation runs_natively accepts: the
-    runtime's GEMM call (compiled, planned), or the routine."""
+    runtime's GEMM call (compiled, planned), a low-precision product's jobs (`constants`
+    maps the program's constant variables to their values), or the routine."""
     if eqn.primitive.name in runtime.GEMM_PRIMITIVES:
+        if runtime.runs_as_jobs(eqn):
+            return runtime._LowPrecisionCall(eqn, constants or {})
         return runtime._GemmCall(eqn, plan=plan)
     return native_routines.compile_routine(runtime.native_spec(eqn))
 
 
 # A native call's table words: the pool's task, the callee's entry point, its unit table
-# (a GEMM) or batch count (a routine), the number of units, and bytes of scratch per thread.
+# (a GEMM) or batch count (a routine), the number of units, and bytes of scratch per thread;
+# for a job list, jaxlite_run_jobs, the list, 0, 1 and its bytes of scratch.
 CALL_WORDS = 5
+JOBS_FUNCTION = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64])
 
 
 def _emit_native_call(fn, eqn, env, scratch):
@@ -372,6 +378,12 @@ def _emit_native_call(fn, eqn, env, scratch):
     outputs = [env[v] for v in eqn.outputs]
     # (64-byte aligned: routines' vector loops may assume it; the reservation allows for it)
     aligned = b.and_(b.add(b.ptrtoint(fn.workspace(scratch), I64), ir.Constant(I64, 63)), ir.Constant(I64, -64))
+    if eqn.primitive.name in runtime.GEMM_PRIMITIVES and runtime.runs_as_jobs(eqn):
+        operands = fn.entry.alloca(PTR, size=ir.Constant(I64, len(inputs) + len(outputs)))
+        for index, pointer in enumerate(inputs + outputs):
+            b.store(pointer, b.gep(operands, [ir.Constant(I64, index)], inbounds=True, source_etype=PTR))
+        b.call(b.inttoptr(task, JOBS_FUNCTION.as_pointer()), [b.inttoptr(callee, PTR), operands, aligned])
+        return 0
     if eqn.primitive.name in runtime.GEMM_PRIMITIVES:
         words = [callee, *inputs[:2], *outputs, aligned, stride, table_or_count, *inputs[2:]]
     else:
@@ -414,8 +426,8 @@ class HostBridge:
     GEMMs and routines it calls, and the table of their addresses and plans.
     `scratch_end` is the workspace their scratch needs (one per thread of the pool)."""
 
-    def __init__(self, host_steps, callees, scratch, constvars):
-        self.steps = [runtime._PythonStep(step, constvars) for step in host_steps]
+    def __init__(self, host_steps, callees, scratch):
+        self.steps = [runtime._PythonStep(step) for step in host_steps]
         # Native code calls back on the thread that called it: an error belongs to that call.
         self._raised = threading.local()
         self.callback = _HOST_PROTOTYPE(self._run_step)
@@ -423,10 +435,11 @@ class HostBridge:
         words = [ctypes.cast(self.callback, ctypes.c_void_p).value]
         self.scratch_end = 0
         for callee, start in zip(callees, scratch):
-            callee_words = _gemm_words(callee) if isinstance(callee, runtime._GemmCall) else _routine_words(callee)
+            callee_words = _call_words(callee)
             words += callee_words
-            *_, units, stride = callee_words     # (one unit runs on the caller alone)
-            self.scratch_end = max(self.scratch_end, start + 64 + min(native_pool.slots(), units) * stride)
+            # One unit runs on the caller alone; more may run in any slot of the pool.
+            *_, units, stride = callee_words
+            self.scratch_end = max(self.scratch_end, start + 64 + (native_pool.slots() if units > 1 else 1) * stride)
         self.table = np.array(words, np.int64)
 
     @property
@@ -462,6 +475,16 @@ def _gemm_words(call):
 def _routine_words(routine):
     return [native_pool.ranged_task(routine.pointer_count, True), routine.ranged_address, routine.batch,
             routine.threads, routine.slot_bytes]
+
+
+def _job_words(call):
+    return [native_pool.pool().jobs_address, native_call.array_data(call.table), 0, 1, call.jobs.scratch_bytes]
+
+
+def _call_words(callee):
+    if isinstance(callee, runtime._GemmCall):
+        return _gemm_words(callee)
+    return _job_words(callee) if isinstance(callee, runtime._LowPrecisionCall) else _routine_words(callee)
 
 
 def _view(address, aval):

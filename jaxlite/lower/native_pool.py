@@ -26,6 +26,12 @@ released there, and never taken again until the pool stops at exit). They only r
 compiled code, so they flush denormals (FTZ/DAZ) for good, as the calling thread does
 inside an entry point.
 
+A step made of several jobs in turn (a low-precision product: quantize or pack its
+operands, then the GEMM's units) runs as one `jaxlite_run_jobs(jobs, operands, scratch)`
+call: `jobs` (a JobList, built when the program is bound) says each job's task, units
+and context, whose words are constants, pointers to the step's operands, or addresses
+in the caller's scratch.
+
 The pool's functions are linked into this process under their names (llvm.add_symbol),
 so generated code, compiled now or loaded from the persistent cache, calls
 `jaxlite_pool_run` directly.
@@ -35,12 +41,15 @@ import ctypes
 import os
 import threading
 import time
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
+import numpy as np
 
 from jaxlite.lower import llvm_target
 
 SPIN_SECONDS = 2e-4         # a worker's wait for more work before it sleeps
+MAX_CONTEXT_WORDS = 32      # the longest context of a job in a JobList
 _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, _SYS_FUTEX, _SYS_SCHED_YIELD = 128, 129, 202, 24
 
 _POOL_IR = """
@@ -259,13 +268,80 @@ stop:
   ret void
 }
 
+define void @jaxlite_run_jobs(ptr %jobs, ptr %operands, i64 %scratch) {
+entry:
+  %ctx = alloca i64, i64 MAX_CONTEXT_WORDS, align 64
+  %count = load i64, ptr %jobs
+  br label %next_job
+next_job:
+  %j = phi i64 [ 0, %entry ], [ %j1, %ran ]
+  %at = phi i64 [ 1, %entry ], [ %following, %ran ]
+  %more = icmp slt i64 %j, %count
+  br i1 %more, label %job, label %exit
+job:
+  %task_p = getelementptr inbounds i64, ptr %jobs, i64 %at
+  %task = load ptr, ptr %task_p
+  %units_at = add i64 %at, 1
+  %units_p = getelementptr inbounds i64, ptr %jobs, i64 %units_at
+  %units = load i64, ptr %units_p
+  %words_at = add i64 %at, 2
+  %words_p = getelementptr inbounds i64, ptr %jobs, i64 %words_at
+  %words = load i64, ptr %words_p
+  %first = add i64 %at, 3
+  br label %next_word
+next_word:
+  %w = phi i64 [ 0, %job ], [ %w1, %stored ]
+  %more_words = icmp slt i64 %w, %words
+  br i1 %more_words, label %read_word, label %call
+read_word:
+  %pair = shl i64 %w, 1
+  %kind_at = add i64 %first, %pair
+  %kind_p = getelementptr inbounds i64, ptr %jobs, i64 %kind_at
+  %kind = load i64, ptr %kind_p
+  %value_p = getelementptr inbounds i64, ptr %kind_p, i64 1
+  %value = load i64, ptr %value_p
+  switch i64 %kind, label %literal [ i64 1, label %operand
+                                     i64 2, label %in_scratch ]
+literal:
+  br label %store
+operand:
+  %operand_p = getelementptr inbounds ptr, ptr %operands, i64 %value
+  %pointer = load i64, ptr %operand_p
+  br label %store
+in_scratch:
+  %address = add i64 %scratch, %value
+  br label %store
+store:
+  %word = phi i64 [ %value, %literal ], [ %pointer, %operand ], [ %address, %in_scratch ]
+  %slot_p = getelementptr inbounds i64, ptr %ctx, i64 %w
+  store i64 %word, ptr %slot_p
+  br label %stored
+stored:
+  %w1 = add i64 %w, 1
+  br label %next_word
+call:
+  %any = icmp sgt i64 %units, 0
+  br i1 %any, label %run, label %ran
+run:
+  call void @jaxlite_pool_run(ptr %task, ptr %ctx, i64 %units)
+  br label %ran
+ran:
+  %j1 = add i64 %j, 1
+  %pairs = shl i64 %words, 1
+  %following = add i64 %first, %pairs
+  br label %next_job
+exit:
+  ret void
+}
+
 define void @jaxlite_pool_after_fork() {
   store atomic i32 0, ptr @sleepers seq_cst, align 4
   store atomic i32 0, ptr @busy seq_cst, align 4
   ret void
 }
 """.replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("SYS_SCHED_YIELD", str(_SYS_SCHED_YIELD)).replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)) \
-   .replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
+   .replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE)) \
+   .replace("MAX_CONTEXT_WORDS", str(MAX_CONTEXT_WORDS))
 
 _RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _lock = threading.Lock()
@@ -282,6 +358,7 @@ class _Pool:
             llvm.add_symbol(name, self.code.address(name))
         self.run_address = self.code.address("jaxlite_pool_run")
         self.run = _RUN(self.run_address)
+        self.jobs_address = self.code.address("jaxlite_run_jobs")
         cycles = ctypes.CFUNCTYPE(ctypes.c_int64)(self.code.address("jaxlite_cycles"))
         self._call("jaxlite_pool_configure", ctypes.c_int64)(int(SPIN_SECONDS * _cycles_per_second(cycles)))
         self.slots = workers + 1
@@ -407,3 +484,57 @@ class RangedContext:
     def run(self, scratch_base=0):
         self.words[3] = scratch_base
         run(self.task, self.address, self.units)
+
+
+# ---------------------------------------------------------------- job lists
+
+@dataclass(frozen=True)
+class ContextWord:
+    """A word of a job's context known only at run time: kind 1, the data pointer of the
+    step's operand `value` (inputs, then outputs); kind 2, the address `value` bytes into
+    the caller's scratch."""
+    kind: int
+    value: int
+
+
+def operand(index):
+    return ContextWord(1, index)
+
+
+class JobList:
+    """Jobs run one after another by one call of `jaxlite_run_jobs(jobs, operands, scratch)`.
+
+    Each job is `jaxlite_pool_run(task, context, units)` with a context of words, each an
+    int or a ContextWord. As int64 words: the job count, then per job the task, the
+    units, the word count and (kind, value) per word: 0 a constant, 1 an operand, 2 a
+    scratch offset. `scratch_bytes` is what the jobs' scratch needs past the aligned base."""
+
+    def __init__(self):
+        self._jobs, self.scratch_bytes = [], 0
+        self.keep = []      # what constant words point into: arrays, compiled functions
+
+    def scratch(self, nbytes):
+        """A region of `nbytes` of the scratch, 64-byte aligned."""
+        region = ContextWord(2, self.scratch_bytes)
+        self.scratch_bytes += -(-nbytes // 64) * 64
+        return region
+
+    def add(self, task, units, words):
+        if len(words) > MAX_CONTEXT_WORDS:
+            raise ValueError(f"a job's context takes at most {MAX_CONTEXT_WORDS} words, got {len(words)}")
+        self._jobs.append((task, units, list(words)))
+
+    def add_ranged(self, fn, words, count, units):
+        """`fn(words..., start, stop)` over range(count) in `units` slices (ranged_task);
+        `fn` has the function's `address` and keeps its code alive."""
+        self.keep.append(fn)
+        self.add(ranged_task(len(words), False), units, [fn.address, count, units, 0, 0, *words])
+
+    def table(self):
+        """The int64 array jaxlite_run_jobs reads (kept by the caller while code may run)."""
+        words = [len(self._jobs)]
+        for task, units, context in self._jobs:
+            words += [task, units, len(context)]
+            for word in context:
+                words += [word.kind, word.value] if isinstance(word, ContextWord) else [0, int(word)]
+        return np.array(words, np.int64)

@@ -10,14 +10,14 @@ Run as written, the quantization is two passes over x plus a materialized broadc
 the row scales, and the dequantization one more pass over the output. This pass finds
 that pattern (and a bias add and relu right after it) and replaces it by one
 `int8_matmul` equation: the runtime quantizes x straight into the GEMM's A words in
-one compiled pass (gemm_lowp.quantize_a), and the GEMM's epilogue applies scales,
+one compiled pass (LowPrecisionGemm.quantize_a_job), and the GEMM's epilogue applies scales,
 bias and relu while the accumulators are in registers. The quantization equations
 stay in the jaxpr for any other reader; DCE drops them when nothing else reads them.
 
 bf16 products get the same treatment for their operands: float32 operands rounded in the
 program (weights passed as arguments, the first layer's activations) go to the GEMM step as
 float32, which rounds them as it packs them (gemm_lowp.BF16_FROM_FLOAT32; weights of an odd
-K in one compiled pass, gemm_lowp.round_b), instead of a conversion kernel and a repacking
+K in one compiled pass, LowPrecisionGemm.round_b_job), instead of a conversion kernel and a repacking
 of its output.
 """
 import numpy as np

@@ -2,9 +2,10 @@
 
 A compiled program is a list of steps: fused kernels, control flow (native loops
 and branches around their bodies' steps, see native_flow.py), GEMMs and native routines
-(sorts, factorizations: native_routines.py), and the few equations that run from Python
-(GEMMs needing a transposed copy of an operand, low-precision GEMMs, and logged
-fallbacks to an equation's numpy implementation). All of one compiled function's code
+(sorts, factorizations: native_routines.py), bf16/int8 products (a list of jobs for the
+worker pool: quantize or pack the operands, then the GEMM's units; _LowPrecisionCall),
+and the few equations that run from Python (GEMMs needing a transposed copy of an
+operand, and logged fallbacks to an equation's numpy implementation). All of one compiled function's code
 lives in one LLVM module. Each kernel, control-flow, GEMM and routine step has a native
 entry point `void entry(ptr objects, i64 start, i64 stop)` (start/stop bound a kernel's
 parallel loop); when every step is one of those, one more entry point runs them all,
@@ -140,7 +141,8 @@ class Executable:
         linked = pool_ready.result if self.uses_pool else None
         pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir, True, linked) \
             if self._has_native else None
-        callees = [llvm_target.in_background(native_flow.native_callee, eqn) for eqn in self._native_eqns]
+        callees = [llvm_target.in_background(native_flow.native_callee, eqn, None, self._constants())
+                   for eqn in self._native_eqns]
         python_steps = self._python_steps()
         self.compiled = pending.result() if pending is not None else None
         self._bind_entries(python_steps, [callee.result() for callee in callees])
@@ -200,7 +202,7 @@ class Executable:
         self.uses_pool = "jaxlite_pool_run" in self.module.globals
         self._host_steps, self._native_eqns, self._native_scratch = native.host_steps, native.native_eqns, \
             native.native_scratch
-        self._inner_consts, self._inner_constvars = native.consts, native.constvars
+        self._inner_consts, self._inner_const_values = native.consts, native.const_values
         return segments
 
     def _control_function(self, native, step, number):
@@ -219,21 +221,23 @@ class Executable:
 
     def _python_steps(self):
         """The steps run from Python; GEMM steps compile their families concurrently."""
-        constvars = set(self.jaxpr.constvars)
-        steps = [llvm_target.in_background(_PythonStep, segment, constvars, self.gemm_plans.get(f"step {number}"))
-                 if segment.kind == "gemm" else _PythonStep(segment, constvars)
+        steps = [llvm_target.in_background(_PythonStep, segment, self.gemm_plans.get(f"step {number}"))
+                 if segment.kind == "gemm" else _PythonStep(segment)
                  for number, segment in enumerate(self._segments) if not isinstance(segment, tuple)]
         return [step.result() if isinstance(step, concurrent.futures.Future) else step for step in steps]
+
+    def _constants(self):
+        """The program's constant variables (its bodies' too) -> their values."""
+        return {**dict(zip(self.jaxpr.constvars, self.consts)), **self._inner_const_values}
 
     def _bind_entries(self, python_steps=None, callees=None):
         python_steps = iter(python_steps if python_steps is not None else self._python_steps())
         if callees is None:     # (loaded from the persistent cache, with the plans chosen then)
-            callees = [native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"))
+            callees = [native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"), self._constants())
                        for k, eqn in enumerate(self._native_eqns)]
         self._bridge = None
         if self._host_steps or callees:
-            self._bridge = native_flow.HostBridge(self._host_steps, callees, self._native_scratch,
-                                                  self._inner_constvars)
+            self._bridge = native_flow.HostBridge(self._host_steps, callees, self._native_scratch)
             self.workspace_size = max(self.workspace_size, self._bridge.scratch_end)
             self.gemm_plans.update((f"native {k}", callee.plan) for k, callee in enumerate(callees)
                                    if isinstance(callee, _GemmCall))
@@ -519,15 +523,9 @@ def _buffer_view(var, env, workspace, plan):
 class _PythonStep:
     """An equation run between kernels on numpy views of its buffers."""
 
-    def __init__(self, step, constvars=(), plan=None):
+    def __init__(self, step, plan=None):
         self.step = step
-        self.gemm = None
-        if step.kind == "gemm":
-            rhs_is_constant = step.eqn.inputs[1] in constvars
-            if step.eqn.primitive.name == "int8_matmul":
-                self.gemm = _Int8MatmulCall(step.eqn, rhs_is_constant)
-            else:
-                self.gemm = _GemmCall(step.eqn, rhs_is_constant, plan)
+        self.gemm = _GemmCall(step.eqn, plan) if step.kind == "gemm" else None
 
     def __call__(self, env, workspace, plan):
         self.run_on(lambda v: _buffer_view(v, env, workspace, plan))
@@ -686,9 +684,8 @@ class _GemmCall:
     transpose flag, any other layout is transposed into a contiguous copy.
     """
 
-    def __init__(self, eqn, rhs_is_constant=False, plan=None):
+    def __init__(self, eqn, plan=None):
         lhs = eqn.inputs[0]
-        self._prepared_b, self.plan = None, None
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
         lhs_free, rhs_free = _free_dims(eqn)
@@ -697,38 +694,13 @@ class _GemmCall:
         self.a_shape = lead + ((k, m) if trans_a else (m, k))
         self.b_shape = lead + ((n, k) if trans_b else (k, n))
         self.c_shape = lead + (m, n)
-        names = eqn.params.get("epilogue", ())
-        bf16_output = names[-1:] == (epilogues.ROUND_BF16,)
-        names = names[:-1] if bf16_output else names
-        epilogue = gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
-        low_precision = _low_precision_gemm(eqn)
-        if low_precision is not None:
-            # The dot-product-instruction GEMMs read plain row-major operands.
-            self.a_perm = None if self.a_perm is None and not trans_a else list(lb) + lhs_free + list(lc)
-            self.b_perm = None if self.b_perm is None and not trans_b else list(rb) + list(rc) + rhs_free
-            self.a_shape, self.b_shape = (m, k), (k, n)
-            # float32 operands of a bf16 product are rounded by the GEMM's packing (even k);
-            # weights of an odd k by a pass into the packed layout.
-            rounded = eqn.params.get("rounded", ())
-            options = {"bf16_output": bf16_output, "float32_a": 0 in rounded, "float32_b": 1 in rounded and k % 2 == 0}
-            self.kernel = low_precision(m, n, k, epilogue=epilogue, **{o: True for o, on in options.items() if on})
-            if options["float32_b"]:
-                self._prepared_b = self._arranged_b
-            elif 1 in rounded:
-                self._prepared_b = lambda w: self.kernel.round_b(self._arranged_b(w), threads=GEMM_THREADS)
-            else:
-                self._prepared_b = _PreparedB(self.kernel, rhs_is_constant, self._arranged_b)
-            return
-        self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch, epilogue=epilogue)
+        self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch,
+                                        epilogue=_epilogue(eqn.params.get("epilogue", ())))
         self.plan = plan or autotune.plan_for(self.kernel, GEMM_THREADS)
 
     def __call__(self, lhs, rhs, *extra, out):
         a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
-        b = self._operand_b(rhs)
-        if self.plan is None:       # a low-precision GEMM: its wrapper takes the operands
-            self.kernel.run(a, b, *map(np.ascontiguousarray, extra), out=out.reshape(self.c_shape),
-                            threads=GEMM_THREADS)
-            return
+        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
         # The program's planner made every operand contiguous and of its shape: no checks.
         arrays = (a, b, out, *map(np.ascontiguousarray, extra))
         self.kernel.run_pointers([_data_pointer(x) for x in arrays], self.plan)
@@ -740,52 +712,82 @@ class _GemmCall:
                 + f" {spec.dtype}" + (f" transposed {transposes}" if transposes else "")
                 + (f" epilogue {spec.epilogue.name}" if spec.epilogue else ""))
 
-    def _operand_b(self, rhs):
-        return self._arranged_b(rhs) if self._prepared_b is None else self._prepared_b(rhs)
-
-    def _arranged_b(self, rhs):
-        return _arrange(rhs, self.b_perm).reshape(self.b_shape)
-
-
-class _PreparedB:
-    """A low-precision GEMM's B repacked into words. For a constant of the compiled function
-    (the same array object on every call, owned by it, never written) that happens on the
-    first call only."""
-
-    def __init__(self, kernel, constant, arrange=lambda b: b):
-        self.kernel, self.constant, self.arrange = kernel, constant, arrange
-        self.cached = (None, None)      # (source, prepared): one attribute, so threads see both or neither
-
-    def __call__(self, b):
-        source, prepared = self.cached
-        if source is b:
-            return prepared
-        prepared = self.kernel.prepare_b(self.arrange(b))
-        if self.constant:
-            self.cached = (b, prepared)
-        return prepared
+def _epilogue(names):
+    """The GEMM epilogue chaining the named ones (a bf16 output, ROUND_BF16, is the low-precision
+    GEMM's own option)."""
+    names = [name for name in names if name != epilogues.ROUND_BF16]
+    return gemm.chain(*(_EPILOGUES[name] for name in names)) if names else None
 
 
-class _Int8MatmulCall:
-    """quantized.int8_matmul: x quantized per row straight into the GEMM's A words (one
-    compiled pass), the int8 GEMM, and scales, bias and relu applied by its epilogue."""
+class _LowPrecisionCall:
+    """A bf16 or int8 product (what precision.bf16 and precision.int8 leave) as jobs of the
+    native pool run one after another by one native call (native_pool.JobList): its operands
+    quantized, rounded, padded or packed into the form the dot-product GEMM reads, in the
+    call's scratch, then the GEMM's units. A constant B (weights closed over) is packed
+    once, here. Operands are read as stored (passes.transpose_gemm_operands laid them out)."""
 
-    def __init__(self, eqn, rhs_is_constant=False):
+    def __init__(self, eqn, constants):
         m, n, k, _ = _gemm_sizes(eqn)
-        epilogue = gemm_lowp.DEQUANTIZE_RELU if eqn.params["relu"] else gemm_lowp.DEQUANTIZE
-        self.kernel = _LOW_PRECISION_GEMMS[("int8", "int32")](m, n, k, epilogue=epilogue)
-        self._prepared_b = _PreparedB(self.kernel, rhs_is_constant)
-        self.quantize_weights = eqn.params["quantize_weights"]
-        self._no_bias = np.zeros(n, np.float32)
-
-    def __call__(self, x, w, *rest, out):
-        words, x_scale = self.kernel.quantize_a(x, threads=GEMM_THREADS)
-        if self.quantize_weights:
-            b, w_scale = self.kernel.quantize_b(w, threads=GEMM_THREADS)
+        self.jobs, self.constants = native_pool.JobList(), constants
+        count = len(eqn.inputs)
+        if eqn.primitive.name == "int8_matmul":
+            self._int8_matmul(eqn, m, n, k, count)
         else:
-            b, (w_scale, *rest) = self._prepared_b(w), rest
-        bias = rest[0] if rest else self._no_bias
-        self.kernel.run_words(words, b, x_scale, w_scale, bias, out=out, threads=GEMM_THREADS)
+            self._product(eqn, m, n, k, count)
+        self.table = self.jobs.table()
+
+    def _int8_matmul(self, eqn, m, n, k, count):
+        """quantize x per row, w per column (or a quantized constant), then the GEMM, whose
+        epilogue applies the scales, the bias and relu."""
+        params, jobs, operand = eqn.params, self.jobs, native_pool.operand
+        epilogue = gemm_lowp.DEQUANTIZE_RELU if params["relu"] else gemm_lowp.DEQUANTIZE
+        self.kernel = _LOW_PRECISION_GEMMS[("int8", "int32")](m, n, k, epilogue=epilogue)
+        a, row_scales = self.kernel.quantize_a_job(jobs, operand(0), GEMM_THREADS)
+        if params["quantize_weights"]:
+            b, correction, column_scales = self.kernel.quantize_b_job(jobs, operand(1), GEMM_THREADS)
+            rest = 2
+        else:
+            (b, correction), column_scales, rest = self._narrow_b(eqn, 1), operand(2), 3
+        bias = operand(rest) if count > rest else self._constant(np.zeros(n, np.float32))
+        self.plan = self.kernel.gemm_job(jobs, a, b, correction, [row_scales, column_scales, bias],
+                                         operand(count), GEMM_THREADS)
+
+    def _product(self, eqn, m, n, k, count):
+        """bf16 x bf16 -> float32 (float32 operands rounded as they are packed), or int8 x int8
+        -> int32."""
+        names = eqn.params.get("epilogue", ())
+        rounded = eqn.params.get("rounded", ())
+        options = {"bf16_output": names[-1:] == (epilogues.ROUND_BF16,), "float32_a": 0 in rounded,
+                   "float32_b": 1 in rounded and k % 2 == 0}
+        self.kernel = _low_precision_gemm(eqn)(m, n, k, epilogue=_epilogue(names),
+                                               **{o: True for o, on in options.items() if on})
+        operand = native_pool.operand
+        a = operand(0) if options["float32_a"] else self.kernel.pad_a_job(self.jobs, operand(0), GEMM_THREADS)
+        if options["float32_b"]:
+            b, correction = operand(1), None
+        elif 1 in rounded:
+            b, correction = self.kernel.round_b_job(self.jobs, operand(1), GEMM_THREADS), None
+        else:
+            b, correction = self._narrow_b(eqn, 1)
+        extra = [operand(index) for index in range(2, count)]
+        self.plan = self.kernel.gemm_job(self.jobs, a, b, correction, extra, operand(count), GEMM_THREADS)
+
+    def _narrow_b(self, eqn, index):
+        """(panels, int8 correction or None) of a narrow B: packed once if a constant."""
+        value = self.constants.get(eqn.inputs[index])
+        if value is None:
+            return self.kernel.pack_b_job(self.jobs, native_pool.operand(index), GEMM_THREADS)
+        prepared = self.kernel.prepare_b(value)
+        correction = prepared.column_correction
+        return self._constant(prepared.words), None if correction is None else self._constant(correction)
+
+    def _constant(self, array):
+        self.jobs.keep.append(array)
+        return _data_pointer(array)
+
+    def describe(self):
+        kernel = self.kernel
+        return f"{kernel.product.name} gemm {kernel.m}x{kernel.n}x{kernel.k}"
 
 
 # Every GEMM step may use the CPUs this process may run on; its plan (autotune.py) says
@@ -813,20 +815,38 @@ def _gemm_layouts(eqn):
 
 
 def gemm_operand_permutations(eqn):
-    """(permutation or None per operand) that lays a float GEMM's operands out so it reads
-    them as stored; None when the product does not run on the float GEMM."""
-    if not _gemm_applies(eqn) or _low_precision_gemm(eqn) is not None:
+    """(permutation or None per operand) that lays a GEMM's operands out so it reads them as
+    stored; None when the product does not run on a GEMM."""
+    if not _gemm_applies(eqn):
         return None
+    if _low_precision_gemm(eqn) is not None:
+        return _row_major_permutations(eqn)
     return tuple(permutation for permutation, _ in _gemm_layouts(eqn))
 
 
 def gemm_reads_in_place(eqn):
-    """Whether a GEMM step runs on the float GEMM with both operands read as stored (so
-    native code can call its kernel directly), known without compiling."""
-    if eqn.primitive.name == "int8_matmul" or _low_precision_gemm(eqn) is not None:
-        return False
+    """Whether a GEMM step reads both operands as stored (so native code calls its kernels
+    directly), known without compiling."""
+    if eqn.primitive.name == "int8_matmul":
+        return True
+    if _low_precision_gemm(eqn) is not None:
+        return _row_major_permutations(eqn) == (None, None)
     (a_perm, _), (b_perm, _) = _gemm_layouts(eqn)
     return a_perm is None and b_perm is None
+
+
+def runs_as_jobs(eqn):
+    """Whether a GEMM step is a low-precision product (_LowPrecisionCall)."""
+    return eqn.primitive.name == "int8_matmul" or _low_precision_gemm(eqn) is not None
+
+
+def _row_major_permutations(eqn):
+    """The dot-product GEMMs read A as (m x k) and B as (k x n), row-major: (permutation or
+    None per operand) that lays them out so."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs_free, rhs_free = _free_dims(eqn)
+    layouts = (list(lb) + lhs_free + list(lc), list(rb) + list(rc) + rhs_free)
+    return tuple(None if order == sorted(order) else order for order in layouts)
 
 
 def _operand_layout(plain, transposed):
