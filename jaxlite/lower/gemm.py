@@ -844,6 +844,11 @@ class GemmEmitter:
 
 # ----------------------------------------------------------------------------- Python API
 
+def threads_repaid(flops, threads):
+    """How many of `threads` a GEMM of `flops` repays: each must get a hand-off's worth."""
+    return max(1, min(threads, int(flops // _MIN_FLOPS_PER_THREAD)))
+
+
 def available_cpus():
     """The CPUs this process may run on (taskset, cgroups' cpusets), not the machine's:
     a second thread on one allowed core would only take turns with the first."""
@@ -935,7 +940,7 @@ class GemmKernel:
     def model_plan(self, threads):
         """The cost model: as many threads as the work repays (each must get more than a
         hand-off's worth), over rows unless there are too few row tiles to go round."""
-        threads = max(1, min(threads, int(self.flops // _MIN_FLOPS_PER_THREAD)))
+        threads = threads_repaid(self.flops, threads)
         if threads == 1:
             return SINGLE_THREAD
         if self.row_tiles < 2 * threads and self.col_tiles > self.row_tiles:

@@ -34,12 +34,13 @@ from jaxlite.lower.native_call import array_data
 I32 = ir.IntType(32)
 _ACTIVATION_OFFSET = 128
 _INT8_MAX = 127
-# The quantizing/rounding passes are memory-bound. On data in cache (the activations a GEMM
-# just wrote) a second thread costs more than it saves (512 x 1024: 0.09 ms alone, 0.115 ms
-# on two threads); on data read from memory (weights passed as arguments, inputs) two
-# threads read faster from ~1M elements (1024 x 1024 weights rounded: 0.36 / 0.27 ms).
-# Running an int8 product's activation and weight passes at once, one per thread, gained nothing.
-PASS_MIN_ELEMENTS_PER_THREAD = 1 << 19
+# The quantizing/rounding passes are memory-bound. Handed to the native pool (a worker
+# starts a unit in ~1 us), a second thread repays itself from ~100K elements on data in
+# cache (activations quantized, 1 / 2 threads: 256 x 512 0.027 / 0.020 ms, 512 x 1024
+# 0.088 / 0.055; 128 x 256 0.010 / 0.012), and on weights in L3 (784 x 1024 quantized per
+# column: 0.16 / 0.10 ms). Running an int8 product's activation and weight passes at once,
+# one per thread, gained nothing.
+PASS_MIN_ELEMENTS_PER_THREAD = 1 << 16
 
 
 def _words(emitter, builder, vector):
