@@ -27,7 +27,6 @@ and reads each data pointer from the object itself: numpy's stable ABI puts it
 right after the object header. This saves ~1.5 us of `arr.ctypes.data` per buffer
 per call. Workspace pointers are the workspace's data pointer plus a constant.
 """
-import concurrent.futures
 import ctypes
 import logging
 import threading
@@ -125,8 +124,8 @@ class Executable:
     def __init__(self, jaxpr, consts, steps, name="jit_fn", donated=()):
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
         self.name = name
-        # "step N" (a GEMM run from Python) or "native N" (the N-th called by native code)
-        # -> GemmPlan, chosen once and kept with the code
+        # "native N" (the N-th GEMM called by native code) -> GemmPlan, chosen once and
+        # kept with the code
         self.gemm_plans = {}
         # The worker pool (the first time) compiles while this program is planned.
         pool_ready = llvm_target.in_background(native_pool.pool)
@@ -143,9 +142,8 @@ class Executable:
             if self._has_native else None
         callees = [llvm_target.in_background(native_flow.native_callee, eqn, None, self._constants())
                    for eqn in self._native_eqns]
-        python_steps = self._python_steps()
         self.compiled = pending.result() if pending is not None else None
-        self._bind_entries(python_steps, [callee.result() for callee in callees])
+        self._bind_entries([callee.result() for callee in callees])
 
     # -- planning
     def _plan_buffers(self, donated):
@@ -219,19 +217,11 @@ class Executable:
             return ("object", self.object_slots[var])
         return ("workspace", self.plan.offsets[var])
 
-    def _python_steps(self):
-        """The steps run from Python; GEMM steps compile their families concurrently."""
-        steps = [llvm_target.in_background(_PythonStep, segment, self.gemm_plans.get(f"step {number}"))
-                 if segment.kind == "gemm" else _PythonStep(segment)
-                 for number, segment in enumerate(self._segments) if not isinstance(segment, tuple)]
-        return [step.result() if isinstance(step, concurrent.futures.Future) else step for step in steps]
-
     def _constants(self):
         """The program's constant variables (its bodies' too) -> their values."""
         return {**dict(zip(self.jaxpr.constvars, self.consts)), **self._inner_const_values}
 
-    def _bind_entries(self, python_steps=None, callees=None):
-        python_steps = iter(python_steps if python_steps is not None else self._python_steps())
+    def _bind_entries(self, callees=None):
         if callees is None:     # (loaded from the persistent cache, with the plans chosen then)
             callees = [native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"), self._constants())
                        for k, eqn in enumerate(self._native_eqns)]
@@ -246,27 +236,20 @@ class Executable:
         self._tail = []
         if self._bridge is not None or self._inner_consts:
             self._tail = [self._bridge.table if self._bridge is not None else _NO_WORKSPACE, *self._inner_consts]
-        self._native, self._runners = (self._builtin_entry(), []) if self._whole_entry else (None, self._step_runners(python_steps))
+        self._native, self._runners = (self._builtin_entry(), []) if self._whole_entry else (None, self._step_runners())
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._tail))
         self._prepare_call()
 
-    def _step_runners(self, python_steps):
+    def _step_runners(self):
         runners = []
-        for number, segment in enumerate(self._segments):
+        for segment in self._segments:
             if not isinstance(segment, tuple):
-                runners.append(self._host_runner(number, next(python_steps)))
+                runners.append(_PythonStep(segment))
             elif segment[1] is None:
                 runners.append(_SerialEntry(self._entry(segment[0]), self._bridge, self.compiled))
             else:
                 runners.append(_NativeKernel(self.compiled, segment[0], segment[1]))
         return runners
-
-    def _host_runner(self, number, runner):
-        """A step run from Python; a GEMM's plan is kept with the code."""
-        plan = getattr(runner.gemm, "plan", None)
-        if plan is not None:
-            self.gemm_plans[f"step {number}"] = plan
-        return runner
 
     def _entry(self, name):
         return _NativeKernel._prototype(self.compiled.address(name))
@@ -338,11 +321,9 @@ class Executable:
         return self.compiled.asm() if self.compiled is not None else ""
 
     def describe_gemm_plans(self):
-        """One line per GEMM call: its problem and the plan that runs it (the GEMMs run from
-        Python, by step, then those native code calls)."""
-        calls = [r.gemm for r in self._runners if isinstance(r, _PythonStep) and r.gemm is not None]
-        calls += self._bridge.gemm_calls if self._bridge is not None else []
-        return [f"{call.describe()}: {call.plan.describe()}" for call in calls if call.plan is not None]
+        """One line per float GEMM call: its problem and the plan that runs it."""
+        calls = self._bridge.gemm_calls if self._bridge is not None else []
+        return [f"{call.describe()}: {call.plan.describe()}" for call in calls]
 
 
 def emit_slot_object(b, objects, slot):
@@ -523,9 +504,8 @@ def _buffer_view(var, env, workspace, plan):
 class _PythonStep:
     """An equation run between kernels on numpy views of its buffers."""
 
-    def __init__(self, step, plan=None):
+    def __init__(self, step):
         self.step = step
-        self.gemm = _GemmCall(step.eqn, plan) if step.kind == "gemm" else None
 
     def __call__(self, env, workspace, plan):
         self.run_on(lambda v: _buffer_view(v, env, workspace, plan))
@@ -535,9 +515,6 @@ class _PythonStep:
         eqn = self.step.eqn
         inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else view(v) for v in eqn.inputs]
         outputs = [view(v) for v in eqn.outputs]
-        if self.gemm is not None:
-            self.gemm(*inputs, out=outputs[0])
-            return
         results = eqn.primitive.impl(*inputs, **eqn.params)
         results = results if eqn.primitive.multiple_results else [results]
         for out, result in zip(outputs, results):
@@ -677,33 +654,17 @@ def _gemm_sizes(eqn):
 
 
 class _GemmCall:
-    """dot_general through the generated GEMM, planned once per compiled function.
-
-    Operands are viewed as (batch, m, k) and (batch, k, n); an operand already laid
-    out as (batch, k, m) or (batch, n, k) is passed as stored with the GEMM's
-    transpose flag, any other layout is transposed into a contiguous copy.
-    """
+    """dot_general on the generated float GEMM, planned once per compiled function, for
+    native code to call. Operands are read as stored, as (batch, m, k) and (batch, k, n),
+    or (batch, k, m) and (batch, n, k) with the GEMM's transpose flags (any other layout
+    got a transposed copy: passes.transpose_gemm_operands)."""
 
     def __init__(self, eqn, plan=None):
-        lhs = eqn.inputs[0]
-        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         m, n, k, batch = _gemm_sizes(eqn)
-        lhs_free, rhs_free = _free_dims(eqn)
-        lead = (batch,) if batch > 1 else ()
-        (self.a_perm, trans_a), (self.b_perm, trans_b) = _gemm_layouts(eqn)
-        self.a_shape = lead + ((k, m) if trans_a else (m, k))
-        self.b_shape = lead + ((n, k) if trans_b else (k, n))
-        self.c_shape = lead + (m, n)
-        self.kernel = gemm.compile_gemm(m, n, k, lhs.aval.dtype, trans_a, trans_b, batch,
+        (_, trans_a), (_, trans_b) = _gemm_layouts(eqn)
+        self.kernel = gemm.compile_gemm(m, n, k, eqn.inputs[0].aval.dtype, trans_a, trans_b, batch,
                                         epilogue=_epilogue(eqn.params.get("epilogue", ())))
         self.plan = plan or autotune.plan_for(self.kernel, GEMM_THREADS)
-
-    def __call__(self, lhs, rhs, *extra, out):
-        a = _arrange(lhs, self.a_perm).reshape(self.a_shape)
-        b = _arrange(rhs, self.b_perm).reshape(self.b_shape)
-        # The program's planner made every operand contiguous and of its shape: no checks.
-        arrays = (a, b, out, *map(np.ascontiguousarray, extra))
-        self.kernel.run_pointers([_data_pointer(x) for x in arrays], self.plan)
 
     def describe(self):
         spec = self.kernel.spec
@@ -861,7 +822,3 @@ def _operand_layout(plain, transposed):
     if transposed == identity:
         return None, True
     return plain, False
-
-
-def _arrange(x, permutation):
-    return x if permutation is None else np.ascontiguousarray(np.transpose(x, permutation))
