@@ -163,3 +163,22 @@ def test_big_kernels_between_python_steps_hand_their_shares_to_the_pool():
     for _ in range(3):
         np.testing.assert_allclose(np.asarray(jaxlite.jit(f)(x)), np.exp(-y) * 2.0, rtol=2e-6)
     assert len(seen) == 3
+
+
+def test_low_precision_products_from_many_threads():
+    """bf16/int8 job lists (their scratch in each calling thread's workspace; constant
+    weights packed once and shared) called at once."""
+    from jaxlite import precision
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((256, 192)).astype(np.float32)
+    xs = [rng.standard_normal((160, 256)).astype(np.float32) for _ in range(THREADS)]
+    layer = lambda x, w: jnp.maximum(x @ w, 0.0) @ w.T
+    for lowering in (precision.bf16, precision.int8):
+        closed, passed = jaxlite.jit(lowering(lambda x: layer(x, w))), jaxlite.jit(lowering(layer))
+        expected = [np.asarray(lowering(layer)(x, w)) for x in xs]
+
+        def work(index):
+            for _ in range(4):
+                np.testing.assert_allclose(closed(xs[index]), expected[index], rtol=1e-5, atol=1e-4)
+                np.testing.assert_allclose(passed(xs[index], w), expected[index], rtol=1e-5, atol=1e-4)
+        _run_threads(work)
