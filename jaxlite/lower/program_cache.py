@@ -98,6 +98,10 @@ class _Canonicalizer:
             return f"{type(x).__module__}.{type(x).__qualname__}({fields})"
         if isinstance(x, np.dtype):
             return f"dtype:{x.str}:{x.name}"
+        if isinstance(x, Primitive):      # (precision.int8's straight_through names its product)
+            location = _primitive_locations().get(id(x))
+            if location is not None:        # where it is defined, as the pickler stores it
+                return "primitive:" + ".".join(location)
         if isinstance(x, (np.ndarray, np.generic)):
             return _array_text(np.asarray(x))
         if isinstance(x, ShapedArray):
