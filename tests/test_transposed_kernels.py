@@ -1,0 +1,92 @@
+"""Fused kernels that read an operand through a transpose: codegen tiles them
+(transposed_reads.py) and must agree with numpy for every shape, edge tiles included."""
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite.lower import fusion, pipeline, transposed_reads
+
+pytestmark = pytest.mark.usefixtures("enable_x64")     # float64 and int64 stay 64-bit
+
+EXTENTS = st.sampled_from([0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 40])
+DTYPES = [np.float32, np.float64, ml_dtypes.bfloat16, np.float16, np.int32, np.int8, np.uint16, np.int64]
+
+
+def kernels(fun, *args):
+    program = pipeline.lower_jaxpr(jaxlite.make_jaxpr(fun)(*args))
+    return [step.kernel for step in program.steps if isinstance(step, fusion.KernelStep)]
+
+
+def tiled_stages(kernel):
+    return [stage for stage in kernel.stages if transposed_reads.plan(stage) is not None]
+
+
+def sample(rng, shape, dtype):
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(0, 100, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@st.composite
+def permuted_shapes(draw):
+    rank = draw(st.integers(2, 4))
+    shape = tuple(draw(EXTENTS) for _ in range(rank))
+    return shape, tuple(draw(st.permutations(range(rank))))
+
+
+@settings(deadline=None, max_examples=60)
+@given(permuted_shapes(), st.sampled_from(DTYPES), st.integers(0, 1000))
+def test_transposed_read_fused_with_elementwise_work(shape_and_permutation, dtype, seed):
+    shape, permutation = shape_and_permutation
+    rng = np.random.default_rng(seed)
+    x = sample(rng, shape, dtype)
+    y = sample(rng, tuple(shape[a] for a in permutation), dtype)
+    got = jaxlite.jit(lambda x, y: jnp.transpose(x, permutation) * 2 + y)(x, y)
+    expected = np.transpose(x, permutation) * dtype(2) + y
+    np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+@settings(deadline=None, max_examples=30)
+@given(EXTENTS, EXTENTS, st.integers(0, 1000))
+def test_several_transposed_operands_and_booleans(rows, columns, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((2, columns, rows)).astype(np.float32)
+    mask = rng.random((columns, rows)) < 0.5
+    fun = jaxlite.jit(lambda a, b, mask: jnp.where(mask.T, a.T - b.T, a.T * b.T))
+    np.testing.assert_array_equal(np.asarray(fun(a, b, mask)), np.where(mask.T, a.T - b.T, a.T * b.T))
+
+
+def test_the_transposed_read_is_tiled_in_the_one_fused_kernel():
+    x, y = np.ones((64, 48), np.float32), np.ones((48, 64), np.float32)
+    (kernel,) = kernels(lambda x, y: x.T * 2.0 + y, x, y)
+    (stage,) = tiled_stages(kernel)
+    tiles = transposed_reads.plan(stage)
+    assert (tiles.rows.extent, tiles.columns.extent, tiles.tile) == (48, 64, 16)
+    assert list(tiles.loads.values()) == [48]     # the source's row length, read along columns
+
+
+def test_contiguous_reads_and_small_tiles_are_left_alone():
+    x = np.ones((64, 48), np.float32)
+    assert not tiled_stages(kernels(lambda x: x * 2.0, x)[0])
+    # The innermost axis stays the operand's innermost: rows are read whole already.
+    assert not tiled_stages(kernels(lambda x: jnp.transpose(x, (1, 0, 2)), np.ones((4, 8, 32)))[0])
+    assert not tiled_stages(kernels(lambda x: x.T + 1.0, np.ones((64, 3), np.float32))[0])
+
+
+def test_shares_split_over_threads_agree_at_tile_edges():
+    # Big enough that the kernel runs split over the pool: shares end inside tiles.
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1021, 333)).astype(np.float32)
+    y = rng.standard_normal((333, 1021)).astype(np.float32)
+    got = jaxlite.jit(lambda x, y: x.T * 2.0 + y)(x, y)
+    np.testing.assert_array_equal(np.asarray(got), x.T * np.float32(2) + y)
+
+
+def test_attention_style_products_agree():
+    rng = np.random.default_rng(2)
+    q, k = rng.standard_normal((2, 2, 37, 3, 20)).astype(np.float32)
+    got = jaxlite.jit(lambda q, k: jnp.einsum("bqhd,bkhd->bhqk", q, k))(q, k)
+    np.testing.assert_allclose(np.asarray(got), np.einsum("bqhd,bkhd->bhqk", q, k), rtol=1e-5, atol=1e-5)
