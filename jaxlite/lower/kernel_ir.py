@@ -278,6 +278,21 @@ def free_loops(expr, memo=None):
     return found
 
 
+def loads(roots):
+    """The load nodes of the expression DAGs under `roots`, each once, in a stable order
+    (a root may be None: a value no point needs)."""
+    seen, found, stack = set(), [], [root for root in reversed(roots) if root is not None]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.op == "load":
+            found.append(e)
+        stack.extend(reversed(e.args))
+    return found
+
+
 # ---------------------------------------------------------------- printing
 
 class ExprPrinter:

@@ -8,6 +8,7 @@ innermost one (`columns`) in square tiles: it loads the tile's source rows as ve
 transposes them in registers into a small stack buffer, and runs the fused body over
 the tile reading that buffer, so both sides move whole vectors.
 """
+from jaxlite.lower import kernel_ir
 from jaxlite.lower.kernel_ir import Store
 
 MAX_STAGED_LOADS = 4    # each staged load holds a tile of registers (and a stack buffer)
@@ -29,7 +30,7 @@ def plan(stage):
     if any(_step(index, columns) != 1 for _, index, _ in stage.writes):
         return None     # the output is not contiguous along the innermost loop: nothing to gain
     rows, loads = None, {}
-    for load in _loads([value for _, _, value in stage.writes]):
+    for load in kernel_ir.loads([value for _, _, value in stage.writes]):
         terms = affine_terms(load.args[0])
         if terms is None or terms.get(columns, 0) in (0, 1):
             continue
@@ -67,16 +68,3 @@ def affine_terms(index):
         return None if terms is None else {loop: c * index.args[1].attr[1] for loop, c in terms.items()}
     return None
 
-
-def _loads(roots):
-    """The load nodes of the expression DAGs under `roots`, in a stable order."""
-    seen, found, stack = set(), [], list(reversed(roots))
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if e.op == "load":
-            found.append(e)
-        stack.extend(reversed(e.args))
-    return found
