@@ -38,15 +38,18 @@ def permuted_shapes(draw):
 
 
 @settings(deadline=None, max_examples=60)
-@given(permuted_shapes(), st.sampled_from(DTYPES), st.integers(0, 1000))
-def test_transposed_read_fused_with_elementwise_work(shape_and_permutation, dtype, seed):
+@given(permuted_shapes(), st.sampled_from(DTYPES), st.sampled_from([None, 0, -1]), st.integers(0, 1000))
+def test_transposed_read_fused_with_elementwise_work(shape_and_permutation, dtype, flipped, seed):
     shape, permutation = shape_and_permutation
     rng = np.random.default_rng(seed)
     x = sample(rng, shape, dtype)
     y = sample(rng, tuple(shape[a] for a in permutation), dtype)
-    got = jaxlite.jit(lambda x, y: jnp.transpose(x, permutation) * 2 + y)(x, y)
-    expected = np.transpose(x, permutation) * dtype(2) + y
-    np.testing.assert_array_equal(np.asarray(got), expected)
+
+    def fun(xp, x, y):      # flipped: an axis of x read backwards (a negative step)
+        x = x if flipped is None else xp.flip(x, flipped)
+        return xp.transpose(x, permutation) * 2 + y
+    got = jaxlite.jit(lambda x, y: fun(jnp, x, y))(x, y)
+    np.testing.assert_array_equal(np.asarray(got), fun(np, x, y))
 
 
 @settings(deadline=None, max_examples=30)
@@ -90,3 +93,19 @@ def test_attention_style_products_agree():
     q, k = rng.standard_normal((2, 2, 37, 3, 20)).astype(np.float32)
     got = jaxlite.jit(lambda q, k: jnp.einsum("bqhd,bkhd->bhqk", q, k))(q, k)
     np.testing.assert_allclose(np.asarray(got), np.einsum("bqhd,bkhd->bhqk", q, k), rtol=1e-5, atol=1e-5)
+
+
+def test_reversed_and_sliced_operands_read_transposed():
+    x = np.arange(40 * 35, dtype=np.float32).reshape(40, 35)
+    y = np.ones((34, 38), np.float32)
+    fun = jaxlite.jit(lambda x, y: jnp.flip(x, 0)[2:, :-1].T * 2.0 + y)
+    np.testing.assert_array_equal(np.asarray(fun(x, y)), x[::-1][2:, :-1].T * np.float32(2) + y)
+    assert tiled_stages(kernels(lambda x, y: jnp.flip(x, 0)[2:, :-1].T * 2.0 + y, x, y)[0])
+
+
+def test_output_written_into_a_donated_operand():
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((2, 50, 50)).astype(np.float32)
+    expected = x.T * np.float32(2) + y
+    fun = jaxlite.jit(lambda x, y: x.T * 2.0 + y, donate_argnums=1)
+    np.testing.assert_array_equal(np.asarray(fun(x, jnp.asarray(y))), expected)

@@ -58,11 +58,12 @@ def affine_terms(index):
         return {}
     if index.op == "loop":
         return {index.attr: 1}
-    if index.op == "add":
+    if index.op in ("add", "sub"):     # sub: reversed axes
         left, right = affine_terms(index.args[0]), affine_terms(index.args[1])
         if left is None or right is None:
             return None
-        return {loop: left.get(loop, 0) + right.get(loop, 0) for loop in left.keys() | right.keys()}
+        sign = 1 if index.op == "add" else -1
+        return {loop: left.get(loop, 0) + sign * right.get(loop, 0) for loop in left.keys() | right.keys()}
     if index.op == "mul" and index.args[1].op == "const":
         terms = affine_terms(index.args[0])
         return None if terms is None else {loop: c * index.args[1].attr[1] for loop, c in terms.items()}
