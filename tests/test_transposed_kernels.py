@@ -76,7 +76,12 @@ def test_contiguous_reads_and_small_tiles_are_left_alone():
     assert not tiled_stages(kernels(lambda x: x * 2.0, x)[0])
     # The innermost axis stays the operand's innermost: rows are read whole already.
     assert not tiled_stages(kernels(lambda x: jnp.transpose(x, (1, 0, 2)), np.ones((4, 8, 32)))[0])
-    assert not tiled_stages(kernels(lambda x: x.T + 1.0, np.ones((64, 3), np.float32))[0])
+    assert not tiled_stages(kernels(lambda x: x.T + 1.0, np.ones((64, 7), np.float32))[0])
+
+
+def test_short_axes_take_tiles_of_eight():
+    (stage,) = tiled_stages(kernels(lambda x: x.T + 1.0, np.ones((64, 9), np.float32))[0])
+    assert transposed_reads.plan(stage).tile == 8
 
 
 def test_shares_split_over_threads_agree_at_tile_edges():

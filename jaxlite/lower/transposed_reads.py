@@ -40,8 +40,10 @@ def plan(stage):
             loads[load] = terms[columns]
     if not loads:
         return None
-    tile = 16 if max(load.dtype.itemsize for load in loads) <= 4 else 8
-    if min(rows.extent, columns.extent) < tile:
+    # 16 lanes fill a 512-bit register with float32; 64-bit elements and short axes take 8.
+    extent = min(rows.extent, columns.extent)
+    tile = 16 if max(load.dtype.itemsize for load in loads) <= 4 and extent >= 16 else 8
+    if extent < tile:
         return None
     return TransposedTiles(rows, columns, loads, tile)
 
