@@ -84,13 +84,15 @@ def test_short_axes_take_tiles_of_eight():
     assert transposed_reads.plan(stage).tile == 8
 
 
-def test_shares_split_over_threads_agree_at_tile_edges():
-    # Big enough that the kernel runs split over the pool: shares end inside tiles.
+@pytest.mark.parametrize("shape, permutation", [((1021, 333), (1, 0)), ((4, 300, 70), (0, 2, 1))])
+def test_shares_split_over_threads_agree_at_tile_edges(shape, permutation):
+    # Big enough that the kernel runs split over the pool: shares end inside tiles (the
+    # tiled rows are the split loop in the first case, the loop around them in the second).
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((1021, 333)).astype(np.float32)
-    y = rng.standard_normal((333, 1021)).astype(np.float32)
-    got = jaxlite.jit(lambda x, y: x.T * 2.0 + y)(x, y)
-    np.testing.assert_array_equal(np.asarray(got), x.T * np.float32(2) + y)
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = rng.standard_normal(tuple(shape[a] for a in permutation)).astype(np.float32)
+    got = jaxlite.jit(lambda x, y: jnp.transpose(x, permutation) * 2.0 + y)(x, y)
+    np.testing.assert_array_equal(np.asarray(got), np.transpose(x, permutation) * np.float32(2) + y)
 
 
 def test_attention_style_products_agree():
