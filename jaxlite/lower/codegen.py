@@ -738,7 +738,7 @@ class KernelEmitter:
             self._emit_writes(self._emitter(), stage.writes)
 
         def edge(loop, start, stop, body):
-            # Less than a tile across: vectorized they ran no faster and took ~10% more compile time.
+            # Less than a tile across, little work: vectorizing it cost ~10% of the compile time.
             self._counted_loop(loop, start, stop, body, hints=_SCALAR)
 
         def row_of_tiles(row):
@@ -781,12 +781,12 @@ class KernelEmitter:
         source = self.buffers[load.attr]
         rows = []
         for c in range(tile):
-            pointer = self.b.gep(source, [self.b.add(offset, _as_i64(c * step))], inbounds=True, source_etype=memory)
+            pointer = self.b.gep(source, [self.b.add(offset, _as_i64(c * step))], inbounds=True,
+                                 source_etype=memory)
             rows.append(self.b.load(pointer, typ=vector, align=load.attr.dtype.itemsize))
         for r, values in enumerate(gemm.transpose_square(self.b, rows)):
             self.b.store(values, self.b.gep(slot, [_as_i64(r)], inbounds=True, source_etype=vector))
-        buffer = self.allocas.bitcast(slot, memory.as_pointer())
-        return buffer
+        return self.allocas.bitcast(slot, memory.as_pointer())
 
     def _emit_guarded_writes(self, emitter, stage):
         if stage.guard is None:
