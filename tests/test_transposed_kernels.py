@@ -1,5 +1,7 @@
 """Fused kernels that read an operand through a transpose: codegen tiles them
 (transposed_reads.py) and must agree with numpy for every shape, edge tiles included."""
+import operator
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -7,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import jaxlite
 import jaxlite.numpy as jnp
-from jaxlite.lower import fusion, pipeline, transposed_reads
+from jaxlite.lower import fusion, kernel_ir, pipeline, transposed_reads
 
 pytestmark = pytest.mark.usefixtures("enable_x64")     # float64 and int64 stay 64-bit
 
@@ -116,3 +118,41 @@ def test_output_written_into_a_donated_operand():
     expected = x.T * np.float32(2) + y
     fun = jaxlite.jit(lambda x, y: x.T * 2.0 + y, donate_argnums=1)
     np.testing.assert_array_equal(np.asarray(fun(x, jnp.asarray(y))), expected)
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.sampled_from([(4, 2, 5, 48), (2, 17, 16), (3, 40, 33)]), st.integers(1, 3), st.integers(0, 9))
+def test_reshaped_then_transposed_operands(shape, split, seed):
+    # Reshape index arithmetic (div/rem of sums) folds away, so the read is affine and tiled.
+    split = min(split, len(shape) - 1)
+    source = (int(np.prod(shape[:split])), int(np.prod(shape[split:])))
+    x = np.random.default_rng(seed).standard_normal(source).astype(np.float32)
+    permutation = tuple(range(len(shape) - 2)) + (len(shape) - 1, len(shape) - 2)
+    fun = jaxlite.jit(lambda x: jnp.transpose(x.reshape(shape), permutation) + 1.0)
+    np.testing.assert_array_equal(np.asarray(fun(x)), np.transpose(x.reshape(shape), permutation) + np.float32(1))
+
+
+def test_reshaped_then_transposed_operand_is_tiled():
+    fun = lambda x: x.reshape(8, 64, 32).transpose(0, 2, 1) + 1.0    # noqa: E731
+    assert tiled_stages(kernels(fun, np.ones((512, 32), np.float32))[0])
+
+
+def _evaluate(e, values):
+    if e.op == "const":
+        return e.attr[1]
+    if e.op == "loop":
+        return values[e.attr]
+    a, b = (_evaluate(arg, values) for arg in e.args)
+    return {"add": operator.add, "mul": operator.mul, "div": operator.floordiv, "rem": operator.mod}[e.op](a, b)
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=3), st.integers(0, 20), st.integers(1, 40), st.data())
+def test_index_division_of_sums_folds_exactly(shape, offset, divisor, data):
+    eb = kernel_ir.ExprBuilder()
+    loops = [eb.new_loop(n) for n in shape]
+    a = eb.add(eb.linearize([eb.loop_var(l) for l in loops], shape), eb.index(offset))
+    values = {l: data.draw(st.integers(0, l.extent - 1)) for l in loops}
+    total = _evaluate(a, values)
+    assert _evaluate(eb.floordiv(a, divisor), values) == total // divisor
+    assert _evaluate(eb.mod(a, divisor), values) == total % divisor
