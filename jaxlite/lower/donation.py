@@ -14,7 +14,7 @@ reduction) keeps a fresh output buffer.
 """
 from jaxlite.core.ir import Var
 from jaxlite.lower.fusion import KernelStep
-from jaxlite.lower.kernel_ir import Expr, Store
+from jaxlite.lower.kernel_ir import Store, loads
 
 
 class DonationPlan:
@@ -74,17 +74,5 @@ def _reads_in_place(kernel, source, target):
     if last_buffer is not target or any(buffer is target for buffer, _, _ in writes[:-1]):
         return False
     roots = [e for _, i, v in writes for e in (i, v)]
-    return all(load.args[0] is index for load in _loads_of(source, roots))
+    return all(load.args[0] is index for load in loads(roots) if load.attr is source)
 
-
-def _loads_of(buffer, roots):
-    seen, stack, loads = set(), list(roots), []
-    while stack:
-        e = stack.pop()
-        if id(e) in seen or not isinstance(e, Expr):
-            continue
-        seen.add(id(e))
-        if e.op == "load" and e.attr is buffer:
-            loads.append(e)
-        stack.extend(e.args)
-    return loads

@@ -215,15 +215,22 @@ class ExprBuilder:
         return self.node("rem", INDEX, (a, self.index(divisor)))
 
     def _split_multiple(self, a, divisor):
-        """(q, r) for a = r + q*divisor with 0 <= r < divisor, when a has that form."""
+        """(q, r) for a = r + q*divisor with 0 <= r < divisor, when a is a sum whose terms
+        are multiples of divisor (constant factors) but for some whose sum stays below it."""
         if a.op != "add":
             return None
-        for low, high in ((a.args[0], a.args[1]), (a.args[1], a.args[0])):
-            if high.op == "mul" and high.args[1].op == "const" and upper_bound(low) < divisor:
-                factor = high.args[1].attr[1]
-                if factor % divisor == 0:
-                    return self.mul(high.args[0], self.index(factor // divisor)), low
-        return None
+        high, low = [], []
+        for term in _summands(a):
+            multiple = term.op == "mul" and term.args[1].op == "const" and term.args[1].attr[1] % divisor == 0
+            (high if multiple else low).append(term)
+        if not high or not all(map(_non_negative, low)) or sum(map(upper_bound, low)) >= divisor:
+            return None
+        quotient, remainder = self.index(0), self.index(0)
+        for term in high:
+            quotient = self.add(quotient, self.mul(term.args[0], self.index(term.args[1].attr[1] // divisor)))
+        for term in low:
+            remainder = self.add(remainder, term)
+        return quotient, remainder
 
     def linearize(self, index, shape):
         """Row-major linear offset of a multi-index; axes of extent 1 contribute nothing."""
@@ -243,6 +250,24 @@ class ExprBuilder:
             index.append(self.index(0) if extent == 1 else self.mod(self.floordiv(offset, step), extent))
             step *= extent
         return index[::-1]
+
+
+def _summands(e):
+    """The terms of a tree of index additions."""
+    terms, stack = [], [e]
+    while stack:
+        e = stack.pop()
+        if e.op == "add":
+            stack.extend(reversed(e.args))
+        else:
+            terms.append(e)
+    return terms
+
+
+def _non_negative(e):
+    if e.op == "const":
+        return e.attr[1] >= 0
+    return e.op == "loop" or (e.op in ("add", "mul", "div", "rem") and all(map(_non_negative, e.args)))
 
 
 def _is_const(e, value):
@@ -275,6 +300,21 @@ def free_loops(expr, memo=None):
         for arg in expr.args:
             found = found | free_loops(arg, memo)
         memo[id(expr)] = found
+    return found
+
+
+def loads(roots):
+    """The load nodes of the expression DAGs under `roots`, each once, in a stable order
+    (a root may be None: a value no point needs)."""
+    seen, found, stack = set(), [], [root for root in reversed(roots) if root is not None]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.op == "load":
+            found.append(e)
+        stack.extend(reversed(e.args))
     return found
 
 
