@@ -1,6 +1,6 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
 from jaxlite import lax, nn, numpy, random, tree, tree_util
-from jaxlite import debug
+from jaxlite import debug, errors
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.config import config

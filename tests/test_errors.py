@@ -74,9 +74,12 @@ def test_tracers_are_not_hashable():
         jaxlite.make_jaxpr(lambda x: {x: 1})(1.0)
 
 
-def test_shape_mismatch_names_both_shapes():
-    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+def test_shape_mismatch_names_the_operation_and_both_shapes():
+    # JAX raises TypeError here (numpy's ValueError is for np.broadcast_shapes itself).
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3,\), \(4,\)"):
         jnp.ones(3) + jnp.ones(4)
+    with pytest.raises(TypeError, match=r"multiply got incompatible shapes.*\(2, 3\), \(4, 5\)"):
+        jaxlite.jit(lambda a, b: a * b)(jnp.ones((2, 3)), jnp.ones((4, 5)))
 
 
 def test_wrong_axis_is_named():
@@ -87,3 +90,44 @@ def test_wrong_axis_is_named():
 def test_invalid_argument_type():
     with pytest.raises(TypeError, match="not a valid jaxlite type"):
         jaxlite.make_jaxpr(lambda s: s)("text")
+
+
+def test_item_assignment_points_to_at_set():
+    def set_first(x):
+        x[0] = 1.0
+        return x
+    for fn in (set_first, jaxlite.jit(set_first)):
+        with pytest.raises(TypeError, match=r"immutable.*x = x\.at\[idx\]\.set\(y\)"):
+            fn(jnp.ones(3))
+
+
+def test_item_of_a_traced_value():
+    with pytest.raises(ConcretizationTypeError, match=r"jit\(<lambda>\)"):
+        jaxlite.jit(lambda x: x * x.item())(2.0)
+
+
+def test_reshape_to_a_wrong_size_names_both_shapes():
+    with pytest.raises(TypeError, match=r"shape \(2, 3\) \(size 6\) into shape \(4, 4\) \(size 16\)"):
+        jaxlite.jit(lambda x: x.reshape(4, 4))(jnp.ones((2, 3)))
+    with pytest.raises(TypeError, match=r"into shape \(4, -1\) because .* \(4\) does not evenly divide 6"):
+        jnp.ones((2, 3)).reshape(4, -1)
+
+
+def returns_a_string(x):
+    return "done"
+
+
+def test_invalid_output_names_the_users_function():
+    with pytest.raises(TypeError, match=r"returns_a_string at .*test_errors.py:\d+ returned a value of type str"):
+        jaxlite.jit(returns_a_string)(1.0)
+
+
+def test_vmap_out_axes_out_of_bounds():
+    with pytest.raises(ValueError, match=r"out_axes=3 is out of bounds for an output of rank 2"):
+        jaxlite.vmap(lambda x: x, out_axes=3)(jnp.ones((3, 4)))
+    assert jaxlite.vmap(lambda x: x, out_axes=-1)(jnp.ones((3, 4))).shape == (4, 3)
+
+
+def test_errors_namespace_matches_jax():
+    with pytest.raises(jaxlite.errors.TracerBoolConversionError):
+        jaxlite.jit(relu_with_python_if)(1.0)

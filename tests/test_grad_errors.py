@@ -93,3 +93,26 @@ def test_python_scalar_outputs_and_constant_functions():
     assert float(jaxlite.grad(lambda x: x)(1.0)) == 1.0
     out, vjp_fun = jaxlite.vjp(lambda x: (x, 3.0), 1.0)
     assert float(out[1]) == 3.0 and float(vjp_fun((2.0, 1.0))[0]) == 2.0
+
+
+def test_grad_of_a_tuple_output_suggests_has_aux():
+    with pytest.raises(TypeError, match=r"Output was a tuple.*has_aux=True"):
+        jaxlite.grad(lambda x: (x * 2, x))(1.0)
+    with pytest.raises(TypeError, match=r"Output was a list.*has_aux=True"):
+        jaxlite.jit(jaxlite.value_and_grad(lambda x: [x * 2]))(1.0)
+
+
+def test_float_of_a_differentiated_value_is_refused():
+    # float() would drop the derivative silently (gradient 0 instead of 2x); JAX refuses it.
+    for transform in (jaxlite.grad, lambda f: jaxlite.vmap(jaxlite.grad(f))):
+        with pytest.raises(jaxlite.errors.ConcretizationTypeError, match="stop_gradient"):
+            transform(lambda x: x * float(x))(jnp.ones(()) if transform is jaxlite.grad else jnp.ones(2))
+    with pytest.raises(jaxlite.errors.ConcretizationTypeError, match="differentiated"):
+        jaxlite.jvp(lambda x: x * float(x), (2.0,), (1.0,))
+
+
+def test_constant_conversions_under_grad_still_work():
+    # bool/int/item lose no derivative, and stop_gradient marks a float as a constant.
+    assert float(jaxlite.grad(lambda x: x * float(jaxlite.lax.stop_gradient(x)))(3.0)) == 3.0
+    assert float(jaxlite.grad(lambda x: x * int(x) * bool(x))(2.0)) == 2.0
+    assert float(jaxlite.grad(lambda x: x * x.item())(3.0)) == 3.0

@@ -101,6 +101,16 @@ def concretization_error(tracer, what="a concrete value"):
         f"{_BRANCH_FIX}")
 
 
+def differentiated_float_error(tracer):
+    return ConcretizationTypeError(
+        f"Abstract tracer value encountered where a concrete value is expected: float() was "
+        f"called on a traced array {tracer.aval.str_short()} that is being differentiated "
+        f"({tracer._trace.describe()}); a Python float carries no derivative, so the gradient "
+        "through it would silently be zero.\n"
+        "Fix: keep the value as an array (use x, not float(x)); if it really is a constant, "
+        "write float(jaxlite.lax.stop_gradient(x)).")
+
+
 def array_conversion_error(tracer):
     return TracerArrayConversionError(
         f"The numpy.ndarray conversion method __array__() was called on a traced array "

@@ -4,6 +4,8 @@ The staging trace records each primitive application as an equation instead of
 computing it. Values from outside the function (closed-over arrays, tracers of
 an enclosing transformation) become constvars; scalar constants become literals.
 """
+import inspect
+
 import numpy as np
 
 from jaxlite.core import dtypes, errors
@@ -123,10 +125,26 @@ def flatten_fun(fun, in_tree):
         args, kwargs = tree_unflatten(in_tree, flat_args)
         outputs = fun(*args, **kwargs)
         leaves, out_tree = tree_flatten(outputs)
+        for leaf in leaves:
+            if not isinstance(leaf, _OUTPUT_TYPES):
+                raise _invalid_output_error(fun, leaf)
         out_tree_cell.append(out_tree)
         return leaves
 
     return flat_fun, out_tree_cell
+
+
+_OUTPUT_TYPES = (Array, Tracer, np.ndarray, np.generic, bool, int, float)
+
+
+def _invalid_output_error(fun, leaf):
+    fun = inspect.unwrap(fun)
+    code = getattr(fun, "__code__", None)
+    where = f" at {code.co_filename}:{code.co_firstlineno}" if code else ""
+    return TypeError(f"function {getattr(fun, '__name__', fun)}{where} returned a value of type "
+                     f"{type(leaf).__name__} ({leaf!r:.60}), which is not a valid jaxlite type: "
+                     "outputs of transformed functions must be arrays, numpy arrays or Python "
+                     "scalars (or pytrees of them)")
 
 
 def _function_name(fun):

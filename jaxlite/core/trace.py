@@ -77,6 +77,9 @@ class Tracer:
     def __float__(self):
         return float(self._concrete(errors.concretization_error))
 
+    def item(self, *index):
+        return self._concrete(errors.concretization_error).item(*index)
+
     def __array__(self, dtype=None, copy=None):
         raise errors.array_conversion_error(self)
 

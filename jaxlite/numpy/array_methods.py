@@ -59,6 +59,12 @@ def _tracer_iter(self):
     return (self[i] for i in range(self.shape[0]))
 
 
+def _setitem(self, index, value):
+    raise TypeError("jaxlite arrays are immutable and do not support in-place item "
+                    "assignment. Instead of x[idx] = y, write x = x.at[idx].set(y) "
+                    "(or .add, .multiply, .min, .max).")
+
+
 _METHODS = {
     "reshape": _reshape_method, "transpose": _transpose_method, "astype": _astype,
     "sum": reductions.sum, "prod": reductions.prod, "mean": reductions.mean,
@@ -67,7 +73,7 @@ _METHODS = {
     "argmax": reductions.argmax, "argmin": reductions.argmin,
     "squeeze": shape_ops.squeeze, "ravel": shape_ops.ravel, "flatten": shape_ops.ravel,
     "swapaxes": shape_ops.swapaxes, "dot": products.dot, "round": ufuncs.round,
-    "__getitem__": indexing.getitem,
+    "__getitem__": indexing.getitem, "__setitem__": _setitem,
     "T": property(lambda self: shape_ops.transpose(self)),
     "mT": property(lambda self: shape_ops.swapaxes(self, -1, -2)),
     "at": property(indexing.IndexUpdateHelper),

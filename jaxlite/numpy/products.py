@@ -15,9 +15,11 @@ def matmul(a, b, preferred_element_type=None):
     a = lax.reshape(a, (1,) + a.shape) if a_vec else a
     b = lax.reshape(b, b.shape + (1,)) if b_vec else b
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 "
-                         f"(size {b.shape[-2]} is different from {a.shape[-1]}); "
-                         f"shapes {a.shape} and {b.shape}")
+        raise TypeError(f"matmul: the contracting dimensions differ: the first operand's last "
+                        f"axis has size {a.shape[-1]}, the second operand's "
+                        f"{'only' if b_vec else 'second-to-last'} axis has size {b.shape[-2]} "
+                        f"(shapes {a.shape[1:] if a_vec else a.shape} and "
+                        f"{b.shape[:-1] if b_vec else b.shape})")
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])

@@ -16,24 +16,31 @@ def reshape(a, newshape=None, order="C", shape=None):
     newshape = shape if shape is not None else newshape
     if order != "C":
         raise ValueError(f"reshape only supports order='C', got {order!r}")
-    return lax.reshape(a, _resolve_shape(newshape, a.size))
+    return lax.reshape(a, _resolve_shape(newshape, a.shape))
 
 
-def _resolve_shape(newshape, size):
-    """Fill in a single -1 entry, with NumPy's error when sizes cannot match."""
+def _resolve_shape(newshape, shape):
+    """Fill in a single -1 entry; JAX's TypeError, naming both shapes, when sizes cannot match."""
     if isinstance(newshape, (int, np.integer)):
         newshape = (newshape,)
     newshape = [int(d) for d in newshape]
+    size = int(np.prod(shape))
     if newshape.count(-1) > 1:
         raise ValueError("can only specify one unknown dimension (-1) in reshape")
     if -1 in newshape:
         known = int(np.prod([d for d in newshape if d != -1]))
         if known == 0 or size % known:
-            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+            raise _reshape_error(shape, newshape, f" because the product of the given sizes ({known}) "
+                                                  f"does not evenly divide {size}")
         newshape[newshape.index(-1)] = size // known
     if int(np.prod(newshape)) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+        raise _reshape_error(shape, newshape, f" (size {int(np.prod(newshape))})")
     return tuple(newshape)
+
+
+def _reshape_error(shape, newshape, why):
+    return TypeError(f"cannot reshape array of shape {tuple(shape)} (size {int(np.prod(shape))}) "
+                     f"into shape {tuple(newshape)}{why}")
 
 
 def ravel(a):

@@ -54,7 +54,11 @@ def promote_and_broadcast(name, *args):
         if fast is not None:
             return fast
     check_arraylike(name, *args)
-    return broadcast_arrays(*promote_dtypes(*args))
+    try:
+        return broadcast_arrays(*promote_dtypes(*args))
+    except ValueError:
+        shown = ", ".join(str(np.shape(x)) for x in args)
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}") from None
 
 
 _ARRAY_TYPES = (Array, Tracer)

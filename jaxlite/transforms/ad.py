@@ -17,7 +17,7 @@ import functools
 
 import numpy as np
 
-from jaxlite.core import dtypes
+from jaxlite.core import dtypes, errors
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import Literal, Var, dce_closed
@@ -190,6 +190,13 @@ class JVPTracer(Tracer):
         if isinstance(primal, Tracer):
             return primal.to_concrete_value()
         return primal._value if isinstance(primal, Array) else primal
+
+    def __float__(self):
+        # bool() and int() of a differentiated value are allowed (they have no derivative
+        # to lose), but float() would silently drop one: JAX refuses it, and so do we.
+        if not is_zero(self.tangent):
+            raise errors.differentiated_float_error(self)
+        return super().__float__()
 
 
 class JVPTrace(Trace):
@@ -579,6 +586,10 @@ def _check_grad_inputs(args, allow_int):
 
 
 def _check_scalar_output(out):
+    if isinstance(out, (tuple, list, dict)):
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was a "
+                        f"{type(out).__name__}: {out!r:.200}. If the function also returns "
+                        f"auxiliary values, use grad(f, has_aux=True) and return (loss, aux).")
     aval = aval_of(as_array_argument(out))
     if aval.shape != ():
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}.")

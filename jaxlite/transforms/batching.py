@@ -265,7 +265,12 @@ def _place(x, dim, target, size):
         if dim is not None:
             raise ValueError("vmap has mapped output but out_axes is None")
         return x
-    target = target % (x.ndim + (dim is None))
+    out_ndim = x.ndim + (dim is None)
+    if not -out_ndim <= target < out_ndim:
+        raise ValueError(f"vmap out_axes={target} is out of bounds for an output of rank "
+                         f"{out_ndim} (the batched output; its rank without the batch axis "
+                         f"is {out_ndim - 1})")
+    target %= out_ndim
     if dim is None:
         x = bdim_at_front(x, None, size)
         dim = 0

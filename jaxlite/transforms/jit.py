@@ -309,6 +309,7 @@ class JittedFunction:
             for i, value in sorted(static_positional):
                 full.insert(i, value)
             return self.fun(*full, **kwargs, **static_keywords)
+        with_static.__wrapped__ = self.fun
 
         flat_fun, out_tree = flatten_fun(with_static, in_tree)
         name = f"jit({self.__name__})"
