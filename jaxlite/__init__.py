@@ -1,4 +1,6 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
+import sys
+
 from jaxlite import lax, nn, numpy, random, tree, tree_util
 from jaxlite import debug, errors
 from jaxlite.core.abstract import ShapeDtypeStruct
@@ -12,6 +14,9 @@ from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import disable_jit, jit
 from jaxlite.transforms import precision
+
+# `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
+sys.modules[__name__ + ".precision"] = precision
 
 __version__ = "0.1.0"
 

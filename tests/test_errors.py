@@ -131,3 +131,17 @@ def test_vmap_out_axes_out_of_bounds():
 def test_errors_namespace_matches_jax():
     with pytest.raises(jaxlite.errors.TracerBoolConversionError):
         jaxlite.jit(relu_with_python_if)(1.0)
+
+
+@pytest.mark.parametrize("name", ["jit", "grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "hessian"])
+def test_transform_of_a_value_instead_of_a_function(name):
+    # The usual slip: grad(f(x)) for grad(f)(x). JAX raises this TypeError at once.
+    with pytest.raises(TypeError, match=rf"Expected a callable value, got 1.0: {name} takes .* {name}\(f\)\(x\)"):
+        getattr(jaxlite, name)(1.0)
+
+
+def test_precision_is_a_submodule():
+    from jaxlite.precision import bf16, int8
+    for transform in (bf16, int8):
+        with pytest.raises(TypeError, match="Expected a callable value"):
+            transform(jnp.ones((2, 2)))

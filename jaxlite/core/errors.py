@@ -101,6 +101,13 @@ def concretization_error(tracer, what="a concrete value"):
         f"{_BRANCH_FIX}")
 
 
+def check_callable(fun, transform):
+    """The TypeError JAX raises for transform(non-callable), e.g. grad(f(x)) for grad(f)(x)."""
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r:.80}: {transform} takes the "
+                        f"function itself, as in {transform}(f)(x), not {transform}(f(x))")
+
+
 def differentiated_float_error(tracer):
     return ConcretizationTypeError(
         f"Abstract tracer value encountered where a concrete value is expected: float() was "

@@ -601,6 +601,7 @@ def _check_scalar_output(out):
 
 def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
     """A function returning (fun(*args), the gradient of fun with respect to args[argnums])."""
+    errors.check_callable(fun, "value_and_grad")
     _argnums_tuple(argnums)
 
     def value_and_grad_fun(*args, **kwargs):
@@ -620,6 +621,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
 
 def grad(fun, argnums=0, has_aux=False, allow_int=False):
     """The gradient of a scalar function with respect to args[argnums] (a tuple for a tuple)."""
+    errors.check_callable(fun, "grad")
     value_and_grad_fun = value_and_grad(fun, argnums, has_aux, allow_int)
 
     def grad_fun(*args, **kwargs):

@@ -17,6 +17,7 @@ import functools
 import threading
 from contextlib import contextmanager
 
+from jaxlite.core import errors
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 
@@ -189,6 +190,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
     in_axes/out_axes are an int, None, or a pytree prefix of the arguments/outputs;
     keyword arguments are always mapped over their axis 0.
     """
+    errors.check_callable(fun, "vmap")
     from jaxlite.core.staging import flatten_fun
     from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 

@@ -6,6 +6,7 @@ T holds the block of shape S + T.
 """
 import numpy as np
 
+from jaxlite.core import errors
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 from jaxlite.transforms import ad
@@ -59,6 +60,7 @@ def _check_real_inputs(name, leaves):
 
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian by forward mode: one JVP per input element, vectorized with vmap."""
+    errors.check_callable(fun, "jacfwd")
     def jacobian(*args, **kwargs):
         partial, dyn = _dynamic_args(fun, argnums, args, kwargs)
         flat_in, in_tree = tree_flatten(dyn)
@@ -81,6 +83,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
 
 def jacrev(fun, argnums=0, has_aux=False):
     """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap."""
+    errors.check_callable(fun, "jacrev")
     def jacobian(*args, **kwargs):
         partial, dyn = _dynamic_args(fun, argnums, args, kwargs)
         flat_in, in_tree = tree_flatten(dyn)
@@ -99,4 +102,5 @@ def jacrev(fun, argnums=0, has_aux=False):
 
 def hessian(fun, argnums=0, has_aux=False):
     """Forward-over-reverse: jacfwd of jacrev."""
+    errors.check_callable(fun, "hessian")
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)

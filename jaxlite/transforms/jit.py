@@ -28,6 +28,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from jaxlite.core import errors
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
 from jaxlite.core.primitive import Primitive, call_primitives
@@ -208,8 +209,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), d
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
                              donate_argnums=donate_argnums, donate_argnames=donate_argnames)
-    if not callable(fun):
-        raise TypeError(f"Expected a callable value, got {fun!r}")
+    errors.check_callable(fun, "jit")
     return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 

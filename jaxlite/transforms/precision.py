@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxlite import lax
-from jaxlite.core import dtypes
+from jaxlite.core import dtypes, errors
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.ir import ClosedJaxpr
@@ -202,6 +202,7 @@ def bf16(fun, elementwise=False):
     bfloat16, while reductions, exp/log/div (softmax, normalization) stay float32.
     Outputs keep `fun`'s own dtypes.
     """
+    errors.check_callable(fun, "precision.bf16")
     return _lowered(fun, _Bf16Policy(bool(elementwise)))
 
 
@@ -297,6 +298,7 @@ def int8(fun):
     in int32 and are dequantized by the product of scales. Derivatives use the
     straight-through estimator: they are the float product's derivatives.
     """
+    errors.check_callable(fun, "precision.int8")
     return _lowered(fun, _Int8Policy())
 
 
