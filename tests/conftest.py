@@ -24,6 +24,9 @@ from jaxlite import test_util
 settings.register_profile("jaxlite", deadline=None, max_examples=30, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "jaxlite"))
 
+# A failing test shows jaxlite's own frames (users get them filtered out; test_errors checks that).
+jaxlite.config.update("jax_traceback_filtering", os.environ.get("JAX_TRACEBACK_FILTERING", "off"))
+
 # Module-level helpers whose first argument is the function under test.
 JIT_WRAPPED_HELPERS = ("check_grads", "check_vmap", "check_jvp", "check_eager_staged_python")
 

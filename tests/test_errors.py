@@ -145,3 +145,26 @@ def test_precision_is_a_submodule():
     for transform in (bf16, int8):
         with pytest.raises(TypeError, match="Expected a callable value"):
             transform(jnp.ones((2, 2)))
+
+
+def loss_with_a_shape_bug(w, x):
+    return jnp.sum(x @ w + jnp.ones(5))  # the line the traceback must end on
+
+
+@pytest.mark.parametrize("filtering", ["auto", "off"])
+def test_traceback_ends_on_the_users_line(filtering):
+    import traceback
+    jaxlite.config.update("jax_traceback_filtering", filtering)
+    try:
+        with pytest.raises(TypeError, match="add got incompatible shapes") as info:
+            jaxlite.jit(jaxlite.grad(loss_with_a_shape_bug))(jnp.ones((3, 4)), jnp.ones((2, 3)))
+    finally:
+        jaxlite.config.update("jax_traceback_filtering", "off")
+    frames = traceback.extract_tb(info.value.__traceback__)
+    internal = [f for f in frames if "/jaxlite/" in f.filename]
+    if filtering == "off":
+        assert frames[-1].filename.endswith("util.py") and len(internal) > 5
+        return
+    assert frames[-1].name == "loss_with_a_shape_bug" and frames[-1].filename.endswith("test_errors.py")
+    assert len(internal) <= 2  # the call into jit and the one frame that re-raises
+    assert "JAX_TRACEBACK_FILTERING=off" in info.value.__notes__[0]

@@ -11,6 +11,7 @@ _DEFAULTS = {
     "jax_explain_cache_misses": False,
     "jax_compilation_cache_dir": None,
     "jax_disable_jit": False,
+    "jax_traceback_filtering": "auto",  # "off": keep jaxlite's own frames in tracebacks
     "jaxlite_dump_passes": False,
     "jaxlite_autotune": True,           # measure close-call GEMM plans once (lower/autotune.py)
     "jaxlite_autotune_max_flops": 32_000_000,   # ... those of at most this many FLOPs

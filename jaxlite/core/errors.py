@@ -3,8 +3,10 @@
 Each message says where the offending value was computed in the user's code (the
 first stack frame outside jaxlite) and how to fix the program.
 """
+import functools
 import os
 import sys
+import types
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,6 +35,45 @@ def user_source_info():
     if frame is None:
         return None
     return SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+_FILTERING_NOTE = ("(jaxlite removed its internal frames from this traceback; set "
+                   "JAX_TRACEBACK_FILTERING=off or jaxlite.config.update('jax_traceback_filtering', "
+                   "'off') to see them)")
+
+
+def api_boundary(fun):
+    """An entry point of the API (jit, grad, vmap ...): an exception leaving it keeps only the
+    user's frames in its traceback, so the last line shown is the user's own, as in JAX."""
+    @functools.wraps(fun)
+    def entry_point(*args, **kwargs):
+        try:
+            return fun(*args, **kwargs)
+        except Exception as error:
+            from jaxlite.core.config import config
+            if config.jax_traceback_filtering == "off":
+                raise
+            _note_once(error)
+            raise error.with_traceback(_user_frames(error.__traceback__))
+    return entry_point
+
+
+def _user_frames(tb):
+    kept = []
+    while tb is not None:
+        if not _is_internal(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    filtered = None
+    for frame in reversed(kept):
+        filtered = types.TracebackType(filtered, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return filtered
+
+
+def _note_once(error):
+    notes = getattr(error, "__notes__", ())
+    if hasattr(error, "add_note") and _FILTERING_NOTE not in notes:
+        error.add_note(_FILTERING_NOTE)
 
 
 class JaxliteTypeError(TypeError):

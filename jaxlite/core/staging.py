@@ -180,6 +180,7 @@ def _with_static(fun, static):
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):
     """Return a function that traces `fun` on its arguments and returns the ClosedJaxpr."""
+    @errors.api_boundary
     def make(*args, **kwargs):
         dynamic, static = _split_static(args, static_argnums)
         flat_args, in_tree = tree_flatten((dynamic, kwargs))

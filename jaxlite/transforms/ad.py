@@ -241,6 +241,7 @@ def jvp_flat(flat_fun, primals, tangents):
     return [p for p, _ in pairs], [t for _, t in pairs]
 
 
+@errors.api_boundary
 def jvp(fun, primals, tangents):
     """(fun(*primals), the directional derivative of fun at primals along tangents)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -486,6 +487,7 @@ def _linearize_tree(fun, primals, has_aux):
     return flat_primals, in_tree, outs, tree_unflatten(trees["aux"], aux), linear, out_nonzero, trees
 
 
+@errors.api_boundary
 def vjp(fun, *primals, has_aux=False):
     """(fun(*primals), vjp_fun[, aux]): vjp_fun(ct) pulls an output cotangent back to the inputs."""
     flat_primals, in_tree, outs, aux, linear, out_nonzero, trees = _linearize_tree(fun, primals, has_aux)
@@ -604,6 +606,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
     errors.check_callable(fun, "value_and_grad")
     _argnums_tuple(argnums)
 
+    @errors.api_boundary
     def value_and_grad_fun(*args, **kwargs):
         partial, chosen = select_args(fun, argnums, args, kwargs)
         _check_grad_inputs(chosen, allow_int)
@@ -624,6 +627,7 @@ def grad(fun, argnums=0, has_aux=False, allow_int=False):
     errors.check_callable(fun, "grad")
     value_and_grad_fun = value_and_grad(fun, argnums, has_aux, allow_int)
 
+    @errors.api_boundary
     def grad_fun(*args, **kwargs):
         (out_and_aux, grads) = value_and_grad_fun(*args, **kwargs)
         return (grads, out_and_aux[1]) if has_aux else grads

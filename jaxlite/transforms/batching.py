@@ -194,6 +194,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
     from jaxlite.core.staging import flatten_fun
     from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 
+    @errors.api_boundary
     def batched(*args, **kwargs):
         flat_args, in_tree = tree_flatten((args, kwargs))
         flat_args = [as_array_argument(x) for x in flat_args]

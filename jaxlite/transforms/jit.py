@@ -246,6 +246,7 @@ class JittedFunction:
                 return call(args)
         return self._call(args, kwargs)
 
+    @errors.api_boundary
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
