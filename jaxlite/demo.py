@@ -31,10 +31,18 @@ def make_train_step(learning_rate, momentum):
 
 
 def progress(step, total, loss, width=30):
+    """A bar redrawn in place on a terminal; in a log or a pipe, where a carriage return
+    would run every update into one line, a line every tenth of the run."""
+    on_terminal = sys.stdout.isatty()
+    if step % max(total // (100 if on_terminal else 10), 1) and step != total:
+        return
     filled = int(width * step / total)
-    bar = "#" * filled + "-" * (width - filled)
-    sys.stdout.write(f"\r  [{bar}] step {step:5d}/{total}  loss {loss:.4f}")
-    sys.stdout.flush()
+    line = f"  [{'#' * filled}{'-' * (width - filled)}] step {step:5d}/{total}  loss {loss:.4f}"
+    if on_terminal:
+        sys.stdout.write("\r" + line + ("\n" if step == total else ""))
+        sys.stdout.flush()
+    else:
+        print(line, flush=True)
 
 
 def accuracy(params, x, labels):
@@ -63,10 +71,8 @@ def train(steps, learning_rate=0.1, momentum=0.9, seed=0):
     losses = [float(loss)]
     for step in range(2, steps + 1):
         params, velocity, loss = train_step(params, velocity, x, y)
-        if step % 50 == 0 or step == steps:
-            losses.append(float(loss))
-            progress(step, steps, losses[-1])
-    print()
+        losses.append(float(loss))
+        progress(step, steps, losses[-1])
     step_time = time_per_call(lambda: jaxlite.block_until_ready(train_step(params, velocity, x, y)), 100)
     numpy_params = [(np.asarray(w), np.asarray(b)) for w, b in params]
     numpy_time = time_per_call(lambda: mlp.numpy_train_step(numpy_params, points, targets, learning_rate), 100)
@@ -91,7 +97,7 @@ def plot(result, path):
     points, labels = result["points"], result["labels"]
     left.scatter(points[:, 0], points[:, 1], c=labels, cmap="RdBu_r", s=6, edgecolors="k", linewidths=0.2)
     left.set_title(f"decision boundary (accuracy {result['accuracy']:.1%})")
-    right.plot(np.arange(len(result["losses"])) * 50, result["losses"])
+    right.plot(np.arange(1, len(result["losses"]) + 1), result["losses"])
     right.set_yscale("log")
     right.set_xlabel("step")
     right.set_title("training loss")
