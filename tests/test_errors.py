@@ -168,3 +168,21 @@ def test_traceback_ends_on_the_users_line(filtering):
     assert frames[-1].name == "loss_with_a_shape_bug" and frames[-1].filename.endswith("test_errors.py")
     assert len(internal) <= 2  # the call into jit and the one frame that re-raises
     assert "JAX_TRACEBACK_FILTERING=off" in info.value.__notes__[0]
+
+
+def test_vmap_size_mismatch_names_each_argument():
+    with pytest.raises(ValueError, match=r"\* axis 0 of argument x\['a'\] of type f32\[3\] has size 3\n"
+                                         r"  \* axis 0 of argument y of type f32\[4\] has size 4"):
+        jaxlite.vmap(lambda x, y: x["a"] + y)({"a": jnp.ones(3)}, jnp.ones(4))
+
+
+def test_scan_length_that_disagrees_with_xs():
+    with pytest.raises(ValueError, match="`length` argument of 4 which disagrees with the leading axis size 3"):
+        jaxlite.lax.scan(lambda c, x: (c, x), 0.0, jnp.ones(3), length=4)
+
+
+def test_static_argnums_past_the_parameters():
+    # Silently ignored before: the argument stayed traced and failed later, elsewhere.
+    with pytest.raises(ValueError, match=r"static_argnums=\(3,\), but only accepts 1 positional"):
+        jaxlite.jit(lambda x: x, static_argnums=3)
+    assert float(jaxlite.jit(lambda x, *rest: x * rest[-1], static_argnums=2)(2.0, 1.0, 3)) == 6.0

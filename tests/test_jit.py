@@ -453,7 +453,7 @@ def test_static_argnums_and_argnames():
 
 def test_unhashable_static_argument_is_a_clear_error():
     jitted = jaxlite.jit(lambda x, shape: x.reshape(shape), static_argnums=1)
-    with pytest.raises(TypeError, match="Non-hashable static arguments.*position 1.*list"):
+    with pytest.raises(ValueError, match="Non-hashable static arguments.*position 1.*list"):
         jitted(np.ones(4, np.float32), [2, 2])
 
 

@@ -200,7 +200,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
         flat_args = [as_array_argument(x) for x in flat_args]
         dims = _flat_in_axes(in_axes, args, kwargs)
         dims = [_canonical_dim(d, x, "in_axes") for d, x in zip(dims, flat_args)]
-        size = _mapped_size(flat_args, dims, axis_size, in_tree)
+        size = _mapped_size(flat_args, dims, axis_size, lambda: _leaf_names(fun, args, kwargs))
         flat_fun, out_tree = flatten_fun(fun, in_tree)
         outs, out_dims = batch_flat(flat_fun, flat_args, dims, size, axis_name)
         out_structure = tree_unflatten(out_tree[0], outs)
@@ -246,18 +246,34 @@ def _canonical_dim(d, x, what):
     return d % ndim
 
 
-def _mapped_size(flat_args, dims, axis_size, in_tree):
+def _mapped_size(flat_args, dims, axis_size, leaf_names):
     sizes = {x.shape[d] for x, d in zip(flat_args, dims) if d is not None}
     if len(sizes) > 1:
-        shown = ", ".join(f"axis {d} of an argument of shape {tuple(x.shape)}"
-                          for x, d in zip(flat_args, dims) if d is not None)
-        raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {shown}")
+        shown = "".join(f"\n  * axis {d} of argument {name} of type {x.aval.str_short()} has size {x.shape[d]}"
+                        for x, d, name in zip(flat_args, dims, leaf_names()) if d is not None)
+        raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:{shown}")
     if sizes:
         return sizes.pop()
     if axis_size is None:
         raise ValueError("vmap must have at least one non-None value in in_axes, "
                          "or be given axis_size")
     return axis_size
+
+
+def _leaf_names(fun, args, kwargs):
+    """Each argument leaf as the user would write it: `x['w']`, `args[2]`, `kwargs['y']`."""
+    import inspect
+    from jaxlite.core.tree_util import tree_leaves_with_path
+    try:
+        parameters = [p.name for p in inspect.signature(fun).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for i, arg in enumerate(args):
+        base = parameters[i] if i < len(parameters) else f"args[{i}]"
+        names += [base + path for path, _ in tree_leaves_with_path(arg)]
+    return names + ["kwargs" + path for path, _ in tree_leaves_with_path(kwargs)]
 
 
 def _place(x, dim, target, size):

@@ -222,6 +222,7 @@ def _as_tuple(x):
 class JittedFunction:
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames=()):
         self.fun = fun
+        _check_static_argnums_fit(fun, _as_tuple(static_argnums))
         self.static_argnums, self.static_argnames = _complete_positions_and_names(
             fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
         self.donate_argnums, self.donate_argnames = _complete_positions_and_names(
@@ -384,11 +385,26 @@ def _hashable(value, where):
     try:
         hash(value)
     except TypeError as err:
-        raise TypeError(f"Non-hashable static arguments are not supported. The static argument at "
-                        f"{where} is of type {type(value).__name__} ({value!r}), and hashing it "
-                        f"failed: {err}. Pass a hashable value (e.g. a tuple instead of a list), "
-                        f"or make the argument non-static.") from None
+        raise ValueError(f"Non-hashable static arguments are not supported. The static argument at "
+                         f"{where} is of type {type(value).__name__} ({value!r}), and hashing it "
+                         f"failed: {err}. Pass a hashable value (e.g. a tuple instead of a list), "
+                         f"or make the argument non-static.") from None
     return value
+
+
+def _check_static_argnums_fit(fun, argnums):
+    """JAX's error for a static position the function has no parameter at (it would
+    otherwise be silently ignored, leaving the argument traced)."""
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return
+    count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+    if any(not -count <= i < count for i in argnums):
+        raise ValueError(f"Jitted function has static_argnums={argnums}, but only accepts "
+                         f"{count} positional arguments.")
 
 
 def _complete_positions_and_names(fun, argnums, argnames):

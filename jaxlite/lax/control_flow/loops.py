@@ -431,10 +431,13 @@ def _scan_length(xs_flat, length):
     if None in lengths:
         raise ValueError("scan got value with no leading axis to scan over: every leaf of xs "
                          "must be an array with at least one dimension")
-    if length is not None:
-        lengths.add(operator.index(length))
     if len(lengths) > 1:
         raise ValueError(f"scan got values with different leading axis sizes: {sorted(lengths)}")
+    if length is not None and lengths and operator.index(length) not in lengths:
+        raise ValueError(f"scan got `length` argument of {length} which disagrees with the "
+                         f"leading axis size {lengths.pop()} of xs")
+    if length is not None:
+        lengths.add(operator.index(length))
     if not lengths:
         raise ValueError("scan got no values to scan over and `length` not provided.")
     return lengths.pop()
