@@ -212,3 +212,16 @@ def test_ix():
     x = np.arange(20).reshape(4, 5)
     rows, cols = np.array([0, 3]), np.array([4, 0, 1])
     np.testing.assert_array_equal(jnp.asarray(x)[jnp.ix_(rows, cols)], x[np.ix_(rows, cols)])
+
+
+def test_at_updates_drop_static_out_of_bounds_indices_as_jax():
+    # JAX drops out-of-bounds scatter updates and honours get(mode=...) for any index,
+    # static ones included; only plain x[i] raises numpy's IndexError for a static int.
+    x, m = jnp.arange(5.0), jnp.arange(12.0).reshape(3, 4)
+    for update in (lambda: x.at[10].set(1.0), lambda: x.at[-6].add(1.0), lambda: x.at[7].multiply(3.0),
+                   lambda: jaxlite.jit(lambda a: a.at[10].set(1.0))(x)):
+        np.testing.assert_array_equal(update(), np.arange(5.0))
+    np.testing.assert_array_equal(m.at[1:, 9].set(-1.0), np.arange(12.0).reshape(3, 4))
+    assert float(x.at[10].get(mode="fill", fill_value=-1.0)) == -1.0
+    assert float(x.at[-10].get(mode="fill", fill_value=-1.0)) == -1.0
+    assert float(x.at[10].get(mode="clip")) == 4.0

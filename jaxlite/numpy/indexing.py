@@ -102,11 +102,12 @@ def _classify(entry, position):
     return [entry], 1
 
 
-def expand_index(index, shape):
+def expand_index(index, shape, check_bounds=True):
     """One entry per result-relevant position: Ellipsis expanded, trailing axes filled.
 
     Also returns where an Ellipsis that expanded to nothing stood (else None):
-    NumPy still counts it as separating advanced indices.
+    NumPy still counts it as separating advanced indices. check_bounds=False leaves
+    static integers out of range to the gather/scatter `mode` (x.at[i].set drops them).
     """
     index = index if isinstance(index, tuple) else (index,)
     if sum(e is Ellipsis for e in index) > 1:
@@ -125,17 +126,17 @@ def expand_index(index, shape):
     fill = [slice(None)] * (len(shape) - used)
     has_ellipsis = any(e is Ellipsis for e in index)
     entries = head + fill + tail if has_ellipsis else tail + fill
-    _check_static_ints(entries, shape)
+    _check_static_entries(entries, shape, check_bounds)
     return entries, (len(head) if has_ellipsis and not fill else None)
 
 
-def _check_static_ints(entries, shape):
+def _check_static_entries(entries, shape, check_bounds):
     """NumPy's IndexErrors for static integers and boolean masks that do not fit."""
     axis = 0
     for entry in entries:
         if entry is None:
             continue
-        if isinstance(entry, int) and not -shape[axis] <= entry < shape[axis]:
+        if check_bounds and isinstance(entry, int) and not -shape[axis] <= entry < shape[axis]:
             raise IndexError(f"index {entry} is out of bounds for axis {axis} with size {shape[axis]}")
         if isinstance(entry, _MaskPositions) and entry.mask_axis == 0:
             covered = shape[axis:axis + len(entry.mask_shape)]
@@ -336,7 +337,7 @@ class _GatherPlan:
 
 
 def gather_index(x, index, mode="clip", fill_value=None):
-    return _gather(x, *expand_index(index, x.shape), mode=mode, fill_value=fill_value)
+    return _gather(x, *expand_index(index, x.shape, check_bounds=False), mode=mode, fill_value=fill_value)
 
 
 def _gather(x, entries, empty_ellipsis_at, mode="clip", fill_value=None):
@@ -358,7 +359,7 @@ def getitem(x, index):
 # ---------------------------------------------------------------- .at[...] updates
 
 def _scatter_update(x, index, values, scatter_fn, mode=None):
-    plan = _GatherPlan(x.shape, *expand_index(index, x.shape))
+    plan = _GatherPlan(x.shape, *expand_index(index, x.shape, check_bounds=False))
     (values,) = promote_and_broadcast("update", values)
     values = broadcast_to(lax.convert_element_type(values, x.dtype), plan.result_shape)
     operand = lax.reshape(x, plan.expanded_shape)

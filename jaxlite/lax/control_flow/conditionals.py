@@ -229,8 +229,10 @@ def _check_branch_outputs(traced, names, reference):
     paths = [p for p, _ in tree_leaves_with_path(tree_unflatten(tree0, jaxpr0.out_avals))]
     for (jaxpr, _, tree), name in zip(traced, names):
         if tree != tree0:
-            raise TypeError(f"{names[reference]} and {name} output must have same type structure, "
-                            f"got {tree0} and {tree}")
+            raise TypeError(f"cond branch outputs must have the same pytree structure, but they "
+                            f"differ: {names[reference]} returns {tree0} and {name} returns {tree} "
+                            f"(* is an array). Revise {names[reference]} and/or {name} so that they "
+                            "return the same structure.")
         for path, a, b in zip(paths, jaxpr0.out_avals, jaxpr.out_avals):
             if not same_type(a, b):
                 raise TypeError(
