@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.test_util import check_grads, check_vmap
@@ -188,3 +189,17 @@ def test_svd_full_matrices_derivative_is_undefined_for_non_square():
     with pytest.raises(NotImplementedError, match="full_matrices"):
         jaxlite.jvp(lambda a: lax.svd(a, full_matrices=True)[1], (np.ones((3, 2), np.float32),),
                     (np.ones((3, 2), np.float32),))
+
+
+@pytest.mark.parametrize("compile", [False, True], ids=["eager", "jit"])
+def test_singular_matrices_give_jaxs_zeros_and_infs(compile):
+    # As JAX (LAPACK getrf skips a zero pivot): det 0, slogdet (0, -inf), solve/inv inf
+    # and NaN -- never numpy's LinAlgError, and the same eager and under jit.
+    wrap = jaxlite.jit if compile else (lambda f: f)
+    zero, rank_one = jnp.zeros((2, 2)), jnp.array([[1.0, 2.0], [2.0, 4.0]])
+    np.testing.assert_array_equal(wrap(lambda a: jaxlite.lax.lu(a)[0])(zero), np.zeros((2, 2)))
+    assert float(wrap(jnp.linalg.det)(zero)) == 0.0 and float(wrap(jnp.linalg.det)(rank_one)) == 0.0
+    sign, logdet = wrap(jnp.linalg.slogdet)(zero)
+    assert float(sign) == 0.0 and float(logdet) == -np.inf
+    np.testing.assert_array_equal(wrap(jnp.linalg.solve)(zero, jnp.ones(2)), [np.nan, np.inf])
+    np.testing.assert_array_equal(wrap(jnp.linalg.inv)(rank_one), [[-np.inf, np.inf], [np.inf, -np.inf]])

@@ -143,10 +143,27 @@ def _triangular_solve_impl(a, b, left_side, lower, transpose_a, unit_diagonal):
     compute = np.promote_types(a.dtype, np.float32)
     tri = _op(tri, transpose_a).astype(compute)
     b = b.astype(compute)
+    lower = lower != bool(transpose_a)  # whether op(a) is lower triangular
     if left_side:
-        return np.linalg.solve(tri, b).astype(a.dtype)
-    return np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)),
+        return _solve_or_substitute(tri, b, lower).astype(a.dtype)
+    return np.swapaxes(_solve_or_substitute(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2), not lower),
                        -1, -2).astype(a.dtype)
+
+
+def _solve_or_substitute(tri, b, lower):
+    """tri^-1 b; a singular triangle gives the infs and NaNs substitution does (as JAX and
+    the compiled routine) where np.linalg.solve would raise LinAlgError."""
+    try:
+        return np.linalg.solve(tri, b)
+    except np.linalg.LinAlgError:
+        pass
+    n = tri.shape[-1]
+    x = np.zeros(np.broadcast_shapes(tri.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in (range(n) if lower else range(n - 1, -1, -1)):
+            known = np.einsum("...j,...jk->...k", tri[..., i, :], x)
+            x[..., i, :] = (b[..., i, :] - known) / tri[..., i, i:i + 1]
+    return x
 
 
 def _triangular_solve_aval(a, b, left_side, lower, transpose_a, unit_diagonal):
@@ -226,8 +243,10 @@ def _lu_impl(a):
         _swap_rows(flat, rows, k, p)
         _swap_rows(perm[:, :, None], rows, k, p)
         pivot = flat[:, k, k:k + 1]
+        # A zero pivot (its column is zero below it too) leaves the column as it is, as
+        # LAPACK's getrf does: det is then 0, not NaN.
         with np.errstate(divide="ignore", invalid="ignore"):
-            flat[:, k + 1:, k] /= pivot
+            flat[:, k + 1:, k] = np.where(pivot == 0, flat[:, k + 1:, k], flat[:, k + 1:, k] / pivot)
         flat[:, k + 1:, k + 1:] -= flat[:, k + 1:, k:k + 1] * flat[:, k:k + 1, k + 1:]
     return [flat.reshape(lu.shape).astype(a.dtype), pivots.reshape(batch + (min(m, n),)),
             perm.astype(np.int32).reshape(batch + (m,))]

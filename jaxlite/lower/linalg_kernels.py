@@ -478,7 +478,10 @@ class LuSpec:
             _swap(b, permutation, (0, k), (0, p))
             pivot = lu.load(k, k)
             below = (b.add(k, as_i64(1)), m)
-            emit_loop(b, *below, lambda i: lu.store(b.fdiv(lu.load(i, k), pivot), i, k), name="scale")
+            # A zero pivot leaves its (zero) column unscaled, as LAPACK's getrf: no 0/0 NaNs.
+            zero_pivot = b.fcmp_ordered("==", pivot, ir.Constant(pivot.type, 0.0))
+            emit_loop(b, *below, lambda i: lu.store(
+                b.select(zero_pivot, lu.load(i, k), b.fdiv(lu.load(i, k), pivot)), i, k), name="scale")
 
             def update_row(i):
                 multiplier = lu.load(i, k)
