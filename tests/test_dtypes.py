@@ -73,3 +73,18 @@ def test_python_int_overflow_is_an_error():
 def test_unknown_config_option_is_named():
     with pytest.raises(AttributeError, match="jax_enable_x65"):
         jaxlite.config.update("jax_enable_x65", True)
+
+
+def test_explicit_64_bit_dtypes_warn_at_the_users_line_when_narrowed():
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jnp.zeros(2, dtype=jnp.float64)  # the line the warnings must name
+        jnp.arange(3, dtype="int64")
+        jaxlite.jit(lambda x: x.astype(np.float64))(1.0)
+        jnp.zeros(2, dtype=float), jnp.asarray(np.ones(2)), jnp.ones(2, dtype=int)  # no warning
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 3, messages
+    assert "dtype float64 requested in zeros" in messages[0] and "truncated to dtype float32" in messages[0]
+    assert "int64 requested in arange" in messages[1] and "float64 requested in astype" in messages[2]
+    assert all(w.filename == __file__ for w in caught)

@@ -8,6 +8,7 @@ canonicalized to 32 bits.
 """
 import builtins
 import functools
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -87,6 +88,23 @@ def _canonicalize(dtype, x64):
         raise TypeError(f"dtype {dtype} is not supported by jaxlite "
                         f"(supported: {', '.join(str(d) for d in SUPPORTED)})")
     return dtype if x64 else _NARROWED.get(dtype, dtype)
+
+
+def check_user_dtype(dtype, name):
+    """Warn, as JAX does, when a dtype the user asked for by name (float64, 'int64') narrows
+    because x64 is off; Python's float and int mean the default types and do not warn.
+    The warning points at the user's line, not at jaxlite's."""
+    if dtype is None or x64_enabled() or dtype is builtins.float or dtype is builtins.int:
+        return
+    requested = np.dtype(dtype)
+    if requested not in _NARROWED:
+        return
+    message = (f"Explicitly requested dtype {requested} requested in {name} is not available, and "
+               f"will be truncated to dtype {_NARROWED[requested]}. To enable more dtypes, set "
+               "the jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+               "variable.")
+    from jaxlite.core.errors import user_stacklevel
+    warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
 
 def is_float(dtype):

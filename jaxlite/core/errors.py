@@ -76,6 +76,15 @@ def _note_once(error):
         error.add_note(_FILTERING_NOTE)
 
 
+def user_stacklevel():
+    """The `stacklevel` that makes a warning issued by this function's caller name the
+    innermost user frame (warnings.warn counts its own caller as level 1)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class JaxliteTypeError(TypeError):
     pass
 

@@ -1,6 +1,7 @@
 """Operators and methods shared by Array and Tracer, attached here so the core
 does not depend on the NumPy-style API built above it."""
 from jaxlite import lax
+from jaxlite.core import dtypes
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
 from jaxlite.numpy import (cumulative, indexing, joining, math_functions, products, reductions,
@@ -50,6 +51,7 @@ def _transpose_method(self, *axes):
 
 
 def _astype(self, dtype):
+    dtypes.check_user_dtype(dtype, "astype")
     return lax.convert_element_type(self, dtype)
 
 

@@ -10,6 +10,7 @@ from jaxlite.lax.base import shape_tuple
 
 def asarray(a, dtype=None, copy=None):
     """An Array for `a`; numpy inputs of a supported dtype are wrapped without a copy."""
+    dtypes.check_user_dtype(dtype, "asarray")
     if isinstance(a, (Array, Tracer)):
         return a if dtype is None else lax.convert_element_type(a, dtype)
     if isinstance(a, (list, tuple)) and any(isinstance(x, (Array, Tracer)) for x in _flat(a)):
@@ -42,15 +43,18 @@ def array(object, dtype=None, copy=True, ndmin=0):
 
 
 def zeros(shape, dtype=None):
+    dtypes.check_user_dtype(dtype, "zeros")
     return lax.full(shape, 0, dtype or dtypes.default_float_dtype())
 
 
 def ones(shape, dtype=None):
+    dtypes.check_user_dtype(dtype, "ones")
     return lax.full(shape, 1, dtype or dtypes.default_float_dtype())
 
 
 def full(shape, fill_value, dtype=None):
     if np.ndim(fill_value) == 0:
+        dtypes.check_user_dtype(dtype, "full")
         return lax.full(shape, fill_value, dtype)
     from jaxlite.numpy.util import broadcast_to
     return broadcast_to(asarray(fill_value, dtype), shape_tuple(shape))
@@ -91,6 +95,8 @@ def arange(start, stop=None, step=None, dtype=None):
     values = [v for v in (start, stop, step) if v is not None]
     if dtype is None:
         dtype = dtypes.result_type(*[_python_value(v) for v in values])
+    else:
+        dtypes.check_user_dtype(dtype, "arange")
     dtype = dtypes.canonicalize_dtype(dtype)
     result = np.arange(_python_value(start), _python_value(stop), _python_value(step))
     return Array(result.astype(dtype))
