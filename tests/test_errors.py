@@ -186,3 +186,11 @@ def test_static_argnums_past_the_parameters():
     with pytest.raises(ValueError, match=r"static_argnums=\(3,\), but only accepts 1 positional"):
         jaxlite.jit(lambda x: x, static_argnums=3)
     assert float(jaxlite.jit(lambda x, *rest: x * rest[-1], static_argnums=2)(2.0, 1.0, 3)) == 6.0
+
+
+def test_dot_general_axes_out_of_range():
+    # Was an IndexError from inside the shape rule.
+    with pytest.raises(TypeError, match=r"lhs dimension numbers .* got lhs_contracting \(2,\) and lhs_batch \(\)"):
+        jaxlite.lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((2,), (0,)), ((), ())))
+    with pytest.raises(TypeError, match=r"rhs dimension numbers to be distinct"):
+        jaxlite.lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 3)), (((1,), (0,)), ((0,), (0,))))

@@ -17,8 +17,14 @@ def _free_dims(ndim, contracting, batch):
 
 def _dot_general_aval(lhs, rhs, dimension_numbers, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
-    for name, aval in (("lhs", lhs), ("rhs", rhs)):
+    for name, aval, contracting, batch in (("lhs", lhs, lc, lb), ("rhs", rhs, rc, rb)):
         check_dtype("dot_general", aval, NUMBER, name)
+        axes = tuple(contracting) + tuple(batch)
+        if len(set(axes)) != len(axes) or not all(0 <= d < aval.ndim for d in axes):
+            raise TypeError(f"dot_general requires {name} dimension numbers to be distinct, "
+                            f"nonnegative and less than the rank of the {name} ({aval.ndim}), got "
+                            f"{name}_contracting {tuple(contracting)} and {name}_batch {tuple(batch)} "
+                            f"for a {name} of shape {aval.shape}")
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"dot_general requires operands of the same dtype, got {lhs.dtype} and {rhs.dtype}")
     if len(lc) != len(rc) or len(lb) != len(rb):

@@ -466,8 +466,10 @@ def _flatten_with_aux(fun, in_tree, has_aux):
         result = fun(*args, **kwargs)
         if has_aux:
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
-                raise ValueError("has_aux=True requires the function to return a pair (output, aux), "
-                                 f"got {type(result).__name__}")
+                got = (f"a single array {result.aval.str_short()}" if isinstance(result, Tracer)
+                       else f"{type(result).__name__} {result!r:.60}")
+                raise TypeError("has_aux=True requires the function to return a pair "
+                                f"(output, aux), but it returned {got}")
             result, aux = result
         else:
             aux = None
