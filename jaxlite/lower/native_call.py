@@ -24,7 +24,9 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
-from jaxlite.lower.codegen import I32, I64, PTR
+
+# (not codegen's: codegen imports gemm, which imports this module)
+I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 
 DATA_OFFSET = 16          # offsetof(PyArrayObject_fields, data): right after PyObject_HEAD
 
