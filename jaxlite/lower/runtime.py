@@ -133,16 +133,16 @@ class Executable:
         self._plan_buffers(donated)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
-        self.llvm_ir = str(self.module)
-        # The kernels' module and the GEMM families the program calls compile at once,
-        # on all cores (see llvm_target).
+        pieces = llvm_target.split_module(self.module)
+        self.llvm_ir = "\n".join(pieces)
+        # The kernels' module (in pieces) and the GEMM families the program calls compile
+        # at once, on all cores (see llvm_target).
         # (The pool's start links jaxlite_pool_run, which the code calls.)
         linked = pool_ready.result if self.uses_pool else None
-        pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir, True, linked) \
-            if self._has_native else None
+        compiled = llvm_target.compile_pieces(pieces, linked) if self._has_native else None
         callees = [llvm_target.in_background(native_flow.native_callee, eqn, None, self._constants())
                    for eqn in self._native_eqns]
-        self.compiled = pending.result() if pending is not None else None
+        self.compiled = compiled() if compiled is not None else None
         self._bind_entries([callee.result() for callee in callees])
 
     # -- planning
