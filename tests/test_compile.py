@@ -216,3 +216,21 @@ def test_only_leaf_functions_leave_the_first_piece():
 
 def test_small_modules_stay_whole():
     assert len(llvm_target.split_module(_kernel_module(2.0).executable.module)) == 1
+
+
+def test_the_first_call_runs_in_a_workspace_mapped_while_compiling():
+    x, y = _operands()
+    big = np.tile(x, (40, 1))           # intermediates of a few hundred KB: a kept workspace
+    executable = jaxlite.jit(_many_kernels).lower(big, y).compile().executable
+    first = executable._kept_workspace.take()
+    assert first is not None and first.size == executable.workspace_size
+    executable._kept_workspace.give_back(first)
+    got = executable([big, y])
+    assert executable._kept_workspace.take() is first
+    for g, want in zip(got, _many_kernels_numpy(big, y)):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
+    elsewhere = {}
+    thread = threading.Thread(target=lambda: elsewhere.update(out=executable([big, y])))
+    thread.start()
+    thread.join()
+    np.testing.assert_allclose(elsewhere["out"][0], got[0], rtol=1e-6)
