@@ -323,6 +323,10 @@ class CompiledModule:
 def compile_object(llvm_ir, optimize_ir=True):
     """(The IR the code is made from, object code) of one module: parsed into a context of
     its own, verified, optimized, compiled (both outside llvmlite's lock)."""
+    return _object_of(*_parsed(llvm_ir), optimize_ir)
+
+
+def _parsed(llvm_ir):
     _ensure_initialized()
     text = str(llvm_ir)
     module_ref = llvm.parse_assembly(text, llvm.create_context())
@@ -330,6 +334,10 @@ def compile_object(llvm_ir, optimize_ir=True):
     tm = new_target_machine()
     module_ref.triple = tm.triple
     module_ref.data_layout = str(tm.target_data)
+    return text, module_ref, tm
+
+
+def _object_of(text, module_ref, tm, optimize_ir=True):
     if optimize_ir:
         optimize(module_ref, tm)
     # Unoptimized, the IR is the input text: printing the module again costs ~4 ms
@@ -361,7 +369,9 @@ def compile_pieces(pieces, before_loading=None):
     """Start compiling the pieces of a module cut by `split_module`, at once on the compile
     threads; returns a function that waits for them and gives the CompiledModule (call it
     outside the compile threads)."""
-    futures = [in_background(compile_object, piece) for piece in pieces]
+    # Parsed here: a compile thread making these short calls waits for the GIL at each,
+    # behind the threads generating GEMM IR (measured: ~100 ms before optimizing began).
+    futures = [in_background(_object_of, *_parsed(piece)) for piece in pieces]
 
     def finish():
         optimized, objects = zip(*(future.result() for future in futures))
