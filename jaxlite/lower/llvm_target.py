@@ -349,9 +349,9 @@ def _parsed(llvm_ir):
     return text, module_ref, tm
 
 
-def _object_of(text, module_ref, tm, optimize_ir=True):
+def _object_of(text, module_ref, tm, optimize_ir=True, speed_level=3):
     if optimize_ir:
-        optimize(module_ref, tm)
+        optimize(module_ref, tm, speed_level)
     # Unoptimized, the IR is the input text: printing the module again costs ~4 ms
     # per GEMM family.
     return (str(module_ref) if optimize_ir else text), emit_object(tm, module_ref)
@@ -377,13 +377,23 @@ def compile_ir(llvm_ir, optimize_ir=True, before_loading=None):
     return CompiledModule([optimized], [object_code], before_loading)
 
 
+# The pipeline's speed level for programs' kernel modules. Level 1 vectorizes as level 3
+# does (the options in `optimize` ask for it) but simplifies less; measured on the
+# kernel modules of benchmarks/run.py, CPU time of LLVM (optimization + code generation):
+#   gelu 31 -> 26 ms, softmax 27 -> 25, layernorm 36 -> 31, the MLP step's two pieces
+#   40 + 53 -> 32 + 43, fori_loop 10 -> 10: the same object code, byte for byte;
+#   the CNN step's pieces 80 + 137 -> 74 + 97 ms: three kernels' code differs by a few
+#   instructions, and the step runs as fast (13.6 / 13.7 ms, medians of 5 processes).
+KERNEL_SPEED_LEVEL = 1
+
+
 def compile_pieces(pieces, before_loading=None):
     """Start compiling the pieces of a module cut by `split_module`, at once on the compile
     threads; returns a function that waits for them and gives the CompiledModule (call it
     outside the compile threads)."""
     # Parsed here: a compile thread making these short calls waits for the GIL at each,
     # behind the threads generating GEMM IR (measured: ~100 ms before optimizing began).
-    futures = [in_background(_object_of, *_parsed(piece)) for piece in pieces]
+    futures = [in_background(_object_of, *_parsed(piece), True, KERNEL_SPEED_LEVEL) for piece in pieces]
 
     def finish():
         optimized, objects = zip(*(future.result() for future in futures))
