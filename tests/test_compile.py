@@ -16,9 +16,9 @@ def _kernel_module(scale):
 
 def test_concurrent_compilations_give_the_same_machine_code():
     executable = _kernel_module(2.0).executable
-    serial = [llvm_target.compile_ir(executable.llvm_ir).object_code for _ in range(2)]
+    serial = [llvm_target.compile_ir(executable.llvm_ir).objects for _ in range(2)]
     futures = [llvm_target.in_background(llvm_target.compile_ir, executable.llvm_ir) for _ in range(4)]
-    concurrent = [future.result().object_code for future in futures]
+    concurrent = [future.result().objects for future in futures]
     assert serial[0] == serial[1]
     assert all(code == serial[0] for code in concurrent)
 
@@ -168,3 +168,69 @@ def test_kernels_differing_only_in_name_share_their_code():
     np.testing.assert_allclose(got[0], np.tanh(x).sum(0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], np.tanh(x @ w).sum(0), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got[2], np.tanh(y.astype(np.float16)).sum(0), rtol=2e-2, atol=2e-2)
+
+
+def _many_kernels(x, y):
+    """Several fused kernels with GEMMs and reductions between them: a module worth cutting."""
+    h = jnp.tanh(x @ y) * jnp.exp(-x.sum(axis=1, keepdims=True))
+    g = jnp.log1p(jnp.abs(h @ y.T)) - jnp.max(h, axis=0)
+    return jnp.sum(jnp.sin(g) * g, axis=1), jnp.cumsum(jnp.cos(h), axis=0)
+
+
+def _many_kernels_numpy(x, y):
+    h = np.tanh(x @ y) * np.exp(-x.sum(axis=1, keepdims=True))
+    g = np.log1p(np.abs(h @ y.T)) - h.max(axis=0)
+    return np.sum(np.sin(g) * g, axis=1), np.cumsum(np.cos(h), axis=0)
+
+
+def _operands():
+    rng = np.random.default_rng(6)
+    return rng.normal(size=(48, 40)).astype(np.float32) * 0.3, rng.normal(size=(40, 40)).astype(np.float32) * 0.3
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 3])
+def test_a_module_cut_in_pieces_computes_what_the_whole_one_does(monkeypatch, pieces):
+    split = llvm_target.split_module
+    monkeypatch.setattr(llvm_target, "split_module", lambda module: split(module, pieces))
+    monkeypatch.setattr(llvm_target, "SPLIT_MIN_INSTRUCTIONS", 0)
+    x, y = _operands()
+    compiled = jaxlite.jit(_many_kernels).lower(x, y).compile()
+    assert len(compiled.executable.compiled.objects) == pieces
+    for got, want in zip(compiled(x, y), _many_kernels_numpy(x, y)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+    assert "ret" in compiled.asm()
+
+
+def test_only_leaf_functions_leave_the_first_piece():
+    x, y = _operands()
+    executable = jaxlite.jit(_many_kernels).lower(x, y).compile().executable
+    first, *others = llvm_target.split_module(executable.module, 2)
+    assert others, "the program is big enough to cut"
+    moved = {line.split("@")[1].split("(")[0] for piece in others for line in piece.splitlines()
+             if line.startswith("define ")}
+    defined = moved | {line.split("@")[1].split("(")[0] for line in first.splitlines() if line.startswith("define ")}
+    assert moved and all(f"declare void @{name}(" in first for name in moved)
+    calls = {line.split("@")[1].split("(")[0] for piece in others for line in piece.splitlines() if " call " in line}
+    assert not calls & defined
+
+
+def test_small_modules_stay_whole():
+    assert len(llvm_target.split_module(_kernel_module(2.0).executable.module)) == 1
+
+
+def test_the_first_call_runs_in_a_workspace_mapped_while_compiling():
+    x, y = _operands()
+    big = np.tile(x, (40, 1))           # intermediates of a few hundred KB: a kept workspace
+    executable = jaxlite.jit(_many_kernels).lower(big, y).compile().executable
+    first = executable._kept_workspace.take()
+    assert first is not None and first.size == executable.workspace_size
+    executable._kept_workspace.give_back(first)
+    got = executable([big, y])
+    assert executable._kept_workspace.take() is first
+    for g, want in zip(got, _many_kernels_numpy(big, y)):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
+    elsewhere = {}
+    thread = threading.Thread(target=lambda: elsewhere.update(out=executable([big, y])))
+    thread.start()
+    thread.join()
+    np.testing.assert_allclose(elsewhere["out"][0], got[0], rtol=1e-6)

@@ -107,6 +107,25 @@ def test_entry_is_reused_in_process(cache_dir):
     np.testing.assert_allclose(out, np.sin(_X) * 2 + _X, rtol=1e-6)
 
 
+def test_a_program_compiled_in_pieces_round_trips(cache_dir, monkeypatch):
+    from jaxlite.lower import llvm_target
+    monkeypatch.setattr(llvm_target, "SPLIT_MIN_INSTRUCTIONS", 0)
+    x = np.linspace(-1, 1, 24 * 16, dtype=np.float32).reshape(24, 16)
+
+    def f(v):
+        h = jnp.tanh(v @ v.T) + jnp.max(v)
+        return jnp.sum(jnp.exp(h) * h, axis=1), jnp.cumsum(jnp.sin(h), axis=0)
+    first = [np.asarray(r) for r in jaxlite.jit(f)(x)]
+    jit_module.clear_caches()
+    restored = []
+    restore = program_cache._restore_code
+    monkeypatch.setattr(program_cache, "_restore_code", lambda code: restored.append(code) or restore(code))
+    again = [np.asarray(r) for r in jaxlite.jit(f)(x)]
+    assert max(len(code["objects"]) for code in restored) > 1
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+
+
 def _flip_bytes(data):
     data = bytearray(data)
     middle = len(data) - 40

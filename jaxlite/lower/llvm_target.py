@@ -24,11 +24,24 @@ calls in 3 GEMM families (plain with a bias epilogue, A transposed, B transposed
 Before, all of it ran on one thread (~760 ms wall clock on a quiet machine, against
 ~240 ms for JAX). Now the kernel module and the GEMM families compile at once (see
 "concurrent compilation" below): the wall clock approaches the Python work, which the
-GIL serializes (~120 ms), plus LLVM's ~300 ms spread over both cores."""
+GIL serializes (~120 ms), plus LLVM's ~300 ms spread over both cores.
+
+The CNN training step (benchmarks/run.py; 12 kernels, 8 GEMM calls in 5 families)
+showed the limit of one module a program: alone on one core, its kernel module took
+~240 ms of LLVM (O3 ~160, code generation ~75), and for ~180 ms after the GEMM
+families were done the other core waited. A big module is now cut in pieces that
+compile at once (split_module, compile_pieces): CPU time per phase, one run alone,
+after a warm-up jit (the first jit of a process also compiles jaxlite's bytecode):
+
+    main thread: tracing, passes, fusion ~30 ms; kernel IR + text ~35 ms
+    kernel module, LLVM: 240 ms, in two pieces of ~120 ms
+    5 GEMM families: Python IR + text ~17 ms each, LLVM code generation 37-65 ms each
+    measuring 5 small GEMMs' plans (autotune.py) ~50 ms; first run ~15 ms"""
 import concurrent.futures
 import ctypes
 import ctypes.util
 import functools
+import os
 import re
 import threading
 
@@ -233,61 +246,126 @@ def compile_once(build):
     return cached
 
 
-class CompiledModule:
-    """Machine code for one LLVM module, alive as long as this object is.
+# ---------------------------------------------------------------- modules in pieces
+# A program's kernels are one module; LLVM's passes and code generation of a module run
+# on one thread, so a big program would keep one core busy while the other waits.
+# Cut in pieces, its kernels compile on both cores (compile_pieces) and link in one
+# engine. MCJIT resolves a call into another object only while loading the caller's
+# object (when finalizing, such a call is left jumping to address 0, measured with
+# LLVM 22): so only leaf functions move, and their objects load first.
 
-    Code generation goes through an object file (`emit_object`), which the engine then
-    loads: the same single codegen MCJIT would do, and the bytes are kept in
-    `object_code` so the persistent cache (disk_cache.py) can store them.
+# Fewer instructions than this (about three fused kernels) compile in ~30 ms: not worth
+# a second module's fixed costs (~2 ms) and the lost inlining of kernels into entries.
+SPLIT_MIN_INSTRUCTIONS = 400
+
+
+def split_module(module, pieces=None):
+    """The IR texts of `module` cut into up to `pieces` (default: one per core) modules
+    of about as many instructions each: the first keeps the exported functions and those
+    calling functions defined here; the internal leaves go where the fewest instructions
+    are. Moved functions become exported (the first piece calls them)."""
+    pieces = pieces or os.cpu_count() or 1
+    defined = [f for f in module.functions if f.blocks]
+    sizes = {f.name: sum(len(block.instructions) for block in f.blocks) for f in defined}
+    names = set(sizes)
+    movable = [f for f in defined if f.linkage == "internal" and _is_leaf(f, names)]
+    loads = [sum(sizes.values()) - sum(sizes[f.name] for f in movable)] + [0] * (pieces - 1)
+    groups = [set() for _ in range(pieces)]
+    for function in sorted(movable, key=lambda f: sizes[f.name], reverse=True):
+        lightest = loads.index(min(loads))
+        groups[lightest].add(function)
+        loads[lightest] += sizes[function.name]
+    moved = [group for group in groups[1:] if group]
+    if not moved or sum(sizes.values()) < SPLIT_MIN_INSTRUCTIONS:
+        return [str(module)]
+    for function in set().union(*moved):
+        function.linkage = ""
+    first = set(defined).difference(*moved)
+    return [_printed_with_only(module, defined, keep) for keep in [first] + moved]
+
+
+def _is_leaf(function, defined):
+    return not any(isinstance(instruction, ir.CallInstr) and getattr(instruction.callee, "name", None) in defined
+                   for block in function.blocks for instruction in block.instructions)
+
+
+def _printed_with_only(module, defined, keep):
+    """The text of `module` with the functions of `defined` not in `keep` declared only."""
+    dropped = [(f, f.blocks, f.linkage) for f in defined if f not in keep]
+    for function, _, linkage in dropped:
+        function.blocks = []
+        if linkage in ("internal", "private"):     # (a declaration cannot be internal)
+            function.linkage = ""
+    try:
+        return str(module)
+    finally:
+        for function, blocks, linkage in dropped:
+            function.blocks, function.linkage = blocks, linkage
+
+
+class CompiledModule:
+    """Machine code for one or more LLVM modules (the pieces of one program, which call
+    each other's functions), loaded into one engine and alive as long as this object is.
+
+    Code generation goes through object files (`emit_object`), which the engine then
+    loads and links: the same single codegen MCJIT would do, and the bytes are kept in
+    `objects` so the persistent cache (disk_cache.py) can store them and load them back
+    here. `optimized_pieces` is the IR each object was compiled from, for `asm()`.
     """
 
-    def __init__(self, llvm_ir, optimize_ir=True, before_loading=None):
+    def __init__(self, optimized_pieces, objects, before_loading=None):
         _ensure_initialized()
-        text = str(llvm_ir)
-        module_ref = llvm.parse_assembly(text, llvm.create_context())
-        module_ref.verify()
-        self._asm_tm = new_target_machine()
-        module_ref.triple = self._asm_tm.triple
-        module_ref.data_layout = str(self._asm_tm.target_data)
-        if optimize_ir:
-            optimize(module_ref, self._asm_tm)
-        # Unoptimized, the IR is the input text: printing the module again costs ~4 ms
-        # per GEMM family.
-        self.optimized_ir = str(module_ref) if optimize_ir else text
-        self.object_code = emit_object(self._asm_tm, module_ref)
+        self.optimized_pieces, self.objects = tuple(optimized_pieces), tuple(objects)
         if before_loading is not None:      # (what must exist before the code links, e.g. symbols)
             before_loading()
-        self.engine = _engine_for(self.object_code)
+        self.engine = _engine_for(self.objects)
+
+    @property
+    def optimized_ir(self):
+        return "\n".join(self.optimized_pieces)
 
     def address(self, name):
         return self.engine.get_function_address(name)
 
     def asm(self):
-        return self._asm_tm.emit_assembly(llvm.parse_assembly(self.optimized_ir))
+        return "\n".join(new_target_machine().emit_assembly(llvm.parse_assembly(text))
+                         for text in self.optimized_pieces)
 
 
-class LoadedModule:
-    """Machine code loaded back from an object file; `optimized_ir` only for `asm()`."""
-
-    def __init__(self, object_code, optimized_ir):
-        _ensure_initialized()
-        self.object_code, self.optimized_ir = object_code, optimized_ir
-        self.engine = _engine_for(object_code)
-
-    def address(self, name):
-        return self.engine.get_function_address(name)
-
-    def asm(self):
-        return new_target_machine().emit_assembly(llvm.parse_assembly(self.optimized_ir))
+def compile_object(llvm_ir, optimize_ir=True):
+    """(The IR the code is made from, object code) of one module: parsed into a context of
+    its own, verified, optimized, compiled (both outside llvmlite's lock)."""
+    return _object_of(*_parsed(llvm_ir), optimize_ir)
 
 
-def _engine_for(object_code):
-    """An MCJIT engine holding one object file (each engine owns its target machine)."""
+def _parsed(llvm_ir):
+    _ensure_initialized()
+    text = str(llvm_ir)
+    module_ref = llvm.parse_assembly(text, llvm.create_context())
+    module_ref.verify()
+    tm = new_target_machine()
+    module_ref.triple = tm.triple
+    module_ref.data_layout = str(tm.target_data)
+    return text, module_ref, tm
+
+
+def _object_of(text, module_ref, tm, optimize_ir=True, speed_level=3):
+    if optimize_ir:
+        optimize(module_ref, tm, speed_level)
+    # Unoptimized, the IR is the input text: printing the module again costs ~4 ms
+    # per GEMM family.
+    return (str(module_ref) if optimize_ir else text), emit_object(tm, module_ref)
+
+
+def _engine_for(objects):
+    """An MCJIT engine holding object files, linked to each other: the last calls the
+    others (see split_module). Each engine owns its target machine."""
     tm = new_target_machine()
     empty = llvm.parse_assembly("")
     empty.triple = tm.triple
     engine = llvm.create_mcjit_compiler(empty, tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    for object_code in reversed(objects):
+        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
     engine.finalize_object()
     return engine
 
@@ -295,4 +373,29 @@ def _engine_for(object_code):
 def compile_ir(llvm_ir, optimize_ir=True, before_loading=None):
     """Parse, verify, optimize and compile LLVM IR text (or an llvmlite.ir.Module);
     `before_loading()` runs before the machine code is loaded and linked."""
-    return CompiledModule(llvm_ir, optimize_ir, before_loading)
+    optimized, object_code = compile_object(llvm_ir, optimize_ir)
+    return CompiledModule([optimized], [object_code], before_loading)
+
+
+# The pipeline's speed level for programs' kernel modules. Level 1 vectorizes as level 3
+# does (the options in `optimize` ask for it) but simplifies less; measured on the
+# kernel modules of benchmarks/run.py, CPU time of LLVM (optimization + code generation):
+#   gelu 31 -> 26 ms, softmax 27 -> 25, layernorm 36 -> 31, the MLP step's two pieces
+#   40 + 53 -> 32 + 43, fori_loop 10 -> 10: the same object code, byte for byte;
+#   the CNN step's pieces 80 + 137 -> 74 + 97 ms: three kernels' code differs by a few
+#   instructions, and the step runs as fast (13.6 / 13.7 ms, medians of 5 processes).
+KERNEL_SPEED_LEVEL = 1
+
+
+def compile_pieces(pieces, before_loading=None):
+    """Start compiling the pieces of a module cut by `split_module`, at once on the compile
+    threads; returns a function that waits for them and gives the CompiledModule (call it
+    outside the compile threads)."""
+    # Parsed here: a compile thread making these short calls waits for the GIL at each,
+    # behind the threads generating GEMM IR (measured: ~100 ms before optimizing began).
+    futures = [in_background(_object_of, *_parsed(piece), True, KERNEL_SPEED_LEVEL) for piece in pieces]
+
+    def finish():
+        optimized, objects = zip(*(future.result() for future in futures))
+        return CompiledModule(optimized, objects, before_loading)
+    return finish

@@ -241,12 +241,13 @@ def _restore_executable(stored):
 
 
 def _save_code(compiled):
-    """Object code to run, and the optimized IR text for `asm()` (parsed only if asked)."""
-    return {"object_code": compiled.object_code, "optimized_ir": compiled.optimized_ir}
+    """Object code to run (a module's pieces), and the optimized IR text of each for `asm()`
+    (parsed only if asked)."""
+    return {"objects": compiled.objects, "optimized_pieces": compiled.optimized_pieces}
 
 
 def _restore_code(code):
-    return llvm_target.LoadedModule(code["object_code"], code["optimized_ir"])
+    return llvm_target.CompiledModule(code["optimized_pieces"], code["objects"])
 
 
 # ---------------------------------------------------------------- helpers

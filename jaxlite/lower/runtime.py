@@ -29,6 +29,7 @@ per call. Workspace pointers are the workspace's data pointer plus a constant.
 """
 import ctypes
 import logging
+import mmap
 import threading
 
 import numpy as np
@@ -133,17 +134,22 @@ class Executable:
         self._plan_buffers(donated)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
-        self.llvm_ir = str(self.module)
-        # The kernels' module and the GEMM families the program calls compile at once,
-        # on all cores (see llvm_target).
+        pieces = llvm_target.split_module(self.module)
+        self.llvm_ir = "\n".join(pieces)
+        # The kernels' module (in pieces) and the GEMM families the program calls compile
+        # at once, on all cores (see llvm_target).
         # (The pool's start links jaxlite_pool_run, which the code calls.)
         linked = pool_ready.result if self.uses_pool else None
-        pending = llvm_target.in_background(llvm_target.compile_ir, self.llvm_ir, True, linked) \
-            if self._has_native else None
+        compiled = llvm_target.compile_pieces(pieces, linked) if self._has_native else None
         callees = [llvm_target.in_background(native_flow.native_callee, eqn, None, self._constants())
                    for eqn in self._native_eqns]
-        self.compiled = pending.result() if pending is not None else None
-        self._bind_entries([callee.result() for callee in callees])
+        self._bind_callees([callee.result() for callee in callees])
+        # The first call's workspace (40 MB for the CNN step: 10-100 ms of page faults
+        # here) is mapped while the kernels finish compiling.
+        workspace = llvm_target.in_background(_mapped_buffer, self.workspace_size) \
+            if self.workspace_size >= KEEP_WORKSPACE_BYTES else None
+        self.compiled = compiled() if compiled is not None else None
+        self._bind_code(workspace.result() if workspace is not None else None)
 
     # -- planning
     def _plan_buffers(self, donated):
@@ -221,10 +227,13 @@ class Executable:
         """The program's constant variables (its bodies' too) -> their values."""
         return {**dict(zip(self.jaxpr.constvars, self.consts)), **self._inner_const_values}
 
-    def _bind_entries(self, callees=None):
-        if callees is None:     # (loaded from the persistent cache, with the plans chosen then)
-            callees = [native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"), self._constants())
-                       for k, eqn in enumerate(self._native_eqns)]
+    def _bind_entries(self):
+        """Bind code loaded from the persistent cache (GEMMs with the plans chosen then)."""
+        self._bind_callees([native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"), self._constants())
+                            for k, eqn in enumerate(self._native_eqns)])
+        self._bind_code()
+
+    def _bind_callees(self, callees):
         self._bridge = None
         if self._host_steps or callees:
             self._bridge = native_flow.HostBridge(self._host_steps, callees, self._native_scratch)
@@ -236,9 +245,12 @@ class Executable:
         self._tail = []
         if self._bridge is not None or self._inner_consts:
             self._tail = [self._bridge.table if self._bridge is not None else _NO_WORKSPACE, *self._inner_consts]
+
+    def _bind_code(self, workspace=None):
+        """`workspace`: a buffer for the first call, if one is ready."""
         self._native, self._runners = (self._builtin_entry(), []) if self._whole_entry else (None, self._step_runners())
         self._slot_array = ctypes.c_size_t * (len(self.object_slots) + 1 + len(self._tail))
-        self._prepare_call()
+        self._prepare_call(workspace)
 
     def _step_runners(self):
         runners = []
@@ -265,7 +277,7 @@ class Executable:
                                          range(first_output, len(self.object_slots) + 1), long_enough, self.compiled)
 
     # -- calling
-    def _prepare_call(self):
+    def _prepare_call(self, workspace=None):
         """Precomputed per-call facts, so a call does little more than allocate and jump."""
         jaxpr = self.jaxpr
         self._out_specs = [(v.aval.shape, v.aval.dtype) for v in self.out_vars]
@@ -274,7 +286,8 @@ class Executable:
                              for v in jaxpr.outvars]
         self._reuse = [(k, self.donation.reused[v]) for k, v in enumerate(self.out_vars) if v in self.donation.reused]
         self._only_native = all(not isinstance(r, _PythonStep) for r in self._runners)
-        self._kept_workspace = _KeptWorkspace(self.workspace_size) if self.workspace_size >= KEEP_WORKSPACE_BYTES else None
+        self._kept_workspace = _KeptWorkspace(self.workspace_size, workspace) \
+            if self.workspace_size >= KEEP_WORKSPACE_BYTES else None
 
     def __call__(self, args, owned=()):
         """Run on `args`. An output planned to reuse a donated argument's buffer (the code may
@@ -460,8 +473,10 @@ class _KeptWorkspace:
     """One workspace per thread, taken for a call and given back after it; a call that
     finds it taken (a callback inside re-entering the same program) gets a fresh one."""
 
-    def __init__(self, size):
+    def __init__(self, size, first=None):
+        """`first`: the spare of the thread making this (if given, of `size` bytes)."""
         self.size, self._spare = size, threading.local()
+        self._spare.buffer = first
 
     def take(self):
         workspace = getattr(self._spare, "buffer", None)
@@ -472,6 +487,13 @@ class _KeptWorkspace:
 
     def give_back(self, workspace):
         self._spare.buffer = workspace
+
+
+def _mapped_buffer(nbytes):
+    """A buffer of nbytes whose pages the system has mapped (each written once)."""
+    buffer = np.empty(nbytes, np.uint8)
+    buffer[::mmap.PAGESIZE] = 0
+    return buffer
 
 
 def _contiguous(x):
