@@ -199,3 +199,24 @@ def cache_hits_in_a_second_process(script, cache_dir):
     for run in runs:
         assert run.returncode == 0, run.stderr
     return int(runs[1].stdout.split()[-1])
+
+
+def jit_twice_through_the_disk_cache(fun, args, cache_dir):
+    """(first, second): jit(fun)(*args) compiled into the persistent cache at `cache_dir`, then
+    again with the in-memory caches cleared, which must load it from the disk cache."""
+    from jaxlite.core.config import config
+    from jaxlite.lower import disk_cache
+    from jaxlite.transforms import jit as jit_module
+    previous = config.jax_compilation_cache_dir
+    config.update("jax_compilation_cache_dir", str(cache_dir))
+    try:
+        jit_module.clear_caches()
+        first = np.asarray(jit_module.jit(fun)(*args))
+        jit_module.clear_caches()
+        hits = disk_cache.stats["hits"]
+        second = np.asarray(jit_module.jit(fun)(*args))
+        assert disk_cache.stats["hits"] > hits, "the second compile did not load from the disk cache"
+    finally:
+        config.update("jax_compilation_cache_dir", previous)
+        jit_module.clear_caches()
+    return first, second

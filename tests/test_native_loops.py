@@ -18,8 +18,8 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core.tree_util import tree_flatten
-from jaxlite.lower import disk_cache, native_flow, runtime
-from jaxlite.transforms import jit as jit_module
+from jaxlite.lower import native_flow, runtime
+from jaxlite.test_util import jit_twice_through_the_disk_cache
 
 RNG = np.random.default_rng(0)
 
@@ -358,19 +358,8 @@ def test_a_loop_program_loads_from_the_disk_cache(tmp_path):
     """Its body calls a GEMM and a routine (sort) natively."""
     def f(x, w):
         return lax.fori_loop(0, 3, lambda i, x: jnp.sort(x @ w, axis=1) * 0.5 + 1.0, x)
-    previous = jaxlite.config.jax_compilation_cache_dir
-    jaxlite.config.update("jax_compilation_cache_dir", str(tmp_path / "cache"))
-    try:
-        x, w = rand(8, 32), rand(32, 32) * 0.2
-        jit_module.clear_caches()
-        first = np.asarray(jaxlite.jit(f)(x, w))
-        jit_module.clear_caches()
-        hits = disk_cache.stats["hits"]
-        second = np.asarray(jaxlite.jit(f)(x, w))
-        assert disk_cache.stats["hits"] > hits
-    finally:
-        jaxlite.config.update("jax_compilation_cache_dir", previous)
-        jit_module.clear_caches()
+    x, w = rand(8, 32), rand(32, 32) * 0.2
+    first, second = jit_twice_through_the_disk_cache(f, (x, w), tmp_path / "cache")
     np.testing.assert_array_equal(first, second)
     np.testing.assert_allclose(first, np.asarray(f(x, w)), rtol=1e-4, atol=1e-5)
 

@@ -820,21 +820,15 @@ def test_fold_constant_operands_keeps_folded_outputs_defined():
 @pytest.mark.parametrize("lowering", [precision.bf16, precision.int8])
 def test_lowered_programs_load_from_the_disk_cache(lowering, tmp_path):
     """Constant weights are packed again when the cached code is bound, in the loaded process."""
-    from jaxlite.lower import disk_cache
-    from jaxlite.transforms import jit as jit_module
+    from jaxlite.test_util import jit_twice_through_the_disk_cache
     x, w, v = normal(48, 64), normal(64, 32), normal(32, 32)
     f = lowering(lambda x, v: lax.fori_loop(0, 2, lambda i, h: jnp.tanh(h @ v), jnp.maximum(x @ w, 0.0)))
-    previous = jaxlite.config.jax_compilation_cache_dir
-    jaxlite.config.update("jax_compilation_cache_dir", str(tmp_path / "cache"))
-    try:
-        jit_module.clear_caches()
-        first = np.asarray(jaxlite.jit(f)(x, v))
-        jit_module.clear_caches()
-        hits = disk_cache.stats["hits"]
-        second = np.asarray(jaxlite.jit(f)(x, v))
-        assert disk_cache.stats["hits"] > hits
-    finally:
-        jaxlite.config.update("jax_compilation_cache_dir", previous)
-        jit_module.clear_caches()
+    first, second = jit_twice_through_the_disk_cache(f, (x, v), tmp_path / "cache")
     np.testing.assert_array_equal(first, second)
     np.testing.assert_allclose(first, f(x, v), rtol=2e-5, atol=2e-5)
+
+
+def test_compiled_text_shows_the_low_precision_gemms_and_their_plans():
+    x, w = normal(256, 512), normal(512, 384)
+    text = jaxlite.jit(precision.int8(lambda x, w: x @ w)).lower(x, w).compile().as_text()
+    assert "gemm 256x384x512 int8-" in text and "thread" in text

@@ -444,7 +444,8 @@ class HostBridge:
 
     @property
     def gemm_calls(self):
-        return [callee for callee in self.callees if isinstance(callee, runtime._GemmCall)]
+        kinds = (runtime._GemmCall, runtime._LowPrecisionCall)
+        return [callee for callee in self.callees if isinstance(callee, kinds)]
 
     def _run_step(self, number, pointers):
         try:

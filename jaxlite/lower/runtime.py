@@ -334,7 +334,7 @@ class Executable:
         return self.compiled.asm() if self.compiled is not None else ""
 
     def describe_gemm_plans(self):
-        """One line per float GEMM call: its problem and the plan that runs it."""
+        """One line per GEMM call: its problem and the plan that runs it."""
         calls = self._bridge.gemm_calls if self._bridge is not None else []
         return [f"{call.describe()}: {call.plan.describe()}" for call in calls]
 
@@ -774,7 +774,7 @@ class _LowPrecisionCall:
 
     def describe(self):
         kernel = self.kernel
-        return f"{kernel.product.name} gemm {kernel.m}x{kernel.n}x{kernel.k}"
+        return f"gemm {kernel.m}x{kernel.n}x{kernel.k} {kernel.product.name}"
 
 
 # Every GEMM step may use the CPUs this process may run on; its plan (autotune.py) says
