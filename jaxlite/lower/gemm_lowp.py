@@ -169,11 +169,13 @@ class NativePass:
     fn(*pointers, *sizes, start, stop) over slices [start, stop) of range(count), which are
     independent (any split over threads gives the same result). `pointers` names its array
     arguments in order; `sizes` are its i64 arguments before start and stop. `function` is
-    the ctypes function (it keeps the machine code alive)."""
+    the ctypes function (it keeps the machine code alive). `elements` is what it reads,
+    which decides how many threads repay themselves (pass_units)."""
     function: object
     pointers: tuple
     sizes: tuple
     count: int
+    elements: int
 
     @property
     def address(self):
@@ -226,7 +228,7 @@ class LowPrecisionGemm:
             return None
         itemsize = self.narrow_dtype.itemsize
         sizes = (self.k * itemsize, 4 * self.k_words, _ACTIVATION_OFFSET if self.offsets_activations else 0)
-        return NativePass(_compile_row_padder(), ("a", "words"), sizes, self.m)
+        return NativePass(_compile_row_padder(), ("a", "words"), sizes, self.m, self.m * self.k)
 
     def b_packer(self):
         """The native pass that makes a PreparedB from a narrow B (k x n), for callers that run
@@ -235,9 +237,25 @@ class LowPrecisionGemm:
         ptr correction, i64 tile_start, i64 tile_end)` over column tiles (k, n baked in)."""
         if self.narrow_dtype == bfloat16:
             packer = _compile_bf16_packer(self.panel_width, "bfloat16")
-            return NativePass(packer, ("b", "words"), (self.k, self.n), self.k_words)
+            return NativePass(packer, ("b", "words"), (self.k, self.n), self.k_words, self.k * self.n)
         packer = _compile_int8_packer(self.k, self.n, self.panel_width)
-        return NativePass(packer, ("b", "words", "correction"), (), self.panels_shape[0])
+        return NativePass(packer, ("b", "words", "correction"), (), self.panels_shape[0], self.k * self.n)
+
+    def _a_quantizer(self):
+        """float32 activations x (m x k) quantized per row into A's words and row scales."""
+        return NativePass(_compile_quantizer(self.offsets_activations), ("x", "words", "scales"),
+                          (self.k, 4 * self.k_words), self.m, self.m * self.k)
+
+    def _b_quantizer(self):
+        """float32 weights w (k x n) quantized per column into B's panels, column scales and
+        int8's correction."""
+        return NativePass(_compile_weight_quantizer(self.k, self.n, self.panel_width),
+                          ("w", "words", "scales", "correction"), (), self.panels_shape[0], self.k * self.n)
+
+    def _b_rounder(self):
+        """float32 weights w (k x n) rounded to bf16 into B's panels."""
+        return NativePass(_compile_bf16_packer(self.panel_width, "float32"), ("w", "words"), (self.k, self.n),
+                          self.k_words, self.k * self.n)
 
     def prepare_b(self, b, threads=1):
         """Repack B (k x n) once: word [p, j] holds B[group*p : group*(p+1), j]. One compiled
@@ -245,10 +263,7 @@ class LowPrecisionGemm:
         b = self._operand(b, (self.k, self.n))
         words = np.empty(self.panels_shape, self.product.dtype)
         correction = np.empty(self.n, np.int32) if self.narrow_dtype == np.int8 else None
-        pass_ = self.b_packer()
-        arrays = {"b": b, "words": words, "correction": correction}
-        pointers = tuple(array_data(arrays[name]) for name in pass_.pointers)
-        _split_rows(pass_.function, pointers + pass_.sizes, pass_.count, threads, self.k * self.n)
+        _run_pass(self.b_packer(), {"b": b, "words": words, "correction": correction}, threads)
         return PreparedB(words, correction if self.offsets_activations else None)
 
     def _a_read_as_stored(self):
@@ -264,10 +279,8 @@ class LowPrecisionGemm:
         a = self._operand(a, (self.m, self.k))
         if self._a_read_as_stored():
             return a.view(self.product.dtype)
-        pass_ = self.a_padder()
         words = np.empty((self.m, self.k_words), self.product.dtype)
-        _split_rows(pass_.function, (array_data(a), array_data(words)) + pass_.sizes, self.m, threads,
-                    self.m * self.k)
+        _run_pass(self.a_padder(), {"a": a, "words": words}, threads)
         return words
 
     def quantize_a(self, x, threads=1):
@@ -280,9 +293,7 @@ class LowPrecisionGemm:
                              f"for an int8 GEMM, got {x.shape}")
         words = np.empty((self.m, self.k_words), self.product.dtype)
         scales = np.empty(self.m, np.float32)
-        quantizer = _compile_quantizer(self.offsets_activations)
-        sizes_and_pointers = (array_data(x), array_data(words), array_data(scales), self.k, 4 * self.k_words)
-        _split_rows(quantizer, sizes_and_pointers, self.m, threads, self.m * self.k)
+        _run_pass(self._a_quantizer(), {"x": x, "words": words, "scales": scales}, threads)
         return words, scales
 
     def quantize_b(self, w, threads=1):
@@ -295,9 +306,7 @@ class LowPrecisionGemm:
                              f"for an int8 GEMM, got {w.shape}")
         words = np.empty(self.panels_shape, self.product.dtype)
         scales, correction = np.empty(self.n, np.float32), np.empty(self.n, np.int32)
-        quantizer = _compile_weight_quantizer(self.k, self.n, self.panel_width)
-        pointers = (array_data(w), array_data(words), array_data(scales), array_data(correction))
-        _split_rows(quantizer, pointers, words.shape[0], threads, self.k * self.n)
+        _run_pass(self._b_quantizer(), {"w": w, "words": words, "scales": scales, "correction": correction}, threads)
         return PreparedB(words, correction if self.offsets_activations else None), scales
 
     def round_b(self, w, threads=1):
@@ -309,9 +318,7 @@ class LowPrecisionGemm:
             raise ValueError(f"round_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for a bf16 GEMM, got {w.shape}")
         words = np.empty(self.panels_shape, self.product.dtype)
-        sizes_and_pointers = (array_data(w), array_data(words), self.k, self.n)
-        _split_rows(_compile_bf16_packer(self.panel_width, "float32"), sizes_and_pointers, self.k_words, threads,
-                    self.k * self.n)
+        _run_pass(self._b_rounder(), {"w": w, "words": words}, threads)
         return PreparedB(words, None)
 
     def run(self, a, b, *extra, out=None, threads=1):
@@ -360,25 +367,21 @@ class LowPrecisionGemm:
     def quantize_a_job(self, jobs, x, threads):
         """Quantize float32 activations x (m x k) per row into A's words: (words, row scales)."""
         words, scales = jobs.scratch(4 * self.m * self.k_words), jobs.scratch(4 * self.m)
-        quantizer = _compile_quantizer(self.offsets_activations)
-        jobs.add_ranged(quantizer, [x, words, scales, self.k, 4 * self.k_words], self.m,
-                        pass_units(self.m * self.k, threads))
+        _add_pass(jobs, self._a_quantizer(), {"x": x, "words": words, "scales": scales}, threads)
         return words, scales
 
     def quantize_b_job(self, jobs, w, threads):
         """Quantize float32 weights w (k x n) per column into B's panels: (panels, correction,
         column scales)."""
         panels, correction, scales = self._panels(jobs), jobs.scratch(4 * self.n), jobs.scratch(4 * self.n)
-        quantizer = _compile_weight_quantizer(self.k, self.n, self.panel_width)
-        jobs.add_ranged(quantizer, [w, panels, scales, correction], self.panels_shape[0],
-                        pass_units(self.k * self.n, threads))
+        arrays = {"w": w, "words": panels, "scales": scales, "correction": correction}
+        _add_pass(jobs, self._b_quantizer(), arrays, threads)
         return panels, correction, scales
 
     def round_b_job(self, jobs, w, threads):
         """Round float32 weights w (k x n) to bf16 into B's panels: the panels."""
         panels = self._panels(jobs)
-        jobs.add_ranged(_compile_bf16_packer(self.panel_width, "float32"), [w, panels, self.k, self.n],
-                        self.k_words, pass_units(self.k * self.n, threads))
+        _add_pass(jobs, self._b_rounder(), {"w": w, "words": panels}, threads)
         return panels
 
     def pad_a_job(self, jobs, a, threads):
@@ -387,14 +390,13 @@ class LowPrecisionGemm:
         if self._a_read_as_stored():
             return a
         words = jobs.scratch(4 * self.m * self.k_words)
-        _add_pass(jobs, self.a_padder(), {"a": a, "words": words}, self.m * self.k, threads)
+        _add_pass(jobs, self.a_padder(), {"a": a, "words": words}, threads)
         return words
 
     def pack_b_job(self, jobs, b, threads):
         """Narrow B (k x n) packed into B's panels (b_packer): (panels, int8's correction or None)."""
-        packer = self.b_packer()
         arrays = {"b": b, "words": self._panels(jobs), "correction": jobs.scratch(4 * self.n)}
-        _add_pass(jobs, packer, arrays, self.k * self.n, threads)
+        _add_pass(jobs, self.b_packer(), arrays, threads)
         return arrays["words"], arrays["correction"] if self.offsets_activations else None
 
     def gemm_job(self, jobs, a, b, correction, extra, out, threads):
@@ -460,25 +462,26 @@ def _compiled_quantizer(module, name, pointers, sizes=0):
     return quantizer
 
 
-def _add_pass(jobs, pass_, arrays, elements, threads):
+def _add_pass(jobs, pass_, arrays, threads):
     """A NativePass as a job of a JobList, its pointers from `arrays` (context words by name)."""
     jobs.add_ranged(pass_.function, [arrays[name] for name in pass_.pointers] + list(pass_.sizes), pass_.count,
-                    pass_units(elements, threads))
+                    pass_units(pass_.elements, threads))
+
+
+def _run_pass(pass_, arrays, threads):
+    """Run a NativePass on numpy `arrays` (by name), its slices split over up to `threads`
+    threads (pass_units)."""
+    words = tuple(array_data(arrays[name]) for name in pass_.pointers) + pass_.sizes
+    units = pass_units(pass_.elements, threads)
+    if units == 1:
+        pass_.function(*words, 0, pass_.count)
+        return
+    native_pool.RangedContext(pass_.address, words, pass_.count, units).run()
 
 
 def pass_units(elements, threads):
     """Slices (threads) for a pass over `elements`: each gets PASS_MIN_ELEMENTS_PER_THREAD at least."""
     return max(1, min(threads, elements // PASS_MIN_ELEMENTS_PER_THREAD))
-
-
-def _split_rows(quantizer, pointers, count, threads, elements):
-    """quantizer(*pointers, start, stop) over range(count) (`pointers` may end with sizes), split over up to `threads`
-    threads: the slices are independent."""
-    threads = pass_units(elements, threads)
-    if threads == 1:
-        quantizer(*pointers, 0, count)
-        return
-    native_pool.RangedContext(quantizer.address, pointers, count, threads).run()
 
 
 @llvm_target.compile_once

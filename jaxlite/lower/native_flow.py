@@ -10,8 +10,7 @@ steps are emitted inline, inside the loop or branch:
     units run by the native pool (native_pool.py), each thread's scratch inside the
     program's workspace; a bf16/int8 product, its list of pool jobs (native_pool.JobList:
     quantize or pack its operands into scratch, then the GEMM's units);
-  * anything else (fallbacks to numpy, debug callbacks, GEMMs needing a transposed
-    copy): a call back into Python through one ctypes function
+  * anything else (fallbacks to numpy, debug callbacks): a call back into Python through one ctypes function
     pointer, `i32 host(i64 step, ptr data_pointers)`, which runs the equation on numpy
     views of its buffers. A raised exception is recorded and makes the native code
     return 1 at once; the runtime re-raises it after the native call returns.
@@ -337,9 +336,9 @@ _CONTROL_EMITTERS = {"while": _emit_while, "scan": _emit_scan, "cond": _emit_con
 # ---------------------------------------------------------------- GEMMs, routines and Python callbacks
 
 def runs_natively(step):
-    """Whether native code calls this step's compiled code as is: a float GEMM whose
-    operands it reads as stored, or a native routine (sort, factorizations); decided
-    without compiling anything."""
+    """Whether native code calls this step's compiled code as is: a GEMM (float, or a
+    bf16/int8 product's jobs) whose operands it reads as stored, or a native routine
+    (sort, factorizations); decided without compiling anything."""
     return step.kind == "gemm" and runtime.gemm_reads_in_place(step.eqn) or step.kind == "native"
 
 
@@ -365,9 +364,9 @@ def _emit_native_call(fn, eqn, env, scratch):
     """Run a GEMM or routine by the pool, its task's context on the stack: for the GEMM
     family's unit task {kernel, a, b, c, scratch, stride, unit table, extra...}, for
     native_pool.ranged_task {routine, count, units, scratch, stride, operands...,
-    results...}. The per-thread
-    scratch starts at `scratch`; its size is known once the code is bound, and HostBridge
-    reserves it then (so this returns 0)."""
+    results...}; a bf16/int8 product calls jaxlite_run_jobs(its JobList, its operands'
+    pointers, scratch). The scratch starts at `scratch`; its size is known once the code
+    is bound, and HostBridge reserves it then (so this returns 0)."""
     number = len(fn.code.native_eqns)
     fn.code.native_eqns.append(eqn)
     fn.code.native_scratch.append(scratch)

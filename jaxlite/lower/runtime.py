@@ -4,9 +4,9 @@ A compiled program is a list of steps: fused kernels, control flow (native loops
 and branches around their bodies' steps, see native_flow.py), GEMMs and native routines
 (sorts, factorizations: native_routines.py), bf16/int8 products (a list of jobs for the
 worker pool: quantize or pack the operands, then the GEMM's units; _LowPrecisionCall),
-and the few equations that run from Python (GEMMs needing a transposed copy of an
-operand, and logged fallbacks to an equation's numpy implementation). All of one compiled function's code
-lives in one LLVM module. Each kernel, control-flow, GEMM and routine step has a native
+and the few equations that run from Python (debug callbacks, and logged fallbacks to an
+equation's numpy implementation). All of one compiled function's code
+lives in one LLVM module (a big one compiles in pieces, llvm_target.split_module). Each kernel, control-flow, GEMM and routine step has a native
 entry point `void entry(ptr objects, i64 start, i64 stop)` (start/stop bound a kernel's
 parallel loop); when every step is one of those, one more entry point runs them all,
 and a call is one call of it, as a Python builtin (native_call.py: no ctypes on that
