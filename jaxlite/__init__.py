@@ -6,17 +6,18 @@ from jaxlite import debug, errors
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.config import config
-from jaxlite.core.staging import eval_shape, make_jaxpr
+from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import disable_jit, jit
-from jaxlite.transforms import precision
+from jaxlite.transforms import precision, stages
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
 sys.modules[__name__ + ".precision"] = precision
+sys.modules[__name__ + ".stages"] = stages
 
 __version__ = "0.1.0"
 

@@ -189,7 +189,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
                                 f"make_jaxpr of {_function_name(fun)}")
         if not return_shape:
             return closed
-        shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
         return closed, tree_unflatten(out_tree[0], shapes)
     return make
 
@@ -200,8 +200,13 @@ def eval_shape(fun, *args, **kwargs):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     avals = [_aval_of_spec(x) for x in flat_args]
     closed = trace_to_jaxpr(flat_fun, avals, f"eval_shape of {_function_name(fun)}")
-    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
     return tree_unflatten(out_tree[0], shapes)
+
+
+def typeof(x):
+    """The abstract value (ShapedArray) of an array, tracer or Python scalar."""
+    return abstractify(x)
 
 
 def _aval_of_spec(x):

@@ -26,16 +26,14 @@ import warnings
 import weakref
 from contextlib import contextmanager
 
-import numpy as np
-
 from jaxlite.core import errors
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
 from jaxlite.core.primitive import Primitive, call_primitives
-from jaxlite.core.staging import abstractify, flatten_fun, trace_to_jaxpr
+from jaxlite.core.staging import _aval_of_spec, abstractify, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
-from jaxlite.transforms import ad, batching, dispatch
+from jaxlite.transforms import ad, batching, dispatch, stages
 from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
 
 logger = logging.getLogger("jaxlite.jit")
@@ -152,7 +150,7 @@ def _compile(closed, name, donated=()):
 
 def _warn_unusable_donations(avals):
     if avals:
-        shown = ", ".join(f"ShapedArray({a.dtype.name}[{','.join(map(str, a.shape))}])" for a in avals)
+        shown = ", ".join(repr(a.strip_weak_type()) for a in avals)
         warnings.warn(f"Some donated buffers were not usable: {shown}.\nDonated arguments are given up "
                       f"only when an output has the same shape and dtype to take over their buffer.")
 
@@ -267,26 +265,31 @@ class JittedFunction:
             self._fast_calls.clear()
         self._fast_calls[_fast_key(signatures)] = dispatch.make_call(entry, entry.executable, signatures)
 
+    def trace(self, *args, **kwargs):
+        """The jaxpr for these arguments (arrays or ShapeDtypeStructs), as a stages.Traced."""
+        entry, _ = self._entry(args, kwargs, specs=True)
+        return stages.Traced(entry, entry.in_tree, self.__name__)
+
     def lower(self, *args, **kwargs):
-        entry, _ = self._entry(args, kwargs)
-        from jaxlite.lower import pipeline
-        return Lowered(pipeline.lower_jaxpr(entry.closed), entry.name, entry.out_tree)
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         from jaxlite.core.staging import eval_shape
         return eval_shape(self.fun, *args, **kwargs)
 
     # -- tracing and the cache
-    def _entry(self, args, kwargs):
+    def _entry(self, args, kwargs, specs=False):
+        """The cache entry for these arguments; `specs`: ShapeDtypeStructs may stand for arrays."""
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         flat_args, in_tree = tree_flatten((dynamic_args, dynamic_kwargs))
-        signature = tuple(_leaf_signature(x) for x in flat_args)
+        aval_of = _aval_of_spec if specs else abstractify
+        signature = tuple(_leaf_signature(x, aval_of) for x in flat_args)
         donated = self._donated_leaves(args, kwargs)
         key = (self.fun, in_tree, signature, static, config.jax_enable_x64, donated)
         entry = _calls_cache.get(key)
         if entry is None:
             _explain_miss(self.fun, key)
-            entry = self._trace(in_tree, flat_args, static, donated)
+            entry = self._trace(in_tree, [aval_of(x) for x in flat_args], static, donated)
             if entry.cacheable:
                 _calls_cache.put(key, entry)
         return entry, flat_args
@@ -302,7 +305,7 @@ class JittedFunction:
                     for name, value in kwargs.items() if name not in self.static_argnames}
         return tuple(tree_flatten((positional, keywords))[0])
 
-    def _trace(self, in_tree, flat_args, static, donated=()):
+    def _trace(self, in_tree, in_avals, static, donated=()):
         static_positional = [(i, v) for kind, i, v in static if kind == "position"]
         static_keywords = {name: v for kind, name, v in static if kind == "name"}
 
@@ -315,8 +318,10 @@ class JittedFunction:
 
         flat_fun, out_tree = flatten_fun(with_static, in_tree)
         name = f"jit({self.__name__})"
-        closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args], name)
-        return _TracedCall(closed, out_tree[0], name, donated)
+        closed = trace_to_jaxpr(flat_fun, in_avals, name)
+        entry = _TracedCall(closed, out_tree[0], name, donated)
+        entry.in_tree = in_tree
+        return entry
 
     def _split(self, args, kwargs):
         static = []
@@ -373,11 +378,11 @@ def _array_signatures(args):
     return None
 
 
-def _leaf_signature(x):
+def _leaf_signature(x, aval_of=abstractify):
     if type(x) is Array:
         signature = signature_of(x)
         return (signature.shape, signature.dtype, signature.weak_type)
-    aval = abstractify(x)
+    aval = aval_of(x)
     return (aval.shape, aval.dtype, aval.weak_type)
 
 
@@ -461,50 +466,3 @@ def _difference(old, new):
         if a[2] != b[2]:
             return f"argument leaf {i} changed weak type from {a[2]} to {b[2]}"
     return "the signature was evicted from the cache"
-
-
-# ---------------------------------------------------------------- ahead-of-time stages
-
-class Lowered:
-    """`jit(f).lower(*args)`: the optimized jaxpr and its fused kernels."""
-
-    def __init__(self, program, name, out_tree):
-        self.program, self.name, self.out_tree = program, name, out_tree
-
-    def as_text(self):
-        return self.program.as_text()
-
-    def compile(self):
-        from jaxlite.lower import pipeline
-        _stats["compiles"] += 1
-        return Compiled(self.program, pipeline.compile_program(self.program, self.name), self.out_tree)
-
-
-class Compiled:
-    """Machine code for one signature: `as_text()` is the LLVM IR (headed by the GEMM
-    calls' plans), `asm()` the assembly."""
-
-    def __init__(self, program, executable, out_tree):
-        self.program, self.executable, self.out_tree = program, executable, out_tree
-
-    def as_text(self):
-        """The LLVM IR, after a comment per GEMM call naming the plan chosen for it."""
-        compiled = self.executable.compiled
-        text = compiled.optimized_ir if compiled is not None else self.executable.llvm_ir
-        plans = "".join(f"; {line}\n" for line in self.executable.describe_gemm_plans())
-        return plans + text
-
-    def asm(self):
-        return self.executable.asm()
-
-    def cost_analysis(self):
-        from jaxlite.lower import pipeline
-        return pipeline.cost_analysis(self.program)
-
-    def __call__(self, *args):
-        flat_args, _ = tree_flatten(args)
-        closed = self.program.closed
-        values = [dispatch.numpy_argument(x, aval) for x, aval in zip(flat_args, closed.in_avals)]
-        outs = self.executable(values)
-        arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, closed.out_avals)]
-        return tree_unflatten(self.out_tree, arrays)
