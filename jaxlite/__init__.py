@@ -2,7 +2,8 @@
 import sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util
-from jaxlite import debug, errors
+from jaxlite import debug, errors, experimental
+from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.config import config
