@@ -5,6 +5,7 @@ computing it. Values from outside the function (closed-over arrays, tracers of
 an enclosing transformation) become constvars; scalar constants become literals.
 """
 import inspect
+import sys
 
 import numpy as np
 
@@ -233,9 +234,15 @@ def eval_jaxpr(jaxpr, consts, *args):
 
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        outputs = eqn.primitive.bind(*map(read, eqn.inputs), **eqn.params)
-        env.update(zip(eqn.outputs, outputs if eqn.primitive.multiple_results else [outputs]))
+    frame = sys._getframe()
+    replays = errors.replaying(frame)
+    try:
+        for eqn in jaxpr.eqns:
+            replays[frame] = eqn.source_info
+            outputs = eqn.primitive.bind(*map(read, eqn.inputs), **eqn.params)
+            env.update(zip(eqn.outputs, outputs if eqn.primitive.multiple_results else [outputs]))
+    finally:
+        del replays[frame]
     return [read(v) for v in jaxpr.outvars]
 
 
