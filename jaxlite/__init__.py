@@ -7,6 +7,7 @@ from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.config import config
+from jaxlite.core.ref import Ref, freeze, new_ref
 from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat

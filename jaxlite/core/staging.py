@@ -13,6 +13,7 @@ from jaxlite.core import dtypes, errors
 from jaxlite.core.abstract import ShapedArray, ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from jaxlite.core.ref import Ref, discharged
 from jaxlite.core.trace import Trace, Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 
@@ -142,6 +143,10 @@ def _invalid_output_error(fun, leaf):
     fun = inspect.unwrap(fun)
     code = getattr(fun, "__code__", None)
     where = f" at {code.co_filename}:{code.co_firstlineno}" if code else ""
+    if isinstance(leaf, Ref):
+        return ValueError(f"function {getattr(fun, '__name__', fun)}{where} returned a mutable array "
+                          f"reference of type {leaf.aval}, but mutable array references cannot be "
+                          "returned. Return jax.freeze(ref) (its value) instead.")
     return TypeError(f"function {getattr(fun, '__name__', fun)}{where} returned a value of type "
                      f"{type(leaf).__name__} ({leaf!r:.60}), which is not a valid jaxlite type: "
                      "outputs of transformed functions must be arrays, numpy arrays or Python "
@@ -186,11 +191,14 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         dynamic, static = _split_static(args, static_argnums)
         flat_args, in_tree = tree_flatten((dynamic, kwargs))
         flat_fun, out_tree = flatten_fun(_with_static(fun, static), in_tree)
-        closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args],
-                                f"make_jaxpr of {_function_name(fun)}")
+        # A Ref argument is an input (its value) and an output (its final value).
+        refs = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
+        avals = [x.aval.inner_aval if isinstance(x, Ref) else abstractify(x) for x in flat_args]
+        closed = trace_to_jaxpr(discharged(flat_fun, refs), avals, f"make_jaxpr of {_function_name(fun)}")
         if not return_shape:
             return closed
-        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                  for a in closed.out_avals[:len(closed.out_avals) - len(refs)]]
         return closed, tree_unflatten(out_tree[0], shapes)
     return make
 
@@ -206,8 +214,9 @@ def eval_shape(fun, *args, **kwargs):
 
 
 def typeof(x):
-    """The abstract value (ShapedArray) of an array, tracer or Python scalar."""
-    return abstractify(x)
+    """The abstract value of an array, tracer or Python scalar (a ShapedArray), or of a
+    mutable array reference (an AbstractRef)."""
+    return x.aval if isinstance(x, Ref) else abstractify(x)
 
 
 def _aval_of_spec(x):

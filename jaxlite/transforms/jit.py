@@ -29,7 +29,9 @@ from contextlib import contextmanager
 from jaxlite.core import errors
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
+from jaxlite.core import ref as ref_module
 from jaxlite.core.primitive import Primitive, call_primitives
+from jaxlite.core.ref import Ref
 from jaxlite.core.staging import _aval_of_spec, abstractify, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
@@ -119,6 +121,7 @@ class _CacheEntry:
         self.lock = threading.Lock()
 
     extra_args = ()
+    ref_positions = ()     # flat arguments that are mutable array references
 
     def get_executable(self):
         with self.lock:
@@ -250,6 +253,9 @@ class JittedFunction:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         entry, flat_args = self._entry(args, kwargs)
+        refs = [flat_args[i] for i in entry.ref_positions]
+        if refs:
+            flat_args = [x[...] if isinstance(x, Ref) else x for x in flat_args]
         if current_trace() is EVAL_TRACE:
             # Signatures first: a donated argument is deleted by the call.
             signatures = None if kwargs or self.static_argnums or not entry.cacheable else _array_signatures(args)
@@ -258,6 +264,8 @@ class JittedFunction:
                 self._remember_fast(signatures, entry)
         else:
             outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=entry.name)
+        if refs:
+            outs = _write_back(refs, outs)
         return tree_unflatten(entry.out_tree, outs)
 
     def _remember_fast(self, signatures, entry):
@@ -283,13 +291,16 @@ class JittedFunction:
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         flat_args, in_tree = tree_flatten((dynamic_args, dynamic_kwargs))
         aval_of = _aval_of_spec if specs else abstractify
+        ref_positions = _ref_positions(flat_args, self.fun)
+        if ref_positions:
+            aval_of = _aval_or_ref_aval(aval_of)
         signature = tuple(_leaf_signature(x, aval_of) for x in flat_args)
         donated = self._donated_leaves(args, kwargs)
         key = (self.fun, in_tree, signature, static, config.jax_enable_x64, donated)
         entry = _calls_cache.get(key)
         if entry is None:
             _explain_miss(self.fun, key)
-            entry = self._trace(in_tree, [aval_of(x) for x in flat_args], static, donated)
+            entry = self._trace(in_tree, [aval_of(x) for x in flat_args], static, donated, ref_positions)
             if entry.cacheable:
                 _calls_cache.put(key, entry)
         return entry, flat_args
@@ -305,7 +316,7 @@ class JittedFunction:
                     for name, value in kwargs.items() if name not in self.static_argnames}
         return tuple(tree_flatten((positional, keywords))[0])
 
-    def _trace(self, in_tree, in_avals, static, donated=()):
+    def _trace(self, in_tree, in_avals, static, donated=(), ref_positions=()):
         static_positional = [(i, v) for kind, i, v in static if kind == "position"]
         static_keywords = {name: v for kind, name, v in static if kind == "name"}
 
@@ -318,9 +329,10 @@ class JittedFunction:
 
         flat_fun, out_tree = flatten_fun(with_static, in_tree)
         name = f"jit({self.__name__})"
-        closed = trace_to_jaxpr(flat_fun, in_avals, name)
+        with ref_module.staging_a_cached_program():
+            closed = trace_to_jaxpr(ref_module.discharged(flat_fun, ref_positions), in_avals, name)
         entry = _TracedCall(closed, out_tree[0], name, donated)
-        entry.in_tree = in_tree
+        entry.in_tree, entry.ref_positions = in_tree, ref_positions
         return entry
 
     def _split(self, args, kwargs):
@@ -337,6 +349,36 @@ class JittedFunction:
             else:
                 dynamic_kwargs[name] = value
         return dynamic_args, dynamic_kwargs, tuple(static)
+
+
+# ---------------------------------------------------------------- mutable array references
+# A Ref argument is one more input (its value now) and one more output (its value at the
+# end), which the call writes back into the Ref.
+
+def _ref_positions(flat_args, fun):
+    positions = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
+    seen = {}
+    for i in positions:
+        if id(flat_args[i]) in seen:
+            raise ValueError(f"only one reference to a mutable array may be passed as an argument to a "
+                             f"function, but when tracing {getattr(fun, '__name__', fun)} for jit the "
+                             f"mutable array reference of type {flat_args[i].aval} appeared at flat "
+                             f"arguments {seen[id(flat_args[i])]} and {i}.")
+        seen[id(flat_args[i])] = i
+    return positions
+
+
+def _aval_or_ref_aval(aval_of):
+    """Avals of flat arguments where a Ref stands for its value (marked, to key the cache)."""
+    def aval(x):
+        return x.aval.inner_aval if isinstance(x, Ref) else aval_of(x)
+    return aval
+
+
+def _write_back(refs, outs):
+    for ref, value in zip(refs, outs[len(outs) - len(refs):]):
+        ref[...] = value
+    return outs[:len(outs) - len(refs)]
 
 
 class _TracedCall(_CacheEntry):
@@ -379,6 +421,8 @@ def _array_signatures(args):
 
 
 def _leaf_signature(x, aval_of=abstractify):
+    if isinstance(x, Ref):
+        return ("ref", x.aval)
     if type(x) is Array:
         signature = signature_of(x)
         return (signature.shape, signature.dtype, signature.weak_type)
