@@ -6,7 +6,9 @@ from jaxlite import ad_checkpoint, debug, errors, experimental
 from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
-from jaxlite.core.config import config
+from jaxlite.core.config import (checking_leaks, config, debug_infs, debug_key_reuse, debug_nans,
+                                 default_matmul_precision, enable_checks, enable_x64, explain_cache_misses,
+                                 log_compiles, numpy_dtype_promotion, numpy_rank_promotion, transfer_guard)
 from jaxlite.core.ref import Ref, freeze, new_ref
 from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp

@@ -12,6 +12,10 @@ import types
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+class JaxRuntimeError(RuntimeError):
+    """An error while running a program (JAX: from its runtime), e.g. a disallowed transfer."""
+
+
 class SourceInfo:
     """A user's source location: file, line and function name."""
 

@@ -33,7 +33,7 @@ from jaxlite.core import ref as ref_module
 from jaxlite.core.primitive import Primitive, call_primitives
 from jaxlite.core.ref import Ref
 from jaxlite.core.staging import _aval_of_spec, abstractify, flatten_fun, trace_to_jaxpr
-from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace
+from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace, float_checks
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching, dispatch, stages
 from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
@@ -102,7 +102,7 @@ def _clear_fast_calls():
 def _on_config_change(name, value):
     if name == "jax_enable_x64":
         clear_caches()
-    elif name == "jax_disable_jit":
+    elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
         _clear_fast_calls()     # the fast path does not read the flag: with no tables it never hits
 
 
@@ -253,6 +253,8 @@ class JittedFunction:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         entry, flat_args = self._entry(args, kwargs)
+        if config.jax_transfer_guard in ("log", "disallow"):
+            _guard_transfers(flat_args, entry.in_avals[len(entry.extra_args):])
         refs = [flat_args[i] for i in entry.ref_positions]
         if refs:
             flat_args = [x[...] if isinstance(x, Ref) else x for x in flat_args]
@@ -260,7 +262,9 @@ class JittedFunction:
             # Signatures first: a donated argument is deleted by the call.
             signatures = None if kwargs or self.static_argnums or not entry.cacheable else _array_signatures(args)
             outs = dispatch.run_entry(entry, flat_args)
-            if signatures is not None:
+            if float_checks.enabled:
+                _check_floats(entry, flat_args, outs)
+            elif signatures is not None:
                 self._remember_fast(signatures, entry)
         else:
             outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=entry.name)
@@ -349,6 +353,35 @@ class JittedFunction:
             else:
                 dynamic_kwargs[name] = value
         return dynamic_args, dynamic_kwargs, tuple(static)
+
+
+def _guard_transfers(flat_args, avals):
+    """jax_transfer_guard: numpy values and Python scalars passed to a jitted function are
+    what JAX would transfer to the device (Arrays are already there)."""
+    for x, aval in zip(flat_args, avals):
+        if not isinstance(x, (Array, Tracer, Ref)):
+            message = f"host-to-device transfer: aval={aval!r}, dst_sharding=SingleDeviceSharding(device=CpuDevice(id=0))"
+            if config.jax_transfer_guard == "disallow":
+                raise errors.JaxRuntimeError(f"INVALID_ARGUMENT: Disallowed {message}")
+            logger.warning("Transfer guard: %s", message)
+
+
+def _check_floats(entry, flat_args, outs):
+    """jax_debug_nans/infs: a compiled call that produced a nan (inf) is run again
+    equation by equation (the de-optimized function), so the error names the primitive."""
+    kind = next((k for k in map(float_checks.invalid, outs) if k is not None), None)
+    if kind is None:
+        return
+    logger.warning("Invalid %s value encountered in the output of a jax.jit function. Calling the "
+                   "de-optimized version.", kind)
+    float_checks.rerun(entry.closed, entry.extra_args + [dispatch.numpy_argument(x, a) for x, a in
+                                                         zip(flat_args, entry.in_avals)])
+    raise FloatingPointError(
+        f"invalid value ({kind}) encountered in {entry.name}. Because jax_debug_nans and/or "
+        "jax_debug_infs is set, the de-optimized function (the function as if the `jit` decorator "
+        "were removed) was called in an attempt to get a more precise error message. However, the "
+        "de-optimized function did not produce invalid values during its execution: the compiled "
+        "code computed differently (e.g. with a fused or reordered floating-point computation).")
 
 
 # ---------------------------------------------------------------- mutable array references
