@@ -15,6 +15,7 @@ from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
+from jaxlite.transforms.jacobians import jacrev as jacobian
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import disable_jit, jit
 from jaxlite.transforms import precision, stages

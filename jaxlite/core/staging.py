@@ -28,6 +28,9 @@ class JaxprTracer(Tracer):
     def aval(self):
         return self._var.aval
 
+    def __repr__(self):
+        return f"JitTracer({self.aval})"
+
 
 class JaxprTrace(Trace):
     """Records equations; `to_closed_jaxpr` packages them once the function returns."""

@@ -238,3 +238,14 @@ def _collect_with_path(tree, path, is_leaf, out):
     children = list(children)
     for key, child in zip(_child_keys(kind, aux, len(children)), children):
         _collect_with_path(child, path + key, is_leaf, out)
+
+
+class Partial(functools.partial):
+    """functools.partial as a pytree: the bound arguments are its children, the function
+    its static part, so a Partial can be passed through jit, vmap or grad (jax.tree_util.Partial)."""
+
+
+register_pytree_node(
+    Partial,
+    lambda partial: ((partial.args, partial.keywords), partial.func),
+    lambda func, children: Partial(func, *children[0], **children[1]))

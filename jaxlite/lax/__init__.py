@@ -26,5 +26,6 @@ from jaxlite.lax.slicing import (
     scatter_add, scatter_max, scatter_min, scatter_mul)
 from jaxlite.lax.sorting import sort, sort_key_val, top_k
 from jaxlite.lax.linalg import cholesky, lu, svd, triangular_solve
-from jaxlite.lax.convolution import conv_general_dilated
+from jaxlite.lax.convolution import (ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
+                                     conv_with_general_padding)
 from jaxlite.lax.windowed import reduce_window

@@ -16,6 +16,7 @@ primitives (`_conv_as_gemm`, registered in core.primitive.compiler_rewrites): th
 `conv_patches` primitive gathers the windows, which fusion turns into one kernel
 writing the patch matrix, and a dot_general that runs on the generated GEMM.
 """
+import collections
 import itertools
 
 import numpy as np
@@ -248,11 +249,28 @@ batching.batch_rules[conv_general_dilated_p] = _conv_batch
 
 # ---------------------------------------------------------------- the public function
 
+class ConvDimensionNumbers(collections.namedtuple("ConvDimensionNumbers", ["lhs_spec", "rhs_spec", "out_spec"])):
+    """Where each operand keeps its batch (out-feature), feature (in-feature) and spatial axes:
+    lhs_spec and out_spec list the positions of N, C, then the spatial axes; rhs_spec of O, I,
+    then the spatial axes (as jax.lax.ConvDimensionNumbers)."""
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
+    """The ConvDimensionNumbers of string specs like ("NHWC", "HWIO", "NHWC"), of None
+    (the N,C,spatial and O,I,spatial layouts), or of ConvDimensionNumbers themselves."""
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} and "
+                        f"{len(rhs_shape)}.")
+    return ConvDimensionNumbers(*conv_dimension_permutations(dimension_numbers, len(lhs_shape)))
+
+
 def conv_dimension_permutations(dimension_numbers, ndim):
     """Permutations taking lhs, rhs and out to the canonical N,C,spatial / O,I,spatial layouts."""
     if dimension_numbers is None:
         identity = tuple(range(ndim))
         return identity, identity, identity
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return tuple(map(tuple, dimension_numbers))
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if not all(isinstance(s, str) and len(s) == ndim for s in dimension_numbers):
         raise ValueError(f"dimension_numbers {dimension_numbers} must be three strings of length {ndim}")
@@ -282,6 +300,19 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     out = _canonical_conv(lhs, rhs, window_strides, pads, lhs_dilation, rhs_dilation,
                           feature_group_count, batch_group_count)
     return transpose(out, tuple(int(i) for i in np.argsort(out_perm)))
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+    """conv_general_dilated in the N,C,spatial / O,I,spatial layouts."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                                precision=precision, preferred_element_type=preferred_element_type)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """conv_general_dilated in the N,C,spatial / O,I,spatial layouts, with no dilation."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
 
 
 # ---------------------------------------------------------------- im2col for the compiler

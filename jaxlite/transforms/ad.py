@@ -23,7 +23,7 @@ from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import Literal, Var, dce_closed
 from jaxlite.core.staging import eval_jaxpr, flatten_fun, jaxpr_as_fun, literal_value, trace_to_jaxpr
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
-from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+from jaxlite.core.tree_util import Partial, tree_flatten, tree_unflatten
 
 jvp_rules = {}
 transpose_rules = {}
@@ -184,6 +184,12 @@ class JVPTracer(Tracer):
     @property
     def aval(self):
         return aval_of(self.primal)
+
+    def __repr__(self):
+        from jaxlite.transforms.partial_eval import PartialEvalTrace
+        if isinstance(self._trace.parent, PartialEvalTrace):   # reverse mode, as JAX names it
+            return f"GradTracer(primal={self.primal}, typeof(tangent)={aval_of(self.tangent).str_short()})"
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
 
     def to_concrete_value(self):
         primal = self.primal
@@ -494,35 +500,53 @@ def vjp(fun, *primals, has_aux=False):
     """(fun(*primals), vjp_fun[, aux]): vjp_fun(ct) pulls an output cotangent back to the inputs."""
     flat_primals, in_tree, outs, aux, linear, out_nonzero, trees = _linearize_tree(fun, primals, has_aux)
     out_tree = trees["out"]
-
-    def vjp_fun(ct):
-        flat_cts, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree} does not match structure "
-                            f"of primal output {out_tree}")
-        for out, ct_leaf in zip(outs, flat_cts):
-            _check_cotangent(out, ct_leaf)
-        flat_cts = [as_array_argument(c) for c, nonzero in zip(flat_cts, out_nonzero) if nonzero]
-        args = [UndefinedPrimal(a) for a in linear.in_avals]
-        cts_in = backward_pass(linear.jaxpr, linear.consts, args, flat_cts)
-        cts_in = [_cotangent_value(ct, p) for ct, p in zip(cts_in, flat_primals)]
-        return tree_unflatten(in_tree, cts_in)[0]
-
+    pullback = _Pullback(linear, out_tree, [aval_of(o) for o in outs], out_nonzero, in_tree,
+                         [aval_of(p) for p in flat_primals])
+    # A pytree (its leaves are the residuals), so the function can cross a jit boundary.
+    vjp_fun = Partial(pullback, list(linear.consts))
     out = tree_unflatten(out_tree, outs)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
 
-def _check_cotangent(out, ct):
-    out_aval, ct_aval = aval_of(out), aval_of(as_array_argument(ct))
+class _Pullback:
+    """What vjp returns, given the residuals: the cotangents of the inputs for one of the outputs."""
+
+    def __init__(self, linear, out_tree, out_avals, out_nonzero, in_tree, primal_avals):
+        self.jaxpr, self.out_tree, self.out_avals = linear.jaxpr, out_tree, out_avals
+        self.out_nonzero, self.in_tree, self.primal_avals = out_nonzero, in_tree, primal_avals
+
+    def __call__(self, residuals, ct):
+        flat_cts, ct_tree = tree_flatten(ct)
+        if ct_tree != self.out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree} does not match structure "
+                            f"of primal output {self.out_tree}")
+        for aval, ct_leaf in zip(self.out_avals, flat_cts):
+            _check_cotangent(aval, ct_leaf)
+        flat_cts = [as_array_argument(c) for c, nonzero in zip(flat_cts, self.out_nonzero) if nonzero]
+        args = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
+        cts_in = backward_pass(self.jaxpr, residuals, args, flat_cts)
+        cts_in = [_cotangent_value(ct, a) for ct, a in zip(cts_in, self.primal_avals)]
+        return tree_unflatten(self.in_tree, cts_in)[0]
+
+    def __repr__(self):
+        return f"vjp pullback of {len(self.primal_avals)} inputs"
+
+
+def _check_cotangent(out_aval, ct):
+    ct_aval = aval_of(as_array_argument(ct))
     if out_aval.shape != ct_aval.shape or out_aval.dtype != ct_aval.dtype:
         raise ValueError(f"vjp: the cotangent {ct_aval.str_short()} does not match the primal output "
                          f"{out_aval.str_short()}: shapes and dtypes must be equal")
 
 
-def _cotangent_value(ct, primal):
-    """Cotangents are arrays for the user; an integer input gets zeros of its own dtype."""
+def _cotangent_value(ct, primal_aval):
+    """Cotangents are arrays for the user, weakly typed as their primal (as JAX); an integer
+    input gets zeros of its own dtype."""
     if is_zero(ct):
-        return zeros(aval_of(primal))
+        return zeros(primal_aval)
+    if primal_aval.weak_type and not aval_of(ct).weak_type and aval_of(ct).dtype == primal_aval.dtype:
+        from jaxlite import lax
+        return lax.convert_element_type(ct, primal_aval.dtype, weak_type=True)
     return ct
 
 

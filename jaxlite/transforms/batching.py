@@ -38,6 +38,9 @@ class BatchTracer(Tracer):
         aval = self.val.aval
         return aval if self.dim is None else aval.update(shape=logical_shape(aval, self.dim))
 
+    def __repr__(self):
+        return f"VmapTracer(aval={self.aval}, batched={self.val.aval})"
+
 
 class BatchTrace(Trace):
     def __init__(self, parent, axis_size, axis_name=None):

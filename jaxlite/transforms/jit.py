@@ -22,6 +22,7 @@ import inspect
 import logging
 import operator
 import threading
+import types
 import warnings
 import weakref
 from contextlib import contextmanager
@@ -234,6 +235,10 @@ class JittedFunction:
         self._fast_calls = {}       # the arguments' ArraySignatures (a lone one: itself) -> call function
         with _jitted_functions_lock:
             _jitted_functions.add(self)
+
+    def __get__(self, instance, owner=None):
+        """A jitted method binds its instance as the first argument (static or a pytree)."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def __call__(self, *args, **kwargs):
         # Fast path: positional Arrays only, looked up by their interned signatures.
