@@ -7,14 +7,12 @@ used inside a transformed function (jit, grad, vmap) costs nothing at run time b
 the updates themselves, and needs no effect in the IR.
 
 A Ref passed as an argument to a jitted function is read as one more input and its final
-value is one more output, written back into the Ref after the call (transforms/jit.py).
-What this design cannot express is a write from inside a nested trace (a loop body, a
-vmap or grad of a function that did not create the Ref) into a Ref of an outer one:
-that raises, as does a jitted function that closes over a Ref instead of taking it as an
-argument (its value would be baked into the cached program).
+value is one more output, written back into the Ref after the call (transforms/jit.py);
+so is a Ref the jitted function closes over, lifted when it first touches it. What this
+design cannot express is a write from inside a nested trace (a loop body, a vmap or grad
+of a function that did not create the Ref) into a Ref of an outer one: that raises.
 """
 import threading
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -44,21 +42,43 @@ class AbstractRef:
     __repr__ = __str__
 
 
-class _Staging(threading.local):
-    depth = 0       # how many jit traces (whose programs are cached) are under way
+class _LiftContext:
+    """One jit trace under way: the outer Refs its function reads or writes, each lifted
+    to one more input (its value at the call) and output (its final value)."""
+
+    def __init__(self, trace):
+        self.trace, self.refs, self.proxies = trace, [], {}
+
+    def proxy_for(self, ref):
+        proxy = self.proxies.get(id(ref))
+        if proxy is None:
+            proxy = Ref(self.trace.new_arg(_aval_of(ref._value)), self.trace)
+            self.proxies[id(ref)] = proxy
+            self.refs.append(ref)
+        return proxy
 
 
-_staging = _Staging()
+class _Lifting(threading.local):
+    def __init__(self):
+        self.stack = []     # the jit traces under way, innermost last
 
 
-@contextmanager
-def staging_a_cached_program():
-    """While jit traces: a closed-over Ref read now would be baked into the program."""
-    _staging.depth += 1
-    try:
-        yield
-    finally:
-        _staging.depth -= 1
+_lifting = _Lifting()
+
+
+def lifting_closed_over_refs(flat_fun, found):
+    """flat_fun traced by jit, returning after its outputs the final values of the outer Refs
+    it touched; `found` receives those Refs (the caller passes their values, writes back)."""
+    def fun(*args):
+        context = _LiftContext(current_trace())
+        _lifting.stack.append(context)
+        try:
+            outs = flat_fun(*args)
+        finally:
+            _lifting.stack.pop()
+        found.extend(context.refs)
+        return outs + [context.proxies[id(ref)]._value for ref in context.refs]
+    return fun
 
 
 class Ref:
@@ -79,10 +99,14 @@ class Ref:
         return self.shape[0]
 
     def __getitem__(self, index):
-        self._check_read()
-        return self._value if _whole(index) else self._value[index]
+        ref = self._in_current_jit()
+        return ref._value if _whole(index) else ref._value[index]
 
     def __setitem__(self, index, value):
+        ref = self._in_current_jit()
+        if ref is not self:
+            ref[index] = value
+            return
         self._check_write(value)
         # The update is built from jaxlite.numpy, which sits above core: imported here.
         from jaxlite import lax, numpy as jnp
@@ -111,22 +135,24 @@ class Ref:
             return f"Ref({self.aval})"
         return "Ref(" + repr(self._value)[len("Array("):]
 
-    def _check_read(self):
-        if _staging.depth and self._scope is EVAL_TRACE and not isinstance(self._value, Tracer):
-            raise ValueError(
-                f"a jitted function read the mutable array reference of type {self.aval} from its "
-                "closure: jaxlite would bake its current value into the compiled program. Pass the "
-                "reference as an argument of the jitted function instead.")
+    def _in_current_jit(self):
+        """This Ref, or where a jit trace under way holds it: a Ref from outside the innermost
+        jitted function (a closed-over one) is lifted to an input and output of it."""
+        stack = _lifting.stack
+        if not stack or self._scope is stack[-1].trace:
+            return self
+        if self._scope is EVAL_TRACE or any(self._scope is c.trace for c in stack[:-1]):
+            return stack[-1].proxy_for(self)
+        return self
 
     def _check_write(self, value):
-        self._check_read()
         if current_trace() is not self._scope and (isinstance(value, Tracer) or current_trace() is not EVAL_TRACE):
             raise ValueError(
                 f"performing a set/swap operation on the mutable array reference of type {self.aval} "
                 f"from inside {current_trace().describe()}, a transformation of a function that did "
                 "not create it: jaxlite can write a reference only at the level that created it (or "
-                "in a jitted function that takes it as an argument). Move the reference into the "
-                "transformed function, or pass it in and return the new value.")
+                "in a jitted function). Move the reference into the transformed function, or pass it in "
+                "and return the new value.")
 
 
 def discharged(flat_fun, positions):
