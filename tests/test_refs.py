@@ -94,3 +94,17 @@ def test_errors_as_jax():
         return lax.fori_loop(0, 2, body, x)
     with pytest.raises(ValueError, match="did not create it"):
         jaxlite.jit(written_in_a_loop_body)(jnp.ones(2))
+
+
+def test_vmap_maps_ref_arguments_and_writes_them_back():
+    def dist(x, y, out_ref):
+        out_ref[...] = jnp.sum((x - y) ** 2)
+
+    vecs = jnp.arange(12.0).reshape(3, 4)
+    out_ref = jaxlite.new_ref(jnp.zeros((3, 3)))
+    jaxlite.vmap(jaxlite.vmap(dist, (0, None, 0)), (None, 0, 0))(vecs, vecs, out_ref)
+    expected = ((np.arange(12.0).reshape(3, 1, 4) - np.arange(12.0).reshape(1, 3, 4)) ** 2).sum(-1)
+    np.testing.assert_array_equal(out_ref[...], expected.T)
+    unmapped = jaxlite.new_ref(0.0)
+    with pytest.raises(ValueError, match="batched value into the unbatched"):
+        jaxlite.vmap(lambda x, r: r.__setitem__(..., x), (0, None))(jnp.arange(3.0), unmapped)

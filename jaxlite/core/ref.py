@@ -8,7 +8,8 @@ the updates themselves, and needs no effect in the IR.
 
 A Ref passed as an argument to a jitted function is read as one more input and its final
 value is one more output, written back into the Ref after the call (transforms/jit.py);
-so is a Ref the jitted function closes over, lifted when it first touches it. What this
+so is a Ref the jitted function closes over, lifted when it first touches it. vmap maps
+a Ref argument over its axis the same way (batching.vmap). What this
 design cannot express is a write from inside a nested trace (a loop body, a vmap or grad
 of a function that did not create the Ref) into a Ref of an outer one: that raises.
 """
