@@ -6,6 +6,8 @@ jaxpr and its fused kernels (jaxlite's own plan stands where JAX has StableHLO);
 Compiled the machine code, callable with arguments of exactly the compiled types.
 Arguments may be arrays or `ShapeDtypeStruct`s: only their types matter here.
 """
+import collections
+
 import numpy as np
 
 from jaxlite.core.abstract import ShapeDtypeStruct
@@ -40,6 +42,15 @@ class _SingleDeviceSharding:
 
     def __repr__(self):
         return f"SingleDeviceSharding(device={next(iter(self.device_set))!r}, memory_kind=device)"
+
+
+CompiledMemoryStats = collections.namedtuple(
+    "CompiledMemoryStats", ["argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+                            "alias_size_in_bytes", "generated_code_size_in_bytes"])
+
+
+def _nbytes(avals):
+    return sum(a.size * a.dtype.itemsize for a in avals)
 
 
 class ArgInfo:
@@ -148,7 +159,11 @@ class Compiled(_Stage):
         return pipeline.cost_analysis(self.program)
 
     def memory_analysis(self):
-        return None     # as JAX on backends that do not report one
+        """Bytes of the arguments, the outputs and the workspace the memory plan lays out."""
+        return CompiledMemoryStats(
+            argument_size_in_bytes=_nbytes(self.in_avals), output_size_in_bytes=_nbytes(self.out_avals),
+            temp_size_in_bytes=int(getattr(self.executable, "workspace_size", 0)),
+            alias_size_in_bytes=0, generated_code_size_in_bytes=0)     # (as JAX's CPU backend reports)
 
     @property
     def input_shardings(self):
