@@ -85,15 +85,6 @@ def test_errors_as_jax():
     with pytest.raises(ValueError, match="did not create it"):
         jaxlite.grad(lambda x: (ref.__setitem__(..., x), x.sum())[1])(jnp.ones(2))
 
-    def written_in_a_loop_body(x):     # (JAX allows this one; jaxlite refuses it clearly)
-        ref = jaxlite.new_ref(x)
-
-        def body(i, c):
-            ref[...] = c
-            return c
-        return lax.fori_loop(0, 2, body, x)
-    with pytest.raises(ValueError, match="did not create it"):
-        jaxlite.jit(written_in_a_loop_body)(jnp.ones(2))
 
 
 def test_vmap_maps_ref_arguments_and_writes_them_back():
@@ -108,3 +99,28 @@ def test_vmap_maps_ref_arguments_and_writes_them_back():
     unmapped = jaxlite.new_ref(0.0)
     with pytest.raises(ValueError, match="batched value into the unbatched"):
         jaxlite.vmap(lambda x, r: r.__setitem__(..., x), (0, None))(jnp.arange(3.0), unmapped)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_loop_bodies_write_outer_refs(jit):
+    total = jaxlite.new_ref(jnp.int32(0))
+
+    def summed(xs):
+        def body(carry, x):
+            total[...] += x
+            return carry, x * 2
+        return lax.scan(body, 0, xs)[1]
+
+    def accumulated(x):
+        acc = jaxlite.new_ref(jnp.zeros(3))
+
+        def body(i, c):
+            acc[...] = acc[...] + c * i
+            return c
+        lax.fori_loop(0, 4, body, x)
+        return jaxlite.freeze(acc)
+    wrap = jaxlite.jit if jit else (lambda f: f)
+    np.testing.assert_array_equal(wrap(summed)(jnp.arange(10)), 2 * np.arange(10))
+    np.testing.assert_array_equal(wrap(summed)(jnp.arange(10)), 2 * np.arange(10))
+    assert int(total[...]) == 90
+    np.testing.assert_array_equal(wrap(accumulated)(jnp.ones(3)), [6.0, 6.0, 6.0])

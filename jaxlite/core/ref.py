@@ -9,11 +9,14 @@ the updates themselves, and needs no effect in the IR.
 A Ref passed as an argument to a jitted function is read as one more input and its final
 value is one more output, written back into the Ref after the call (transforms/jit.py);
 so is a Ref the jitted function closes over, lifted when it first touches it. vmap maps
-a Ref argument over its axis the same way (batching.vmap). What this
-design cannot express is a write from inside a nested trace (a loop body, a vmap or grad
-of a function that did not create the Ref) into a Ref of an outer one: that raises.
+a Ref argument over its axis the same way (batching.vmap), and a scan (so fori_loop)
+whose body touches outer Refs threads their values through its carry: the body is traced
+once to find them, then again with them in the carry (lax/control_flow/loops.py). A write
+from another nested trace (a while_loop or cond body, vmap or grad of a function that did
+not create the Ref) into a Ref of an outer one raises.
 """
 import threading
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -50,36 +53,81 @@ class _LiftContext:
     def __init__(self, trace):
         self.trace, self.refs, self.proxies = trace, [], {}
 
-    def proxy_for(self, ref):
+    def proxy_for(self, ref, outer_stack):
         proxy = self.proxies.get(id(ref))
         if proxy is None:
-            proxy = Ref(self.trace.new_arg(_aval_of(ref._value)), self.trace)
+            scope = self.trace if self.trace is not None else current_trace()
+            proxy = Ref(self.new_value(ref._resolved(outer_stack)._value), scope)
             self.proxies[id(ref)] = proxy
             self.refs.append(ref)
         return proxy
 
+    def new_value(self, outer_value):
+        return self.trace.new_arg(_aval_of(outer_value))
+
+    def final_values(self):
+        return [self.proxies[id(ref)]._value for ref in self.refs]
+
+
+class _Discovery(_LiftContext):
+    """A loop body traced once to learn which outer Refs it touches: they read their outer
+    value, and writes go to a stand-in that is thrown away with the trace."""
+
+    def __init__(self):
+        super().__init__(None)
+
+    def new_value(self, outer_value):
+        return outer_value
+
+
+class _Bound(_LiftContext):
+    """A loop body traced again with those Refs' values riding along in the carry."""
+
+    def __init__(self, refs, values):
+        super().__init__(current_trace())
+        for ref, value in zip(refs, values):
+            self.proxies[id(ref)] = Ref(value, self.trace)
+            self.refs.append(ref)
+
 
 class _Lifting(threading.local):
     def __init__(self):
-        self.stack = []     # the jit traces under way, innermost last
+        self.stack = []     # the jit traces and loop bodies under way, innermost last
 
 
 _lifting = _Lifting()
+
+
+@contextmanager
+def _pushed(context):
+    _lifting.stack.append(context)
+    try:
+        yield context
+    finally:
+        _lifting.stack.pop()
 
 
 def lifting_closed_over_refs(flat_fun, found):
     """flat_fun traced by jit, returning after its outputs the final values of the outer Refs
     it touched; `found` receives those Refs (the caller passes their values, writes back)."""
     def fun(*args):
-        context = _LiftContext(current_trace())
-        _lifting.stack.append(context)
-        try:
+        with _pushed(_LiftContext(current_trace())) as context:
             outs = flat_fun(*args)
-        finally:
-            _lifting.stack.pop()
         found.extend(context.refs)
-        return outs + [context.proxies[id(ref)]._value for ref in context.refs]
+        return outs + context.final_values()
     return fun
+
+
+def discovering_outer_refs():
+    """`with discovering_outer_refs() as found:` around tracing a loop body: `found.refs`
+    lists the outer Refs it touched."""
+    return _pushed(_Discovery())
+
+
+def binding_refs(refs, values):
+    """`with binding_refs(refs, values) as bound:` while tracing a body that threads the Refs'
+    values through its carry; `bound.final_values()` are their values at the end."""
+    return _pushed(_Bound(refs, values))
 
 
 class Ref:
@@ -137,13 +185,15 @@ class Ref:
         return "Ref(" + repr(self._value)[len("Array("):]
 
     def _in_current_jit(self):
-        """This Ref, or where a jit trace under way holds it: a Ref from outside the innermost
-        jitted function (a closed-over one) is lifted to an input and output of it."""
-        stack = _lifting.stack
+        """This Ref, or the stand-in the innermost jit trace or loop body under way holds
+        for it: a Ref from outside it (a closed-over one) is lifted into it."""
+        return self._resolved(_lifting.stack)
+
+    def _resolved(self, stack):
         if not stack or self._scope is stack[-1].trace:
             return self
         if self._scope is EVAL_TRACE or any(self._scope is c.trace for c in stack[:-1]):
-            return stack[-1].proxy_for(self)
+            return stack[-1].proxy_for(self, stack[:-1])
         return self
 
     def _check_write(self, value):
