@@ -2,7 +2,7 @@
 import sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util
-from jaxlite import ad_checkpoint, debug, errors, experimental
+from jaxlite import ad, ad_checkpoint, debug, errors, experimental
 from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array

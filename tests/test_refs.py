@@ -124,3 +124,40 @@ def test_loop_bodies_write_outer_refs(jit):
     np.testing.assert_array_equal(wrap(summed)(jnp.arange(10)), 2 * np.arange(10))
     assert int(total[...]) == 90
     np.testing.assert_array_equal(wrap(accumulated)(jnp.ones(3)), [6.0, 6.0, 6.0])
+
+
+def test_vjp_with_refs_accumulates_gradients_into_refs():
+    _, pullback = jaxlite.vjp(lambda w, x: w @ x, jnp.ones((2, 2)), jnp.ones(2))
+    w_bar, x_bar = pullback.with_refs(jaxlite.ad.GradValue(), jaxlite.ad.DontWant())(jnp.ones(2))
+    np.testing.assert_array_equal(w_bar, np.ones((2, 2)))
+    assert isinstance(x_bar, jaxlite.ad.DidntWant)
+    w_grad = jaxlite.new_ref(jnp.full((2, 2), 10.0))
+    pullback.with_refs(w_grad, jaxlite.ad.GradValue())(jnp.ones(2))
+    np.testing.assert_array_equal(w_grad[...], np.full((2, 2), 11.0))    # added, not set
+
+    def g(x_ref):
+        x_ref[...] = jnp.sin(x_ref[...])
+        return x_ref[...] ** 2
+    x_ref, g_grad = jaxlite.new_ref(2.0), jaxlite.new_ref(0.0)
+    _, g_vjp = jaxlite.vjp(g, x_ref)          # runs g: x_ref now holds sin(2)
+    g_vjp.with_refs(g_grad)(1.0)
+    np.testing.assert_allclose(float(x_ref[...]), np.sin(2.0), rtol=1e-6)
+    np.testing.assert_allclose(float(g_grad[...]), 2 * np.sin(2.0) * np.cos(2.0), rtol=1e-5)
+    with pytest.raises(TypeError, match="accumulated into a ref"):
+        g_vjp(1.0)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_a_custom_vjp_rule_writes_a_ref_it_is_given(jit):
+    @jaxlite.custom_vjp
+    def stash_grads(grads_ref, x):
+        return x
+
+    def bwd(grads_ref, g):
+        grads_ref[...] = g
+        return None, g
+    stash_grads.defvjp(lambda grads_ref, x: (x, grads_ref), bwd)
+    stash = jaxlite.new_ref(0.0)
+    grad = jaxlite.grad(lambda x: jnp.sin(stash_grads(stash, x)))
+    np.testing.assert_allclose(float((jaxlite.jit(grad) if jit else grad)(1.0)), np.cos(1.0), rtol=1e-6)
+    np.testing.assert_allclose(float(stash[...]), np.cos(1.0), rtol=1e-6)

@@ -23,7 +23,8 @@ from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import Literal, Var, dce_closed
 from jaxlite.core.staging import eval_jaxpr, flatten_fun, jaxpr_as_fun, literal_value, trace_to_jaxpr
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
-from jaxlite.core.tree_util import Partial, tree_flatten, tree_unflatten
+from jaxlite.core.ref import Ref
+from jaxlite.core.tree_util import Partial, register_pytree_node, tree_flatten, tree_unflatten
 
 jvp_rules = {}
 transpose_rules = {}
@@ -498,14 +499,101 @@ def _linearize_tree(fun, primals, has_aux):
 @errors.api_boundary
 def vjp(fun, *primals, has_aux=False):
     """(fun(*primals), vjp_fun[, aux]): vjp_fun(ct) pulls an output cotangent back to the inputs."""
+    if any(isinstance(p, Ref) for p in primals):
+        return _vjp_of_refs(fun, primals, has_aux)
     flat_primals, in_tree, outs, aux, linear, out_nonzero, trees = _linearize_tree(fun, primals, has_aux)
     out_tree = trees["out"]
     pullback = _Pullback(linear, out_tree, [aval_of(o) for o in outs], out_nonzero, in_tree,
                          [aval_of(p) for p in flat_primals])
     # A pytree (its leaves are the residuals), so the function can cross a jit boundary.
-    vjp_fun = Partial(pullback, list(linear.consts))
+    vjp_fun = VJP(pullback, list(linear.consts))
     out = tree_unflatten(out_tree, outs)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+class GradValue:
+    """with_refs: return this argument's cotangent as a value."""
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class DontWant(GradValue):
+    """with_refs: this argument's cotangent is not wanted (DidntWant() stands in for it)."""
+
+
+class DidntWant(GradValue):
+    """What with_refs returns for an argument whose cotangent was not wanted."""
+
+
+class GradRef(GradValue):
+    """What with_refs returns for an argument whose cotangent was added into a Ref."""
+
+
+class VJP(Partial):
+    """The function vjp returns: a pytree of its residuals, callable on a cotangent."""
+
+    def with_refs(self, *targets):
+        """The pullback, one target per primal argument: a Ref (the cotangent is added into
+        it), GradValue() (returned) or DontWant()."""
+        def pullback(ct):
+            cts = self(ct)
+            if len(targets) != len(cts):
+                raise TypeError(f"with_refs takes one target per primal argument ({len(cts)}), "
+                                f"got {len(targets)}")
+            return tuple(_deliver(target, value) for target, value in zip(targets, cts))
+        return pullback
+
+
+def _vjp_of_refs(fun, primals, has_aux):
+    """vjp with respect to Refs' values: fun runs on Refs holding them (so it may update them,
+    and the Refs hold its final values afterwards); their cotangents go into Refs (with_refs)."""
+    is_ref = [isinstance(p, Ref) for p in primals]
+
+    def on_values(*values):
+        refs = [Ref(v, current_trace()) if r else v for v, r in zip(values, is_ref)]
+        result = fun(*refs)
+        out, aux = result if has_aux else (result, None)
+        finals = [ref[...] for ref, r in zip(refs, is_ref) if r]
+        return (out, finals), aux
+    (out, finals), pullback, aux = vjp(on_values, *[p[...] if r else p for p, r in zip(primals, is_ref)],
+                                       has_aux=True)
+    for primal, value in zip([p for p in primals if isinstance(p, Ref)], finals):
+        primal[...] = value
+    result = _RefVJP(pullback, is_ref, [zeros(aval_of(v)) for v in finals])
+    return (out, result, aux) if has_aux else (out, result)
+
+
+class _RefVJP:
+    """The pullback of a function of Refs: their cotangents are added into Refs (with_refs)."""
+
+    def __init__(self, pullback, is_ref, final_zeros):
+        self.pullback, self.is_ref, self.final_zeros = pullback, is_ref, final_zeros
+
+    def __call__(self, ct):
+        raise TypeError("the vjp of a function of mutable array references returns their gradient "
+                        "into refs: the gradient must be accumulated into a ref, so bind one per "
+                        "ref-typed argument with `f_vjp.with_refs(grad_ref, ...)(ct)`")
+
+    def with_refs(self, *targets):
+        for target, is_ref in zip(targets, self.is_ref):
+            if is_ref and not isinstance(target, Ref):
+                raise TypeError(f"with_refs: a ref-typed argument's gradient must be accumulated into "
+                                f"a ref, got {target!r}")
+        return lambda ct: self.pullback.with_refs(*targets)((ct, self.final_zeros))
+
+
+def _deliver(target, ct):
+    if isinstance(target, DontWant):
+        return DidntWant()
+    if isinstance(target, GradValue):
+        return ct
+    target[...] = target[...] + ct
+    return GradRef()
+
+
+register_pytree_node(VJP, lambda f: ((f.args, f.keywords), f.func),
+                     lambda func, children: VJP(func, *children[0], **children[1]))
 
 
 class _Pullback:

@@ -18,6 +18,7 @@ import inspect
 
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.primitive import Primitive, call_primitives
+from jaxlite.core.ref import Ref
 from jaxlite.core.trace import current_trace, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching
@@ -118,13 +119,20 @@ class _CustomFunction:
         if not isinstance(trace, ad.JVPTrace):
             return None
         flat_diff, in_tree = tree_flatten(split.diff)
-        pairs = [trace.primal_and_tangent(as_array_argument(x)) for x in flat_diff]
+        pairs = [_ref_and_zero(x) if isinstance(x, Ref) else trace.primal_and_tangent(as_array_argument(x))
+                 for x in flat_diff]
         if all(ad.is_zero(t) for _, t in pairs):
             return None
         rule = self._flat_rule(split, in_tree, None, None)
         with set_current_trace(trace.parent):
             outs, out_dots = self._rule_jvp([p for p, _ in pairs], [t for _, t in pairs], rule)
         return tree_unflatten(rule.out_tree, [trace.new_tracer(p, t) for p, t in zip(outs, out_dots)])
+
+
+def _ref_and_zero(ref):
+    """A Ref argument of a rule (a place for the rule to write, e.g. stashed gradients):
+    passed as it is, with no tangent."""
+    return ref, ad.Zero(ad.tangent_aval(ref.aval.inner_aval))
 
 
 class custom_jvp(_CustomFunction):
@@ -293,7 +301,7 @@ class _FlatVJP:
     def __init__(self, custom, split, in_tree, out_tree, out_avals):
         self.custom, self.split, self.in_tree = custom, split, in_tree
         self.out_tree, self.out_avals = out_tree, out_avals
-        self.res_tree = None
+        self.res_tree, self.res_refs = None, {}
 
     def forward(self, primals):
         fwd = self.custom.fwd
@@ -312,9 +320,12 @@ class _FlatVJP:
                             f"primal function's output, {self.out_tree}, but got {out_tree}")
         _check_outputs("VJP fwd", name, outs, self.out_avals)
         residuals, self.res_tree = tree_flatten(result[1])
-        return outs, residuals
+        # Refs among the residuals are places for bwd to write, not values: kept here.
+        self.res_refs = {i: r for i, r in enumerate(residuals) if isinstance(r, Ref)}
+        return outs, [r for r in residuals if not isinstance(r, Ref)]
 
     def backward(self, residuals, cts):
+        residuals = _insert_at(residuals, self.res_refs.items())
         result = self.custom.bwd(*self.split.nondiff_values(), tree_unflatten(self.res_tree, residuals),
                                  tree_unflatten(self.out_tree, cts))
         diff = self.split.diff
