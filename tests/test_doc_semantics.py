@@ -111,3 +111,16 @@ def test_custom_rules_call_the_primal_as_often_as_jax():
         calls.clear()
         run()
         assert calls == expected
+
+
+def test_a_custom_jvp_function_may_branch_on_concrete_values():
+    @jaxlite.custom_jvp
+    def f(x):
+        return jnp.sin(x) if x > 0 else jnp.cos(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (x_dot,) = primals, tangents
+        return f(x), (2.0 if x > 0 else 3.0) * x_dot
+    assert float(jaxlite.grad(f)(1.0)) == 2.0 and float(jaxlite.grad(f)(-1.0)) == 3.0
+    assert float(f(-1.0)) == pytest.approx(np.cos(-1.0))

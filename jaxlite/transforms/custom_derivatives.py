@@ -19,7 +19,7 @@ import inspect
 from jaxlite.core.array import as_array_argument
 from jaxlite.core.primitive import Primitive, call_primitives
 from jaxlite.core.ref import Ref
-from jaxlite.core.trace import current_trace, set_current_trace
+from jaxlite.core.trace import EVAL_TRACE, current_trace, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, vmap
@@ -102,6 +102,8 @@ class _CustomFunction:
         name = getattr(self.fun, "__name__", "fun")
         self._check_defined(name)
         split = _Split(_resolve_args(self.fun, args, kwargs), self.nondiff_argnums)
+        if _evaluated_now(split):
+            return self.fun(*split.merge(split.diff))
         differentiated = self._differentiate_directly(split)
         if differentiated is not None:
             return differentiated
@@ -127,6 +129,17 @@ class _CustomFunction:
         with set_current_trace(trace.parent):
             outs, out_dots = self._rule_jvp([p for p, _ in pairs], [t for _, t in pairs], rule)
         return tree_unflatten(rule.out_tree, [trace.new_tracer(p, t) for p, t in zip(outs, out_dots)])
+
+
+def _evaluated_now(split):
+    """Eager evaluation (also the known side of reverse mode): as JAX, the function itself runs
+    on the concrete values, so it may branch on them in Python."""
+    from jaxlite.transforms.partial_eval import PartialEvalTrace
+    trace = current_trace()
+    if trace is EVAL_TRACE:
+        return True
+    return isinstance(trace, PartialEvalTrace) and not any(
+        trace.is_unknown(x) for x in tree_flatten(split.diff)[0])
 
 
 def _ref_and_zero(ref):
