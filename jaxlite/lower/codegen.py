@@ -340,10 +340,23 @@ def _half_in_float32(b, emitter, args):
     return emitter(b, *args)
 
 
-for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
+for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "cbrt",
               "pow", "atan2", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
               "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
     OPS[_name] = _math(_name)
+
+
+@op("logistic")
+def _logistic(b, e, args):
+    """16-bit floats as XLA: it expands logistic to 1 / (1 + exp(-x)) before widening them to
+    float32 op by op, so each of the three steps rounds to the 16-bit format."""
+    if not (_is_bf16(e.dtype) or e.dtype == np.float16):
+        return llvm_math.emit_logistic(b, *args)
+    (x,) = args
+    narrow = (lambda value: round_to_bf16(b, value)) if _is_bf16(e.dtype) else (lambda value: value)
+    one = ir.Constant(x.type, 1.0)
+    z = narrow(_half_in_float32(b, llvm_math.EMITTERS["exp"], [b.fneg(x)]))
+    return b.fdiv(one, narrow(b.fadd(one, z)))
 
 
 @op("polygamma")
