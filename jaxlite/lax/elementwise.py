@@ -34,6 +34,12 @@ def unbroadcast(ct, aval):
     return reduce_sum(ct, tuple(range(ct.ndim)))
 
 
+def _broadcast_tangent(t, x, y):
+    """t (of x's shape) at the shape of x op y: x may be a scalar broadcast against y."""
+    from jaxlite.lax.shapes import broadcast
+    return broadcast(t, y.shape) if t.ndim < y.ndim else t
+
+
 # ---------------------------------------------------------------- arithmetic
 
 add_p = naryop_primitive("add", np.add, NUMBER)
@@ -84,7 +90,7 @@ def _remainder(x, y):
 rem_p = naryop_primitive("rem", _remainder, NUMBER)
 rem = _bind_nary(rem_p)
 defjvp(rem_p,
-       lambda t, x, y: t,
+       _broadcast_tangent,
        lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
 
 pow_p = naryop_primitive("pow", np.power, FLOAT)
@@ -110,9 +116,11 @@ min = _bind_nary(min_p)
 
 
 def _balanced_share(x, y, wins):
-    """1 where x wins, 0 where it loses and 1/2 at ties, so max(x, x) has gradient 1."""
-    one, half = full_like(x, 1), full_like(x, 0.5)
-    return select_n(wins(x, y), select_n(eq(x, y), full_like(x, 0), half), one)
+    """1 where x wins, 0 where it loses and 1/2 at ties, so max(x, x) has gradient 1
+    (at the broadcast shape: either operand may be a scalar)."""
+    won = wins(x, y)
+    one, half, zero = (full_like(won, value, dtype=x.dtype) for value in (1, 0.5, 0))
+    return select_n(won, select_n(eq(x, y), zero, half), one)
 
 
 defjvp(max_p,
@@ -262,6 +270,10 @@ defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(1, square(out))))
 
 
 def _logistic(x):
+    if x.dtype.itemsize == 2:
+        # XLA expands 16-bit logistic to 1 / (1 + exp(-x)), each step rounded to the format.
+        with np.errstate(over="ignore"):
+            return (1 / (1 + np.exp(-x))).astype(x.dtype)
     # exp(-|x|) never overflows; pick the algebraically equal form for each sign.
     z = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype)

@@ -211,7 +211,7 @@ def _gather_aval(operand, indices, dimension_numbers, slice_sizes, mode, fill_va
         raise TypeError(f"gather: offset_dims {d.offset_dims} must be {len(window_shape)} sorted "
                         f"axes of the rank-{rank} output")
     shape = np.array(batch_shape + window_shape, int)[_final_layout(rank, d.offset_dims)]
-    return ShapedArray(tuple(shape), operand.dtype, operand.weak_type)
+    return ShapedArray(tuple(shape.tolist()), operand.dtype, operand.weak_type)
 
 
 gather_p = Primitive("gather")
@@ -762,6 +762,8 @@ def take_along_axis(x, indices, axis, mode=None, fill_value=None):
     batching dims were made for.
     """
     x, indices = as_operand(x), as_operand(indices)
+    if x.size == 0:        # no entry to take (a gather cannot collapse an empty axis): zeros, as JAX
+        return full(indices.shape, 0, x.dtype)
     others = tuple(d for d in range(x.ndim) if d != axis)
     dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                    start_index_map=(axis,), operand_batching_dims=others,
