@@ -216,11 +216,12 @@ def _div(b, e, args):
     if e.dtype == np.int64 and e.args[1].op == "const" and e.args[1].attr[1] > 0:
         return b.udiv(x, y)     # index arithmetic: never negative, divisor a positive constant
     zero, safe_y = _safe_divisor(b, e.dtype, y)
+    all_ones = ir.Constant(y.type, -1)         # x / 0, as XLA defines it (-1 signed, max unsigned)
     if not _is_signed(e.dtype):
-        return b.select(zero, y, b.udiv(x, safe_y))
+        return b.select(zero, all_ones, b.udiv(x, safe_y))
     quotient = b.sdiv(x, safe_y)
-    minus_one = b.icmp_signed("==", y, ir.Constant(y.type, -1))
-    return b.select(zero, ir.Constant(y.type, 0), b.select(minus_one, b.sub(ir.Constant(y.type, 0), x), quotient))
+    minus_one = b.icmp_signed("==", y, all_ones)
+    return b.select(zero, all_ones, b.select(minus_one, b.sub(ir.Constant(y.type, 0), x), quotient))
 
 
 def _safe_divisor(b, dtype, y):
@@ -270,8 +271,17 @@ def _extremum(b, dtype, x, y, predicate):
     return b.select(wins, x, y)
 
 
-OPS["max"] = lambda b, e, args: _extremum(b, e.dtype, *args, ">=")
-OPS["min"] = lambda b, e, args: _extremum(b, e.dtype, *args, "<=")
+def _elementwise_extremum(kind, predicate):
+    """Floats through llvm.maximum/minimum: NaN wins and -0 < +0, as XLA defines max/min."""
+    def emit(b, e, args):
+        if _is_float(e.dtype):
+            return _intrinsic(b, f"llvm.{kind}.{_suffix(args[0].type)}", args[0].type, args)
+        return _extremum(b, e.dtype, *args, predicate)
+    return emit
+
+
+OPS["max"] = _elementwise_extremum("maximum", ">=")
+OPS["min"] = _elementwise_extremum("minimum", "<=")
 
 
 @op("neg")
