@@ -99,3 +99,31 @@ def test_16bit_logistic_rounds_each_step_as_xla(dtype):
     np.testing.assert_array_equal(eager, stepwise)
     mismatched = np.sum(compiled.astype(np.float32) != stepwise.astype(np.float32))
     assert mismatched <= 8        # jit's exp is a polynomial: a few last-place ties differ
+
+
+def test_a_step_reading_one_value_twice_frees_its_buffer_once():
+    """seed 3042: the memory plan freed a value a step read twice (the JVP of argsort sorts
+    (x, iota, iota) after CSE) twice, so the next step's two outputs got the same offset."""
+    x = np.float32([[[0.49, 1.42, 3.23]]])
+
+    def f(a):
+        iota = jaxlite.lax.broadcasted_iota(np.int32, (1, 1, 3), 2)
+        _, order, _ = jaxlite.lax.sort((a, iota, iota), dimension=2, num_keys=1)
+        product = jnp.prod(a, axis=2)
+        smallest, _ = jaxlite.lax.sort((product, jaxlite.lax.broadcasted_iota(np.int32, (1, 1), 0)),
+                                       dimension=0, num_keys=1)
+        return jnp.any(order.astype(np.float32) < smallest[:, :, None])
+    assert bool(jaxlite.jit(f)(x)) == bool(f(x)) is True
+
+
+def test_scatter_into_zeros_of_a_value_an_earlier_reduction_read():
+    """seed 3593: fusion parked cos(x) (which a max reduction read) in the scatter's output
+    buffer to read it back, where the scatter-add accumulates: the result came out cos(x) + k."""
+    x = np.linspace(0.3, 0.9, 3).astype(np.float32)
+
+    def f(a):
+        c = jnp.cos(a)
+        return jnp.zeros(3).at[jnp.array([0, 1, 2])].add(c * jnp.max(c))
+    np.testing.assert_allclose(jaxlite.jit(f)(x), np.cos(x) * np.cos(x).max(), rtol=1e-6)
+    loss = lambda a: jnp.max(jnp.cos(jnp.sort(a)))
+    np.testing.assert_allclose(jaxlite.jit(jaxlite.grad(loss))(x), [-np.sin(0.3), 0, 0], rtol=1e-6)

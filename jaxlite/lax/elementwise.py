@@ -67,9 +67,13 @@ ad.defbilinear(mul_p,
 
 def _divide(x, y):
     if dtypes.is_int(x.dtype):
-        # lax.div on integers rounds toward zero, as C does.
-        quotient = np.abs(x) // np.where(y == 0, 1, np.abs(y))
-        return np.where(y == 0, 0, np.sign(x) * np.sign(y) * quotient).astype(x.dtype)
+        # lax.div on integers rounds toward zero, as C does: x - fmod(x, y) is an exact
+        # multiple of y (and never overflows, unlike |x|), so floor division of it truncates.
+        # x / 0 is all ones (-1 when signed), as XLA defines it; INT_MIN / -1 wraps to INT_MIN.
+        safe_y = np.where(y == 0, 1, y).astype(y.dtype)
+        with np.errstate(over="ignore"):
+            quotient = (x - np.fmod(x, safe_y)) // safe_y
+        return np.where(y == 0, -1, quotient).astype(x.dtype)
     return np.divide(x, y)
 
 
@@ -109,9 +113,23 @@ def _pow_jvp_exponent(t, x, y):
 
 defjvp(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 
-max_p = naryop_primitive("max", np.maximum, NUMBER)
+def _signed_zeros_ordered(extremum, zero_of):
+    """numpy's maximum/minimum (NaN wins) with -0 < +0, as XLA orders them: where both
+    operands are zeros, zero_of(x, y) picks the result."""
+    def impl(x, y):
+        out = extremum(x, y)
+        if not dtypes.is_float(out.dtype):
+            return out
+        both_zero = (x == 0) & (y == 0)
+        return np.where(both_zero, zero_of(x, y), out).astype(out.dtype) if both_zero.any() else out
+    return impl
+
+
+max_p = naryop_primitive("max", _signed_zeros_ordered(
+    np.maximum, lambda x, y: np.where(np.signbit(x), y, x)), NUMBER)
 max = _bind_nary(max_p)
-min_p = naryop_primitive("min", np.minimum, NUMBER)
+min_p = naryop_primitive("min", _signed_zeros_ordered(
+    np.minimum, lambda x, y: np.where(np.signbit(x), x, y)), NUMBER)
 min = _bind_nary(min_p)
 
 
@@ -160,7 +178,11 @@ defjvp_zero(ceil_p)
 
 
 def _round_half_away(x):
-    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(x.dtype)
+    # floor(|x| + 0.5) would round 0.49999997 up (the sum rounds to 1) and odd integers past
+    # 2**23 to the next even one; x - trunc(x) is exact.
+    whole = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole).astype(x.dtype)
 
 
 round_p = Primitive("round")
