@@ -224,6 +224,8 @@ class JittedFunction:
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames=()):
         self.fun = fun
         _check_static_argnums_fit(fun, _as_tuple(static_argnums))
+        _check_argnames_exist(fun, _as_tuple(static_argnames), "static_argnames")
+        _check_argnames_exist(fun, _as_tuple(donate_argnames), "donate_argnames")
         self.static_argnums, self.static_argnames = _complete_positions_and_names(
             fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
         self.donate_argnums, self.donate_argnames = _complete_positions_and_names(
@@ -406,6 +408,21 @@ def _check_static_argnums_fit(fun, argnums):
     if any(not -count <= i < count for i in argnums):
         raise ValueError(f"Jitted function has static_argnums={argnums}, but only accepts "
                          f"{count} positional arguments.")
+
+
+def _check_argnames_exist(fun, argnames, what):
+    """JAX's error for a name the function has no parameter of (unless it takes **kwargs)."""
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return
+    names = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    invalid = set(argnames) - names
+    if invalid:
+        raise ValueError(f"Jitted function has invalid argnames {invalid} in {what}. "
+                         f"Function does not take these args.")
 
 
 def _complete_positions_and_names(fun, argnums, argnames):
