@@ -17,6 +17,8 @@ from jaxlite.lax.dot import dot, dot_general
 
 from jaxlite.lax.gradients import stop_gradient
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
+from jaxlite.lax.special_series import (bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a,
+                                        igammac, random_gamma_grad, regularized_incomplete_beta, zeta)
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from jaxlite.lax.random_bits import fma, threefry2x32
 from jaxlite.lax.slicing import (
