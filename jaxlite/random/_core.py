@@ -60,6 +60,12 @@ def wrap_key_data(key_bits):
     return _check_key("wrap_key_data", key_bits, allow_batched=True)
 
 
+def clone(key):
+    """The key itself: jaxlite's arrays are immutable, so a key never needs a fresh copy
+    (JAX offers clone for its experimental keys that may be used only once)."""
+    return key
+
+
 def _is_integer_like(x):
     return isinstance(x, (int, np.integer)) or (hasattr(x, "dtype") and dtypes.is_int(x.dtype))
 
