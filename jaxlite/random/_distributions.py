@@ -11,8 +11,8 @@ from jaxlite.core.abstract import broadcast_shapes
 from jaxlite.lax.base import shape_tuple
 from jaxlite.numpy.util import promote_dtypes_inexact
 from jaxlite.random._core import (
-    _as_param, _check_key, _check_shape, _exponential, _float_dtype, _normal, _split, _split_pair,
-    _uniform, _unit_floats, bernoulli)
+    _as_param, _check_shape, _exponential, _float_dtype, _normal, _split, _sampler_key, _split,
+    _split_pair, _uniform, bernoulli)
 from jaxlite.random._gamma import random_gamma
 
 
@@ -46,7 +46,7 @@ def loggamma(key, a, shape=None, dtype=None):
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
-    key = _check_key(name, key)
+    key = _sampler_key(name, key)
     return _gamma_of(key, a, shape, _float_dtype(name, dtype), log_space)
 
 
@@ -58,7 +58,7 @@ def _gamma_of(key, a, shape, dtype, log_space):
 
 def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) floats, as Ga / (Ga + Gb) of two log-space gamma draws."""
-    key = _check_key("beta", key)
+    key = _sampler_key("beta", key)
     dtype = _float_dtype("beta", dtype)
     shape = _draw_shape("beta", shape, a, b)
     key_a, key_b = _split_pair(key)
@@ -72,7 +72,7 @@ def beta(key, a, b, shape=None, dtype=None):
 
 def dirichlet(key, alpha, shape=None, dtype=None):
     """Points of the simplex with density prod x_i**(alpha_i - 1), along alpha's last axis."""
-    key = _check_key("dirichlet", key)
+    key = _sampler_key("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
     alpha = jnp.asarray(alpha)
     if alpha.ndim < 1:
@@ -85,7 +85,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
 
 def chisquare(key, df, shape=None, dtype=None):
     """Chi-square floats with `df` degrees of freedom: twice a Gamma(df / 2)."""
-    key = _check_key("chisquare", key)
+    key = _sampler_key("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
     return _chisquare(key, df, _draw_shape("chisquare", shape, df), dtype)
 
@@ -97,7 +97,7 @@ def _chisquare(key, df, shape, dtype):
 
 def t(key, df, shape=None, dtype=None):
     """Student's t floats: a normal over the root of an independent chi-square / df."""
-    key = _check_key("t", key)
+    key = _sampler_key("t", key)
     dtype = _float_dtype("t", dtype)
     shape = _draw_shape("t", shape, df)
     key_n, key_g = _split_pair(key)
@@ -108,7 +108,7 @@ def t(key, df, shape=None, dtype=None):
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F floats: the ratio of two chi-squares, each over its degrees of freedom."""
-    key = _check_key("f", key)
+    key = _sampler_key("f", key)
     dtype = _float_dtype("f", dtype)
     shape = _draw_shape("f", shape, dfnum, dfden)
     dfnum, dfden = (lax.convert_element_type(jnp.asarray(d), dtype) for d in (dfnum, dfden))
@@ -119,7 +119,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
 
 def generalized_normal(key, p, shape=(), dtype=None):
     """Floats with density proportional to exp(-|x|**p)."""
-    key = _check_key("generalized_normal", key)
+    key = _sampler_key("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
     return _generalized_normal(key, p, shape_tuple(shape), dtype)
 
@@ -133,7 +133,7 @@ def _generalized_normal(key, p, shape, dtype):
 
 def ball(key, d, p=2, shape=(), dtype=None):
     """Points uniform in the unit p-norm ball of dimension d (Barthe et al.)."""
-    key = _check_key("ball", key)
+    key = _sampler_key("ball", key)
     dtype = _float_dtype("ball", dtype)
     shape = shape_tuple(shape)
     d = _concrete_int("ball", d, "d")
@@ -163,7 +163,7 @@ def _rademacher(key, shape, dtype):
 def poisson(key, lam, shape=None, dtype=None):
     """Poisson(lam) integers: Knuth's product of uniforms below lam = 10, Hormann's
     transformed rejection (PTRS) above, as TensorFlow and NumPy do."""
-    key = _check_key("poisson", key)
+    key = _sampler_key("poisson", key)
     dtype = _int_dtype("poisson", dtype)
     shape = np.shape(lam) if shape is None else shape_tuple(shape)
     lam = lax.convert_element_type(jnp.broadcast_to(jnp.asarray(lam), shape), dtypes.float32)
@@ -235,7 +235,7 @@ def _some_rejected(max_iters):
 def binomial(key, n, p, shape=None, dtype=None):
     """Binomial(n, p) counts as floats: inversion by geometric waiting times where
     n min(p, 1 - p) <= 10, Hormann's BTRS rejection elsewhere (as TensorFlow does)."""
-    key = _check_key("binomial", key)
+    key = _sampler_key("binomial", key)
     dtype = _float_dtype("binomial", dtype)
     return _binomial(key, n, p, None if shape is None else shape_tuple(shape), dtype)
 
@@ -336,7 +336,7 @@ def _btrs(key, count, prob, shape, dtype, max_iters):
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     """Counts of n draws over the categories of p's last axis: a chain of binomials,
     each category taking its share of what the ones before it left."""
-    key = _check_key("multinomial", key)
+    key = _sampler_key("multinomial", key)
     dtype = _float_dtype("multinomial", dtype)
     n, p = promote_dtypes_inexact(n, p)
     shape = p.shape if shape is None else shape_tuple(shape)
@@ -357,7 +357,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 
 def geometric(key, p, shape=None, dtype=None):
     """The number of Bernoulli(p) trials up to the first success (integers >= 1)."""
-    key = _check_key("geometric", key)
+    key = _sampler_key("geometric", key)
     dtype = _int_dtype("geometric", dtype)
     shape = _draw_shape("geometric", shape, p)
     (p,) = promote_dtypes_inexact(p)
@@ -372,7 +372,7 @@ def geometric(key, p, shape=None, dtype=None):
 
 def maxwell(key, shape=(), dtype=None):
     """Maxwell floats: the length of a standard normal 3-vector."""
-    key = _check_key("maxwell", key)
+    key = _sampler_key("maxwell", key)
     return _maxwell(key, shape_tuple(shape), _float_dtype("maxwell", dtype))
 
 
@@ -382,7 +382,7 @@ def _maxwell(key, shape, dtype):
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     """Maxwell floats with a random sign, scaled by `scale` and shifted by `loc`."""
-    key = _check_key("double_sided_maxwell", key)
+    key = _sampler_key("double_sided_maxwell", key)
     dtype = _float_dtype("double_sided_maxwell", dtype)
     param_shape = broadcast_shapes(np.shape(loc), np.shape(scale))
     shape = (shape_tuple(shape) or param_shape) + param_shape
@@ -393,7 +393,7 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
 
 def wald(key, mean, shape=None, dtype=None):
     """Inverse Gaussian floats with the given mean (and shape parameter 1)."""
-    key = _check_key("wald", key)
+    key = _sampler_key("wald", key)
     dtype = _float_dtype("wald", dtype)
     shape = _draw_shape("wald", shape, mean)
     key_v, key_z = _split_pair(key)
@@ -408,7 +408,7 @@ def wald(key, mean, shape=None, dtype=None):
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
     """Floats with a triangular density on [left, right] peaking at mode (inverse CDF)."""
-    key = _check_key("triangular", key)
+    key = _sampler_key("triangular", key)
     dtype = _float_dtype("triangular", dtype)
     shape = _draw_shape("triangular", shape, left, mode, right)
     left, mode, right = (_as_param("triangular", v, dtype, shape) for v in (left, mode, right))
@@ -425,7 +425,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     SVD (for a symmetric positive semi-definite matrix the eigendecomposition, here
     in ascending order as eigh returns it).
     """
-    key = _check_key("multivariate_normal", key)
+    key = _sampler_key("multivariate_normal", key)
     mean, cov = promote_dtypes_inexact(mean, cov)
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
@@ -461,7 +461,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     (Mezzadri, 2007); here Q comes from Cholesky QR applied twice, which reaches
     Householder's orthogonality for the well-conditioned matrices normals make.
     """
-    key = _check_key("orthogonal", key)
+    key = _sampler_key("orthogonal", key)
     dtype = _float_dtype("orthogonal", dtype)
     n = _concrete_int("orthogonal", n, "n")
     m = n if m is None else _concrete_int("orthogonal", m, "m")
