@@ -5,9 +5,11 @@ import numpy as _np
 
 import jaxlite.numpy as _jnp
 from jaxlite.core import dtypes as _dtypes
+from jaxlite.core.namespace import dir_of_all as _dir_of_all
 from jaxlite.core.trace import Tracer as _Tracer
 
 __all__ = ["segment_max", "segment_min", "segment_prod", "segment_sum"]
+__dir__ = _dir_of_all(globals())
 
 
 def segment_sum(data, segment_ids, num_segments=None, indices_are_sorted=False, unique_indices=False,

@@ -1,4 +1,5 @@
 """jaxlite.lax: the primitives, each declared once with all its rules."""
+from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
 from jaxlite.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
 from jaxlite.lax.elementwise import (
     abs, add, add_any, atan2, bitcast_convert_type, bitwise_and, bitwise_not, bitwise_or,
@@ -71,3 +72,5 @@ from jaxlite.lax.special import (
     digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p, polygamma_p)
 from jaxlite.lax.windowed import (
     reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p)
+
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=("linalg",))
