@@ -96,7 +96,12 @@ def _already_uniform(args):
 
 def promote_to_inexact(name, *args):
     """Like promote_and_broadcast, but integers and bools become the default float."""
-    args = promote_and_broadcast(name, *args)
+    return promote_dtypes_inexact(*promote_and_broadcast(name, *args))
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, but integers and bools become the default float."""
+    args = promote_dtypes(*args)
     if dtypes.is_float(args[0].dtype):
         return args
     dtype = dtypes.default_float_dtype()
