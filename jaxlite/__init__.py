@@ -1,7 +1,7 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
 import sys
 
-from jaxlite import lax, nn, numpy, random, tree, tree_util
+from jaxlite import lax, nn, numpy, random, tree, tree_util, typing
 from jaxlite import debug, errors
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
@@ -14,6 +14,9 @@ from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import disable_jit, jit
 from jaxlite.transforms import precision
+from jaxlite.compat import JAX_API_VERSION as jax_api_version, install_as_jax
+from jaxlite import (api_util, custom_batching, custom_derivatives, experimental, extend, flatten_util,
+                     interpreters)
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
 sys.modules[__name__ + ".precision"] = precision

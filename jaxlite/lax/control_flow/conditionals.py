@@ -11,7 +11,7 @@ from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.trace import set_current_trace
-from jaxlite.core.tree_util import tree_leaves_with_path, tree_unflatten
+from jaxlite.core.tree_util import keystr, tree_leaves_with_path, tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, batch_axis_jaxpr, check_jaxpr_inputs, difference, flat_operands,
     run_jaxpr, same_type, same_types, trace_hoisted, type_text)
@@ -226,7 +226,7 @@ def _bind_cond(index, funs, names, operands, reference):
 def _check_branch_outputs(traced, names, reference):
     """Every branch must return what branch `reference` (the one messages name first) does."""
     jaxpr0, _, tree0 = traced[reference]
-    paths = [p for p, _ in tree_leaves_with_path(tree_unflatten(tree0, jaxpr0.out_avals))]
+    paths = [keystr(p) for p, _ in tree_leaves_with_path(tree_unflatten(tree0, jaxpr0.out_avals))]
     for (jaxpr, _, tree), name in zip(traced, names):
         if tree != tree0:
             raise TypeError(f"cond branch outputs must have the same pytree structure, but they "
