@@ -16,7 +16,6 @@ import threading
 
 import numpy as np
 
-from jaxlite import lax
 from jaxlite import numpy as jnp
 from jaxlite.core.trace import Tracer, current_trace
 from jaxlite.core.tree_util import register_pytree_node, tree_flatten, tree_map
@@ -34,8 +33,26 @@ class _UserChecks(ErrorCategory):
     pass
 
 
+class _NaNChecks(ErrorCategory):
+    pass
+
+
+class _DivChecks(ErrorCategory):
+    pass
+
+
+class _IndexChecks(ErrorCategory):
+    pass
+
+
+# The error sets JAX names. Only user checks are implemented: checkify refuses the others.
 user_checks = frozenset({_UserChecks})
-all_checks = user_checks
+nan_checks = frozenset({_NaNChecks})
+div_checks = frozenset({_DivChecks})
+index_checks = frozenset({_IndexChecks})
+float_checks = nan_checks | div_checks
+automatic_checks = float_checks | index_checks
+all_checks = automatic_checks | user_checks
 
 
 class Error:
@@ -93,14 +110,15 @@ def check(pred, msg, *fmt_args, **fmt_kwargs):
 def _first_failure(preds):
     code = jnp.int32(-1)
     for index in reversed(range(len(preds))):
-        code = lax.select(preds[index], code, jnp.int32(index))
+        code = jnp.where(preds[index], code, jnp.int32(index))
     return code
 
 
 def checkify(f, errors=user_checks):
     """f returning (Error, f's output); see the module docstring."""
     if not set(errors) <= set(user_checks):
-        raise NotImplementedError("jaxlite's checkify implements user_checks only")
+        raise NotImplementedError("jaxlite's checkify implements user_checks only (no automatic NaN, "
+                                  "division or index checks)")
 
     def checked(*args, **kwargs):
         trace = current_trace()

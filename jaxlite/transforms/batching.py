@@ -184,7 +184,7 @@ def logical_shape(x, dim):
 
 # ---------------------------------------------------------------- the vmap API
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorize `fun` over the axes `in_axes` of its arguments.
 
     in_axes/out_axes are an int, None, or a pytree prefix of the arguments/outputs;
