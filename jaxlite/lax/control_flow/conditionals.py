@@ -190,8 +190,23 @@ def switch(index, branches, *operands):
     return _bind_cond(index, branches, names, operands, reference=0)
 
 
-def cond(pred, true_fun, false_fun, *operands):
-    """true_fun(*operands) if pred else false_fun(*operands), with both traced once."""
+_NO_OPERAND = object()
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
+    """true_fun(*operands) if pred else false_fun(*operands), with both traced once.
+
+    JAX's older forms work too: `cond(pred, true_fun, false_fun, operand=x)` and
+    `cond(pred, true_operand, true_fun, false_operand, false_fun)`.
+    """
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("cond: pass operands either positionally or as operand=, not both")
+        operands = (operand,)
+    if not callable(true_fun) and callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+        true_operand, true_branch, false_operand, false_branch = true_fun, false_fun, *operands
+        return cond(pred, lambda ops: true_branch(ops[0]), lambda ops: false_branch(ops[1]),
+                    (true_operand, false_operand))
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("cond: true_fun and false_fun arguments should be callable.")
     pred = flat_operands(pred)[0][0]
