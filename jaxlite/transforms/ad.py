@@ -189,7 +189,7 @@ class JVPTracer(Tracer):
         primal = self.primal
         if isinstance(primal, Tracer):
             return primal.to_concrete_value()
-        return primal._value if isinstance(primal, Array) else primal
+        return primal._value if type(primal) is Array else primal
 
     def __float__(self):
         # bool() and int() of a differentiated value are allowed (they have no derivative
