@@ -1,7 +1,7 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
 import sys
 
-from jaxlite import lax, nn, numpy, random, tree, tree_util
+from jaxlite import lax, nn, numpy, random, tree, tree_util, typing
 from jaxlite import dtypes, ops
 from jaxlite import debug, errors
 from jaxlite.core.abstract import ShapeDtypeStruct
@@ -19,6 +19,9 @@ from jaxlite import distributed, sharding
 from jaxlite._sharding import (Device, default_backend, device_count, device_get, device_put, devices,
                                local_device_count, local_devices, make_mesh, process_count, process_index)
 from jaxlite.transforms.shard_map import pmap, shard_map
+from jaxlite.compat import JAX_API_VERSION as jax_api_version, install_as_jax
+from jaxlite import (api_util, custom_batching, custom_derivatives, experimental, extend, flatten_util,
+                     interpreters)
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
 sys.modules[__name__ + ".precision"] = precision

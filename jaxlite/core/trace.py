@@ -96,6 +96,9 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}>with<{self._trace.describe()}>"
 
 
+Array.tracer_types = (Tracer,)
+
+
 class EvalTrace(Trace):
     """The bottom trace: runs each primitive's numpy implementation at once.
 

@@ -205,11 +205,22 @@ def disable_jit(disable=True):
 
 # ---------------------------------------------------------------- the API
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=()):
-    """Compile `fun` on first call for each argument signature (usable as a decorator)."""
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
+        in_shardings=None, out_shardings=None, keep_unused=False, device=None, backend=None, inline=False,
+        compiler_options=None):
+    """Compile `fun` on first call for each argument signature (usable as a decorator).
+
+    JAX's other keyword arguments are accepted for its code to run unchanged; on
+    jaxlite's one CPU device they change no result: shardings place everything on
+    it, `inline` is what the compiler does with every nested jit anyway, and an
+    unused argument costs nothing. `backend` must be "cpu" (or None).
+    """
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+                             donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                             backend=backend)
+    if backend not in (None, "cpu"):
+        raise RuntimeError(f"jit(backend={backend!r}): jaxlite has only the 'cpu' backend")
     errors.check_callable(fun, "jit")
     return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 

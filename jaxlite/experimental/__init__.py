@@ -1,0 +1,2 @@
+"""jaxlite.experimental: APIs that JAX keeps under jax.experimental."""
+from jaxlite.experimental import checkify, sparse
