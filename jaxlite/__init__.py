@@ -1,11 +1,12 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
-import sys
+import sys as _sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util
 from jaxlite import debug, errors
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.config import config
+from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
 from jaxlite.core.staging import eval_shape, make_jaxpr
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
@@ -16,7 +17,11 @@ from jaxlite.transforms.jit import disable_jit, jit
 from jaxlite.transforms import precision
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
-sys.modules[__name__ + ".precision"] = precision
+_sys.modules[__name__ + ".precision"] = precision
+
+# jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=(
+    "core", "debug", "errors", "lax", "nn", "numpy", "precision", "random", "tree", "tree_util"))
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,7 @@
 """jaxlite.numpy: the NumPy API on jaxlite arrays, built from lax primitives."""
 from jaxlite.core import dtypes as _dtypes
 from jaxlite.core.array import Array as ndarray
+from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
 from jaxlite.core.dtypes import promote_types, result_type
 from jaxlite.numpy.array_methods import install as _install_array_methods
 from jaxlite.numpy.creation import (arange, array, asarray, empty, empty_like, eye, full,
@@ -10,11 +11,11 @@ from jaxlite.numpy.cumulative import (cumprod, cumsum, cumulative_sum, diff, nan
                                       nancumsum)
 from jaxlite.numpy.joining import (array_split, atleast_1d, atleast_2d, atleast_3d, column_stack,
                                    dstack, flip, fliplr, flipud, hsplit, hstack, pad, repeat, roll,
-                                   rot90, row_stack, split, tile, vsplit, vstack)
+                                   rot90, split, tile, vsplit, vstack)
 from jaxlite.numpy.math_functions import (acos, acosh, allclose, arccos, arccosh, arcsin,
                                           arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
                                           clip, conj, conjugate, copysign, cosh, deg2rad, degrees,
-                                          fix, float_power, fmax, fmin, fmod, heaviside, hypot,
+                                          float_power, fmax, fmin, fmod, heaviside, hypot,
                                           imag, isclose, log2, log10, logaddexp, logaddexp2,
                                           rad2deg, radians, real, rint, signbit, sinc, sinh, tan,
                                           trunc, where)
@@ -53,3 +54,5 @@ _install_array_methods()
 
 bool = bool_
 dtype = _dtypes.np.dtype
+
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=("fft", "linalg"))
