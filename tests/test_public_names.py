@@ -131,29 +131,17 @@ MISSING = {
         """,
     },
     "jax.numpy": {
-        COMPLEX: "ComplexWarning angle cdouble complex128 complex64 complex_ csingle sort_complex",
+        COMPLEX: "ComplexWarning angle cdouble complex128 complex64 complex_ csingle roots sort_complex",
         LINALG_FFT: "fft",
-        NUMPY_PENDING: """
-            append apply_along_axis apply_over_axes argpartition array_equal array_equiv
-            array_repr array_str astype atan2 bartlett bincount bitwise_count bitwise_invert
-            blackman block broadcast_shapes c_ can_cast character choose concat copy corrcoef cov
-            cumulative_prod delete diag diag_indices diag_indices_from diagflat diagonal digitize
-            divmod double dsplit e ediff1d einsum_path euler_gamma fabs fill_diagonal flexible
+        "needs the modified Bessel function i0 (lax.bessel_i0e): owned by the scipy work, "
+        "issue 17 item 1": "i0 kaiser",
+        "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
+        "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """
             float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz
-            float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float_ frexp
-            from_dlpack frombuffer fromfile fromfunction fromiter frompyfunc fromstring gcd
-            get_printoptions gradient hamming hanning histogram histogram2d histogram_bin_edges
-            histogramdd i0 index_exp indices inf insert int1 int2 int4 int_ interp intersect1d
-            iscomplex iscomplexobj isdtype isin isneginf isposinf isreal isrealobj isscalar
-            iterable kaiser lcm ldexp load mask_indices matrix_transpose matvec mgrid modf nan
-            nan_to_num nanargmax nanargmin nanmedian nanpercentile nanquantile ndim newaxis
-            object_ ogrid packbits partition permute_dims pi piecewise place poly polyadd polyder
-            polydiv polyfit polyint polymul polysub polyval pow printoptions put r_ resize
-            rollaxis roots s_ save savez select set_printoptions setdiff1d setxor1d shape single
-            size spacing trapezoid tril_indices tril_indices_from trim_zeros triu_indices
-            triu_indices_from ufunc uint uint1 uint2 uint4 union1d unique_all unique_counts
-            unique_inverse unique_values unpackbits unstack unwrap vander vecdot vecmat vectorize
+            float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu int1 int2
+            int4 uint1 uint2 uint4
         """,
+        NUMPY_PENDING: "einsum_path from_dlpack frompyfunc ufunc",
     },
     "jax.numpy.linalg": {
         LINALG_FFT: """
@@ -278,11 +266,17 @@ def test_dir_lists_only_public_api(namespace):
     assert not gone, f"no longer shown, remove from EXTRA[{namespace!r}]: {' '.join(gone)}"
 
 
+def exists_in_this_tree(jax_namespace):
+    """Whether this checkout has the module (an editable install elsewhere may also offer it)."""
+    import jaxlite
+    relative = pathlib.Path(*jax_namespace.split(".")[1:])
+    package = pathlib.Path(jaxlite.__file__).parent
+    return (package / relative).with_suffix(".py").exists() or (package / relative).is_dir()
+
+
 @pytest.mark.parametrize("namespace", sorted(ABSENT_NAMESPACES))
 def test_absent_namespaces_are_absent(namespace):
-    try:
-        jaxlite_module(namespace)
-    except ImportError:
+    if not exists_in_this_tree(namespace):
         return
     pytest.fail(f"jaxlite{namespace[3:]} exists now: replace ABSENT_NAMESPACES[{namespace!r}] "
                 f"by per-name MISSING entries")
