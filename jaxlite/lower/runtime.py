@@ -37,7 +37,7 @@ from llvmlite import ir
 
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import (autotune, codegen, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
+from jaxlite.lower import (autotune, codegen, collectives, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
                            native_flow, native_pool, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
@@ -563,6 +563,7 @@ NATIVE_ROUTINES = {
     "triangular_solve": linalg_kernels.triangular_solve_spec,
     "lu": linalg_kernels.lu_spec,
     "svd": linalg_kernels.svd_spec,
+    **{name: collectives.eqn_spec for name in collectives.PRIMITIVE_NAMES},     # mesh collectives (MPI)
 }
 
 
