@@ -25,7 +25,8 @@ _sys.modules[__name__ + ".precision"] = precision
 
 # jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
 __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
-    "core", "debug", "errors", "lax", "nn", "numpy", "precision", "random", "tree", "tree_util"))
+    "core", "debug", "distributed", "errors", "lax", "nn", "numpy", "precision", "random",
+    "sharding", "tree", "tree_util"))
 
 __version__ = "0.1.0"
 
