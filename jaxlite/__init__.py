@@ -1,5 +1,5 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
-import sys
+import sys as _sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util, typing
 from jaxlite import dtypes, ops
@@ -12,6 +12,7 @@ from jaxlite.core.config import (checking_leaks, config, debug_infs, debug_key_r
                                  log_compiles, numpy_dtype_promotion, numpy_rank_promotion, transfer_guard)
 from jaxlite.core.ref import Ref, freeze, new_ref
 from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
+from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
@@ -28,8 +29,14 @@ from jaxlite import (api_util, custom_batching, custom_derivatives, experimental
                      interpreters)
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
-sys.modules[__name__ + ".precision"] = precision
-sys.modules[__name__ + ".stages"] = stages
+_sys.modules[__name__ + ".precision"] = precision
+_sys.modules[__name__ + ".stages"] = stages
+
+# jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=(
+    "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
+    "dtypes", "errors", "experimental", "extend", "flatten_util", "interpreters", "lax", "nn", "numpy",
+    "ops", "precision", "random", "sharding", "stages", "tree", "tree_util", "typing"))
 
 __version__ = "0.1.0"
 
