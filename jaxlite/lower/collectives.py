@@ -221,11 +221,11 @@ class _Mpi:
         self.handle = (lambda obj: ctypes.c_void_p(MPI._handleof(obj))) if pointer_handles else \
             (lambda obj: ctypes.c_int(_signed32(MPI._handleof(obj))))
         self.handles = {"comm": MPI._handleof(comm), "byte": MPI._handleof(MPI.BYTE),
-                        "status_ignore": MPI._addressof(MPI.STATUS_IGNORE) if hasattr(MPI, "_addressof") else 0,
                         "dtypes": [MPI._handleof(getattr(MPI, n)) for n in _MPI_DTYPES],
                         "ops": [MPI._handleof(getattr(MPI, n)) for n in _MPI_OPS]}
         # In flight: [description address, sequence number], written by the shims, read by the watchdog.
         self.in_flight = np.zeros(2, np.int64)
+        self.status = np.zeros(max(64, MPI._sizeof(MPI.Status)), np.uint8)    # MPI_Sendrecv's, unread
         self.code = llvm_target.compile_ir(str(_shim_module(self)), optimize_ir=False)
         for name in ("jaxlite_mpi_allreduce", "jaxlite_mpi_reduce_scatter", "jaxlite_mpi_allgather",
                      "jaxlite_mpi_alltoall", "jaxlite_mpi_sendrecv", "jaxlite_mpi_rank"):
@@ -236,12 +236,12 @@ class _Mpi:
             self.functions["MPI_Abort"])
         function(self.handle(self.comm), code)
 
-    def allgather_words(self, word):
+    def allgather_words(self, word, description):
         """Every rank's int64 `word`, by the shim (so the watchdog sees this wait too)."""
         send, recv = np.array([word], np.int64), np.zeros(self.size, np.int64)
         shim = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p)(
             self.code.address("jaxlite_mpi_allgather"))
-        shim(send.ctypes.data, recv.ctypes.data, 8, b"the check that every rank runs the same collectives")
+        shim(send.ctypes.data, recv.ctypes.data, 8, description.encode())
         return recv
 
 
@@ -357,7 +357,7 @@ class _ShimBuilder:
                    [recv, ir.Constant(I8, 0), nbytes, ir.Constant(ir.IntType(1), 0)])
         byte, comm = self.handle(self.mpi.handles["byte"]), self.handle(self.mpi.handles["comm"])
         count, tag = b.trunc(nbytes, I32), ir.Constant(I32, 7)
-        status = ir.Constant(I64, self.mpi.handles["status_ignore"]).inttoptr(PTR)
+        status = ir.Constant(I64, self.mpi.status.ctypes.data).inttoptr(PTR)
         self.call(b, "MPI_Sendrecv", [send, count, byte, dst32, tag, recv, count, byte, src32, tag, comm, status])
         self.end(b)
         b.ret_void()
@@ -437,7 +437,7 @@ def _fingerprint(text):
 
 def _check_ranks_agree(what):
     mpi = _job["mpi"]
-    words = mpi.allgather_words(_fingerprint(what))
+    words = mpi.allgather_words(_fingerprint(what), f"the check that every rank runs {what}")
     if len(set(words.tolist())) > 1:
         differing = [r for r, w in enumerate(words) if w != words[mpi.rank]]
         raise RuntimeError(f"rank {mpi.rank} runs {what}, but rank(s) {differing} run something else at this "
