@@ -1,0 +1,1 @@
+"""jaxlite.experimental: JAX's experimental APIs (multihost_utils, ...)."""
