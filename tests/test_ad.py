@@ -236,7 +236,17 @@ def _process_collective_cases():
     }
 
 
+def _over_lanes(f):
+    return lambda x: jaxlite.vmap(f, axis_name="i")(x)
+
+
 PRIMITIVE_CASES.update(_process_collective_cases())
+PRIMITIVE_CASES.update({
+    "ppermute": (_over_lanes(lambda v: lax.ppermute(v, "i", [(0, 1), (1, 2)])), [normal((3, 2))]),
+    "psum_scatter": (_over_lanes(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True)),
+                     [normal((2, 3, 4))]),
+    "all_to_all": (_over_lanes(lambda v: lax.all_to_all(v, "i", 0, 1)), [normal((2, 2, 3))]),
+})
 
 # Checked in forward mode only, and why.
 FORWARD_ONLY_CASES = {

@@ -16,8 +16,8 @@ MPI library mpi4py loaded (found through mpi4py's own module, never by name: two
 one process crash) and its flavour of handles (MPICH's are ints, Open MPI's pointers),
 and linked under those names (llvm.add_symbol). So a routine's object code holds no
 address and no handle and stays valid in the persistent cache, in any process and MPI.
-Codes for dtypes and ops are positions in the tables below. Counts above what MPI's
-`int` holds are sent in pieces.
+Codes for dtypes and ops are positions in the tables below. Reductions longer than what MPI's
+`int` counts are sent in pieces; the other collectives take up to 2**31-1 bytes per process.
 
 A group of one process (a mesh axis of size 1) needs no MPI: its routine copies.
 Eager collectives run the same routines (through ctypes, which releases the GIL).
@@ -171,8 +171,19 @@ def spec_of(name, in_avals, params):
     shape = "" if aval is None else f" of {dtype}[{','.join(map(str, aval.shape))}]"
     description = (f"{_USER_NAMES[kind].format(op=op)} over mesh axes {axes}{shape} "
                    f"in shard_map of {params['where']!r}")
-    return CollectiveSpec(kind, _wire_dtype(dtype, kind), 1 if aval is None else int(aval.size), group, op,
+    spec = CollectiveSpec(kind, _wire_dtype(dtype, kind), 1 if aval is None else int(aval.size), group, op,
                           tuple(params.get("perm", ())), description)
+    if group > 1 and _count_per_call(spec) > MAX_COUNT:
+        raise ValueError(f"{description}: more than {MAX_COUNT} elements or bytes per process in one call "
+                         f"of MPI; only psum/pmax/pmin go in pieces (split the array)")
+    return spec
+
+
+def _count_per_call(spec):
+    """The count one MPI call of the shim passes (reductions pass pieces)."""
+    per_rank = {"reduce": 0, "axis_index": 0, "psum_scatter": spec.count // spec.group,
+                "all_to_all": spec.nbytes // spec.group}
+    return per_rank.get(spec.kind, spec.nbytes)
 
 
 def _wire_dtype(dtype, kind):
@@ -216,7 +227,7 @@ class _Mpi:
         self.functions = {name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value
                           for name in ("MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
                                        "MPI_Alltoall", "MPI_Sendrecv", "MPI_Abort")}
-        pointer_handles = MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_void_p) and MPI._sizeof(MPI.Comm) != 4
+        pointer_handles = MPI._sizeof(MPI.Comm) != 4       # MPICH's handles are ints, Open MPI's pointers
         self.handle_type = PTR if pointer_handles else I32
         self.handle = (lambda obj: ctypes.c_void_p(MPI._handleof(obj))) if pointer_handles else \
             (lambda obj: ctypes.c_int(_signed32(MPI._handleof(obj))))

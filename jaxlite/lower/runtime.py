@@ -63,7 +63,7 @@ FALLBACKS = {
     # Not lowered:
     "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
-       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
+       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "psum_scatter", "all_to_all")},
 }
 
 
