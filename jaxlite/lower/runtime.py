@@ -64,7 +64,7 @@ FALLBACKS = {
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{name: "a Python callback" for name in ("debug_callback", "pure_callback", "io_callback")},
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
-       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
+       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "psum_scatter", "all_to_all")},
 }
 
 
