@@ -32,11 +32,24 @@ from jaxlite import (api_util, custom_batching, custom_derivatives, experimental
 _sys.modules[__name__ + ".precision"] = precision
 _sys.modules[__name__ + ".stages"] = stages
 
+# jaxlite.scipy is imported on first use: most programs never need it, and every one would pay its
+# import time.
+_LAZY_SUBMODULES = ("scipy",)
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
 __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
     "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
     "dtypes", "errors", "experimental", "extend", "flatten_util", "interpreters", "lax", "nn", "numpy",
-    "ops", "precision", "random", "sharding", "stages", "tree", "tree_util", "typing"))
+    "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
+    lazy_submodules=_LAZY_SUBMODULES)
 
 __version__ = "0.1.0"
 
