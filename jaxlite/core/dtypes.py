@@ -119,6 +119,29 @@ def is_unsigned(dtype):
     return np.dtype(dtype).kind == "u"
 
 
+# ---------------------------------------------------------------- extended dtypes
+
+
+class extended(np.generic):
+    """The scalar type of JAX's extended dtypes: element types numpy does not have."""
+
+
+class prng_key(extended):
+    """The scalar type of typed PRNG keys (jax.random.key)."""
+
+
+class ExtendedDType:
+    """An element type that is not a numpy dtype; `type` is its scalar type (a subclass of
+    `extended`), which is what issubdtype compares."""
+    type = extended
+    name = "extended"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
 def is_bool(dtype):
     return np.dtype(dtype) == bool_
 

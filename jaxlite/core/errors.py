@@ -28,8 +28,17 @@ class SourceInfo:
         return f"{self.filename}:{self.lineno} (in {self.function})"
 
 
+# Source paths whose frames are not the user's: jaxlite's, and those libraries register.
+excluded_paths = [_PACKAGE_DIR]
+
+
+def register_exclusion(path):
+    """Treat frames from files under `path` as internal (left out of error locations and tracebacks)."""
+    excluded_paths.append(path)
+
+
 def _is_internal(filename):
-    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+    return filename.startswith(tuple(excluded_paths)) or filename.startswith("<frozen")
 
 
 class _Replays(threading.local):

@@ -85,14 +85,14 @@ class JaxprTrace(Trace):
 
 
 def _is_literal(x):
-    if isinstance(x, Array):
+    if type(x) is Array:
         return x.ndim == 0
     return isinstance(x, (np.generic, bool, int, float)) or (isinstance(x, np.ndarray) and x.ndim == 0)
 
 
 def _as_literal(x):
     aval = abstractify(x)
-    value = np.asarray(x._value if isinstance(x, Array) else x, dtype=aval.dtype)[()]
+    value = np.asarray(x._value if type(x) is Array else x, dtype=aval.dtype)[()]
     return Literal(value, aval)
 
 

@@ -97,6 +97,9 @@ class Tracer:
         return f"Traced({self.aval})"
 
 
+Array.tracer_types = (Tracer,)
+
+
 class EvalTrace(Trace):
     """The bottom trace: runs each primitive's numpy implementation at once.
 

@@ -1,4 +1,3 @@
-"""jaxlite.experimental: JAX's experimental names that jaxlite provides."""
+"""jaxlite.experimental: APIs that JAX keeps under jax.experimental."""
 from jaxlite.callback import io_callback
-
-__all__ = ["io_callback"]
+from jaxlite.experimental import checkify, sparse

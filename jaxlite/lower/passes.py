@@ -373,6 +373,8 @@ def _identity(eqn, producers):
         return inputs[0]
     if name == "neg" and _produced_by(inputs[0], producers, "neg"):
         return producers[inputs[0]].inputs[0]
+    if getattr(eqn.primitive, "value_is_operand", None) is not None:   # identities with a derivative of their own
+        return inputs[eqn.primitive.value_is_operand]
     # Inverse pairs XLA also cancels (users rely on it: log(exp(x)) under jit is x even where
     # exp overflows, and its derivative (1/e)*e is 1, not inf*0).
     if name == "log" and _produced_by(inputs[0], producers, "exp"):

@@ -37,7 +37,7 @@ from llvmlite import ir
 
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import (autotune, codegen, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
+from jaxlite.lower import (autotune, codegen, collectives, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
                            native_flow, native_pool, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
@@ -64,7 +64,7 @@ FALLBACKS = {
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{name: "a Python callback" for name in ("debug_callback", "pure_callback", "io_callback")},
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
-       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
+       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "psum_scatter", "all_to_all")},
 }
 
 
@@ -92,7 +92,7 @@ class MemoryPlan:
             for v in step.outputs:
                 if v in intermediates:
                     self.offsets[v] = self._allocate(free, _nbytes(v))
-            for v in step.inputs:
+            for v in dict.fromkeys(step.inputs):    # once each: a step may read a value twice
                 if v in intermediates and last_use.get(v) == position:
                     free.append((self.offsets[v], _nbytes(v)))
             for v in step.outputs:      # written but never read (dead results of a fallback)
@@ -564,6 +564,7 @@ NATIVE_ROUTINES = {
     "triangular_solve": linalg_kernels.triangular_solve_spec,
     "lu": linalg_kernels.lu_spec,
     "svd": linalg_kernels.svd_spec,
+    **{name: collectives.eqn_spec for name in collectives.PRIMITIVE_NAMES},     # mesh collectives (MPI)
 }
 
 

@@ -73,6 +73,12 @@ def _is_weak(x):
 
 
 def broadcast_arrays(*args):
+    """The arguments broadcast to their common shape (as arrays, rank-0 ones too)."""
+    shape = broadcast_shapes(*(np.shape(x) for x in args))
+    return [broadcast_to(x, shape) for x in args]
+
+
+def _broadcast_operands(*args):
     """Broadcast to a common shape; rank-0 operands are left for the primitive to broadcast."""
     shape = broadcast_shapes(*(np.shape(x) for x in args))
     return [x if np.ndim(x) == 0 or np.shape(x) == shape else broadcast_to(x, shape) for x in args]
@@ -100,7 +106,7 @@ def promote_and_broadcast(name, *args):
     _check_rank_promotion(name, args)
     promoted = promote_dtypes(*args)
     try:
-        return broadcast_arrays(*promoted)
+        return _broadcast_operands(*promoted)
     except ValueError:
         shown = ", ".join(str(np.shape(x)) for x in args)
         raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}") from None
@@ -141,7 +147,12 @@ def _already_uniform(args):
 
 def promote_to_inexact(name, *args):
     """Like promote_and_broadcast, but integers and bools become the default float."""
-    args = promote_and_broadcast(name, *args)
+    return promote_dtypes_inexact(*promote_and_broadcast(name, *args))
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, but integers and bools become the default float."""
+    args = promote_dtypes(*args)
     if dtypes.is_float(args[0].dtype):
         return args
     dtype = dtypes.default_float_dtype()

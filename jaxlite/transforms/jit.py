@@ -141,11 +141,12 @@ class _CacheEntry:
 def _compile(closed, name, donated=()):
     """Machine code for `closed`: from the persistent cache when configured (as in JAX, this
     still counts and logs as a compile; disk_cache.stats tells hits apart), else compiled."""
-    from jaxlite.lower import pipeline, program_cache
+    from jaxlite.lower import collectives, pipeline, program_cache
     if config.jax_log_compiles:
         shown = ", ".join(a.str_short() for a in closed.in_avals)
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
+    collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
     executable = program_cache.compile_cached(
         closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
         donated)
@@ -207,11 +208,22 @@ def disable_jit(disable=True):
 
 # ---------------------------------------------------------------- the API
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=()):
-    """Compile `fun` on first call for each argument signature (usable as a decorator)."""
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
+        in_shardings=None, out_shardings=None, keep_unused=False, device=None, backend=None, inline=False,
+        compiler_options=None):
+    """Compile `fun` on first call for each argument signature (usable as a decorator).
+
+    JAX's other keyword arguments are accepted for its code to run unchanged; on
+    jaxlite's one CPU device they change no result: shardings place everything on
+    it, `inline` is what the compiler does with every nested jit anyway, and an
+    unused argument costs nothing. `backend` must be "cpu" (or None).
+    """
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+                             donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                             backend=backend)
+    if backend not in (None, "cpu"):
+        raise RuntimeError(f"jit(backend={backend!r}): jaxlite has only the 'cpu' backend")
     errors.check_callable(fun, "jit")
     return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
@@ -226,6 +238,8 @@ class JittedFunction:
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames=()):
         self.fun = fun
         _check_static_argnums_fit(fun, _as_tuple(static_argnums))
+        _check_argnames_exist(fun, _as_tuple(static_argnames), "static_argnames")
+        _check_argnames_exist(fun, _as_tuple(donate_argnames), "donate_argnames")
         self.static_argnums, self.static_argnames = _complete_positions_and_names(
             fun, _as_tuple(static_argnums), _as_tuple(static_argnames))
         self.donate_argnums, self.donate_argnames = _complete_positions_and_names(
@@ -496,6 +510,21 @@ def _check_static_argnums_fit(fun, argnums):
     if any(not -count <= i < count for i in argnums):
         raise ValueError(f"Jitted function has static_argnums={argnums}, but only accepts "
                          f"{count} positional arguments.")
+
+
+def _check_argnames_exist(fun, argnames, what):
+    """JAX's error for a name the function has no parameter of (unless it takes **kwargs)."""
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return
+    names = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    invalid = set(argnames) - names
+    if invalid:
+        raise ValueError(f"Jitted function has invalid argnames {invalid} in {what}. "
+                         f"Function does not take these args.")
 
 
 def _complete_positions_and_names(fun, argnums, argnames):

@@ -18,30 +18,10 @@ from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 __all__ = ["ArgInfo", "Compiled", "Lowered", "Traced", "Wrapped"]
 
 
-class _CpuDevice:
-    """The one CPU device (a stand-in until jaxlite.sharding lands)."""
-
-    id, platform, device_kind, process_index = 0, "cpu", "cpu", 0
-
-    def __repr__(self):
-        return "CpuDevice(id=0)"
-
-
-class _SingleDeviceSharding:
-    """Where every array of a one-device program lives."""
-
-    def __init__(self):
-        self.device_set = {_CpuDevice()}
-        self.memory_kind = "device"
-
-    def __eq__(self, other):
-        return isinstance(other, _SingleDeviceSharding)
-
-    def __hash__(self):
-        return hash(_SingleDeviceSharding)
-
-    def __repr__(self):
-        return f"SingleDeviceSharding(device={next(iter(self.device_set))!r}, memory_kind=device)"
+def _local_sharding():
+    """Where every array of a one-process program lives: this process's device."""
+    from jaxlite._sharding import SingleDeviceSharding, local_device
+    return SingleDeviceSharding(local_device())
 
 
 CompiledMemoryStats = collections.namedtuple(
@@ -167,11 +147,11 @@ class Compiled(_Stage):
 
     @property
     def input_shardings(self):
-        return tree_unflatten(self.in_tree, [_SingleDeviceSharding() for _ in self.in_avals])
+        return tree_unflatten(self.in_tree, [_local_sharding() for _ in self.in_avals])
 
     @property
     def output_shardings(self):
-        return tree_unflatten(self.out_tree, [_SingleDeviceSharding() for _ in self.out_avals])
+        return tree_unflatten(self.out_tree, [_local_sharding() for _ in self.out_avals])
 
     def __call__(self, *args, **kwargs):
         flat_args, in_tree = tree_flatten((args, kwargs))
