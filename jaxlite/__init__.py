@@ -13,7 +13,7 @@ from jaxlite.core.config import (checking_leaks, config, debug_infs, debug_key_r
 from jaxlite.core.ref import Ref, freeze, new_ref
 from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
 from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
-from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
+from jaxlite.transforms.ad import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
@@ -53,6 +53,11 @@ __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
     lazy_submodules=_LAZY_SUBMODULES)
 
 __version__ = "0.1.0"
+
+
+def effects_barrier():
+    """Wait until the side effects (callbacks) of computations already run are done: jaxlite
+    runs them synchronously, so they are."""
 
 
 def block_until_ready(tree):

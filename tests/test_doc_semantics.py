@@ -124,3 +124,15 @@ def test_a_custom_jvp_function_may_branch_on_concrete_values():
         return f(x), (2.0 if x > 0 else 3.0) * x_dot
     assert float(jaxlite.grad(f)(1.0)) == 2.0 and float(jaxlite.grad(f)(-1.0)) == 3.0
     assert float(f(-1.0)) == pytest.approx(np.cos(-1.0))
+
+
+def test_linear_transpose_and_effects_barrier():
+    transposed = jaxlite.linear_transpose(lambda x, y: 2 * x + y.sum(), 1.0, jnp.ones(3))
+    x_ct, y_ct = transposed(1.0)
+    assert float(x_ct) == 2.0 and x_ct.weak_type
+    np.testing.assert_array_equal(y_ct, [1.0, 1.0, 1.0])
+    (ct,) = jaxlite.linear_transpose(lambda x: 2 * x, jaxlite.ShapeDtypeStruct((2,), np.float32))(jnp.ones(2))
+    np.testing.assert_array_equal(ct, [2.0, 2.0])
+    with pytest.raises(ValueError, match="is it linear"):
+        jaxlite.linear_transpose(lambda x: x * x, 1.0)(1.0)
+    jaxlite.effects_barrier()

@@ -638,6 +638,31 @@ def _cotangent_value(ct, primal_aval):
     return ct
 
 
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of a linear function: a function from an output cotangent to the tuple of
+    input cotangents. `primals` (arrays or ShapeDtypeStructs) give only the input types; a
+    function that is not linear fails to transpose."""
+    from jaxlite.core.staging import _aval_of_spec, flatten_fun, trace_to_jaxpr
+    flat_primals, in_tree = tree_flatten((tuple(primals), {}))
+    flat_fun, out_tree = flatten_fun(fun, in_tree)
+    closed = trace_to_jaxpr(flat_fun, [_aval_of_spec(p) for p in flat_primals], "linear_transpose")
+    in_avals = closed.in_avals
+
+    def transposed(ct):
+        flat_cts, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree[0]:
+            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match the "
+                            f"output structure {out_tree[0]}")
+        try:
+            cts = backward_pass(closed.jaxpr, closed.consts, [UndefinedPrimal(a) for a in in_avals],
+                                [as_array_argument(c) for c in flat_cts])
+        except (TypeError, ValueError, AssertionError) as err:
+            raise ValueError(f"linear_transpose could not transpose {getattr(fun, '__name__', fun)}: "
+                             f"is it linear in its inputs? ({err})") from err
+        return tree_unflatten(in_tree, [_cotangent_value(c, a) for c, a in zip(cts, in_avals)])[0]
+    return transposed
+
+
 def linearize(fun, *primals):
     """(fun(*primals), f_jvp): f_jvp(*tangents) is the JVP at primals, evaluated from the
     staged linear jaxpr (no re-running of the primal computation)."""
