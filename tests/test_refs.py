@@ -161,3 +161,17 @@ def test_a_custom_vjp_rule_writes_a_ref_it_is_given(jit):
     grad = jaxlite.grad(lambda x: jnp.sin(stash_grads(stash, x)))
     np.testing.assert_allclose(float((jaxlite.jit(grad) if jit else grad)(1.0)), np.cos(1.0), rtol=1e-6)
     np.testing.assert_allclose(float(stash[...]), np.cos(1.0), rtol=1e-6)
+
+
+def test_make_jaxpr_lifts_closed_over_refs_and_markers_are_pytrees():
+    seen = jaxlite.new_ref(jnp.zeros(2))
+
+    def f(x):
+        seen[...] += x
+        return x * 2
+    closed = jaxlite.make_jaxpr(f)(jnp.ones(2))
+    assert len(closed.in_avals) == 2 and len(closed.out_avals) == 2     # the ref is an input and an output
+    np.testing.assert_array_equal(seen[...], [0.0, 0.0])                 # tracing runs nothing
+    _, pullback = jaxlite.vjp(lambda w, x: w @ x, jnp.ones((2, 2)), jnp.ones(2))
+    closed = jaxlite.make_jaxpr(lambda: pullback.with_refs(jaxlite.ad.GradValue(), jaxlite.ad.DontWant())(jnp.ones(2)))()
+    assert len(closed.out_avals) == 1

@@ -592,6 +592,10 @@ def _deliver(target, ct):
     return GradRef()
 
 
+# Markers with no leaves: a function may return them like any pytree.
+for _marker in (DidntWant, GradRef):
+    register_pytree_node(_marker, lambda marker: ((), type(marker)), lambda kind, _: kind())
+
 register_pytree_node(VJP, lambda f: ((f.args, f.keywords), f.func),
                      lambda func, children: VJP(func, *children[0], **children[1]))
 
