@@ -47,7 +47,7 @@ def __getattr__(name):
 
 # jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
 __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
-    "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
+    "ad", "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
     "dtypes", "errors", "experimental", "extend", "flatten_util", "interpreters", "lax", "nn", "numpy",
     "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
     lazy_submodules=_LAZY_SUBMODULES)
