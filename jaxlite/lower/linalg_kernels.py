@@ -24,12 +24,9 @@ from llvmlite import ir
 
 from jaxlite.core import numpy_blas
 from jaxlite.lower import codegen, lapack
-from jaxlite.lower.gemm import I64, PTR, as_i64, declare, emit_loop
+from jaxlite.lower.llvm_helpers import I1, I8, I32, I64, PTR, as_i64, declare, emit_loop
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
-I1 = ir.IntType(1)
-I8 = ir.IntType(8)
-I32 = ir.IntType(32)
 _FLOAT_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
 _CONTRACT = ("contract",)
 _SUM = ("reassoc", "contract")
@@ -602,7 +599,7 @@ class SvdSpec:
         b.store(ir.Constant(I8, ord("A" if self.full_matrices else "S")), base)
         vt_rows = self._factor_shapes[1][0]
         values = dict(m=self.m, n=self.n, ld=max(self.m, 1), ld_vt=max(vt_rows, 1), lwork=self.lwork, info=0)
-        pointers = {name: gep(b, base, 1 + slot, ir.IntType(64)) for slot, name in enumerate(_GESDD_INTS)}
+        pointers = {name: gep(b, base, 1 + slot, I64) for slot, name in enumerate(_GESDD_INTS)}
         for name, value in values.items():
             b.store(ir.Constant(integer, value), pointers[name])
         return pointers

@@ -30,6 +30,7 @@ from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
 from jaxlite.lower import llvm_target
+from jaxlite.lower.llvm_helpers import I16, I32, I64, emit_loop
 
 _FAST = ("contract",)
 
@@ -589,7 +590,7 @@ def _libm(builder, name, *args):
         return builder.call(function, args)
     result = ir.Constant(e.ty, ir.Undefined)
     for lane in range(e.lanes):
-        index = ir.Constant(ir.IntType(32), lane)
+        index = ir.Constant(I32, lane)
         lane_args = [builder.extract_element(arg, index) for arg in args]
         result = builder.insert_element(result, builder.call(function, lane_args), index)
     return result
@@ -772,7 +773,7 @@ def emit_f32_to_bf16_bits(builder, x):
     rounded = builder.add(bits, builder.add(e.i(0x7FFF), lowest_kept_bit))
     quiet_nan = builder.or_(bits, e.i(0x00400000))
     kept = e.select(e.isnan(x), quiet_nan, rounded)
-    return builder.trunc(builder.lshr(kept, e.i(16)), e.shaped(ir.IntType(16)))
+    return builder.trunc(builder.lshr(kept, e.i(16)), e.shaped(I16))
 
 
 def emit_bf16_bits_to_f32(builder, bits16):
@@ -833,28 +834,21 @@ def define_map_kernel(module, name, emitter, in_type, out_type=None, arity=1):
     """Define `void name(in_type* in_0, ..., out_type* out, i64 n)` computing
     out[i] = emitter(builder, in_0[i], ...); the types may be scalars or vectors."""
     out_type = out_type or in_type
-    i64 = ir.IntType(64)
     pointer_types = [ir.PointerType(in_type)] * arity + [ir.PointerType(out_type)]
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), pointer_types + [i64]), name)
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), pointer_types + [I64]), name)
     llvm_target.add_function_attributes(function)
     for argument in function.args[:-1]:
         argument.add_attribute("noalias")
     *inputs, output, n = function.args
-    entry, loop, done = (function.append_basic_block(label) for label in ("entry", "loop", "done"))
-    builder = ir.IRBuilder(entry)
-    builder.cbranch(builder.icmp_signed("<=", n, ir.Constant(i64, 0)), done, loop)
-    builder.position_at_end(loop)
-    index = builder.phi(i64)
-    index.add_incoming(ir.Constant(i64, 0), entry)
-    # Element alignment only: numpy buffers are not aligned to whole vectors.
-    values = [builder.load(builder.gep(pointer_in, [index], inbounds=True),
-                           align=_element_bytes(in_type)) for pointer_in in inputs]
-    builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True),
-                  align=_element_bytes(out_type))
-    following = builder.add(index, ir.Constant(i64, 1))
-    index.add_incoming(following, loop)
-    builder.cbranch(builder.icmp_signed("==", following, n), done, loop)
-    builder.position_at_end(done)
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+
+    def element(index):
+        # Element alignment only: numpy buffers are not aligned to whole vectors.
+        values = [builder.load(builder.gep(pointer_in, [index], inbounds=True),
+                               align=_element_bytes(in_type)) for pointer_in in inputs]
+        builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True),
+                      align=_element_bytes(out_type))
+    emit_loop(builder, 0, n, element)
     builder.ret_void()
     return function
 

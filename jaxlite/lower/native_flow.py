@@ -39,8 +39,8 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 # runtime imports this module; it is only read from inside functions, once both are loaded.
-from jaxlite.lower import codegen, gemm, kernel_ir, llvm_target, native_call, native_pool, native_routines, runtime
-from jaxlite.lower.codegen import I1, I8, I32, I64, PTR
+from jaxlite.lower import codegen, kernel_ir, llvm_target, native_call, native_pool, native_routines, runtime
+from jaxlite.lower.llvm_helpers import I1, I8, I32, I64, PTR, VOID, declare, emit_loop, smax, smin
 from jaxlite.lower.fusion import KernelStep
 
 HOST_STEP = ir.FunctionType(I32, [I64, PTR])
@@ -157,7 +157,7 @@ class _Function:
 
     def copy(self, destination, source, nbytes):
         if nbytes:
-            memcpy = gemm.declare(self.code.module, "llvm.memcpy.p0.p0.i64", ir.VoidType(), [PTR, PTR, I64, I1])
+            memcpy = declare(self.code.module, "llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
             self.b.call(memcpy, [destination, source, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
 
@@ -301,7 +301,7 @@ def _emit_scan(fn, step, inputs, outputs, region):
                                 carry.following(parity) + sliced(ys, y_slices), base)
         return [b.not_(parity)]
 
-    parity, = gemm.emit_loop(b, 0, length, iteration, carried=[ir.Constant(I1, 0)], name="scan")
+    parity, = emit_loop(b, 0, length, iteration, carried=[ir.Constant(I1, 0)], name="scan")
     carry.finish(parity, carry_outputs)
     return base - region + used[0]
 
@@ -315,7 +315,7 @@ def _emit_cond(fn, step, inputs, outputs, region):
     index = b.load(inputs[0], typ=I32)
     last = ir.Constant(I32, len(branches) - 1)
     # Clamped as lax.switch does, so no index can leave the table of branches.
-    index = gemm.smax(b, gemm.smin(b, index, last), ir.Constant(I32, 0))
+    index = smax(b, smin(b, index, last), ir.Constant(I32, 0))
     blocks = [b.append_basic_block(f"cond.branch{k}") for k in range(len(branches))]
     done = b.append_basic_block("cond.done")
     switch = b.switch(index, blocks[-1])
@@ -357,7 +357,7 @@ def native_callee(eqn, plan=None, constants=None):
 # (a GEMM) or batch count (a routine), the number of units, and bytes of scratch per thread;
 # for a job list, jaxlite_run_jobs, the list, 0, 1 and its bytes of scratch.
 CALL_WORDS = 5
-JOBS_FUNCTION = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64])
+JOBS_FUNCTION = ir.FunctionType(VOID, [PTR, PTR, I64])
 
 
 def _emit_native_call(fn, eqn, env, scratch):
@@ -391,7 +391,7 @@ def _emit_native_call(fn, eqn, env, scratch):
     for index, value in enumerate(words):
         word = value if value.type == I64 else b.ptrtoint(value, I64)
         b.store(word, b.gep(context, [ir.Constant(I64, index)], inbounds=True, source_etype=I64))
-    run = gemm.declare(fn.code.module, "jaxlite_pool_run", ir.VoidType(), [PTR, PTR, I64])
+    run = declare(fn.code.module, "jaxlite_pool_run", VOID, [PTR, PTR, I64])
     b.call(run, [b.inttoptr(task, PTR), context, units])
     return 0
 

@@ -18,7 +18,7 @@ import os
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
-from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
+from jaxlite.lower.llvm_helpers import I64, PTR, as_i64, emit_loop
 
 # A batch entry handed to another thread must repay the hand-off (under a microsecond to a
 # spinning worker of the native pool, ~50 us to a sleeping one).

@@ -39,6 +39,7 @@ from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import (autotune, codegen, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
                            native_flow, native_pool, sort_kernels)
+from jaxlite.lower.llvm_helpers import I8, I32, I64, PTR, VOID, declare
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
 from jaxlite.lower.native_call import array_data as _data_pointer
@@ -341,14 +342,14 @@ class Executable:
 
 def emit_slot_object(b, objects, slot):
     """The object pointer in entry `slot` of an entry point's objects array."""
-    address = b.gep(objects, [ir.Constant(codegen.I64, slot)], inbounds=True, source_etype=codegen.I64)
-    return b.inttoptr(b.load(address, typ=codegen.I64), codegen.PTR)
+    address = b.gep(objects, [ir.Constant(I64, slot)], inbounds=True, source_etype=I64)
+    return b.inttoptr(b.load(address, typ=I64), PTR)
 
 
 def emit_array_data(b, array_object):
     """The data pointer of a numpy array object (numpy's stable ABI: right after the header)."""
-    field = b.gep(array_object, [ir.Constant(codegen.I64, _DATA_OFFSET)], inbounds=True, source_etype=codegen.I8)
-    return b.load(field, typ=codegen.PTR)
+    field = b.gep(array_object, [ir.Constant(I64, _DATA_OFFSET)], inbounds=True, source_etype=I8)
+    return b.load(field, typ=PTR)
 
 
 def _emit_object_entry(module, name, calls):
@@ -359,7 +360,7 @@ def _emit_object_entry(module, name, calls):
     `sources` is a control-flow step's function: it takes the objects and returns nonzero
     when a Python callback raised, which ends the call. A call with bounds "split" is a
     task of _emit_pool_task, run by the native pool."""
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]), name)
+    function = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64]), name)
     llvm_target.add_function_attributes(function)
     objects, start, stop = function.args
     b = ir.IRBuilder(function.append_basic_block("entry"))
@@ -373,26 +374,26 @@ def _emit_object_entry(module, name, calls):
                 pointers[source] = emit_array_data(b, emit_slot_object(b, objects, value))
             else:
                 base = pointer(("object", 0))
-                pointers[source] = b.gep(base, [ir.Constant(codegen.I64, value)], inbounds=True, source_etype=codegen.I8)
+                pointers[source] = b.gep(base, [ir.Constant(I64, value)], inbounds=True, source_etype=I8)
         return pointers[source]
 
     finish = function.append_basic_block("finish")
     for kernel_function, sources, bounds in calls:
         if bounds == "split":
-            run = gemm.declare(module, "jaxlite_pool_run", ir.VoidType(), [codegen.PTR, codegen.PTR, codegen.I64])
-            b.call(run, [kernel_function, objects, ir.Constant(codegen.I64, gemm.available_cpus())])
+            run = declare(module, "jaxlite_pool_run", VOID, [PTR, PTR, I64])
+            b.call(run, [kernel_function, objects, ir.Constant(I64, gemm.available_cpus())])
             continue
         if sources is None:
             status = b.call(kernel_function, [objects])
             resume = function.append_basic_block("resume")
-            b.cbranch(b.icmp_signed("!=", status, ir.Constant(codegen.I32, 0)), finish, resume)
+            b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), finish, resume)
             b.position_at_end(resume)
             continue
         args = [pointer(s) for s in sources]
         if bounds is True:
             args += [start, stop]
         elif bounds is not None:
-            args += [ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, bounds)]
+            args += [ir.Constant(I64, 0), ir.Constant(I64, bounds)]
         b.call(kernel_function, args)
     b.branch(finish)
     b.position_at_end(finish)
@@ -412,13 +413,13 @@ SHARE = "_share"    # a split kernel's pool task: its entry point's name and thi
 def _emit_pool_task(module, entry, extent):
     """`void task(ptr objects, i64 unit, i64 slot)`: share `unit` (of one per CPU) of the
     parallel loop of a kernel's entry point (which sets FTZ/DAZ on the thread it runs on)."""
-    task = ir.Function(module, ir.FunctionType(ir.VoidType(), [codegen.PTR, codegen.I64, codegen.I64]),
+    task = ir.Function(module, ir.FunctionType(VOID, [PTR, I64, I64]),
                        entry.name + SHARE)
     objects, unit, _ = task.args
     b = ir.IRBuilder(task.append_basic_block("entry"))
-    extent, units = ir.Constant(codegen.I64, extent), ir.Constant(codegen.I64, gemm.available_cpus())
+    extent, units = ir.Constant(I64, extent), ir.Constant(I64, gemm.available_cpus())
     bound = lambda u: b.sdiv(b.mul(extent, u), units)
-    b.call(entry, [objects, bound(unit), bound(b.add(unit, ir.Constant(codegen.I64, 1)))])
+    b.call(entry, [objects, bound(unit), bound(b.add(unit, ir.Constant(I64, 1)))])
     b.ret_void()
     return task
 
