@@ -9,6 +9,7 @@ from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.shapes import transpose
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
+from jaxlite.lower import fusion_rules
 
 
 def _free_dims(ndim, contracting, batch):
@@ -71,6 +72,7 @@ def _exact_in_float64(lhs_dtype, rhs_dtype, out_dtype, k):
 
 
 dot_general_p = Primitive("dot_general")
+fusion_rules.fused(dot_general_p, fusion_rules.dot_general_rule, domain="dot")
 dot_general_p.def_impl(_dot_general_impl)
 dot_general_p.def_abstract_eval(_dot_general_aval)
 

@@ -10,6 +10,7 @@ from jaxlite.lax.base import (ANY, FLOAT, INTEGER, INTEGRAL, NUMBER, as_operand,
                               check_dtype, naryop_primitive, unary_primitive)
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
+from jaxlite.lower import fusion_rules
 
 
 def _bind_unary(primitive):
@@ -37,22 +38,26 @@ def unbroadcast(ct, aval):
 # ---------------------------------------------------------------- arithmetic
 
 add_p = naryop_primitive("add", np.add, NUMBER)
+fusion_rules.elementwise(add_p, "add")
 add = _bind_nary(add_p)
 ad.deflinear(add_p, lambda ct, x, y: [unbroadcast(ct, x.aval) if ad.is_undefined(x) else None,
                                       unbroadcast(ct, y.aval) if ad.is_undefined(y) else None])
 
 # add_any sums tangents and cotangents; unlike add it never sees Python scalars.
 add_any_p = naryop_primitive("add_any", np.add, NUMBER)
+fusion_rules.elementwise(add_any_p, "add")
 add_any = _bind_nary(add_any_p)
 ad.deflinear(add_any_p, lambda ct, x, y: [ct, ct])
 
 sub_p = naryop_primitive("sub", np.subtract, NUMBER)
+fusion_rules.elementwise(sub_p, "sub")
 sub = _bind_nary(sub_p)
 ad.deflinear(sub_p, lambda ct, x, y: [
     unbroadcast(ct, x.aval) if ad.is_undefined(x) else None,
     unbroadcast(neg(ct), y.aval) if ad.is_undefined(y) else None])
 
 mul_p = naryop_primitive("mul", np.multiply, NUMBER)
+fusion_rules.elementwise(mul_p, "mul")
 mul = _bind_nary(mul_p)
 ad.defbilinear(mul_p,
                lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
@@ -68,6 +73,7 @@ def _divide(x, y):
 
 
 div_p = naryop_primitive("div", _divide, NUMBER)
+fusion_rules.elementwise(div_p, "div")
 div = _bind_nary(div_p)
 defjvp(div_p,
        lambda t, x, y: div(t, y),
@@ -82,12 +88,14 @@ def _remainder(x, y):
 
 
 rem_p = naryop_primitive("rem", _remainder, NUMBER)
+fusion_rules.elementwise(rem_p, "rem")
 rem = _bind_nary(rem_p)
 defjvp(rem_p,
        lambda t, x, y: t,
        lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
 
 pow_p = naryop_primitive("pow", np.power, FLOAT)
+fusion_rules.elementwise(pow_p, "pow")
 pow = _bind_nary(pow_p)
 
 
@@ -104,8 +112,10 @@ def _pow_jvp_exponent(t, x, y):
 defjvp(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 
 max_p = naryop_primitive("max", np.maximum, NUMBER)
+fusion_rules.elementwise(max_p, "max")
 max = _bind_nary(max_p)
 min_p = naryop_primitive("min", np.minimum, NUMBER)
+fusion_rules.elementwise(min_p, "min")
 min = _bind_nary(min_p)
 
 
@@ -123,10 +133,12 @@ defjvp(min_p,
        lambda t, x, y: mul(t, _balanced_share(y, x, lt)))
 
 nextafter_p = naryop_primitive("nextafter", np.nextafter, FLOAT)
+fusion_rules.elementwise(nextafter_p, "nextafter")
 nextafter = _bind_nary(nextafter_p)
 defjvp_zero(nextafter_p)
 
 atan2_p = naryop_primitive("atan2", np.arctan2, FLOAT)
+fusion_rules.elementwise(atan2_p, "atan2")
 atan2 = _bind_nary(atan2_p)
 defjvp(atan2_p,
        lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
@@ -135,18 +147,22 @@ defjvp(atan2_p,
 # ---------------------------------------------------------------- unary arithmetic
 
 neg_p = unary_primitive("neg", np.negative, NUMBER)
+fusion_rules.elementwise(neg_p, "neg")
 neg = _bind_unary(neg_p)
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
 sign_p = unary_primitive("sign", np.sign, NUMBER)
+fusion_rules.elementwise(sign_p, "sign")
 sign = _bind_unary(sign_p)
 defjvp_zero(sign_p)
 
 floor_p = unary_primitive("floor", np.floor, FLOAT)
+fusion_rules.elementwise(floor_p, "floor")
 floor = _bind_unary(floor_p)
 defjvp_zero(floor_p)
 
 ceil_p = unary_primitive("ceil", np.ceil, FLOAT)
+fusion_rules.elementwise(ceil_p, "ceil")
 ceil = _bind_unary(ceil_p)
 defjvp_zero(ceil_p)
 
@@ -156,6 +172,7 @@ def _round_half_away(x):
 
 
 round_p = Primitive("round")
+fusion_rules.elementwise(round_p, "round")
 round_p.def_impl(lambda x, rounding_method=0: _round_half_away(x) if rounding_method == 0 else np.round(x))
 round_p.def_abstract_eval(lambda x, rounding_method=0: _unary_float_aval("round", x))
 batching.vectorized_rule(round_p)
@@ -173,15 +190,18 @@ def _unary_float_aval(name, x):
 
 
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT)
+fusion_rules.elementwise(is_finite_p, "is_finite")
 is_finite_p.def_abstract_eval(lambda x: ShapedArray(_unary_float_aval("is_finite", x).shape, dtypes.bool_))
 is_finite = _bind_unary(is_finite_p)
 defjvp_zero(is_finite_p)
 
 abs_p = unary_primitive("abs", np.abs, NUMBER)
+fusion_rules.elementwise(abs_p, "abs")
 abs = _bind_unary(abs_p)
 defjvp(abs_p, lambda t, x: mul(t, sign(x)))
 
 square_p = unary_primitive("square", np.square, NUMBER)
+fusion_rules.elementwise(square_p, "square")
 square = _bind_unary(square_p)
 defjvp(square_p, lambda t, x: mul(t, mul(x, 2)))
 
@@ -191,6 +211,7 @@ def _integer_pow(x, y):
 
 
 integer_pow_p = Primitive("integer_pow")
+fusion_rules.fused(integer_pow_p, fusion_rules.integer_pow_rule)
 integer_pow_p.def_impl(_integer_pow)
 integer_pow_p.def_abstract_eval(lambda x, y: _integer_pow_aval(x, y))
 batching.vectorized_rule(integer_pow_p)
@@ -220,26 +241,32 @@ def integer_pow(x, y):
 # ---------------------------------------------------------------- transcendental
 
 exp_p = unary_primitive("exp", np.exp, FLOAT)
+fusion_rules.elementwise(exp_p, "exp")
 exp = _bind_unary(exp_p)
 defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 
 exp2_p = unary_primitive("exp2", np.exp2, FLOAT)
+fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
 defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
 
 log_p = unary_primitive("log", np.log, FLOAT)
+fusion_rules.elementwise(log_p, "log")
 log = _bind_unary(log_p)
 defjvp(log_p, lambda t, x: div(t, x))
 
 log1p_p = unary_primitive("log1p", np.log1p, FLOAT)
+fusion_rules.elementwise(log1p_p, "log1p")
 log1p = _bind_unary(log1p_p)
 defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
 
 expm1_p = unary_primitive("expm1", np.expm1, FLOAT)
+fusion_rules.elementwise(expm1_p, "expm1")
 expm1 = _bind_unary(expm1_p)
 defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, 1)))
 
 sqrt_p = unary_primitive("sqrt", np.sqrt, FLOAT)
+fusion_rules.elementwise(sqrt_p, "sqrt")
 sqrt = _bind_unary(sqrt_p)
 defjvp_with_output(sqrt_p, lambda ts, out, x: div(ts[0], mul(out, 2)))
 
@@ -249,14 +276,17 @@ def _rsqrt(x):
 
 
 rsqrt_p = unary_primitive("rsqrt", _rsqrt, FLOAT)
+fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
 defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
 
 cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT)
+fusion_rules.elementwise(cbrt_p, "cbrt")
 cbrt = _bind_unary(cbrt_p)
 defjvp_with_output(cbrt_p, lambda ts, out, x: div(ts[0], mul(square(out), 3)))
 
 tanh_p = unary_primitive("tanh", np.tanh, FLOAT)
+fusion_rules.elementwise(tanh_p, "tanh")
 tanh = _bind_unary(tanh_p)
 defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(1, square(out))))
 
@@ -268,18 +298,22 @@ def _logistic(x):
 
 
 logistic_p = unary_primitive("logistic", _logistic, FLOAT)
+fusion_rules.elementwise(logistic_p, "logistic")
 logistic = _bind_unary(logistic_p)
 defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(1, out))))
 
 sin_p = unary_primitive("sin", np.sin, FLOAT)
+fusion_rules.elementwise(sin_p, "sin")
 sin = _bind_unary(sin_p)
 defjvp(sin_p, lambda t, x: mul(t, cos(x)))
 
 cos_p = unary_primitive("cos", np.cos, FLOAT)
+fusion_rules.elementwise(cos_p, "cos")
 cos = _bind_unary(cos_p)
 defjvp(cos_p, lambda t, x: mul(neg(t), sin(x)))
 
 tan_p = unary_primitive("tan", np.tan, FLOAT)
+fusion_rules.elementwise(tan_p, "tan")
 tan = _bind_unary(tan_p)
 defjvp_with_output(tan_p, lambda ts, out, x: mul(ts[0], add(square(out), 1)))
 
@@ -290,52 +324,64 @@ def _one_minus_square(x):
 
 
 asin_p = unary_primitive("asin", np.arcsin, FLOAT)
+fusion_rules.elementwise(asin_p, "asin")
 asin = _bind_unary(asin_p)
 defjvp(asin_p, lambda t, x: mul(t, rsqrt(_one_minus_square(x))))
 
 acos_p = unary_primitive("acos", np.arccos, FLOAT)
+fusion_rules.elementwise(acos_p, "acos")
 acos = _bind_unary(acos_p)
 defjvp(acos_p, lambda t, x: mul(neg(t), rsqrt(_one_minus_square(x))))
 
 atan_p = unary_primitive("atan", np.arctan, FLOAT)
+fusion_rules.elementwise(atan_p, "atan")
 atan = _bind_unary(atan_p)
 defjvp(atan_p, lambda t, x: div(t, add(square(x), 1)))
 
 sinh_p = unary_primitive("sinh", np.sinh, FLOAT)
+fusion_rules.elementwise(sinh_p, "sinh")
 sinh = _bind_unary(sinh_p)
 defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 
 cosh_p = unary_primitive("cosh", np.cosh, FLOAT)
+fusion_rules.elementwise(cosh_p, "cosh")
 cosh = _bind_unary(cosh_p)
 defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 
 asinh_p = unary_primitive("asinh", np.arcsinh, FLOAT)
+fusion_rules.elementwise(asinh_p, "asinh")
 asinh = _bind_unary(asinh_p)
 defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1))))
 
 acosh_p = unary_primitive("acosh", np.arccosh, FLOAT)
+fusion_rules.elementwise(acosh_p, "acosh")
 acosh = _bind_unary(acosh_p)
 defjvp(acosh_p, lambda t, x: mul(t, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
 
 atanh_p = unary_primitive("atanh", np.arctanh, FLOAT)
+fusion_rules.elementwise(atanh_p, "atanh")
 atanh = _bind_unary(atanh_p)
 defjvp(atanh_p, lambda t, x: div(t, _one_minus_square(x)))
 
 # ---------------------------------------------------------------- logic and comparison
 
 not_p = unary_primitive("not", np.invert, INTEGRAL)
+fusion_rules.elementwise(not_p, "not")
 bitwise_not = _bind_unary(not_p)
 defjvp_zero(not_p)
 
 and_p = naryop_primitive("and", np.bitwise_and, INTEGRAL)
+fusion_rules.elementwise(and_p, "and")
 bitwise_and = _bind_nary(and_p)
 defjvp_zero(and_p)
 
 or_p = naryop_primitive("or", np.bitwise_or, INTEGRAL)
+fusion_rules.elementwise(or_p, "or")
 bitwise_or = _bind_nary(or_p)
 defjvp_zero(or_p)
 
 xor_p = naryop_primitive("xor", np.bitwise_xor, INTEGRAL)
+fusion_rules.elementwise(xor_p, "xor")
 bitwise_xor = _bind_nary(xor_p)
 defjvp_zero(xor_p)
 
@@ -374,13 +420,17 @@ def _shift_primitive(name, shift, keeps_sign=False):
 
 
 shift_left_p, shift_left = _shift_primitive("shift_left", np.left_shift)
+fusion_rules.elementwise(shift_left_p, "shift_left")
 shift_right_logical_p, shift_right_logical = _shift_primitive("shift_right_logical",
                                                               _shift_right_logical)
+fusion_rules.elementwise(shift_right_logical_p, "shift_right_logical")
 shift_right_arithmetic_p, shift_right_arithmetic = _shift_primitive(
     "shift_right_arithmetic", _shift_right_arithmetic, keeps_sign=True)
+fusion_rules.elementwise(shift_right_arithmetic_p, "shift_right_arithmetic")
 
 population_count_p = unary_primitive(
     "population_count", lambda x: np.bitwise_count(_unsigned_view(x)).astype(x.dtype), INTEGER)
+fusion_rules.elementwise(population_count_p, "population_count")
 population_count = _bind_unary(population_count_p)
 defjvp_zero(population_count_p)
 
@@ -399,6 +449,7 @@ def _count_leading_zeros(x):
 
 
 clz_p = unary_primitive("clz", _count_leading_zeros, INTEGER)
+fusion_rules.elementwise(clz_p, "clz")
 clz = _bind_unary(clz_p)
 defjvp_zero(clz_p)
 
@@ -410,11 +461,17 @@ def _comparison(name, numpy_fn):
 
 
 eq_p, eq = _comparison("eq", np.equal)
+fusion_rules.elementwise(eq_p, "eq")
 ne_p, ne = _comparison("ne", np.not_equal)
+fusion_rules.elementwise(ne_p, "ne")
 lt_p, lt = _comparison("lt", np.less)
+fusion_rules.elementwise(lt_p, "lt")
 le_p, le = _comparison("le", np.less_equal)
+fusion_rules.elementwise(le_p, "le")
 gt_p, gt = _comparison("gt", np.greater)
+fusion_rules.elementwise(gt_p, "gt")
 ge_p, ge = _comparison("ge", np.greater_equal)
+fusion_rules.elementwise(ge_p, "ge")
 
 # ---------------------------------------------------------------- select
 
@@ -445,6 +502,7 @@ def _select_n_aval(which, *cases):
 
 
 select_n_p = Primitive("select_n")
+fusion_rules.elementwise(select_n_p, "select_n")
 select_n_p.def_impl(_select_n)
 select_n_p.def_abstract_eval(_select_n_aval)
 
@@ -514,6 +572,7 @@ def _convert(x, new_dtype, weak_type=False):
 
 
 convert_element_type_p = Primitive("convert_element_type")
+fusion_rules.fused(convert_element_type_p, fusion_rules.convert_rule, elementwise=True)
 convert_element_type_p.def_impl(_convert)
 convert_element_type_p.def_abstract_eval(_convert_aval)
 batching.vectorized_rule(convert_element_type_p)
@@ -557,6 +616,7 @@ def _bitcast_aval(x, new_dtype):
 
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
+fusion_rules.fused(bitcast_convert_type_p, fusion_rules.bitcast_rule)
 bitcast_convert_type_p.def_impl(lambda x, new_dtype: x.view(new_dtype))
 bitcast_convert_type_p.def_abstract_eval(_bitcast_aval)
 batching.vectorized_rule(bitcast_convert_type_p)

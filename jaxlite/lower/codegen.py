@@ -22,7 +22,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core import dtypes
-from jaxlite.lower import llvm_math, llvm_target, transposed_reads
+from jaxlite.lower import kernel_ir, llvm_math, llvm_target, transposed_reads
 from jaxlite.lower.kernel_ir import Reduce
 from jaxlite.lower.llvm_helpers import I1, I8, I16, I32, I64, PTR, as_i64, call_intrinsic, emit_loop, transpose_square
 _FAST = ("contract",)
@@ -118,7 +118,7 @@ class ExprEmitter:
             value = self.b.load(self.accumulators[e.attr])
             return round_to_bf16(self.b, value) if _is_bf16(e.dtype) else value
         value = OPS[e.op](self.b, e, args)
-        if _is_bf16(e.dtype) and e.op not in _EXACT_IN_BF16:
+        if _is_bf16(e.dtype) and not kernel_ir.OPS[e.op].exact_in_bf16:
             value = round_to_bf16(self.b, value)
         return value
 
@@ -130,10 +130,6 @@ class ExprEmitter:
         return from_memory(self.b, raw, buffer.dtype)
 
 
-# Operations whose bf16 result needs no rounding (exact, or not a bf16 value at all).
-_EXACT_IN_BF16 = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "select_n", "max",
-                            "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast",
-                            "fma", "nextafter"})
 
 
 def from_memory(builder, raw, dtype):
@@ -330,9 +326,7 @@ def _half_in_float32(b, emitter, args):
     return emitter(b, *args)
 
 
-for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
-              "pow", "atan2", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-              "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
+for _name in kernel_ir.ops_in(kernel_ir.MATH) - {"polygamma"}:
     OPS[_name] = _math(_name)
 
 
@@ -587,7 +581,9 @@ class KernelEmitter:
         self.module, self.kernel = module, kernel
         self.parallel = kernel.parallel_loop()
         types = [PTR] * len(kernel.params) + [I64, I64] * (self.parallel is not None)
-        self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), types), kernel.name)
+        # Control-flow bodies are partitioned apart, so their kernels may share names: each
+        # function gets a name unique in the module.
+        self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), types), module.get_unique_name(kernel.name))
         self.function.linkage = "internal"
         llvm_target.add_function_attributes(self.function)
         for argument in self.function.args[:len(kernel.params)]:

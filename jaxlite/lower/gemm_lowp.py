@@ -362,7 +362,7 @@ class LowPrecisionGemm:
         return out
 
     # -- as jobs of a native_pool.JobList: how a jitted program runs the product, operands
-    # and scratch given as context words (see runtime._LowPrecisionCall)
+    # and scratch given as context words (see gemm_calls.LowPrecisionCall)
 
     def quantize_a_job(self, jobs, x, threads):
         """Quantize float32 activations x (m x k) per row into A's words: (words, row scales)."""

@@ -29,7 +29,7 @@ import numpy as np
 from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
-from jaxlite.lower import llvm_target
+from jaxlite.lower import kernel_ir, llvm_target
 from jaxlite.lower.llvm_helpers import I16, I32, I64, emit_loop
 
 _FAST = ("contract",)
@@ -825,6 +825,11 @@ EMITTERS = {
     **{name: _libm_emitter(name) for name in _LIBM_UNARY + _LIBM_BINARY},
 }
 BINARY_PRIMITIVES = frozenset(_LIBM_BINARY)
+
+# The kernel ops codegen computes with these emitters (nextafter has an exact one of its
+# own in codegen; log2 serves other emitters), and polygamma (emit_polygamma, its order m
+# a static attribute).
+kernel_ir.declare_ops(kernel_ir.MATH, [name for name in EMITTERS if name not in ("nextafter", "log2")] + ["polygamma"])
 
 
 # ---------------------------------------------------------------------------------------------
