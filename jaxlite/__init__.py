@@ -14,6 +14,10 @@ from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import disable_jit, jit
 from jaxlite.transforms import precision
+from jaxlite import distributed, sharding
+from jaxlite._sharding import (Device, default_backend, device_count, device_get, device_put, devices,
+                               local_device_count, local_devices, make_mesh, process_count, process_index)
+from jaxlite.transforms.shard_map import pmap, shard_map
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
 sys.modules[__name__ + ".precision"] = precision

@@ -1,10 +1,14 @@
-"""Collectives over a named vmap axis: psum, pmean, pmax, pmin, all_gather, axis_index.
+"""Collectives over a named axis: psum, pmean, pmax, pmin, all_gather, axis_index.
 
 Under `vmap(f, axis_name='i')` a collective over 'i' combines the values of all
 batch elements. Its batching rule runs in the BatchTrace of every enclosing vmap
 (batching.axis_batch_rules); a trace whose name is different passes the
 operation on to its parent, so nested vmaps find the axis the user named. A
 collective that reaches plain evaluation was never claimed by any vmap.
+
+When the innermost binding of the name is a mesh axis of a shard_map instead, the
+collective is one across processes: it binds process_collectives' primitive through
+the shard_map (`batching.axis_binder`).
 """
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axis
@@ -63,9 +67,20 @@ def _bind_over_names(primitive, x, axis_name):
     def reduce_leaf(leaf):
         leaf = as_operand(leaf)
         for name in names:
-            leaf = primitive.bind(leaf, axis_name=name)
+            binder = batching.axis_binder(name)
+            leaf = primitive.bind(leaf, axis_name=name) if binder is None else _mesh_reduce(binder, primitive, leaf, name)
         return leaf
     return tree_map(reduce_leaf, x)
+
+
+def _mesh_reduce(binder, primitive, x, name):
+    """A reduction across processes; 16-bit floats are reduced in float32."""
+    from jaxlite.lax.process_collectives import process_reduce_p
+    op = {psum_p: "sum", pmax_p: "max", pmin_p: "min"}[primitive]
+    narrow = x.dtype in (dtypes.bfloat16, dtypes.float16)
+    wide = convert_element_type(x, dtypes.float32) if narrow else x
+    out = binder.collective(process_reduce_p, wide, name, op=op)
+    return convert_element_type(out, x.dtype) if narrow else out
 
 
 psum_p = _reduction_collective("psum", reduce_sum, lambda x, size: mul(x, size))
@@ -105,12 +120,15 @@ def pmin(x, axis_name):
 
 def pmean(x, axis_name):
     """The mean over the named axis; integers average to floats, as in JAX."""
+    count = 1
+    for name in _axis_names(axis_name):
+        count *= batching.bound_axis_size(name)
+
     def mean_leaf(leaf):
         leaf = as_operand(leaf)
         if not dtypes.is_float(leaf.dtype):
             leaf = convert_element_type(leaf, dtypes.default_float_dtype())
-        count = psum(convert_element_type(1, leaf.dtype), axis_name)
-        return div(psum(leaf, axis_name), count)
+        return div(psum(leaf, axis_name), convert_element_type(count, leaf.dtype))
     return tree_map(mean_leaf, x)
 
 
@@ -156,13 +174,23 @@ batching.axis_batch_rules[all_gather_p] = _all_gather_batch
 def all_gather(x, axis_name, *, axis=0, tiled=False):
     """Every lane's x, stacked along a new axis `axis` (concatenated along it if tiled)."""
     size = batching.bound_axis_size(axis_name)
+    binder = batching.axis_binder(axis_name)
 
     def gather_leaf(leaf):
         leaf = as_operand(leaf)
         position = canonicalize_axis(axis, leaf.ndim + (not tiled), "axis")
+        if binder is not None:
+            return _mesh_all_gather(binder, leaf, axis_name, position, size, tiled)
         return all_gather_p.bind(leaf, axis_name=axis_name, axis=position, axis_size=size,
                                  tiled=bool(tiled))
     return tree_map(gather_leaf, x)
+
+
+def _mesh_all_gather(binder, x, name, axis, size, tiled):
+    """Across processes the blocks are stacked along a new leading axis; moved into place here."""
+    from jaxlite.lax.process_collectives import process_all_gather_p
+    stacked = binder.collective(process_all_gather_p, x, name)
+    return _gather_lanes(stacked, 0, axis, size, tiled)
 
 
 # ---------------------------------------------------------------- axis_index
@@ -183,4 +211,8 @@ batching.axis_batch_rules[axis_index_p] = _axis_index_batch
 def axis_index(axis_name):
     """The position of the current element along the vmapped axis named axis_name."""
     batching.bound_axis_size(axis_name)
+    binder = batching.axis_binder(axis_name)
+    if binder is not None:
+        from jaxlite.lax.process_collectives import process_axis_index_p
+        return binder.collective(process_axis_index_p, None, axis_name)
     return axis_index_p.bind(axis_name=axis_name)

@@ -373,6 +373,10 @@ def _identity(eqn, producers):
         return inputs[0]
     if primitive is P.neg_p and _produced_by(inputs[0], producers, P.neg_p):
         return producers[inputs[0]].inputs[0]
+    if getattr(primitive, "value_is_operand", None) is not None:
+        # An identity with a derivative of its own (precision's straight_through, shard_map's
+        # pvary): differentiation is over by the time jit lowers.
+        return inputs[primitive.value_is_operand]
     return None
 
 

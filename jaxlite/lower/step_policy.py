@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from jaxlite.core.dtypes import bfloat16
-from jaxlite.lower import gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.lower import collectives, gemm, gemm_lowp, linalg_kernels, sort_kernels
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -55,6 +55,7 @@ NATIVE_ROUTINES = {
     P.triangular_solve_p: linalg_kernels.triangular_solve_spec,
     P.lu_p: linalg_kernels.lu_spec,
     P.svd_p: linalg_kernels.svd_spec,
+    **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 
 # Linear algebra on 16-bit floats: the float32 routine between conversions (a graph pass,

@@ -138,11 +138,12 @@ class _CacheEntry:
 def _compile(closed, name, donated=()):
     """Machine code for `closed`: from the persistent cache when configured (as in JAX, this
     still counts and logs as a compile; disk_cache.stats tells hits apart), else compiled."""
-    from jaxlite.lower import pipeline, program_cache
+    from jaxlite.lower import collectives, pipeline, program_cache
     if config.jax_log_compiles:
         shown = ", ".join(a.str_short() for a in closed.in_avals)
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
+    collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
     executable = program_cache.compile_cached(
         closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
         donated)

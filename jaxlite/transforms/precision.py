@@ -34,7 +34,7 @@ import numpy as np
 from jaxlite import lax
 from jaxlite.core import dtypes, errors
 from jaxlite.core.array import as_array_argument
-from jaxlite.core.primitive import Primitive, compiler_rewrites
+from jaxlite.core.primitive import Primitive
 from jaxlite.core.ir import ClosedJaxpr
 from jaxlite.core.staging import eval_jaxpr, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EvalTrace, Trace, Tracer, current_trace, set_current_trace
@@ -336,9 +336,7 @@ def _compiled_dot(lowering, dimension_numbers, static):
 straight_through_p = Primitive("straight_through")
 straight_through_p.def_impl(lambda x, w, quantized, **params: quantized)
 straight_through_p.def_abstract_eval(lambda x, w, quantized, **params: quantized)
-# Compiled, it is its value, the quantized product: only its derivative differs, and
-# differentiation is over by the time jit lowers.
-compiler_rewrites[straight_through_p] = lambda x, w, quantized, memory_orders, **params: quantized
+straight_through_p.value_is_operand = 2     # compiled, it is the quantized product (lower/passes.simplify)
 
 
 def straight_through(x, w, quantized, product, params):
