@@ -148,8 +148,3 @@ def set_current_trace(trace):
         yield trace
     finally:
         _context.trace = previous
-
-
-def check_tracer_alive(x):
-    if isinstance(x, Tracer) and not x._trace.alive:
-        raise errors.escaped_tracer_error(x)

@@ -29,8 +29,8 @@ import numpy as np
 from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
-from jaxlite.lower import kernel_ir, llvm_target
-from jaxlite.lower.llvm_helpers import I16, I32, I64, emit_loop
+from jaxlite.lower import kernel_ir
+from jaxlite.lower.llvm_helpers import I16, I32
 
 _FAST = ("contract",)
 
@@ -830,34 +830,3 @@ BINARY_PRIMITIVES = frozenset(_LIBM_BINARY)
 # own in codegen; log2 serves other emitters), and polygamma (emit_polygamma, its order m
 # a static attribute).
 kernel_ir.declare_ops(kernel_ir.MATH, [name for name in EMITTERS if name not in ("nextafter", "log2")] + ["polygamma"])
-
-
-# ---------------------------------------------------------------------------------------------
-# A reference elementwise loop, used by the tests and benchmarks
-
-def define_map_kernel(module, name, emitter, in_type, out_type=None, arity=1):
-    """Define `void name(in_type* in_0, ..., out_type* out, i64 n)` computing
-    out[i] = emitter(builder, in_0[i], ...); the types may be scalars or vectors."""
-    out_type = out_type or in_type
-    pointer_types = [ir.PointerType(in_type)] * arity + [ir.PointerType(out_type)]
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), pointer_types + [I64]), name)
-    llvm_target.add_function_attributes(function)
-    for argument in function.args[:-1]:
-        argument.add_attribute("noalias")
-    *inputs, output, n = function.args
-    builder = ir.IRBuilder(function.append_basic_block("entry"))
-
-    def element(index):
-        # Element alignment only: numpy buffers are not aligned to whole vectors.
-        values = [builder.load(builder.gep(pointer_in, [index], inbounds=True),
-                               align=_element_bytes(in_type)) for pointer_in in inputs]
-        builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True),
-                      align=_element_bytes(out_type))
-    emit_loop(builder, 0, n, element)
-    builder.ret_void()
-    return function
-
-
-def _element_bytes(ty):
-    element = ty.element if isinstance(ty, ir.VectorType) else ty
-    return {"float": 4, "double": 8}.get(str(element)) or element.width // 8

@@ -1,9 +1,9 @@
 """Graph passes: named ClosedJaxpr -> ClosedJaxpr functions run before fusion.
 
 Each pass rebuilds the equation list through a substitution map (`env`) from old
-variables to the atoms replacing them, so a pass never mutates its input. With
-config "jaxlite_dump_passes" set, the jaxpr is logged (logger "jaxlite.jit", at warning
-level so it shows without configuring logging) after every pass.
+variables to the atoms replacing them, so a pass never mutates its input. The pipeline
+(pipeline.STAGES) runs them as named stages; with config "jaxlite_dump_passes" set, the
+jaxpr is logged after every one.
 
   inline_calls   nested jit calls become the inner equations
   dce            equations whose results are unused disappear, unless they have an
@@ -24,19 +24,14 @@ level so it shows without configuring logging) after every pass.
   widen_narrow_floats  (run by the pipeline for the cumulative ops and linear algebra)
                  chosen equations on float16/bfloat16 compute in float32 between conversions
 """
-import logging
-
 import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.config import config
-from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects, pretty_print
+from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects
 from jaxlite.core.primitive import call_primitives
 from jaxlite.lower import primitives as P
 from jaxlite.lower.fusion_rules import LOWERINGS
-
-logger = logging.getLogger("jaxlite.jit")
 
 SMALL_CONSTANT = 1      # elements: folded results up to this size become literals
 
@@ -495,14 +490,5 @@ def _simplify_all(closed):
 
 _simplify_all.__name__ = "simplify"
 
+# The cleanup passes, in order (pipeline.CLEANUP runs them as stages).
 PIPELINE = (inline_calls, fold_constants, _simplify_all, cse, dce)
-
-
-def run_passes(closed, passes=PIPELINE):
-    if config.jaxlite_dump_passes:
-        logger.warning("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
-    for graph_pass in passes:
-        closed = graph_pass(closed)
-        if config.jaxlite_dump_passes:
-            logger.warning("after %s:\n%s", graph_pass.__name__, pretty_print(closed.jaxpr))
-    return closed

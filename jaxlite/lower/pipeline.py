@@ -13,6 +13,8 @@
 stage is logged (logger "jaxlite.jit", at warning level so it shows without configuring
 logging); `run_stages` runs any slice of STAGES (notebook 05 steps through them).
 """
+import logging
+
 import numpy as np
 
 from jaxlite.core.config import config
@@ -23,6 +25,8 @@ from jaxlite.lower.buffers import BufferPlan
 from jaxlite.lower.fusion import EqnStep, KernelStep
 from jaxlite.lower.native_flow import control_programs
 from jaxlite.lower.kernel_ir import Reduce
+
+logger = logging.getLogger("jaxlite.jit")
 
 
 class LoweredProgram:
@@ -155,14 +159,14 @@ def run_stages(value, stages, options=None):
     for stage in stages:
         value = stage.run(value, options)
         if config.jaxlite_dump_passes:
-            passes.logger.warning("after %s:\n%s", stage.name, stage.text(value))
+            logger.warning("after %s:\n%s", stage.name, stage.text(value))
     return value
 
 
 def lower_jaxpr(closed):
     """The stages up to fusion: the optimized jaxpr and its steps."""
     if config.jaxlite_dump_passes:
-        passes.logger.warning("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
+        logger.warning("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
     return run_stages(closed, STAGES[:_FUSION + 1])
 
 

@@ -255,6 +255,13 @@ class Executable:
             else:
                 runner(slots)
 
+    def native_entry(self):
+        """The whole program as one native call, for callers that make their own call
+        function (transforms/dispatch.py), or None when steps run from Python."""
+        if self._native is None:
+            return None
+        return NativeEntry(self)
+
     def asm(self):
         return self.compiled.asm() if self.compiled is not None else ""
 
@@ -262,6 +269,26 @@ class Executable:
         """One line per GEMM call: its problem and the plan that runs it."""
         calls = self._bridge.gemm_calls if self._bridge is not None else []
         return [f"{call.describe()}: {call.plan.describe()}" for call in calls]
+
+
+class NativeEntry:
+    """How to call a program that is one native entry point:
+
+        entry(workspace, *consts, *args, *outputs, *tail)
+
+    with `workspace` a fresh uint8 buffer of `workspace_size` bytes (or taken from and
+    given back to `kept_workspace` when there is one), outputs fresh arrays per
+    `out_specs` (shape, dtype), except output k in `reused` writing into argument
+    reused[k]'s buffer; after the call, `bridge.raise_pending()` (when not None) re-raises
+    what a Python callback inside raised. `out_sources` gives each jaxpr output: an int
+    (a position in consts + args + outputs) or a literal's value."""
+
+    def __init__(self, executable):
+        self.entry, self.consts, self.tail = executable._native, executable.consts, executable._tail
+        self.workspace_size, self.kept_workspace = executable.workspace_size, executable._kept_workspace
+        self.bridge = executable._bridge if executable._host_steps else None
+        self.reused, self.out_specs = dict(executable._reuse), executable._out_specs
+        self.out_sources = executable._out_sources
 
 
 class _SerialEntry:
