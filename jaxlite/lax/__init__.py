@@ -6,7 +6,7 @@ from jaxlite.lax.elementwise import (
     acos, acosh, asin, asinh, atan, atanh, clz, cosh, population_count, shift_left,
     shift_right_arithmetic, shift_right_logical, sinh, tan,
     full_like, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, max, min, mul, ne, neg,
-    nextafter, pow, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
+    nextafter, pow, reduce_precision, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
 from jaxlite.lax.parallel import all_gather, axis_index, pmax, pmean, pmin, psum
 from jaxlite.lax.reductions import (
     argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor)

@@ -29,9 +29,9 @@ from jaxlite.lax.dot import dot_general
 from jaxlite.lax.elementwise import add
 from jaxlite.lax import shapes
 from jaxlite.lax.shapes import pad, reshape, rev, squeeze, transpose
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
-from jaxlite.lower import fusion_rules
 
 
 def dilate_shape(shape, dilation):

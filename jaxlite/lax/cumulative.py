@@ -16,8 +16,8 @@ from jaxlite.lax.base import FLOAT, NUMBER, as_operand, check_dtype
 from jaxlite.lax.elementwise import (add, convert_element_type, eq, exp, log1p, max, min, mul,
                                      select_n, sub)
 from jaxlite.lax.shapes import full, pad, rev, slice_in_dim
-from jaxlite.transforms import ad, batching
 from jaxlite.lower import fusion_rules
+from jaxlite.transforms import ad, batching
 
 
 def logaddexp(a, b):

@@ -7,9 +7,9 @@ from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
 from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.shapes import transpose
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
-from jaxlite.lower import fusion_rules
 
 
 def _free_dims(ndim, contracting, batch):

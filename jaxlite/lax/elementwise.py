@@ -1,5 +1,6 @@
 """Elementwise primitives. Each block declares a primitive and registers its rules."""
 import builtins
+import operator
 
 import numpy as np
 
@@ -8,9 +9,9 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import (ANY, FLOAT, INTEGER, INTEGRAL, NUMBER, as_operand, as_operands,
                               check_dtype, naryop_primitive, unary_primitive)
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
-from jaxlite.lower import fusion_rules
 
 
 def _bind_unary(primitive):
@@ -187,6 +188,143 @@ def round(x, rounding_method=0):
 def _unary_float_aval(name, x):
     check_dtype(name, x, FLOAT)
     return x
+
+
+# ---------------------------------------------------------------- reduce_precision
+# x rounded to a narrower float format (`exponent_bits`, `mantissa_bits`) and kept in its
+# dtype, as XLA does it, on the bits: the mantissa rounds to nearest even, a value past
+# the format's range becomes an infinity and one below its smallest normal a zero (of
+# its sign), NaN stays NaN. One algorithm serves eager (numpy arrays) and jit (kernel-IR
+# expressions built from existing kernel ops, so codegen needs nothing new).
+
+def _reduce_precision_bits(ops, x, exponent_bits, mantissa_bits):
+    info = dtypes.finfo(x.dtype)
+    bits = ops.to_bits(x)
+    if mantissa_bits < info.nmant:
+        dropped = info.nmant - mantissa_bits
+        last_kept_bit = ops.and_(ops.shift_right(bits, dropped), 1)
+        rounded = ops.add(bits, ops.add(last_kept_bit, (1 << (dropped - 1)) - 1))
+        bits = ops.and_(rounded, ~((1 << dropped) - 1) & ((1 << info.bits) - 1))
+    if exponent_bits < info.nexp:
+        exponent_mask = ((1 << info.nexp) - 1) << info.nmant
+        bias, reduced_bias = (1 << (info.nexp - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        exponent = ops.and_(bits, exponent_mask)
+        signed_zero = ops.and_(bits, 1 << (info.bits - 1))
+        bits = ops.where(ops.le(exponent, (bias - reduced_bias) << info.nmant), signed_zero, bits)
+        overflows = ops.gt(exponent, (bias + reduced_bias) << info.nmant)
+        bits = ops.where(overflows, ops.or_(signed_zero, exponent_mask), bits)
+    return ops.where(ops.isnan(x), x, ops.from_bits(bits))
+
+
+class _ArrayBits:
+    """_reduce_precision_bits's operations on numpy arrays (at least 1-d: no scalar overflow warnings)."""
+
+    def __init__(self, dtype):
+        self.dtype, self.bits_dtype = np.dtype(dtype), np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+    def to_bits(self, x):
+        return x.view(self.bits_dtype)
+
+    def from_bits(self, bits):
+        return bits.view(self.dtype)
+
+    def and_(self, a, b):
+        return np.bitwise_and(a, self.bits_dtype.type(b))
+
+    def or_(self, a, b):
+        return np.bitwise_or(a, b)
+
+    def add(self, a, b):
+        return np.add(a, b if isinstance(b, np.ndarray) else self.bits_dtype.type(b))
+
+    def shift_right(self, a, n):
+        return np.right_shift(a, self.bits_dtype.type(n))
+
+    def le(self, a, b):
+        return a <= self.bits_dtype.type(b)
+
+    def gt(self, a, b):
+        return a > self.bits_dtype.type(b)
+
+    def where(self, condition, then, otherwise):
+        return np.where(condition, then, otherwise)
+
+    def isnan(self, x):
+        return np.isnan(x)
+
+
+class _KernelBits(_ArrayBits):
+    """The same operations as kernel-IR nodes (lower/kernel_ir.py), for the fused kernel."""
+
+    def __init__(self, eb, dtype):
+        super().__init__(dtype)
+        self.eb = eb
+
+    def _bits(self, a):
+        return a if not isinstance(a, int) else self.eb.const(a, self.bits_dtype)
+
+    def _node(self, op, dtype, *args):
+        return self.eb.node(op, dtype, tuple(self._bits(a) for a in args))
+
+    def to_bits(self, x):
+        return self._node("bitcast", self.bits_dtype, x)
+
+    def from_bits(self, bits):
+        return self._node("bitcast", self.dtype, bits)
+
+    def and_(self, a, b):
+        return self._node("and", self.bits_dtype, a, b)
+
+    def or_(self, a, b):
+        return self._node("or", self.bits_dtype, a, b)
+
+    def add(self, a, b):
+        return self._node("add", self.bits_dtype, a, b)
+
+    def shift_right(self, a, n):
+        return self._node("shift_right_logical", self.bits_dtype, a, n)
+
+    def le(self, a, b):
+        return self._node("le", dtypes.bool_, a, b)
+
+    def gt(self, a, b):
+        return self._node("gt", dtypes.bool_, a, b)
+
+    def where(self, condition, then, otherwise):
+        return self._node("select_n", then.dtype, condition, otherwise, then)
+
+    def isnan(self, x):
+        return self._node("ne", dtypes.bool_, x, x)
+
+
+def _reduce_precision_impl(x, exponent_bits, mantissa_bits):
+    flat = np.asarray(x).reshape(-1)
+    out = _reduce_precision_bits(_ArrayBits(flat.dtype), flat, exponent_bits, mantissa_bits)
+    return out.reshape(np.shape(x))
+
+
+def _reduce_precision_rule(lw, eqn, index):
+    x = lw.operand(eqn.inputs[0], index)
+    return _reduce_precision_bits(_KernelBits(lw.eb, x.dtype), x, **eqn.params)
+
+
+reduce_precision_p = Primitive("reduce_precision")
+reduce_precision_p.def_impl(_reduce_precision_impl)
+reduce_precision_p.def_abstract_eval(lambda x, **params: _unary_float_aval("reduce_precision", x))
+batching.vectorized_rule(reduce_precision_p)
+ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+fusion_rules.fused(reduce_precision_p, _reduce_precision_rule, elementwise=True)
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """`operand` rounded to a float format with `exponent_bits` exponent and `mantissa_bits`
+    mantissa bits, in its own dtype."""
+    exponent_bits, mantissa_bits = operator.index(exponent_bits), operator.index(mantissa_bits)
+    if exponent_bits < 1:
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+    if mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}")
+    return reduce_precision_p.bind(as_operand(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)
 
 
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT)

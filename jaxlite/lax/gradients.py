@@ -2,8 +2,8 @@
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.tree_util import tree_map
 from jaxlite.lax.base import as_operand
-from jaxlite.transforms import ad, batching
 from jaxlite.lower import fusion_rules
+from jaxlite.transforms import ad, batching
 
 # The identity whose derivative is zero: the value is kept, the dependence forgotten.
 stop_gradient_p = Primitive("stop_gradient")

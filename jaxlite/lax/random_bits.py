@@ -16,9 +16,9 @@ from jaxlite.core import dtypes
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, FLOAT, as_operand, as_operands, elementwise_aval, naryop_primitive
 from jaxlite.lax.elementwise import mul
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp
-from jaxlite.lower import fusion_rules
 
 # Rotation distances of Threefry-2x32, applied in groups of four; the groups alternate.
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))

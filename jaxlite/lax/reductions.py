@@ -6,8 +6,8 @@ from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_a
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, as_operand, check_dtype
 from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
-from jaxlite.transforms import ad, batching
 from jaxlite.lower import fusion_rules
+from jaxlite.transforms import ad, batching
 
 
 def _reduced_aval(name, x, axes, accepts):

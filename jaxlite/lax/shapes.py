@@ -9,9 +9,9 @@ from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, as_operand, as_operands, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.reductions import reduce_sum
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
-from jaxlite.lower import fusion_rules
 
 
 def _primitive(name, impl, abstract_eval):

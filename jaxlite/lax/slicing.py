@@ -29,9 +29,9 @@ from jaxlite.lax.base import INTEGER, as_operand, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, mul, ne,
                                      select_n)
 from jaxlite.lax.shapes import concatenate, full, iota, pad, reshape, rev, slice_in_dim
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
-from jaxlite.lower import fusion_rules
 
 
 class GatherScatterMode(enum.Enum):

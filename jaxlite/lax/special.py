@@ -23,9 +23,9 @@ from numpy.polynomial import chebyshev
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import FLOAT, as_operand, elementwise_aval, unary_primitive
 from jaxlite.lax.elementwise import _bind_unary, exp, mul, neg, square
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output
-from jaxlite.lower import fusion_rules
 
 _SQRT_PI = math.sqrt(math.pi)
 

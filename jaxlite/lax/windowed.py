@@ -19,8 +19,8 @@ from jaxlite.lax.elementwise import (add, convert_element_type, max as lax_max, 
 from jaxlite.lax.reductions import reduce_max_p, reduce_min_p
 from jaxlite.lax.shapes import broadcasted_iota, concatenate, full, pad, reshape, slice
 from jaxlite.lax.slicing import GatherDimensionNumbers, gather
-from jaxlite.transforms import ad, batching
 from jaxlite.lower import fusion_rules
+from jaxlite.transforms import ad, batching
 
 
 def _lowest(dtype):

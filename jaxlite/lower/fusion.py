@@ -21,7 +21,15 @@ Choosing what to materialize, greedily:
      or it is a broadcast literal or an iota (recomputed in each);
   3. a reduction whose result would have to be recomputed per inner point
      (its kept index does not cover exactly the kernel's outer loops).
-Rule 3 is discovered while lowering, which then restarts with the larger set.
+Rule 3 is discovered while lowering, which then restarts with the larger set: the
+rules build expressions by recursion (`_GroupLowering.value` through the fusion rules of
+every inlined equation), and the reduction that cannot stay inline is found deep in it,
+where `hoist` (or `check_reductions`, once the kernel's outer loops are known) raises
+`Materialize(var)`. `partition` adds var to the roots and regroups. An exception is the
+clearest way out of that recursion: a returned "cannot" would have to be checked by every
+rule. The restarts are few (each adds a root, and a root is never requested twice), and
+each lowering is cheap next to code generation. Within one attempt a reducing group is
+lowered twice: once to learn which loops its reductions need outside, then for real.
 
 The rules computing each primitive are in fusion_rules.py (declared by the primitives'
 lax blocks); the rewrites of finished kernels (column reductions accumulated in place,

@@ -141,7 +141,7 @@ STAGES = (
     _jaxpr_pass(lambda closed: quantized.round_bf16_operands_in_gemms(closed, step_policy.is_bf16_gemm),
                 "round_bf16_operands_in_gemms"),
     _jaxpr_pass(lambda closed: passes.widen_narrow_floats(closed, _computes_widened), "widen_narrow_floats"),
-    _jaxpr_pass(passes.dce),
+    _jaxpr_pass(passes.dce, "final_dce"),
     Stage("fusion", _fuse, lambda program: program.as_text()),
     Stage("memory plan", _plan_memory, _memory_text),
     Stage("codegen", _generate_code, lambda executable: executable.llvm_ir),
