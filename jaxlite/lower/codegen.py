@@ -24,7 +24,8 @@ from llvmlite import ir
 from jaxlite.core import dtypes
 from jaxlite.lower import kernel_ir, llvm_math, llvm_target, transposed_reads
 from jaxlite.lower.kernel_ir import Reduce
-from jaxlite.lower.llvm_helpers import I1, I8, I16, I32, I64, PTR, as_i64, call_intrinsic, emit_loop, transpose_square
+from jaxlite.lower.llvm_helpers import (I1, I8, I16, I32, I64, PTR, VOID, as_i64, call_intrinsic, emit_loop,
+                                        transpose_square)
 _FAST = ("contract",)
 _REDUCE_FAST = ("reassoc", "contract")
 
@@ -202,11 +203,12 @@ def _div(b, e, args):
     if e.dtype == np.int64 and e.args[1].op == "const" and e.args[1].attr[1] > 0:
         return b.udiv(x, y)     # index arithmetic: never negative, divisor a positive constant
     zero, safe_y = _safe_divisor(b, e.dtype, y)
+    all_ones = ir.Constant(y.type, -1)         # x / 0, as XLA defines it (-1 signed, max unsigned)
     if not _is_signed(e.dtype):
-        return b.select(zero, y, b.udiv(x, safe_y))
+        return b.select(zero, all_ones, b.udiv(x, safe_y))
     quotient = b.sdiv(x, safe_y)
-    minus_one = b.icmp_signed("==", y, ir.Constant(y.type, -1))
-    return b.select(zero, ir.Constant(y.type, 0), b.select(minus_one, b.sub(ir.Constant(y.type, 0), x), quotient))
+    minus_one = b.icmp_signed("==", y, all_ones)
+    return b.select(zero, all_ones, b.select(minus_one, b.sub(ir.Constant(y.type, 0), x), quotient))
 
 
 def _safe_divisor(b, dtype, y):
@@ -256,8 +258,17 @@ def _extremum(b, dtype, x, y, predicate):
     return b.select(wins, x, y)
 
 
-OPS["max"] = lambda b, e, args: _extremum(b, e.dtype, *args, ">=")
-OPS["min"] = lambda b, e, args: _extremum(b, e.dtype, *args, "<=")
+def _elementwise_extremum(kind, predicate):
+    """Floats through llvm.maximum/minimum: NaN wins and -0 < +0, as XLA defines max/min."""
+    def emit(b, e, args):
+        if _is_float(e.dtype):
+            return call_intrinsic(b, f"llvm.{kind}.{_suffix(args[0].type)}", args[0].type, args)
+        return _extremum(b, e.dtype, *args, predicate)
+    return emit
+
+
+OPS["max"] = _elementwise_extremum("maximum", ">=")
+OPS["min"] = _elementwise_extremum("minimum", "<=")
 
 
 @op("neg")
@@ -326,8 +337,22 @@ def _half_in_float32(b, emitter, args):
     return emitter(b, *args)
 
 
-for _name in kernel_ir.ops_in(kernel_ir.MATH) - {"polygamma"}:
+# Their own emitters below: logistic (16-bit floats as XLA rounds them), polygamma (its order).
+for _name in kernel_ir.ops_in(kernel_ir.MATH) - {"logistic", "polygamma"}:
     OPS[_name] = _math(_name)
+
+
+@op("logistic")
+def _logistic(b, e, args):
+    """16-bit floats as XLA: it expands logistic to 1 / (1 + exp(-x)) before widening them to
+    float32 op by op, so each of the three steps rounds to the 16-bit format."""
+    if not (_is_bf16(e.dtype) or e.dtype == np.float16):
+        return llvm_math.emit_logistic(b, *args)
+    (x,) = args
+    narrow = (lambda value: round_to_bf16(b, value)) if _is_bf16(e.dtype) else (lambda value: value)
+    one = ir.Constant(x.type, 1.0)
+    z = narrow(_half_in_float32(b, llvm_math.EMITTERS["exp"], [b.fneg(x)]))
+    return b.fdiv(one, narrow(b.fadd(one, z)))
 
 
 @op("polygamma")
@@ -583,7 +608,7 @@ class KernelEmitter:
         types = [PTR] * len(kernel.params) + [I64, I64] * (self.parallel is not None)
         # Control-flow bodies are partitioned apart, so their kernels may share names: each
         # function gets a name unique in the module.
-        self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), types), module.get_unique_name(kernel.name))
+        self.function = ir.Function(module, ir.FunctionType(VOID, types), module.get_unique_name(kernel.name))
         self.function.linkage = "internal"
         llvm_target.add_function_attributes(self.function)
         for argument in self.function.args[:len(kernel.params)]:
@@ -803,14 +828,14 @@ _FTZ_DAZ = 0x8040
 
 def _save_and_update_mxcsr(b, update, allocas=None):
     saved, updated = (allocas or b).alloca(I32), (allocas or b).alloca(I32)
-    call_intrinsic(b, "llvm.x86.sse.stmxcsr", ir.VoidType(), [saved])
+    call_intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [saved])
     b.store(update(b.load(saved)), updated)
-    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [updated])
+    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [updated])
     return saved
 
 
 def restore_mxcsr(b, saved):
-    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [saved])
+    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [saved])
 
 
 def new_module(name):

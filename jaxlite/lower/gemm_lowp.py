@@ -29,7 +29,7 @@ import numpy as np
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.lower import gemm, llvm_helpers, llvm_math, llvm_target, native_pool
 from jaxlite.lower.gemm import Epilogue, InnerProduct
-from jaxlite.lower.llvm_helpers import I8, I16, I32
+from jaxlite.lower.llvm_helpers import I8, I16, I32, VOID
 from jaxlite.lower.native_call import array_data
 
 _ACTIVATION_OFFSET = 128
@@ -427,7 +427,7 @@ def _quantizer_module(name, pointers, sizes=0):
     module = ir.Module(name=name)
     f32 = ir.FloatType()
     arguments = [llvm_helpers.PTR] * pointers + [llvm_helpers.I64] * (sizes + 2)
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), name)
+    function = ir.Function(module, ir.FunctionType(VOID, arguments), name)
     for pointer in function.args[:pointers]:
         # Inputs and outputs never overlap: without this, LLVM checks at every entry to a
         # vectorized loop, which costs as much as a panel row's 48 words.

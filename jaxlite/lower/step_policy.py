@@ -36,8 +36,10 @@ FALLBACKS = {
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
     # Not lowered:
-    P.debug_callback_p: "a Python callback (jaxlite.debug): runs between kernels by design",
-    **{primitive: _COLLECTIVE for primitive in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p, P.axis_index_p)},
+    # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
+    **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
+    **{primitive: _COLLECTIVE for primitive in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p, P.axis_index_p,
+                                                P.ppermute_p, P.psum_scatter_p, P.all_to_all_p)},
 }
 
 # Lowered to native loops and branches around their bodies' steps (native_flow.py).
@@ -89,7 +91,7 @@ def eqn_step_kind(eqn):
 
 def log_fallbacks(steps):
     for step in steps:
-        if isinstance(step, EqnStep) and step.kind == "fallback":
+        if isinstance(step, EqnStep) and step.kind == "fallback" and not getattr(step.eqn.primitive, "runs_python", False):
             reason = FALLBACKS.get(step.eqn.primitive, "no lowering for this primitive yet")
             logger.warning("jit: running %s with its numpy implementation between kernels (%s)",
                            step.eqn.primitive, reason)
