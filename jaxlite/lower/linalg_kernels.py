@@ -24,10 +24,10 @@ from llvmlite import ir
 
 from jaxlite.core import numpy_blas
 from jaxlite.lower import codegen, lapack
-from jaxlite.lower.llvm_helpers import I1, I8, I32, I64, PTR, VOID, as_i64, declare, emit_loop
+from jaxlite.lower.llvm_helpers import F32, F64, I1, I8, I32, I64, PTR, VOID, as_i64, declare, emit_loop
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
-_FLOAT_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+_FLOAT_TYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 _CONTRACT = ("contract",)
 _SUM = ("reassoc", "contract")
 
