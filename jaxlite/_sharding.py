@@ -352,4 +352,4 @@ def _as_device_array(leaf):
 
 def device_get(x):
     """x (a pytree) with every array as a numpy array on the host."""
-    return tree_map(lambda leaf: _np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+    return tree_map(lambda leaf: _np.asarray(leaf) if type(leaf) is Array else leaf, x)
