@@ -91,7 +91,7 @@ class MemoryPlan:
             for v in step.outputs:
                 if v in intermediates:
                     self.offsets[v] = self._allocate(free, _nbytes(v))
-            for v in step.inputs:
+            for v in dict.fromkeys(step.inputs):    # once each: an operand can repeat
                 if v in intermediates and last_use.get(v) == position:
                     free.append((self.offsets[v], _nbytes(v)))
             for v in step.outputs:      # written but never read (dead results of a fallback)
