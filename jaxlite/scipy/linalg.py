@@ -13,20 +13,15 @@ from jaxlite import lax as _lax
 from jaxlite import numpy as _jnp
 from jaxlite.core import dtypes as _dtypes
 from jaxlite.lax.linalg import identity_like as _identity_like
+from jaxlite.scipy._util import as_inexact as _as_inexact
 from jaxlite.lax.linalg import square_factors as _square_factors
 
 
 def _float_matrix(name, a):
-    a = _jnp.asarray(a)
+    (a,) = _as_inexact(a)
     if a.ndim < 2:
         raise ValueError(f"{name}: expected a matrix (at least 2 dimensions), got shape {a.shape}")
-    return a if _dtypes.is_float(a.dtype) else a.astype(_dtypes.default_float_dtype())
-
-
-def _promoted(*arrays):
-    dtype = _dtypes.result_type(*arrays)
-    dtype = dtype if _dtypes.is_float(dtype) else _dtypes.default_float_dtype()
-    return [_jnp.asarray(a).astype(dtype) for a in arrays]
+    return a
 
 
 def _as_columns(b):
@@ -52,7 +47,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """x with a x = b, from cho_factor's (factor, lower)."""
     factor, lower = c_and_lower
-    factor, b = _promoted(factor, b)
+    factor, b = _as_inexact(factor, b)
     b, restore = _as_columns(b)
     lower_factor = factor if lower else _jnp.swapaxes(factor, -1, -2)
     y = _lax.triangular_solve(lower_factor, b, left_side=True, lower=True)
@@ -96,7 +91,7 @@ def _pivots_to_permutation(pivots, m):
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """x with a x = b (trans=0) or a^T x = b (trans=1 or 2), from lu_factor's result."""
     packed, pivots = lu_and_piv
-    packed, b = _promoted(packed, b)
+    packed, b = _as_inexact(packed, b)
     b, restore = _as_columns(b)
     lower, upper = _square_factors(packed)
     permutation = _pivots_to_permutation(_jnp.asarray(pivots), packed.shape[-2])
@@ -122,7 +117,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     """x with op(a) x = b for a triangular a; op is the identity or the transpose (trans)."""
     if trans not in _TRANSPOSES:
         raise ValueError(f"Invalid 'trans' value {trans!r}; expected 0, 1, 2, 'N', 'T' or 'C'")
-    a, b = _promoted(a, b)
+    a, b = _as_inexact(a, b)
     b, restore = _as_columns(b)
     return restore(_lax.triangular_solve(a, b, left_side=True, lower=lower,
                                          transpose_a=_TRANSPOSES[trans], unit_diagonal=unit_diagonal))
@@ -133,7 +128,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False, 
     """x with a x = b; assume_a="pos" solves through the Cholesky factor."""
     if assume_a not in ("gen", "sym", "her", "pos"):
         raise ValueError(f"Expected assume_a to be one of 'gen', 'sym', 'her', 'pos'; got {assume_a!r}")
-    a, b = _promoted(a, b)
+    a, b = _as_inexact(a, b)
     if assume_a == "pos":
         return cho_solve(cho_factor(a, lower=lower), b)
     return _jnp.linalg.solve(a, b)
@@ -213,7 +208,7 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):
     exponential of the block matrix [[A, E], [0, A]], whose upper right block it is."""
     if method not in (None, "SPS", "blockEnlarge"):
         raise ValueError(f"Unknown method {method!r}")
-    a, e = _promoted(A, E)
+    a, e = _as_inexact(A, E)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or e.shape != a.shape:
         raise ValueError("expected A and E to be square matrices of the same shape")
     n = a.shape[0]
@@ -463,7 +458,7 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     """(c @ q, r) for mode "right", (q @ c, r) for mode "left", with the economic q."""
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
-    a, c = _promoted(a, c)
+    a, c = _as_inexact(a, c)
     q, r = qr(a, mode="economic", pivoting=pivoting)
     c_matrix = c if c.ndim > 1 else (c[None, :] if mode == "right" else c[:, None])
     product = _jnp.matmul(c_matrix, q) if mode == "right" else _jnp.matmul(q, c_matrix)
@@ -491,7 +486,7 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
     (exact; its cost grows as (m n)^3, meant for the small systems this is used for)."""
     if method not in ("schur", "eigen"):
         raise ValueError(f"Unknown method {method!r}")
-    a, b, c = _promoted(A, B, C)
+    a, b, c = _as_inexact(A, B, C)
     m, n = c.shape
     system = (_jnp.kron(_jnp.eye(n, dtype=a.dtype), a) + _jnp.kron(_jnp.swapaxes(b, 0, 1), _jnp.eye(m, dtype=a.dtype)))
     flat = _jnp.linalg.solve(system, _jnp.ravel(_jnp.swapaxes(c, 0, 1)))
