@@ -215,3 +215,19 @@ def test_grad_under_jit_is_native():
 def test_vmap_agrees_with_a_loop(name):
     args = _sample(CASES[name][0], np.float32, 5, size=12)
     check_vmap(getattr(S, name), [a.reshape(3, 4) for a in args], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["sici", "fresnel"])
+def test_integrals_with_two_results(name):
+    x = np.concatenate([np.linspace(-50, 50, 301), [0.0, 1.5, 3.0, np.inf]]).astype(np.float32)
+    for got, want in zip(getattr(S, name)(x), getattr(sp, name)(x.astype(np.float64))):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=5e-7)
+    with enable_x64():
+        x64 = np.linspace(0.01, 50, 301)
+        for got, want in zip(getattr(S, name)(x64), getattr(sp, name)(x64)):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-14)
+        for part in range(2):
+            check_grads(lambda x: getattr(S, name)(x)[part], [np.float64(2.2)], order=1, atol=1e-6, rtol=1e-6)
+            check_grads(lambda x: getattr(S, name)(x)[part], [np.float64(7.5)], order=1, atol=1e-6, rtol=1e-6)
+    assert _fallback_steps(lambda x: getattr(S, name)(x), x) == []

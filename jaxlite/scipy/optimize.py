@@ -5,7 +5,7 @@ satisfying the strong Wolfe conditions, then zoom into the bracket) are while_lo
 fixed-shape state, so minimize runs under jit and vmap. Each trial step costs one
 evaluation of the function and its gradient.
 """
-from typing import Any, NamedTuple
+from typing import Any as _Any, NamedTuple as _NamedTuple
 
 import numpy as _np
 
@@ -20,32 +20,32 @@ _CURVATURE = 0.9     # strong curvature: |phi'(a)| <= c2 |phi'(0)|
 _CONVERGED, _MAX_ITERATIONS, _LINE_SEARCH_FAILED = 0, 1, 3
 
 
-class OptimizeResults(NamedTuple):
+class OptimizeResults(_NamedTuple):
     """The result of minimize: the minimizer x and the solver's state when it stopped."""
-    x: Any
-    success: Any
-    status: Any
-    fun: Any
-    jac: Any
-    hess_inv: Any
-    nfev: Any
-    njev: Any
-    nit: Any
+    x: _Any
+    success: _Any
+    status: _Any
+    fun: _Any
+    jac: _Any
+    hess_inv: _Any
+    nfev: _Any
+    njev: _Any
+    nit: _Any
 
 
-class _Search(NamedTuple):
-    i: Any
-    trial: Any
-    lo: Any
-    phi_lo: Any
-    dphi_lo: Any
-    hi: Any
-    phi_hi: Any
-    zooming: Any
-    done: Any
-    step: Any
-    phi: Any
-    grad: Any
+class _Search(_NamedTuple):
+    i: _Any
+    trial: _Any
+    lo: _Any
+    phi_lo: _Any
+    dphi_lo: _Any
+    hi: _Any
+    phi_hi: _Any
+    zooming: _Any
+    done: _Any
+    step: _Any
+    phi: _Any
+    grad: _Any
 
 
 def _interpolate(s):
@@ -100,15 +100,15 @@ def _line_search(value_and_grad, x, p, f0, g0, maxiter):
     return s.done, s.step, s.phi, s.grad, s.i
 
 
-class _State(NamedTuple):
-    k: Any
-    x: Any
-    f: Any
-    g: Any
-    h: Any
-    converged: Any
-    failed: Any
-    evaluations: Any
+class _State(_NamedTuple):
+    k: _Any
+    x: _Any
+    f: _Any
+    g: _Any
+    h: _Any
+    converged: _Any
+    failed: _Any
+    evaluations: _Any
 
 
 def _bfgs(fun, x0, maxiter=None, norm=_np.inf, gtol=1e-5, line_search_maxiter=10):
