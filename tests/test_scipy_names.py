@@ -17,8 +17,6 @@ MISSING = {
         "dft": NEEDS_COMPLEX, "funm": NEEDS_COMPLEX + " (through the complex Schur form)",
         "rsf2csf": NEEDS_COMPLEX, "sqrtm": NEEDS_COMPLEX,
         "schur": "needs a Schur decomposition primitive (LAPACK gees) in lax.linalg",
-        "eigh": "needs a symmetric eigensolver primitive (LAPACK syevd) in lax.linalg",
-        "eigh_tridiagonal": "needs a symmetric eigensolver primitive in lax.linalg",
     },
     "signal": {name: NEEDS_FFT for name in ("csd", "fftconvolve", "istft", "stft", "welch")},
     "special": {

@@ -14,6 +14,9 @@ from jaxlite import numpy as _jnp
 from jaxlite.core import dtypes as _dtypes
 from jaxlite.lax.linalg import identity_like as _identity_like
 from jaxlite.scipy._util import as_inexact as _as_inexact
+from jaxlite.transforms.batching import vmap as _vmap
+from jaxlite.transforms.custom_derivatives import custom_jvp as _custom_jvp
+from jaxlite.transforms.jit import jit as _jit
 from jaxlite.lax.linalg import square_factors as _square_factors
 
 
@@ -491,3 +494,141 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
     system = (_jnp.kron(_jnp.eye(n, dtype=a.dtype), a) + _jnp.kron(_jnp.swapaxes(b, 0, 1), _jnp.eye(m, dtype=a.dtype)))
     flat = _jnp.linalg.solve(system, _jnp.ravel(_jnp.swapaxes(c, 0, 1)))
     return _jnp.swapaxes(flat.reshape(n, m), 0, 1)
+
+
+# ---------------------------------------------------------------- symmetric eigenproblem
+
+def _round_robin(n):
+    """n - 1 rounds of n / 2 disjoint pairs (p < q) of 0 ... n - 1 (n even), together every
+    pair once: the circle method, player 0 fixed while the others rotate."""
+    players, rounds = list(range(n)), []
+    for _ in range(n - 1):
+        rounds.append([sorted((players[i], players[n - 1 - i])) for i in range(n // 2)])
+        players = [players[0], players[-1]] + players[1:-1]
+    return _np.array(rounds, dtype=_np.int32)
+
+
+def _rotate(x, p, q, c, s, axis):
+    """x with its rows (axis 0) or columns (axis 1) p, q replaced by c x_p - s x_q, s x_p + c x_q."""
+    if axis == 1:
+        return _jnp.swapaxes(_rotate(_jnp.swapaxes(x, 0, 1), p, q, c, s, 0), 0, 1)
+    xp, xq = x[p], x[q]
+    return x.at[p].set(c[:, None] * xp - s[:, None] * xq).at[q].set(s[:, None] * xp + c[:, None] * xq)
+
+
+def _jacobi_round(a, v, pairs):
+    """One round of disjoint Jacobi rotations, each zeroing a[p, q] of its pair."""
+    p, q = pairs[:, 0], pairs[:, 1]
+    # both triangles' entry: rounding lets them drift apart, and either alone biases the angle
+    app, aqq, apq = a[p, p], a[q, q], (a[p, q] + a[q, p]) / 2
+    rotate = apq != 0
+    theta = (aqq - app) / (2 * _jnp.where(rotate, apq, 1.0))
+    t = _jnp.where(theta >= 0, 1.0, -1.0) / (_jnp.abs(theta) + _jnp.sqrt(theta * theta + 1))
+    t = _jnp.where(rotate, t, 0.0).astype(a.dtype)
+    c = 1 / _jnp.sqrt(t * t + 1)
+    s = t * c
+    a = _rotate(_rotate(a, p, q, c, s, 0), p, q, c, s, 1)
+    # what the rotation makes of the pair's 2 x 2 block, exactly: the off-diagonal entries
+    # vanish and the diagonal moves by t a_pq (computing these through the products above
+    # leaves rounding behind that later rotations would have to chase)
+    a = a.at[p, q].set(0).at[q, p].set(0).at[p, p].set(app - t * apq).at[q, q].set(aqq + t * apq)
+    return a, _rotate(v, p, q, c, s, 1)
+
+
+_JACOBI_MAX_SWEEPS = 30
+
+
+def _jacobi_eigh(a):
+    """(eigenvalues ascending, eigenvectors as columns) of one symmetric matrix, by cyclic
+    Jacobi rotations in round-robin order (n/2 independent rotations per step), sweeping
+    until the off-diagonal part is negligible."""
+    n = a.shape[-1]
+    size = n + n % 2   # an odd size gets a decoupled extra index, which rotations never touch
+    padded = _jnp.pad(a, ((0, size - n), (0, size - n)))
+    rounds = _jnp.asarray(_round_robin(size)) if size > 1 else None
+    eps = float(_np.finfo(a.dtype).eps)
+
+    off_mask = 1 - _jnp.eye(size, dtype=a.dtype)
+
+    def off_diagonal(x):
+        return _jnp.sum((x * off_mask) ** 2)
+
+    def unconverged(state):
+        sweep, x, _ = state
+        return (sweep < _JACOBI_MAX_SWEEPS) & (off_diagonal(x) > (eps * eps / 4) * _jnp.sum(x * x))
+
+    def sweep(state):
+        count, x, vectors = state
+
+        def one_round(r, carry):
+            return _jacobi_round(*carry, _lax.dynamic_index_in_dim(rounds, r, keepdims=False))
+        x, vectors = _lax.fori_loop(0, size - 1, one_round, (x, vectors))
+        return count + 1, x, vectors
+
+    vectors = _jnp.eye(size, dtype=a.dtype)
+    if rounds is not None:
+        _, padded, vectors = _lax.while_loop(unconverged, sweep, (0, padded, vectors))
+    values = _jnp.einsum("ii->i", padded)[:n]
+    order = _jnp.argsort(values)
+    return values[order], vectors[:n, :n][:, order]
+
+
+@_custom_jvp
+def _symmetric_eigh(a):
+    return _jit(_jacobi_eigh)(a)
+
+
+@_symmetric_eigh.defjvp
+def _symmetric_eigh_jvp(primals, tangents):
+    """dw = diag(V^T dA V); dV = V (F * (V^T dA V)), F_ij = 1 / (w_j - w_i) off the diagonal."""
+    (a,), (a_dot,) = primals, tangents
+    w, v = _symmetric_eigh(a)
+    rotated = _jnp.matmul(_jnp.matmul(v.T, a_dot), v)
+    gaps = w[None, :] - w[:, None]
+    off = 1 - _jnp.eye(w.shape[0], dtype=w.dtype)
+    inverse_gaps = off / _jnp.where(off > 0, gaps, 1.0)
+    return (w, v), (_jnp.einsum("ii->i", rotated), _jnp.matmul(v, inverse_gaps * rotated))
+
+
+def _batched(fun, a):
+    """fun over the leading (batch) axes of a stack of matrices."""
+    for _ in range(a.ndim - 2):
+        fun = _vmap(fun)
+    return fun(a)
+
+
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
+         turbo=True, eigvals=None, type=1, check_finite=True):
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a real symmetric
+    matrix, read from its lower (or upper) triangle."""
+    if b is not None:
+        raise NotImplementedError("Only the b=None case of eigh is implemented")
+    if type != 1:
+        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    if eigvals is not None:
+        raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
+    a = _float_matrix("eigh", a)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"eigh expects square matrices, got shape {a.shape}")
+    triangle = _jnp.tril(a) if lower else _jnp.triu(a)
+    symmetric = triangle + _jnp.swapaxes(triangle, -1, -2) - a * _identity_like(a)
+    w, v = _batched(_symmetric_eigh, symmetric)
+    return w if eigvals_only else (w, v)
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None, key=None):
+    """Eigenvalues (and eigenvectors) of the symmetric tridiagonal matrix with diagonal d and
+    off-diagonal e; select="i" keeps those of indices select_range[0] ... select_range[1]."""
+    d, e = _as_inexact(d, e)
+    if d.ndim != 1 or e.shape != (d.shape[0] - 1,):
+        raise ValueError(f"expected d of shape (n,) and e of shape (n - 1,), got {d.shape} and {e.shape}")
+    if select not in ("a", "i"):
+        raise NotImplementedError(f"select={select!r} is not implemented (only 'a' and 'i')")
+    n = d.shape[0]
+    above = _jnp.eye(n, n, 1, dtype=d.dtype) * _jnp.pad(e, (1, 0))
+    matrix = _jnp.eye(n, dtype=d.dtype) * d + above + above.T
+    w, v = _symmetric_eigh(matrix)
+    if select == "i":
+        low, high = (int(i) for i in select_range)
+        w, v = w[low:high + 1], v[:, low:high + 1]
+    return w if eigvals_only else (w, v)
