@@ -34,31 +34,36 @@ NUMPY_PENDING = "not yet written: issue 17 item 2 (the numpy work)"
 ABSENT_NAMESPACES = {
     "jax.image": LAXRAND_ITEM5,
     "jax.numpy.fft": LINALG_FFT,
-    **{"jax.scipy." + name: SCIPY for name in """
-        cluster cluster.vq fft integrate interpolate ndimage optimize signal sparse sparse.linalg spatial
-        spatial.transform""".split()},
+    "jax.scipy.fft": LINALG_FFT,
+    **{"jax.scipy." + name: SCIPY for name in "spatial spatial.transform".split()},
 }
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
 MISSING = {
     "jax.scipy": {
-        SCIPY: """
-            cluster fft integrate interpolate ndimage signal sparse
+        LINALG_FFT: """
+            fft
         """,
     },
     "jax.scipy.linalg": {
+        COMPLEX: """
+            dft funm rsf2csf sqrtm
+        """,
         SCIPY: """
-            dft eigh eigh_tridiagonal funm rsf2csf schur sqrtm
+            schur
+        """,
+    },
+    "jax.scipy.signal": {
+        LINALG_FFT: """
+            csd fftconvolve istft stft welch
         """,
     },
     "jax.scipy.special": {
-        SCIPY: """
-            dawsn fresnel hyp2f1 owens_t sici sph_harm_y wofz
+        COMPLEX: """
+            sph_harm_y wofz
         """,
-    },
-    "jax.scipy.stats": {
         SCIPY: """
-            gaussian_kde
+            hyp2f1
         """,
     },
     "jax": {
@@ -193,6 +198,10 @@ EXTRA = {
             "ad_checkpoint extend flatten_util"),
         "the opt-in that lets `import jax` resolve to jaxlite (issue 21), and the JAX API version it follows":
             "install_as_jax jax_api_version",
+    },
+    "jax.scipy": {
+        "JAX's submodule that `import jax.scipy` does not import itself; jaxlite.scipy imports it":
+            "optimize",
     },
     "jax.debug": {
         TRANSFORMS_HYGIENE: """
