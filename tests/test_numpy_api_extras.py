@@ -341,3 +341,44 @@ def test_gradients():
     check_grads(jnp.cov, (A,), order=1, atol=2e-2, rtol=2e-2)
     check_grads(lambda a: jnp.nanmedian(a, axis=1), (WITH_NAN[:2] + 0.1,), order=1)
 
+
+
+def test_array_api_namespace_pieces():
+    x = jnp.arange(4.0)
+    assert jnp.__array_api_version__ == "2024.12"
+    assert x.__array_namespace__() is jnp and x.device == jaxlite.devices()[0]
+    assert x.to_device(x.device) is x
+    info = jnp.__array_namespace_info__()
+    assert info.default_device() == x.device and info.devices() == jaxlite.devices()
+    assert info.default_dtypes()["real floating"] == np.float32
+    assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "uint8", "uint16", "uint32"}
+    np.testing.assert_array_equal(jnp.from_dlpack(np.arange(3.0)), np.arange(3.0))
+    np.testing.assert_array_equal(np.from_dlpack(x), np.arange(4.0))
+    assert jnp.zeros(2, device=x.device).shape == (2,)
+    with pytest.raises(TypeError, match="device="):
+        jnp.ones(2, device="cpu")
+    np.testing.assert_allclose(jnp.std(x, correction=1), np.std(np.arange(4.0), ddof=1))
+    with pytest.raises(ValueError, match="ddof and correction"):
+        jnp.var(x, ddof=1, correction=1)
+    assert not jnp.float32 == ("x", "y") and not jnp.float32 == "linalg" and jnp.float32 != [1]
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_accumulation_dtypes_follow_jax(x64, monkeypatch):
+    """sum/prod/cumulative_sum widen narrow integers (to 64 bits with x64); cumsum and
+    cumulative_prod keep them, as recorded from JAX 0.10.2."""
+    from jaxlite.test_util import enable_x64
+    expected = {  # dtype -> (sum, prod, cumsum, cumulative_sum, cumulative_prod) without / with x64
+        "bool": ("int32 int32 int32 int32 int32", "int64 int64 int64 int64 int64"),
+        "int8": ("int32 int32 int8 int32 int8", "int64 int64 int8 int64 int8"),
+        "uint8": ("uint32 uint32 uint8 uint32 uint8", "uint64 uint64 uint8 uint64 uint8"),
+        "uint32": ("uint32 uint32 uint32 uint32 uint32", "uint64 uint64 uint32 uint64 uint32"),
+        "float16": ("float16 float16 float16 float16 float16",) * 2,
+    }
+    context = enable_x64() if x64 else warnings.catch_warnings()
+    with context:
+        for name, rows in expected.items():
+            x = jnp.ones(3, name)
+            got = [f(x).dtype.name for f in (jnp.sum, jnp.prod, jnp.cumsum, jnp.cumulative_sum,
+                                             jnp.cumulative_prod)]
+            assert " ".join(got) == rows[x64], name

@@ -49,10 +49,11 @@ from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take
 from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,
                                    nonzero, searchsorted, sort, unique)
 from jaxlite.numpy.convolve import convolve, correlate
-from jaxlite.numpy.array_api import (astype, bitwise_count, can_cast, concat, cumulative_prod,
-                                     isdtype, isscalar, matrix_transpose, matvec, permute_dims,
-                                     unique_all, unique_counts, unique_inverse, unique_values,
-                                     unstack, vecdot, vecmat)
+from jaxlite.numpy.array_api import (__array_api_version__, __array_namespace_info__, astype,
+                                     bitwise_count, can_cast, concat, cumulative_prod,
+                                     from_dlpack, isdtype, isscalar, matrix_transpose, matvec,
+                                     permute_dims, unique_all, unique_counts, unique_inverse,
+                                     unique_values, unstack, vecdot, vecmat)
 from jaxlite.numpy.cumulative import ediff1d, gradient, trapezoid, unwrap
 from jaxlite.numpy.float_parts import (divmod, fabs, frexp, gcd, isneginf, isposinf, lcm, ldexp,
                                        modf, nan_to_num, spacing)

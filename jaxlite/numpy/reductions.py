@@ -26,14 +26,16 @@ def _masked(a, where, fill):
     return lax.select_n(mask, lax.full_like(a, fill), a)
 
 
-def _sum_dtype(a, dtype):
+def sum_dtype(a, dtype):
+    """The accumulation dtype of sum and prod: booleans and narrower integers widen to the
+    default (unsigned) integer, as in JAX."""
     if dtype is not None:
         return dtypes.canonicalize_dtype(dtype)
     if dtypes.is_bool(a.dtype):
         return dtypes.default_int_dtype()
     if dtypes.is_int(a.dtype) and a.dtype.itemsize < dtypes.default_int_dtype().itemsize:
-        # NumPy sums small integers in the platform integer; follow it (as JAX does).
-        return dtypes.uint32 if dtypes.is_unsigned(a.dtype) else dtypes.default_int_dtype()
+        unsigned = dtypes.canonicalize_dtype(dtypes.uint64)
+        return unsigned if dtypes.is_unsigned(a.dtype) else dtypes.default_int_dtype()
     return a.dtype
 
 
@@ -41,7 +43,7 @@ def _accumulation(name, reduce, combine, identity):
     """sum or prod: masked entries count as the identity; `initial` joins the result."""
     def accumulate(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
         a, axes = _prepare(name, a, axis)
-        a = lax.convert_element_type(_masked(a, where, identity), _sum_dtype(a, dtype))
+        a = lax.convert_element_type(_masked(a, where, identity), sum_dtype(a, dtype))
         result = reduce(a, axes)
         if initial is not None:
             result = combine(result, initial)
@@ -102,7 +104,17 @@ def mean(a, axis=None, dtype=None, keepdims=False, where=None):
     return lax.div(total, _count(a, axes, where, keepdims, total.dtype))
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
+def _degrees_of_freedom(ddof, correction):
+    """The array API's `correction=` is numpy's `ddof=` by another name; not both."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *, correction=None):
+    ddof = _degrees_of_freedom(ddof, correction)
     a, axes = _prepare("var", a, axis)
     # lax.sub does not broadcast: the kept unit axes of the mean must be widened.
     centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
@@ -113,8 +125,8 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
-    return lax.sqrt(var(a, axis, dtype, ddof, keepdims, where))
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *, correction=None):
+    return lax.sqrt(var(a, axis, dtype, _degrees_of_freedom(ddof, correction), keepdims, where))
 
 
 def _float_dtype(a, dtype):
