@@ -218,6 +218,14 @@ def test_matches_numpy_eager_and_jit(name):
     _assert_matches(jaxlite.jit(fn)(*args), want)
 
 
+def test_einsum_path_plans_pairwise_contractions():
+    path, report = jnp.einsum_path("ij,jk,kl->il", np.ones((2, 3)), jnp.ones((3, 4)), np.ones((4, 5)))
+    # numpy's greedy planner may pick another first pair than opt_einsum's (JAX's); both
+    # are two pairwise steps, the second joining the intermediate with the last operand.
+    assert len(path) == 2 and all(len(step) == 2 for step in path) and path[-1] == (0, 1)
+    assert "Optimized scaling" in report
+
+
 def test_frexp_of_subnormals_eagerly():
     # Compiled code flushes subnormals to zero (as XLA on CPU does), so only eagerly.
     x = np.array([1e-40, -1e-45, 2e-39], np.float32)

@@ -137,7 +137,7 @@ MISSING = {
             float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu int1 int2
             int4 uint1 uint2 uint4
         """,
-        NUMPY_PENDING: "einsum_path frompyfunc ufunc",
+        NUMPY_PENDING: "frompyfunc ufunc",
     },
     "jax.numpy.linalg": {
         LINALG_FFT: """

@@ -21,7 +21,7 @@ from jaxlite.numpy.math_functions import (acos, acosh, allclose, arccos, arccosh
                                           trunc, where)
 from jaxlite.numpy.statistics import (average, count_nonzero, median, nanmax, nanmean, nanmin,
                                       nanprod, nanstd, nansum, nanvar, percentile, ptp, quantile)
-from jaxlite.numpy.einsum import einsum
+from jaxlite.numpy.einsum import einsum, einsum_path
 from jaxlite.numpy.products import (cross, dot, inner, kron, matmul, outer, tensordot, trace,
                                     vdot)
 from jaxlite.numpy.reductions import (all, amax, amin, any, argmax, argmin, max, mean, min, prod,
