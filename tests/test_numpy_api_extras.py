@@ -390,3 +390,24 @@ def test_accumulation_dtypes_follow_jax(x64, monkeypatch):
             got = [f(x).dtype.name for f in (jnp.sum, jnp.prod, jnp.cumsum, jnp.cumulative_sum,
                                              jnp.cumulative_prod)]
             assert " ".join(got) == rows[x64], name
+
+
+def test_frompyfunc_methods_match_numpy_and_jax():
+    """Values recorded from JAX 0.10.2 (its reduce starts from the first element)."""
+    u = jnp.frompyfunc(lambda a, b: a * b + 1, 2, 1, identity=0)
+    reference = np.frompyfunc(lambda a, b: a * b + 1, 2, 1)
+    x = np.arange(1., 5., dtype=np.float32)
+    assert (u.nin, u.nout, u.nargs, u.identity) == (2, 1, 2, 0)
+    _assert_matches(u(x, 2.), x * 2 + 1)
+    _assert_matches(u.outer(x[:2], x[:3]), reference.outer(x[:2], x[:3]).astype(np.float32))
+    _assert_matches(u.reduce(x), 41.)
+    _assert_matches(jaxlite.jit(u.reduce)(x), 41.)
+    _assert_matches(u.accumulate(x), reference.accumulate(x).astype(np.float32))
+    _assert_matches(u.at(x, np.array([0, 0, 2]), 3., inplace=False), [13., 2., 10., 4.])
+    _assert_matches(u.reduceat(x, np.array([0, 2])), [3., 13.])
+    _assert_matches(u.reduce(np.ones((2, 3), np.float32), axis=1, keepdims=True), [[3.], [3.]])
+    check_grads(u.reduce, (x,), order=2)
+    with pytest.raises(NotImplementedError, match="inplace"):
+        u.at(x, np.array([0]), 1.)
+    with pytest.raises(ValueError, match="no identity"):
+        jnp.frompyfunc(lambda a, b: a + b, 2, 1).reduce(np.ones(0, np.float32))

@@ -27,7 +27,6 @@ TRANSFORMS = "owned by the transforms work: issue 22"
 TRANSFORMS_HYGIENE = "owned by the transforms work: issue 22 (issue 17 item 7 for jax.debug)"
 COMPLEX = "complex numbers: issue 16"
 LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
-NUMPY_PENDING = "not yet written: issue 17 item 2 (the numpy work)"
 
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
@@ -137,7 +136,6 @@ MISSING = {
             float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu int1 int2
             int4 uint1 uint2 uint4
         """,
-        NUMPY_PENDING: "frompyfunc ufunc",
     },
     "jax.numpy.linalg": {
         LINALG_FFT: """
