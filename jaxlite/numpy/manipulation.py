@@ -286,8 +286,6 @@ def select(condlist, choicelist, default=0):
 
 def _broadcast_all(conditions, choices, default):
     arrays = broadcast_arrays(*conditions, *choices, default)
-    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
-    arrays = [broadcast_to(a, shape) for a in arrays]
     n = len(conditions)
     return (*arrays[:n], arrays[n:2 * n], arrays[-1])
 
@@ -340,9 +338,8 @@ def choose(a, choices, out=None, mode="raise"):
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
     *arrays, a = broadcast_arrays(*choices, a)
-    shape = np.broadcast_shapes(*(np.shape(x) for x in arrays), np.shape(a))
-    stacked = shape_ops.stack([broadcast_to(x, shape) for x in arrays])
-    return indexing.take_along_axis(stacked, broadcast_to(a, shape)[None], axis=0)[0]
+    stacked = shape_ops.stack(arrays)
+    return indexing.take_along_axis(stacked, a[None], axis=0)[0]
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):

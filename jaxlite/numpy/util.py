@@ -41,6 +41,12 @@ def _is_weak(x):
 
 
 def broadcast_arrays(*args):
+    """jnp.broadcast_arrays: every argument as an array of the common shape."""
+    shape = broadcast_shapes(*(np.shape(x) for x in args))
+    return [broadcast_to(x, shape) for x in args]
+
+
+def _broadcast_operands(*args):
     """Broadcast to a common shape; rank-0 operands are left for the primitive to broadcast."""
     shape = broadcast_shapes(*(np.shape(x) for x in args))
     return [x if np.ndim(x) == 0 or np.shape(x) == shape else broadcast_to(x, shape) for x in args]
@@ -66,7 +72,7 @@ def promote_and_broadcast(name, *args):
             return fast
     check_arraylike(name, *args)
     try:
-        return broadcast_arrays(*promote_dtypes(*args))
+        return _broadcast_operands(*promote_dtypes(*args))
     except ValueError:
         shown = ", ".join(str(np.shape(x)) for x in args)
         raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}") from None
