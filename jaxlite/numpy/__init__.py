@@ -78,8 +78,8 @@ from jaxlite.numpy.polynomial import (poly, polyadd, polyder, polydiv, polyfit, 
 from jaxlite.numpy.setops import intersect1d, isin, setdiff1d, setxor1d, union1d
 from jaxlite.numpy.statistics import (corrcoef, cov, nanargmax, nanargmin, nanmedian,
                                       nanpercentile, nanquantile)
-from jaxlite.numpy.ufunc import frompyfunc, ufunc
-from jaxlite.numpy.vectorize import vectorize
+from jaxlite.numpy.custom_ufunc import frompyfunc, ufunc
+from jaxlite.numpy.vectorization import vectorize
 from jaxlite.numpy.windows import bartlett, blackman, hamming, hanning
 
 _install_array_methods()

@@ -10,7 +10,7 @@ from jaxlite.lax.control_flow import scan
 from jaxlite.numpy import creation, shape_ops
 from jaxlite.numpy.indexing import _concrete
 from jaxlite.numpy.util import broadcast_to, check_arraylike
-from jaxlite.numpy.vectorize import vectorize
+from jaxlite.numpy.vectorization import vectorize
 
 
 class ufunc:
