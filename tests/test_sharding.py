@@ -132,3 +132,12 @@ def test_pmap_over_the_local_device():
 def test_pmap_static_and_unmapped_arguments():
     f = jaxlite.pmap(lambda scale, x, y: scale * x + y, in_axes=(None, 0, None), static_broadcasted_argnums=0)
     np.testing.assert_allclose(f(3.0, jnp.ones((1, 2)), jnp.ones(2)), [[4, 4]])
+
+
+def test_out_specs_are_a_prefix_of_the_outputs():
+    f = jaxlite.shard_map(lambda x: ([x, x], lax.psum(x, "i")), mesh=_mesh(), in_specs=P("i"),
+                          out_specs=(P("i"), P()))
+    (a, b), c = f(jnp.ones(2))
+    np.testing.assert_allclose(c, [1, 1])
+    with pytest.raises(ValueError, match="entry 2 is P()"):
+        jaxlite.shard_map(lambda x: ([x, x], x), mesh=_mesh(), in_specs=P("i"), out_specs=(P("i"), P()))(jnp.ones(2))

@@ -16,8 +16,8 @@ MPI library mpi4py loaded (found through mpi4py's own module, never by name: two
 one process crash) and its flavour of handles (MPICH's are ints, Open MPI's pointers),
 and linked under those names (llvm.add_symbol). So a routine's object code holds no
 address and no handle and stays valid in the persistent cache, in any process and MPI.
-Codes for dtypes and ops are positions in the tables below. Counts above what MPI's
-`int` holds are sent in pieces.
+Codes for dtypes and ops are positions in the tables below. Reductions longer than what MPI's
+`int` counts are sent in pieces; the other collectives take up to 2**31-1 bytes per process.
 
 A group of one process (a mesh axis of size 1) needs no MPI: its routine copies.
 Eager collectives run the same routines (through ctypes, which releases the GIL).
@@ -171,8 +171,19 @@ def spec_of(name, in_avals, params):
     shape = "" if aval is None else f" of {dtype}[{','.join(map(str, aval.shape))}]"
     description = (f"{_USER_NAMES[kind].format(op=op)} over mesh axes {axes}{shape} "
                    f"in shard_map of {params['where']!r}")
-    return CollectiveSpec(kind, _wire_dtype(dtype, kind), 1 if aval is None else int(aval.size), group, op,
+    spec = CollectiveSpec(kind, _wire_dtype(dtype, kind), 1 if aval is None else int(aval.size), group, op,
                           tuple(params.get("perm", ())), description)
+    if group > 1 and _count_per_call(spec) > MAX_COUNT:
+        raise ValueError(f"{description}: more than {MAX_COUNT} elements or bytes per process in one call "
+                         f"of MPI; only psum/pmax/pmin go in pieces (split the array)")
+    return spec
+
+
+def _count_per_call(spec):
+    """The count one MPI call of the shim passes (reductions pass pieces)."""
+    per_rank = {"reduce": 0, "axis_index": 0, "psum_scatter": spec.count // spec.group,
+                "all_to_all": spec.nbytes // spec.group}
+    return per_rank.get(spec.kind, spec.nbytes)
 
 
 def _wire_dtype(dtype, kind):
@@ -216,16 +227,16 @@ class _Mpi:
         self.functions = {name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value
                           for name in ("MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
                                        "MPI_Alltoall", "MPI_Sendrecv", "MPI_Abort")}
-        pointer_handles = MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_void_p) and MPI._sizeof(MPI.Comm) != 4
+        pointer_handles = MPI._sizeof(MPI.Comm) != 4       # MPICH's handles are ints, Open MPI's pointers
         self.handle_type = PTR if pointer_handles else I32
         self.handle = (lambda obj: ctypes.c_void_p(MPI._handleof(obj))) if pointer_handles else \
             (lambda obj: ctypes.c_int(_signed32(MPI._handleof(obj))))
         self.handles = {"comm": MPI._handleof(comm), "byte": MPI._handleof(MPI.BYTE),
-                        "status_ignore": MPI._addressof(MPI.STATUS_IGNORE) if hasattr(MPI, "_addressof") else 0,
                         "dtypes": [MPI._handleof(getattr(MPI, n)) for n in _MPI_DTYPES],
                         "ops": [MPI._handleof(getattr(MPI, n)) for n in _MPI_OPS]}
         # In flight: [description address, sequence number], written by the shims, read by the watchdog.
         self.in_flight = np.zeros(2, np.int64)
+        self.status = np.zeros(max(64, MPI._sizeof(MPI.Status)), np.uint8)    # MPI_Sendrecv's, unread
         self.code = llvm_target.compile_ir(str(_shim_module(self)), optimize_ir=False)
         for name in ("jaxlite_mpi_allreduce", "jaxlite_mpi_reduce_scatter", "jaxlite_mpi_allgather",
                      "jaxlite_mpi_alltoall", "jaxlite_mpi_sendrecv", "jaxlite_mpi_rank"):
@@ -236,12 +247,12 @@ class _Mpi:
             self.functions["MPI_Abort"])
         function(self.handle(self.comm), code)
 
-    def allgather_words(self, word):
+    def allgather_words(self, word, description):
         """Every rank's int64 `word`, by the shim (so the watchdog sees this wait too)."""
         send, recv = np.array([word], np.int64), np.zeros(self.size, np.int64)
         shim = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p)(
             self.code.address("jaxlite_mpi_allgather"))
-        shim(send.ctypes.data, recv.ctypes.data, 8, b"the check that every rank runs the same collectives")
+        shim(send.ctypes.data, recv.ctypes.data, 8, description.encode())
         return recv
 
 
@@ -357,7 +368,7 @@ class _ShimBuilder:
                    [recv, ir.Constant(I8, 0), nbytes, ir.Constant(ir.IntType(1), 0)])
         byte, comm = self.handle(self.mpi.handles["byte"]), self.handle(self.mpi.handles["comm"])
         count, tag = b.trunc(nbytes, I32), ir.Constant(I32, 7)
-        status = ir.Constant(I64, self.mpi.handles["status_ignore"]).inttoptr(PTR)
+        status = ir.Constant(I64, self.mpi.status.ctypes.data).inttoptr(PTR)
         self.call(b, "MPI_Sendrecv", [send, count, byte, dst32, tag, recv, count, byte, src32, tag, comm, status])
         self.end(b)
         b.ret_void()
@@ -437,7 +448,7 @@ def _fingerprint(text):
 
 def _check_ranks_agree(what):
     mpi = _job["mpi"]
-    words = mpi.allgather_words(_fingerprint(what))
+    words = mpi.allgather_words(_fingerprint(what), f"the check that every rank runs {what}")
     if len(set(words.tolist())) > 1:
         differing = [r for r, w in enumerate(words) if w != words[mpi.rank]]
         raise RuntimeError(f"rank {mpi.rank} runs {what}, but rank(s) {differing} run something else at this "

@@ -63,7 +63,8 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
             _check_rank(x, spec, "in_specs", where)
         run = _ShardedRun(the_mesh, check_vma, where)
         outs, out_tree = run(lambda *flat: tree_flatten(f(*tree_unflatten(in_tree, flat))), flat_args, specs)
-        out_specs_flat = _flat_specs(out_specs, tree_unflatten(out_tree, outs), "out_specs", the_mesh, where)
+        values = [o[0] for o in outs] if check_vma else outs
+        out_specs_flat = _flat_specs(out_specs, tree_unflatten(out_tree, values), "out_specs", the_mesh, where)
         return tree_unflatten(out_tree, run.finish(outs, out_specs_flat))
 
     return mapped
