@@ -367,6 +367,7 @@ def test_array_api_namespace_pieces():
     assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "uint8", "uint16", "uint32"}
     np.testing.assert_array_equal(jnp.from_dlpack(np.arange(3.0)), np.arange(3.0))
     np.testing.assert_array_equal(np.from_dlpack(x), np.arange(4.0))
+    assert type(x.__dlpack__()).__name__ == "PyCapsule"  # old DLPack consumers get a copy
     assert jnp.zeros(2, device=x.device).shape == (2,)
     with pytest.raises(TypeError, match="device="):
         jnp.ones(2, device="cpu")

@@ -230,8 +230,12 @@ def _array_namespace(self, /, *, api_version=None):
 
 
 def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
-    return np.asarray(self).__dlpack__(stream=stream, max_version=max_version,
-                                       dl_device=dl_device, copy=copy)
+    value = np.asarray(self)
+    if copy is None and (max_version is None or max_version[0] < 1):
+        # The buffer is read-only, which DLPack before 1.0 cannot say: hand out a copy.
+        value, copy = np.array(value), True
+    return value.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                            copy=copy)
 
 
 def _dlpack_device(self, /):
