@@ -396,6 +396,8 @@ def test_accumulation_dtypes_follow_jax(x64, monkeypatch):
             got = [f(x).dtype.name for f in (jnp.sum, jnp.prod, jnp.cumsum, jnp.cumulative_sum,
                                              jnp.cumulative_prod)]
             assert " ".join(got) == rows[x64], name
+        assert jnp.sum(jnp.ones(3, "int8"), promote_integers=False).dtype == np.int8
+        assert jnp.prod(jnp.ones(3, "uint16"), promote_integers=False).dtype == np.uint16
 
 
 def test_frompyfunc_methods_match_numpy_and_jax():

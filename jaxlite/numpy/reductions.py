@@ -41,9 +41,12 @@ def sum_dtype(a, dtype):
 
 def _accumulation(name, reduce, combine, identity):
     """sum or prod: masked entries count as the identity; `initial` joins the result."""
-    def accumulate(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    def accumulate(a, axis=None, dtype=None, keepdims=False, initial=None, where=None, *,
+                   promote_integers=True):
         a, axes = _prepare(name, a, axis)
-        a = lax.convert_element_type(_masked(a, where, identity), sum_dtype(a, dtype))
+        if promote_integers or dtype is not None or dtypes.is_bool(a.dtype):
+            dtype = sum_dtype(a, dtype)
+        a = lax.convert_element_type(_masked(a, where, identity), dtype or a.dtype)
         result = reduce(a, axes)
         if initial is not None:
             result = combine(result, initial)
