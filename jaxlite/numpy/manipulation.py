@@ -157,7 +157,7 @@ def trim_zeros(filt, trim="fb", axis=None):
     filt = _operand("trim_zeros", filt)
     if filt.ndim != 1:
         raise ValueError(f"trim_zeros requires a 1-D array, got shape {filt.shape}")
-    nonzero = np.flatnonzero(sorting._concrete_or_error(filt, "trim_zeros"))
+    nonzero = np.flatnonzero(sorting.concrete_or_error(filt, "trim_zeros"))
     start = nonzero[0] if "f" in trim.lower() and nonzero.size else 0
     stop = nonzero[-1] + 1 if "b" in trim.lower() and nonzero.size else filt.shape[0]
     if not nonzero.size:
@@ -328,7 +328,7 @@ def choose(a, choices, out=None, mode="raise"):
     choices = promote_dtypes(*choices)
     n = len(choices)
     if mode == "raise":
-        value = sorting._concrete_or_error(a, "choose with mode='raise' (pass mode='wrap' or 'clip')")
+        value = sorting.concrete_or_error(a, "choose with mode='raise' (pass mode='wrap' or 'clip')")
         if np.any((value < 0) | (value >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
