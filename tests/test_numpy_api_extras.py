@@ -190,6 +190,8 @@ CASES = {
     "hamming": (lambda: jnp.hamming(6), lambda: np.hamming(6), ()),
     "blackman": (lambda: jnp.blackman(6), lambda: np.blackman(6), ()),
     "bartlett": (lambda: jnp.bartlett(5), lambda: np.bartlett(5), ()),
+    "kaiser": (lambda: jnp.kaiser(6, 3.), lambda: np.kaiser(6, 3.), ()),
+    "i0": (jnp.i0, np.i0, (np.array([0., 1., -3., 20.], np.float32),)),
     "mgrid": (lambda: jnp.mgrid[0:3, 0:1:4j], lambda: np.mgrid[0:3, 0:1:4j], ()),
     "ogrid": (lambda: jnp.ogrid[0:3, 0:4], lambda: np.ogrid[0:3, 0:4], ()),
     "indices": (lambda: jnp.indices((2, 3)), lambda: np.indices((2, 3)), ()),
@@ -350,6 +352,7 @@ def test_gradients():
     check_grads(lambda p, x: jnp.polyval(p, x), (P, X[:3]), order=2)
     check_grads(lambda a: jnp.trapezoid(a, x=XP[:5]), (A,), order=1)
     check_grads(jnp.gradient, (A[0],), order=1)
+    check_grads(jnp.i0, (np.array([0.5, -2.0, 4.0], np.float32),), order=1, atol=2e-2, rtol=2e-2)
     check_grads(jnp.vecdot, (A, A[::-1]), order=2)
     check_grads(jnp.cov, (A,), order=1, atol=2e-2, rtol=2e-2)
     check_grads(lambda a: jnp.nanmedian(a, axis=1), (WITH_NAN[:2] + 0.1,), order=1)

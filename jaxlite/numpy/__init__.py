@@ -80,7 +80,7 @@ from jaxlite.numpy.statistics import (corrcoef, cov, nanargmax, nanargmin, nanme
                                       nanpercentile, nanquantile)
 from jaxlite.numpy.custom_ufunc import frompyfunc, ufunc
 from jaxlite.numpy.vectorization import vectorize
-from jaxlite.numpy.windows import bartlett, blackman, hamming, hanning
+from jaxlite.numpy.windows import bartlett, blackman, hamming, hanning, i0, kaiser
 
 _install_array_methods()
 
