@@ -27,7 +27,6 @@ TRANSFORMS = "owned by the transforms work: issue 22"
 TRANSFORMS_HYGIENE = "owned by the transforms work: issue 22 (issue 17 item 7 for jax.debug)"
 COMPLEX = "complex numbers: issue 16"
 LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
-NUMPY_PENDING = "not yet written: issue 17 item 2 (the numpy work)"
 
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
@@ -152,15 +151,12 @@ MISSING = {
     "jax.numpy": {
         COMPLEX: "ComplexWarning angle cdouble complex128 complex64 complex_ csingle roots sort_complex",
         LINALG_FFT: "fft",
-        "needs the modified Bessel function i0 (lax.bessel_i0e): owned by the scipy work, "
-        "issue 17 item 1": "i0 kaiser",
         "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
         "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """
             float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz
             float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu int1 int2
             int4 uint1 uint2 uint4
         """,
-        NUMPY_PENDING: "einsum_path from_dlpack frompyfunc ufunc",
     },
     "jax.numpy.linalg": {
         LINALG_FFT: """

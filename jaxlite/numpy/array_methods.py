@@ -4,7 +4,8 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
-from jaxlite.numpy import (cumulative, indexing, joining, math_functions, products, reductions,
+from jaxlite.numpy import (array_api, cumulative, indexing, joining, math_functions, products,
+                           reductions,
                            shape_ops, sorting, ufuncs)
 
 
@@ -99,4 +100,6 @@ def install():
             setattr(cls, f"__{name}__", fn)
         for name, fn in _METHODS.items():
             setattr(cls, name, fn)
+    for name, attribute in array_api.ARRAY_METHODS.items():
+        setattr(Array, name, attribute)
     Tracer.__iter__ = _tracer_iter

@@ -25,9 +25,10 @@ class _ScalarMeta(type):
     def __eq__(cls, other):
         if isinstance(other, _ScalarMeta):
             return cls.dtype == other.dtype
+        # Anything that names no dtype (a string, a tuple, ...) is simply unequal, as in JAX.
         try:
             return cls.dtype == np.dtype(other)
-        except TypeError:
+        except (TypeError, ValueError):
             return False
 
     def __ne__(cls, other):
