@@ -2,7 +2,7 @@
 import sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util
-from jaxlite import dtypes, ops
+from jaxlite import dtypes, image, ops
 from jaxlite import debug, errors
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
