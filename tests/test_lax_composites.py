@@ -1,4 +1,7 @@
 """lax functions composed of primitives (lax.composites) and the *_p exports."""
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,6 +11,12 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core.primitive import Primitive
+
+DATA = pathlib.Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+from record_jax_lax_conv import cases  # noqa: E402
+
+CONV_EXPECTED = np.load(DATA / "jax_lax_conv.npz")
 
 
 @settings(max_examples=20, deadline=None)
@@ -66,3 +75,26 @@ def test_primitive_exports():
     assert len(exported) >= 100 and all(isinstance(p, Primitive) for p in exported.values())
     eqn_names = [e.primitive for e in jaxlite.make_jaxpr(lambda x: lax.sin(x) + 1.0)(1.0).jaxpr.eqns]
     assert eqn_names == [lax.sin_p, lax.add_p] and lax.scatter_add_p.name == "scatter-add"
+
+
+@pytest.mark.parametrize("name", sorted(cases(lax)))
+def test_convolution_helpers_and_approx_top_k_match_jax(name):
+    out = cases(lax)[name]()
+    for i, part in enumerate(out if isinstance(out, (tuple, list)) else (out,)):
+        expected = CONV_EXPECTED[f"{name} #{i}"]
+        assert part.shape == expected.shape and part.dtype == expected.dtype
+        np.testing.assert_allclose(part, expected, rtol=1e-5, atol=5e-6)
+
+
+def test_conv_transpose_with_transposed_kernel_is_the_input_gradient():
+    # With VALID padding and (size - kernel) divisible by the stride, the shapes line up exactly.
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(1, 7, 5, 2)).astype(np.float32))
+    w = jnp.asarray(np.random.default_rng(3).normal(size=(3, 3, 2, 4)).astype(np.float32))
+    dn = ("NHWC", "HWIO", "NHWC")
+    forward = lambda x: lax.conv_general_dilated(x, w, (2, 2), "VALID", dimension_numbers=dn)
+    ct = jnp.ones(forward(x).shape)
+    grad = jaxlite.vjp(forward, x)[1](ct)[0]
+    np.testing.assert_allclose(lax.conv_transpose(ct, w, (2, 2), "VALID", dimension_numbers=dn,
+                                                  transpose_kernel=True), grad, rtol=1e-5, atol=1e-5)
+    assert lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), dn) == lax.ConvDimensionNumbers(
+        (0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))

@@ -30,9 +30,10 @@ from jaxlite.lax.linalg import cholesky, lu, svd, triangular_solve
 from jaxlite.lax.convolution import conv_general_dilated
 from jaxlite.lax.windowed import reduce_window
 from jaxlite.lax.composites import (
-    Precision, RoundingMethod, associative_scan, broadcast_like, broadcast_shapes, broadcast_to_rank,
-    collapse, dtype, optimization_barrier, padtype_to_pads, reciprocal, reduce, select, split, stack,
-    tile, unstack)
+    ConvDimensionNumbers, Precision, RoundingMethod, approx_max_k, approx_min_k, associative_scan,
+    broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, conv, conv_dimension_numbers,
+    conv_general_dilated_patches, conv_transpose, conv_with_general_padding, dtype,
+    optimization_barrier, padtype_to_pads, reciprocal, reduce, select, split, stack, tile, unstack)
 
 # JAX exports its primitives (jax.lax.add_p, ...) for code that inspects jaxprs.
 from jaxlite.lax.control_flow.conditionals import (
