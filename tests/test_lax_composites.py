@@ -98,3 +98,13 @@ def test_conv_transpose_with_transposed_kernel_is_the_input_gradient():
                                                   transpose_kernel=True), grad, rtol=1e-5, atol=1e-5)
     assert lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), dn) == lax.ConvDimensionNumbers(
         (0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
+def test_shape_tuples():
+    dn = ("NHWC", "HWIO", "NHWC")
+    assert lax.conv_general_shape_tuple((1, 9, 8, 3), (3, 3, 3, 5), (2, 1), "SAME", dn) == (1, 5, 8, 5)
+    assert lax.conv_transpose_shape_tuple((1, 9, 8, 3), (3, 3, 3, 5), (2, 1), "SAME", dn) == (1, 18, 8, 5)
+    assert lax.conv_shape_tuple((1, 3, 9, 8), (5, 3, 3, 3), (2, 1), ((1, 1), (0, 0))) == (1, 5, 5, 6)
+    pads = ((0, 0), (1, 1), (0, 0), (0, 0))
+    assert lax.reduce_window_shape_tuple((1, 9, 8, 3), (1, 3, 3, 1), (1, 2, 2, 1), pads) == (1, 5, 3, 3)
+    assert lax.conv_general_permutations(dn) == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))

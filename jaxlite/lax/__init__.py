@@ -32,8 +32,10 @@ from jaxlite.lax.windowed import reduce_window
 from jaxlite.lax.composites import (
     ConvDimensionNumbers, Precision, RoundingMethod, approx_max_k, approx_min_k, associative_scan,
     broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, conv, conv_dimension_numbers,
-    conv_general_dilated_patches, conv_transpose, conv_with_general_padding, dtype,
-    optimization_barrier, padtype_to_pads, reciprocal, reduce, select, split, stack, tile, unstack)
+    conv_general_dilated_patches, conv_general_permutations, conv_general_shape_tuple,
+    conv_shape_tuple, conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding, dtype,
+    optimization_barrier, padtype_to_pads, reciprocal, reduce, reduce_window_shape_tuple, select,
+    split, stack, tile, unstack)
 
 # JAX exports its primitives (jax.lax.add_p, ...) for code that inspects jaxprs.
 from jaxlite.lax.control_flow.conditionals import (

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from jaxlite.core import dtypes
-from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
-from jaxlite.core.staging import make_jaxpr
+from jaxlite.core.abstract import ShapeDtypeStruct, broadcast_shapes, canonicalize_axis
+from jaxlite.core.staging import eval_shape, make_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.lax.base import as_operand
 from jaxlite.lax.control_flow import scan
@@ -23,8 +23,9 @@ from jaxlite.lax.shapes import (
 
 __all__ = ["ConvDimensionNumbers", "Precision", "RoundingMethod", "approx_max_k", "approx_min_k",
            "associative_scan", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse",
-           "conv", "conv_dimension_numbers", "conv_general_dilated_patches", "conv_transpose",
-           "conv_with_general_padding", "dtype", "optimization_barrier", "padtype_to_pads", "reciprocal",
+           "conv", "conv_dimension_numbers", "conv_general_dilated_patches", "conv_general_permutations",
+           "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
+           "conv_with_general_padding", "reduce_window_shape_tuple", "dtype", "optimization_barrier", "padtype_to_pads", "reciprocal",
            "reduce", "select", "split", "stack", "tile", "unstack"]
 
 
@@ -353,3 +354,50 @@ def _top_k_along(x, k, axis, largest):
     back = tuple(range(axis)) + (x.ndim - 1,) + tuple(range(axis, x.ndim - 1))
     values = values if largest else neg(values)
     return transpose(values, back), transpose(indices, back)
+
+
+# ---------------------------------------------------------------- output shapes
+
+
+def _shape_of(fun, *shapes):
+    specs = [ShapeDtypeStruct(tuple(s), np.float32) for s in shapes]
+    return tuple(eval_shape(fun, *specs).shape)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The shape conv_general_dilated gives, in the output layout of dimension_numbers."""
+    return _shape_of(lambda lhs, rhs: conv_general_dilated(lhs, rhs, window_strides, padding,
+                                                           dimension_numbers=dimension_numbers),
+                     lhs_shape, rhs_shape)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The shape conv_transpose gives."""
+    return _shape_of(lambda lhs, rhs: conv_transpose(lhs, rhs, window_strides, padding,
+                                                     dimension_numbers=dimension_numbers),
+                     lhs_shape, rhs_shape)
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+    """The NC... output shape of a convolution with explicit (low, high) pads."""
+    return _shape_of(lambda lhs, rhs: conv_general_dilated(lhs, rhs, strides, pads,
+                                                           batch_group_count=batch_group_count),
+                     lhs_shape, rhs_shape)
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The shape reduce_window gives for explicit (low, high) pads."""
+    ones = (1,) * len(operand_shape)
+    base_dilation, window_dilation = base_dilation or ones, window_dilation or ones
+    shape = []
+    for n, w, s, (low, high), b, d in zip(operand_shape, window_dimensions, window_strides, padding,
+                                         base_dilation, window_dilation):
+        padded, extent = (n - 1) * b + 1 + low + high, (w - 1) * d + 1
+        shape.append(0 if padded < extent else (padded - extent) // s + 1)
+    return tuple(shape)
+
+
+def conv_general_permutations(dimension_numbers):
+    """The (lhs, rhs, out) permutations to the N,C,spatial / O,I,spatial layouts."""
+    return conv_dimension_permutations(dimension_numbers, len(dimension_numbers[0]))
