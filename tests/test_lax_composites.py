@@ -15,8 +15,10 @@ from jaxlite.core.primitive import Primitive
 DATA = pathlib.Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
 from record_jax_lax_conv import cases  # noqa: E402
+from record_jax_reduce_precision import cases as precision_cases  # noqa: E402
 
 CONV_EXPECTED = np.load(DATA / "jax_lax_conv.npz")
+PRECISION_EXPECTED = np.load(DATA / "jax_reduce_precision.npz")
 
 
 @settings(max_examples=20, deadline=None)
@@ -108,3 +110,19 @@ def test_shape_tuples():
     pads = ((0, 0), (1, 1), (0, 0), (0, 0))
     assert lax.reduce_window_shape_tuple((1, 9, 8, 3), (1, 3, 3, 1), (1, 2, 2, 1), pads) == (1, 5, 3, 3)
     assert lax.conv_general_permutations(dn) == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("name", sorted(PRECISION_EXPECTED.files))
+def test_reduce_precision_is_bit_identical_to_jax(name):
+    got = np.asarray(precision_cases(lax, jnp.bfloat16)[name]()).astype(np.float32)
+    np.testing.assert_array_equal(got, PRECISION_EXPECTED[name])
+
+
+def test_reduce_precision_under_jit_and_grad():
+    x = jnp.array([1.3, 2.7, -0.11])
+    np.testing.assert_array_equal(jaxlite.jit(lambda x: lax.reduce_precision(x, 5, 2))(x),
+                                  lax.reduce_precision(x, 5, 2))
+    grad = jaxlite.grad(lambda x: (lax.reduce_precision(x, 5, 2) * jnp.array([1.0, 1.3, 3.0])).sum())(x)
+    np.testing.assert_array_equal(grad, [1.0, 1.25, 3.0])   # the cotangent, rounded the same way
+    with pytest.raises(TypeError, match="floating-point"):
+        lax.reduce_precision(jnp.arange(3), 5, 2)
