@@ -182,6 +182,10 @@ def _dtype_of_node(node):
     return canonicalize_dtype(node)
 
 
+class TypePromotionError(ValueError):
+    """Mixed dtypes where jax_numpy_dtype_promotion="strict" allows no implicit promotion."""
+
+
 def promote_types(a, b):
     """The dtype both strong dtypes promote to (jnp.promote_types)."""
     node = _least_upper_bound((np.dtype(a), np.dtype(b)))

@@ -5,7 +5,8 @@ built here shows its API and its public subpackages only; the modules stay impor
 from types import ModuleType
 
 
-def dir_hiding_submodules(namespace, public_submodules):
+def dir_hiding_submodules(namespace, public_submodules, lazy_submodules=()):
+    """`lazy_submodules` are shown before their first import (the package's __getattr__ imports them)."""
     package = namespace["__name__"]
 
     def is_implementation_module(name, value):
@@ -13,8 +14,8 @@ def dir_hiding_submodules(namespace, public_submodules):
                 and name not in public_submodules)
 
     def __dir__():
-        return sorted(name for name, value in namespace.items()
-                      if not is_implementation_module(name, value))
+        return sorted({name for name, value in namespace.items()
+                       if not is_implementation_module(name, value)} | set(lazy_submodules))
     return __dir__
 
 

@@ -8,16 +8,19 @@ from jaxlite.lax.elementwise import (
     shift_right_arithmetic, shift_right_logical, sinh, tan,
     full_like, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, max, min, mul, ne, neg,
     nextafter, pow, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
-from jaxlite.lax.parallel import all_gather, axis_index, pmax, pmean, pmin, psum
+from jaxlite.lax.parallel import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute,
+                                  pshuffle, psum, psum_scatter, pswapaxes)
 from jaxlite.lax.reductions import (
     argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor)
 from jaxlite.lax.shapes import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, index_in_dim,
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
-from jaxlite.lax.dot import dot, dot_general
+from jaxlite.lax.dot import Precision, dot, dot_general
 
 from jaxlite.lax.gradients import stop_gradient
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
+from jaxlite.lax.special_series import (bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a,
+                                        igammac, random_gamma_grad, regularized_incomplete_beta, zeta)
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from jaxlite.lax.random_bits import fma, threefry2x32
 from jaxlite.lax.slicing import (
