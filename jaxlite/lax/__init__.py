@@ -79,4 +79,6 @@ from jaxlite.lax.special import (
 from jaxlite.lax.windowed import (
     reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p)
 
-__dir__ = _dir_hiding_submodules(globals(), public_submodules=("linalg",))
+# jaxlite's own lax functions that JAX keeps elsewhere (jax.lax.linalg) or privately: usable, unlisted.
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=("linalg",), unlisted=(
+    "add_any", "cholesky", "fma", "lu", "svd", "threefry2x32", "triangular_solve"))
