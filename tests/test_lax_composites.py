@@ -126,3 +126,13 @@ def test_reduce_precision_under_jit_and_grad():
     np.testing.assert_array_equal(grad, [1.0, 1.25, 3.0])   # the cotangent, rounded the same way
     with pytest.raises(TypeError, match="floating-point"):
         lax.reduce_precision(jnp.arange(3), 5, 2)
+
+
+def test_scatter_sub_and_empty():
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                        scatter_dims_to_operand_dims=(0,))
+    got = lax.scatter_sub(jnp.ones(4), jnp.array([[1], [3], [1]]), jnp.array([1.0, 2.0, 3.0]), dnums)
+    np.testing.assert_array_equal(got, [1.0, -3.0, 1.0, -1.0])
+    grad = jaxlite.grad(lambda u: lax.scatter_sub(jnp.ones(4), jnp.array([[1], [3]]), u, dnums).sum())(jnp.ones(2))
+    np.testing.assert_array_equal(grad, [-1.0, -1.0])
+    assert lax.empty((2, 3), np.int8).shape == (2, 3) and lax.empty((2,), np.int8).dtype == np.int8

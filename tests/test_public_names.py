@@ -107,7 +107,7 @@ MISSING = {
             copy_p create_token create_token_p
             custom_linear_solve custom_root dce_sink
             dce_sink_p device_put_p
-            empty eq_to_p
+            eq_to_p
             fft fft_p igamma_grad_a_p igamma_p
             igammac_p imag imag_p index_take le_to_p
             linear_solve_p lt_to_p mulhi
@@ -121,7 +121,7 @@ MISSING = {
             regularized_incomplete_beta_p
             rng_bit_generator rng_bit_generator_p rng_uniform rng_uniform_p
             scaled_dot scatter_apply
-            scatter_sub scatter_sub_p select_and_gather_add_p
+            scatter_sub_p select_and_gather_add_p
             select_and_scatter_add_p select_and_scatter_p shape_as_value
             sharding_constraint_p
             split_p

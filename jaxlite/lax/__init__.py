@@ -37,8 +37,8 @@ from jaxlite.lax.composites import (
     broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, conv, conv_dimension_numbers,
     conv_general_dilated_patches, conv_general_permutations, conv_general_shape_tuple,
     conv_shape_tuple, conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding, dtype,
-    optimization_barrier, padtype_to_pads, reciprocal, reduce, reduce_precision,
-    reduce_window_shape_tuple, select, split, stack, tile, unstack)
+    empty, optimization_barrier, padtype_to_pads, reciprocal, reduce, reduce_precision,
+    reduce_window_shape_tuple, scatter_sub, select, split, stack, tile, unstack)
 
 # JAX exports its primitives (jax.lax.add_p, ...) for code that inspects jaxprs.
 from jaxlite.lax.control_flow.conditionals import (

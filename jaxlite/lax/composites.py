@@ -21,15 +21,18 @@ from jaxlite.lax.reductions import (
 from jaxlite.lax.shapes import (
     broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, pad, reshape, rev, slice_in_dim,
     squeeze, transpose)
+from jaxlite.lax.slicing import scatter_add
 from jaxlite.lax.sorting import top_k
 from jaxlite.transforms.custom_derivatives import custom_vjp
 
 __all__ = ["ConvDimensionNumbers", "Precision", "RoundingMethod", "approx_max_k", "approx_min_k",
-           "associative_scan", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse",
-           "conv", "conv_dimension_numbers", "conv_general_dilated_patches", "conv_general_permutations",
-           "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
-           "conv_with_general_padding", "reduce_window_shape_tuple", "dtype", "optimization_barrier", "padtype_to_pads", "reciprocal",
-           "reduce", "reduce_precision", "select", "split", "stack", "tile", "unstack"]
+           "associative_scan", "broadcast_like", "broadcast_shapes", "broadcast_to_rank",
+           "collapse", "conv", "conv_dimension_numbers", "conv_general_dilated_patches",
+           "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple",
+           "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "dtype",
+           "empty", "optimization_barrier", "padtype_to_pads", "reciprocal", "reduce",
+           "reduce_precision", "reduce_window_shape_tuple", "scatter_sub", "select", "split",
+           "stack", "tile", "unstack"]
 
 
 class Precision(enum.Enum):
@@ -46,6 +49,18 @@ class RoundingMethod(enum.IntEnum):
     """How lax.round breaks ties."""
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of the shape and dtype whose values are unspecified (zeros here)."""
+    return broadcast_in_dim(np.zeros((), dtypes.canonicalize_dtype(dtype)), tuple(shape), ())
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False, mode=None):
+    """operand with updates subtracted at the scattered positions (scatter_add of -updates)."""
+    return scatter_add(operand, scatter_indices, neg(as_operand(updates)), dimension_numbers,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
 
 
 def select(pred, on_true, on_false):
