@@ -2,7 +2,8 @@
 import sys as _sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util, typing
-from jaxlite import dtypes, ops
+from jaxlite import dtypes, image, ops
+from jaxlite.dtypes import float0
 from jaxlite import ad_checkpoint, debug, errors, experimental
 from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
@@ -47,8 +48,8 @@ def __getattr__(name):
 # jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
 __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
     "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
-    "dtypes", "errors", "experimental", "extend", "flatten_util", "interpreters", "lax", "nn", "numpy",
-    "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
+    "dtypes", "errors", "experimental", "extend", "flatten_util", "image", "interpreters", "lax", "nn",
+    "numpy", "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
     lazy_submodules=_LAZY_SUBMODULES)
 
 __version__ = "0.1.0"

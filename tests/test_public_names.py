@@ -31,7 +31,6 @@ LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
 ABSENT_NAMESPACES = {
-    "jax.image": LAXRAND_ITEM5,
     "jax.numpy.fft": LINALG_FFT,
     "jax.scipy.fft": LINALG_FFT,
     **{"jax.scipy." + name: SCIPY for name in "spatial spatial.transform".split()},
@@ -86,7 +85,6 @@ MISSING = {
             transfer_guard_host_to_device
         """,
         LIBS: "ad lib",
-        LAXRAND_ITEM5: "float0 image",
         SCIPY: "",
         "array API interchange, with from_dlpack: issue 17 item 2": "dlpack",
         "the package version lives in __version__; JAX's jax.version module has no counterpart":
@@ -100,22 +98,20 @@ MISSING = {
     },
     "jax.lax": {
         LAXRAND_LAX: """
-            AccuracyMode ConvDimensionNumbers ConvGeneralDilatedDimensionNumbers DotAlgorithm
+            AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm
             DotAlgorithmPreset DotDimensionNumbers FftType PrecisionLike
             RaggedDotDimensionNumbers RandomAlgorithm Tolerance
             after_all after_all_p all_to_all_p
-            approx_max_k approx_min_k approx_top_k_p
+            approx_top_k_p
             batch_matmul
             bessel_i0e_p bessel_i1e_p
             clamp_p
-            complex complex_p composite conj conj_p conv
-            conv_dimension_numbers conv_general_dilated_local
-            conv_general_dilated_patches conv_general_permutations conv_general_shape_tuple
-            conv_shape_tuple conv_transpose conv_transpose_shape_tuple conv_with_general_padding
+            complex complex_p composite conj conj_p
+            conv_general_dilated_local
             copy_p create_token create_token_p
             custom_linear_solve custom_root dce_sink
             dce_sink_p device_put_p
-            empty eq_to_p
+            eq_to_p
             fft fft_p igamma_grad_a_p igamma_p
             igammac_p imag imag_p index_take le_to_p
             linear_solve_p lt_to_p mulhi
@@ -124,12 +120,12 @@ MISSING = {
             ppermute_p precv psend
             ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general
             real real_p
-            reduce_p reduce_precision reduce_precision_p
-            reduce_window_p reduce_window_shape_tuple
+            reduce_p reduce_precision_p
+            reduce_window_p
             regularized_incomplete_beta_p
             rng_bit_generator rng_bit_generator_p rng_uniform rng_uniform_p
             scaled_dot scatter_apply
-            scatter_sub scatter_sub_p select_and_gather_add_p
+            scatter_sub_p select_and_gather_add_p
             select_and_scatter_add_p select_and_scatter_p shape_as_value
             sharding_constraint_p
             split_p
@@ -141,11 +137,6 @@ MISSING = {
         LAXRAND_ITEM5: """
             get_scaled_dot_general_config
             scaled_dot_general scaled_matmul
-        """,
-    },
-    "jax.nn.initializers": {
-        LAXRAND_ITEM5: """
-            Initializer delta_orthogonal orthogonal
         """,
     },
     "jax.numpy": {
@@ -207,12 +198,6 @@ EXTRA = {
     },
     "jax.lax": {
         SCIPY + " (to be made private or explained)": "regularized_incomplete_beta",
-        LAXRAND_HYGIENE: "add_any cholesky fma lu svd threefry2x32 triangular_solve",
-    },
-    "jax.nn.initializers": {
-        LAXRAND_HYGIENE: """
-            dtypes jnp math random
-        """,
     },
 }
 
