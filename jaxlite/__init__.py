@@ -12,7 +12,9 @@ from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
-from jaxlite.transforms.jit import disable_jit, jit
+from jaxlite.transforms.jit import clear_caches, disable_jit, jit
+from jaxlite.transforms.scopes import named_call, named_scope
+from jaxlite.core.trace import ensure_compile_time_eval
 from jaxlite.transforms import precision
 from jaxlite.compat import JAX_API_VERSION as jax_api_version, install_as_jax
 from jaxlite import (api_util, custom_batching, custom_derivatives, experimental, extend, flatten_util,

@@ -50,9 +50,20 @@ def _transpose_method(self, *axes):
     return shape_ops.transpose(self, axes)
 
 
-def _astype(self, dtype):
+def _astype(self, dtype, copy=False, device=None):
     dtypes.check_user_dtype(dtype, "astype")
     return lax.convert_element_type(self, dtype)
+
+
+def _without_out(fn):
+    """The method form of a jnp function, taking JAX's `out=None` (arrays are immutable:
+    no other value is accepted)."""
+    def method(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument to {fn.__name__} is not supported.")
+        return fn(self, *args, **kwargs)
+    method.__name__ = fn.__name__
+    return method
 
 
 def _tracer_iter(self):
@@ -86,6 +97,12 @@ _METHODS = {
     "sort": sorting.sort, "argsort": sorting.argsort, "searchsorted": sorting.searchsorted,
     "nonzero": sorting.nonzero, "take": indexing.take,
 }
+
+
+# JAX's methods take `out=None` where NumPy's have an output argument.
+for _name in ("sum", "prod", "mean", "max", "min", "all", "any", "var", "std", "argmax", "argmin",
+              "round", "cumsum", "cumprod", "trace", "take"):
+    _METHODS[_name] = _without_out(_METHODS[_name])
 
 
 def install():
