@@ -1,12 +1,18 @@
 """jaxlite: a JAX-style functional transformation framework on numpy and llvmlite."""
-import sys
+import sys as _sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util, typing
-from jaxlite import debug, errors
+from jaxlite import dtypes, ops
+from jaxlite import ad_checkpoint, debug, errors, experimental
+from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
-from jaxlite.core.config import config
-from jaxlite.core.staging import eval_shape, make_jaxpr
+from jaxlite.core.config import (checking_leaks, config, debug_infs, debug_key_reuse, debug_nans,
+                                 default_matmul_precision, enable_checks, enable_x64, explain_cache_misses,
+                                 log_compiles, numpy_dtype_promotion, numpy_rank_promotion, transfer_guard)
+from jaxlite.core.ref import Ref, freeze, new_ref
+from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
+from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
@@ -15,13 +21,24 @@ from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import clear_caches, disable_jit, jit
 from jaxlite.transforms.scopes import named_call, named_scope
 from jaxlite.core.trace import ensure_compile_time_eval
-from jaxlite.transforms import precision
+from jaxlite.transforms import precision, stages
+from jaxlite import distributed, sharding
+from jaxlite._sharding import (Device, default_backend, device_count, device_get, device_put, devices,
+                               local_device_count, local_devices, make_mesh, process_count, process_index)
+from jaxlite.transforms.shard_map import pmap, shard_map
 from jaxlite.compat import JAX_API_VERSION as jax_api_version, install_as_jax
 from jaxlite import (api_util, custom_batching, custom_derivatives, experimental, extend, flatten_util,
                      interpreters)
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
-sys.modules[__name__ + ".precision"] = precision
+_sys.modules[__name__ + ".precision"] = precision
+_sys.modules[__name__ + ".stages"] = stages
+
+# jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=(
+    "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
+    "dtypes", "errors", "experimental", "extend", "flatten_util", "interpreters", "lax", "nn", "numpy",
+    "ops", "precision", "random", "sharding", "stages", "tree", "tree_util", "typing"))
 
 __version__ = "0.1.0"
 

@@ -56,6 +56,15 @@ class Array(metaclass=_ArrayType):
     def block_until_ready(self):
         return self
 
+    def devices(self):
+        """The devices holding this array: this process's one (jaxlite.devices())."""
+        return self.sharding.device_set
+
+    @property
+    def sharding(self):
+        from jaxlite._sharding import SingleDeviceSharding, local_device
+        return SingleDeviceSharding(local_device())
+
     def delete(self):
         """Release the buffer (as after donation): any later use raises RuntimeError."""
         if not self.is_deleted():

@@ -1,4 +1,6 @@
 """Elementwise functions with NumPy's broadcasting and JAX's type promotion."""
+import numpy as np
+
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_to_inexact
@@ -81,8 +83,10 @@ def floor_divide(x1, x2):
 
 
 def remainder(x1, x2):
-    """Python's modulo: the result takes the sign of the divisor."""
+    """Python's modulo: the result takes the sign of the divisor; integer x % 0 is 0, as JAX."""
     a, b = promote_and_broadcast("remainder", x1, x2)
+    if dtypes.is_int(b.dtype):
+        b = lax.select_n(lax.eq(b, lax.full_like(b, 0)), b, lax.full_like(b, 1))
     r = lax.rem(a, b)
     zero = lax.full_like(r, 0)
     wrong_sign = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, lax.full_like(b, 0))))
@@ -94,6 +98,7 @@ mod = remainder
 
 def power(x1, x2):
     check_arraylike("power", x1, x2)
+    x2 = _static_integer_exponent(x2)
     if isinstance(x2, int) and not isinstance(x2, bool):
         (a,) = promote_and_broadcast("power", x1)
         return lax.integer_pow(a, x2)
@@ -101,6 +106,16 @@ def power(x1, x2):
     if dtypes.is_int(a.dtype):
         return _integer_power(a, b)
     return lax.pow(a, b)
+
+
+def _static_integer_exponent(x2):
+    """A concrete integer scalar (Python, numpy, or a 0-d array that is not traced) as a Python
+    int, which takes the integer_pow path, as in JAX (so int ** negative raises TypeError)."""
+    from jaxlite.core.array import Array
+    if isinstance(x2, (np.ndarray, np.integer, Array)) and np.ndim(x2) == 0 \
+            and dtypes.is_int(np.result_type(x2)) and not dtypes.is_bool(np.result_type(x2)):
+        return int(x2)
+    return x2
 
 
 def _integer_power(base, exponent):
