@@ -155,7 +155,7 @@ def _aval_of(value):
 def new_ref(init_val, *, memory_space=None, kind=None):
     """A new mutable reference holding (a copy of) `init_val`."""
     value = as_array_argument(init_val)
-    if isinstance(value, Array):
+    if type(value) is Array:
         value = Array(np.array(value._value), value.weak_type)
     return Ref(value, current_trace())
 

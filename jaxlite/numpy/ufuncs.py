@@ -112,7 +112,7 @@ def _static_integer_exponent(x2):
     """A concrete integer scalar (Python, numpy, or a 0-d array that is not traced) as a Python
     int, which takes the integer_pow path, as in JAX (so int ** negative raises TypeError)."""
     from jaxlite.core.array import Array
-    if isinstance(x2, (np.ndarray, np.integer, Array)) and np.ndim(x2) == 0 \
+    if (isinstance(x2, (np.ndarray, np.integer)) or type(x2) is Array) and np.ndim(x2) == 0 \
             and dtypes.is_int(np.result_type(x2)) and not dtypes.is_bool(np.result_type(x2)):
         return int(x2)
     return x2
