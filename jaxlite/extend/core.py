@@ -13,3 +13,19 @@ def valid_jaxtype(x):
     except TypeError:
         return False
     return True
+
+
+def mapped_aval(size, axis, aval):
+    """The type of one slice of `aval` along `axis` (which has `size` elements); None: unmapped."""
+    if axis is None:
+        return aval
+    if aval.shape[axis] != size:
+        raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} has size {aval.shape[axis]}, not {size}")
+    return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
+
+
+def unmapped_aval(size, axis, aval, explicit_mesh_axis=None):
+    """The type of `size` values of type `aval` stacked along a new `axis`; None: unmapped."""
+    if axis is None:
+        return aval
+    return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])

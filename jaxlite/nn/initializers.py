@@ -4,10 +4,18 @@ The builders (normal, glorot_uniform, ...) take the distribution's settings and
 return such an init function; zeros and ones are init functions themselves.
 """
 import math
+import typing as _typing
 
 import jaxlite.numpy as jnp
 from jaxlite import random
 from jaxlite.core import dtypes
+
+
+class Initializer(_typing.Protocol):
+    """The type of an init function: init(key, shape, dtype) -> array (for annotations)."""
+
+    def __call__(self, key, shape, dtype=None):
+        ...
 
 
 def _dtype(dtype):
