@@ -125,14 +125,14 @@ MISSING = {
         """,
     },
     "jax.numpy": {
-        COMPLEX: "ComplexWarning angle cdouble complex128 complex64 complex_ csingle roots sort_complex",
+        COMPLEX: "ComplexWarning angle cdouble complex_ csingle roots sort_complex",
         LINALG_FFT: "fft",
         "needs the modified Bessel function i0 (lax.bessel_i0e): owned by the scipy work, "
         "issue 17 item 1": "i0 kaiser",
         "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
         "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """
             float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz
-            float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu int1 int2
+            float8_e8m0fnu int1 int2
             int4 uint1 uint2 uint4
         """,
         NUMPY_PENDING: "einsum_path from_dlpack frompyfunc ufunc",

@@ -6,6 +6,8 @@ return such an init function; zeros and ones are init functions themselves.
 import math
 import typing as _typing
 
+import numpy as np
+
 import jaxlite.numpy as jnp
 from jaxlite import random
 from jaxlite.core import dtypes
@@ -138,3 +140,49 @@ he_uniform = _preset(2.0, "fan_in", "uniform", "he_uniform")
 he_normal = _preset(2.0, "fan_in", "truncated_normal", "he_normal")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
+
+
+def _orthonormal_columns(a):
+    """Q of the QR factorization of a (rows >= columns) with R's diagonal positive, by modified
+    Gram-Schmidt: the same Q as Householder QR followed by JAX's sign normalization."""
+    columns = []
+    for j in range(a.shape[1]):
+        v = a[:, j]
+        for q in columns:
+            v = v - jnp.dot(q, v) * q
+        columns.append(v / jnp.sqrt(jnp.dot(v, v)))
+    return jnp.stack(columns, axis=1)
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """A matrix (or stack of them) with orthonormal rows or columns, times scale: the Q factor of a
+    normal matrix's QR decomposition. Shapes of more than two dimensions are flattened around
+    `column_axis`."""
+    def init(key, shape, dtype=dtype):
+        shape, dtype = tuple(shape), _dtype(dtype)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols
+        matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
+        q = _orthonormal_columns(random.normal(key, matrix_shape, dtype))
+        if n_rows < n_cols:
+            q = q.T
+        q = q.reshape(tuple(np.delete(shape, column_axis)) + (n_cols,))
+        return jnp.asarray(scale, dtype) * jnp.moveaxis(q, -1, column_axis)
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """A convolution kernel that is an orthogonal matrix at the spatial center and zero elsewhere
+    (shape: spatial dims, then in and out channels, with in <= out)."""
+    def init(key, shape, dtype=dtype):
+        shape, dtype = tuple(shape), _dtype(dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        center = orthogonal(scale, column_axis, dtype)(key, shape[-2:], dtype)
+        middle = tuple(size // 2 for size in shape[:-2])
+        return jnp.zeros(shape, dtype).at[middle].set(center)
+    return init
