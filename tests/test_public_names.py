@@ -119,11 +119,6 @@ MISSING = {
             scaled_dot_general scaled_matmul sparse_plus sparse_sigmoid tanh
         """,
     },
-    "jax.nn.initializers": {
-        LAXRAND_ITEM5: """
-            delta_orthogonal orthogonal
-        """,
-    },
     "jax.numpy": {
         COMPLEX: "ComplexWarning angle cdouble complex_ csingle roots sort_complex",
         LINALG_FFT: "fft",

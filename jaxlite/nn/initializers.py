@@ -6,7 +6,7 @@ return such an init function; zeros and ones are init functions themselves.
 import math
 import typing as _typing
 
-import numpy as np
+import numpy as _np
 
 import jaxlite.numpy as jnp
 from jaxlite import random
@@ -168,7 +168,7 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         q = _orthonormal_columns(random.normal(key, matrix_shape, dtype))
         if n_rows < n_cols:
             q = q.T
-        q = q.reshape(tuple(np.delete(shape, column_axis)) + (n_cols,))
+        q = q.reshape(tuple(_np.delete(shape, column_axis)) + (n_cols,))
         return jnp.asarray(scale, dtype) * jnp.moveaxis(q, -1, column_axis)
     return init
 
