@@ -152,6 +152,10 @@ MISSING = {
             get_mesh make_single_device_sharding reshard set_mesh use_abstract_mesh
         """,
     },
+    "jax.flatten_util": {},
+    "jax.nn.initializers": {},
+    "jax.tree": {},
+    "jax.typing": {},
     "jax.tree_util": {
         LIBS: "default_registry",
     },
