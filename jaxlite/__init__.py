@@ -16,6 +16,7 @@ from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodul
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
+from jaxlite.transforms.custom_gradient import custom_gradient
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import clear_caches, disable_jit, jit
