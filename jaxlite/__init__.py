@@ -18,6 +18,7 @@ from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
 from jaxlite.transforms.custom_gradient import custom_gradient
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
+from jaxlite.transforms.jacobians import jacrev as jacobian
 from jaxlite.transforms.batching import vmap
 from jaxlite.transforms.jit import clear_caches, disable_jit, jit
 from jaxlite.transforms.scopes import named_call, named_scope
