@@ -359,3 +359,12 @@ def test_cond_legacy_operand_forms():
     legacy = lambda p: lax.cond(p, 1.0, lambda x: x + 1, 2.0, lambda x: x * 10)
     assert float(legacy(True)) == 2.0 and float(jaxlite.jit(legacy)(False)) == 20.0
     assert float(lax.cond(True, lambda x: x + 1, lambda x: x * 10, operand=3.0)) == 4.0
+
+
+def test_typed_keys_are_jax_arrays_and_python_round_works_on_arrays():
+    key = jaxlite.random.key(0)
+    assert isinstance(key, jaxlite.Array) and jnp.asarray(key) is key
+    assert jaxlite.jit(lambda k: isinstance(k, jnp.ndarray))(key)
+    rounded = round(jnp.float32(2.6))
+    assert rounded.dtype == np.int32 and int(rounded) == 3                 # as JAX
+    assert float(round(jnp.float32(2.567), 2)) == pytest.approx(2.57)

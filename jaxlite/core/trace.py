@@ -97,7 +97,7 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}>with<{self._trace.describe()}>"
 
 
-Array.tracer_types = (Tracer,)
+Array.virtual_instance_types += (Tracer,)
 
 
 class EvalTrace(Trace):

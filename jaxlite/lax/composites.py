@@ -11,6 +11,7 @@ from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
 from jaxlite.core.staging import make_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.lax.base import as_operand
+from jaxlite.lax.dot import Precision  # noqa: F401 -- listed in __all__ with the other composites
 from jaxlite.lax.control_flow import scan
 from jaxlite.lax.elementwise import eq, integer_pow, rem, select_n
 from jaxlite.lax.reductions import (
@@ -22,16 +23,6 @@ from jaxlite.lax.shapes import (
 __all__ = ["Precision", "RoundingMethod", "associative_scan", "broadcast_like", "broadcast_shapes",
            "broadcast_to_rank", "collapse", "dtype", "optimization_barrier", "padtype_to_pads",
            "reciprocal", "reduce", "select", "split", "stack", "tile", "unstack"]
-
-
-class Precision(enum.Enum):
-    """Matrix-product precision requests; on a CPU every product is float32-exact."""
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-    def __str__(self):
-        return self.name
 
 
 class RoundingMethod(enum.IntEnum):

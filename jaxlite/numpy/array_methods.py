@@ -55,6 +55,13 @@ def _astype(self, dtype, copy=False, device=None):
     return lax.convert_element_type(self, dtype)
 
 
+def _python_round(self, ndigits=None):
+    """round(x): as JAX, an integer array without ndigits, else rounded to ndigits decimals."""
+    if ndigits is None:
+        return lax.convert_element_type(ufuncs.round(self), dtypes.default_int_dtype())
+    return ufuncs.round(self, ndigits)
+
+
 def _without_out(fn):
     """The method form of a jnp function, taking JAX's `out=None` (arrays are immutable:
     no other value is accepted)."""
@@ -95,7 +102,7 @@ _METHODS = {
     "conjugate": math_functions.conj, "real": property(math_functions.real),
     "imag": property(math_functions.imag),
     "sort": sorting.sort, "argsort": sorting.argsort, "searchsorted": sorting.searchsorted,
-    "nonzero": sorting.nonzero, "take": indexing.take,
+    "nonzero": sorting.nonzero, "take": indexing.take, "__round__": _python_round,
 }
 
 
