@@ -17,9 +17,13 @@ from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodul
 from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
+from jaxlite.transforms.custom_gradient import custom_gradient
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
+from jaxlite.transforms.jacobians import jacrev as jacobian
 from jaxlite.transforms.batching import vmap
-from jaxlite.transforms.jit import disable_jit, jit
+from jaxlite.transforms.jit import clear_caches, disable_jit, jit
+from jaxlite.transforms.scopes import named_call, named_scope
+from jaxlite.core.trace import ensure_compile_time_eval
 from jaxlite.transforms import precision, stages
 from jaxlite import distributed, sharding
 from jaxlite._sharding import (Device, default_backend, device_count, device_get, device_put, devices,

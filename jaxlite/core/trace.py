@@ -97,7 +97,7 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}>with<{self._trace.describe()}>"
 
 
-Array.tracer_types = (Tracer,)
+Array.virtual_instance_types += (Tracer,)
 
 
 class EvalTrace(Trace):
@@ -200,6 +200,34 @@ def set_current_trace(trace):
         yield trace
     finally:
         _context.trace = previous
+
+
+class _CompileTimeEvalTrace(Trace):
+    """Computes at once what depends on no traced value; the rest goes to the trace it
+    interrupted (see ensure_compile_time_eval)."""
+
+    def __init__(self, interrupted):
+        self.parent = interrupted
+
+    def process_primitive(self, primitive, args, params):
+        trace = self.parent if any(isinstance(x, Tracer) for x in args) else EVAL_TRACE
+        with set_current_trace(trace):
+            return trace.process_primitive(primitive, args, params)
+
+    def describe(self):
+        return f"ensure_compile_time_eval inside {self.parent.describe()}"
+
+
+@contextmanager
+def ensure_compile_time_eval():
+    """Inside a traced function, compute operations on concrete values now, to concrete arrays
+    (which Python control flow can then inspect), instead of staging them."""
+    trace = current_trace()
+    if trace is EVAL_TRACE:
+        yield
+        return
+    with set_current_trace(_CompileTimeEvalTrace(trace)):
+        yield
 
 
 def check_tracer_alive(x):

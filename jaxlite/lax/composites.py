@@ -11,6 +11,7 @@ from jaxlite.core.abstract import ShapeDtypeStruct, broadcast_shapes, canonicali
 from jaxlite.core.staging import eval_shape, make_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.lax.base import as_operand
+from jaxlite.lax.dot import Precision  # noqa: F401 -- listed in __all__ with the other composites
 from jaxlite.lax.control_flow import scan
 from jaxlite.lax.convolution import ConvDimensionNumbers, conv_dimension_permutations, conv_general_dilated
 from jaxlite.lax.elementwise import (
@@ -33,16 +34,6 @@ __all__ = ["ConvDimensionNumbers", "Precision", "RoundingMethod", "approx_max_k"
            "empty", "optimization_barrier", "padtype_to_pads", "reciprocal", "reduce",
            "reduce_precision", "reduce_window_shape_tuple", "scatter_sub", "select", "split",
            "stack", "tile", "unstack"]
-
-
-class Precision(enum.Enum):
-    """Matrix-product precision requests; on a CPU every product is float32-exact."""
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-    def __str__(self):
-        return self.name
 
 
 class RoundingMethod(enum.IntEnum):

@@ -38,10 +38,11 @@ from jaxlite.numpy.ufuncs import (abs, absolute, add, arctan2, around, bitwise_a
                                   minimum, mod, multiply, negative, nextafter, not_equal, positive,
                                   power, reciprocal, remainder, round, sign, sin, sqrt, square,
                                   subtract, tanh, true_divide)
-from jaxlite.numpy.scalar_types import (bfloat16, bool_, complexfloating, finfo, float16, float32,
-                                        float64, floating, generic, iinfo, inexact, int8, int16,
-                                        int32, int64, integer, issubdtype, number, signedinteger,
-                                        uint8, uint16, uint32, uint64, unsignedinteger)
+from jaxlite.numpy.scalar_types import (bfloat16, bool_, complex64, complex128, complexfloating, finfo,
+                                        float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
+                                        float16, float32, float64, floating, generic, iinfo, inexact,
+                                        int8, int16, int32, int64, integer, issubdtype, number,
+                                        signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
 from jaxlite.numpy import linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
