@@ -72,8 +72,28 @@ def training():
     return {f"p{i}": leaf for i, leaf in enumerate(jaxlite.tree.leaves(params))}
 
 
+def host_utilities():
+    from jaxlite.experimental import multihost_utils as mh
+    try:
+        mh.assert_equal(np.array([RANK]))
+        unequal_raises = False
+    except AssertionError:
+        unequal_raises = True
+    mh.sync_global_devices("host_utilities")
+    reversed_mesh = jaxlite.sharding.Mesh(np.array(jaxlite.devices()[::-1]), ("i",))
+    try:
+        jaxlite.shard_map(lambda x: lax.psum(x, "i"), mesh=reversed_mesh, in_specs=P("i"), out_specs=P())(jnp.ones(2))
+        reversed_mesh_raises = False
+    except NotImplementedError:
+        reversed_mesh_raises = True
+    return {"allgather": mh.process_allgather(np.float32(RANK) + 0.5),
+            "broadcast": mh.broadcast_one_to_all({"a": np.int32(RANK + 5)})["a"],
+            "unequal_raises": unequal_raises, "reversed_mesh_raises": reversed_mesh_raises,
+            "devices": [d.id for d in jaxlite.local_devices()] + [jaxlite.device_count()]}
+
+
 def correctness():
-    return {**collectives(), **grads(), **training()}
+    return {**collectives(), **grads(), **training(), **host_utilities()}
 
 
 def raises():

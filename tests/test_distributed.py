@@ -81,6 +81,13 @@ def test_data_parallel_training_equals_the_vmap_simulation_bit_for_bit(ranks):
         np.testing.assert_array_equal(ranks[0][key], value, err_msg=key)
 
 
+def test_devices_and_host_utilities(ranks):
+    for rank, got in enumerate(ranks):
+        np.testing.assert_array_equal(got["devices"], [rank, 2])
+        np.testing.assert_array_equal(got["allgather"], [0.5, 1.5])
+        assert got["broadcast"] == 5 and got["unequal_raises"] and got["reversed_mesh_raises"]
+
+
 def test_a_raising_rank_ends_the_job(tmp_path):
     code, stderr, seconds, _ = launch("raises", tmp_path)
     assert code != 0 and "ValueError: boom from rank 1" in stderr and "rank 1 of 2 raised" in stderr
