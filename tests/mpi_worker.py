@@ -16,6 +16,11 @@ from mpi_worker_functions import data_parallel_step, every_collective
 from jaxlite.sharding import PartitionSpec as P
 
 collectives.MAX_COUNT = 1000      # so that psum_long's 2400 elements go in 3 pieces
+try:
+    jaxlite.distributed.initialize(num_processes=3)
+    DISAGREEING_SIZE_RAISES = False
+except ValueError:
+    DISAGREEING_SIZE_RAISES = True
 jaxlite.distributed.initialize(collective_deadline=float(os.environ.get("DEADLINE", 60)))
 RANK, MESH = jaxlite.process_index(), jaxlite.make_mesh((2,), ("i",))
 
@@ -89,6 +94,7 @@ def host_utilities():
     return {"allgather": mh.process_allgather(np.float32(RANK) + 0.5),
             "broadcast": mh.broadcast_one_to_all({"a": np.int32(RANK + 5)})["a"],
             "unequal_raises": unequal_raises, "reversed_mesh_raises": reversed_mesh_raises,
+            "disagreeing_size_raises": DISAGREEING_SIZE_RAISES and jaxlite.distributed.is_initialized(),
             "devices": [d.id for d in jaxlite.local_devices()] + [jaxlite.device_count()]}
 
 

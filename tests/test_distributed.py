@@ -86,6 +86,16 @@ def test_devices_and_host_utilities(ranks):
         np.testing.assert_array_equal(got["devices"], [rank, 2])
         np.testing.assert_array_equal(got["allgather"], [0.5, 1.5])
         assert got["broadcast"] == 5 and got["unequal_raises"] and got["reversed_mesh_raises"]
+        assert got["disagreeing_size_raises"]
+
+
+def test_the_data_parallel_example(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([MPIEXEC, "-n", "2", "-bind-to", "core", sys.executable, "-m", "jaxlite.examples.data_parallel",
+                          "--steps", "20"], capture_output=True, text=True, env=env, timeout=120, start_new_session=True)
+    assert out.returncode == 0, out.stderr
+    assert "rank 0:" in out.stdout and "rank 1:" in out.stdout
+    assert "2 process(es), 20 steps" in out.stdout and "parameters identical on every rank" in out.stdout
 
 
 def test_a_raising_rank_ends_the_job(tmp_path):
