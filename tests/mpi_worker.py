@@ -38,6 +38,10 @@ def collectives():
     return {**{"eager_" + k: v for k, v in eager.items()}, **{"jit_" + k: v for k, v in jitted.items()}}
 
 
+def _loss(w, x):
+    return jnp.sum((w * x) ** 2)
+
+
 def grads():
     """The cases of tests/data/shard_map_grads.json (recorded from JAX), eager and jitted."""
     x = jnp.arange(4.0)
@@ -56,6 +60,16 @@ def grads():
                 lambda w: sm(lambda w, b: lax.pmean(((w * b) ** 2).sum(), "i"), (P(), P("i")), P())(w, block(x)))(1.0),
             "jvp_of_psum_sharded": lambda x: jaxlite.jvp(
                 lambda b: sm(lambda b: lax.psum(b * b, "i"), P("i"), P())(b), (block(x),), (block(x + 1),))[1],
+            "grad_inside_of_psum_replicated": sm(lambda x: jaxlite.grad(lambda x: lax.psum(x, "i").sum())(x), P(), P()),
+            "grad_inside_mixed": lambda x: sm(lambda x: jaxlite.grad(lambda x: (lax.psum(x * 2, "i") * x).sum())(x),
+                                              P("i"), P("i"))(block(x)),
+            "pmean_of_grad_inside": lambda x: sm(lambda w, b: lax.pmean(jaxlite.grad(_loss)(w, b), "i"),
+                                                 (P(), P("i")), P())(1.0, block(x)),
+            "grad_inside_of_pmean": lambda x: sm(lambda w, b: jaxlite.grad(lambda w: lax.pmean(_loss(w, b), "i"))(w),
+                                                 (P(), P("i")), P())(1.0, block(x)),
+            "jit_grad_inside_of_psum_sin": lambda x: sm(
+                lambda w, b: jaxlite.grad(lambda w: lax.psum(jnp.sin(w * b).sum(), "i"))(w),
+                (P(), P("i")), P())(0.5, block(x)),
         }
         for name, case in cases.items():
             out[f"check_vma={check_vma}/{name}/eager"] = case(x)
@@ -68,8 +82,10 @@ def training():
     x, labels = mlp.two_spirals(64, seed=1)
     onehot = mlp.one_hot(labels, 2)
     params = mlp.init_params([2, 16, 16, 2], seed=3)
+    # check_vma=False: the local gradient is each rank's own (as in the vmap simulation); with
+    # check_vma=True JAX would already sum the replicated parameters' gradient over the ranks.
     step = jaxlite.jit(jaxlite.shard_map(data_parallel_step, mesh=MESH, in_specs=(P(), P("i"), P("i")),
-                                         out_specs=P()))
+                                         out_specs=P(), check_vma=False))
     order = np.random.default_rng(0).permutation(len(x))
     for i in range(4):
         batch = order[i * 32:(i + 1) * 32]

@@ -65,7 +65,7 @@ def test_collectives_equal_the_vmap_simulation(ranks, mode):
 def test_gradients_match_jax(ranks, check_vma):
     with open(os.path.join(os.path.dirname(__file__), "data", "shard_map_grads.json")) as f:
         reference = json.load(f)[f"check_vma={check_vma}"]
-    sharded = {"grad_inside_of_psum", "grad_of_psum_sharded"}     # results per rank: its block
+    sharded = {"grad_inside_of_psum", "grad_of_psum_sharded", "grad_inside_mixed"}    # per rank: its block
     for name, want in reference.items():
         for mode in ("eager", "jit"):
             got = [r[f"check_vma={check_vma}/{name}/{mode}"] for r in ranks]

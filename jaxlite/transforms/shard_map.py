@@ -34,6 +34,7 @@ from jaxlite.core.array import as_array_argument
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 from jaxlite.core.tree_util import broadcast_prefix, tree_flatten, tree_unflatten
 from jaxlite.lax import process_collectives as pc
+from jaxlite.transforms import ad
 from jaxlite.transforms.batching import _flat_in_axes, extend_axis_env, vmap
 
 
@@ -230,6 +231,25 @@ class ShardMapTrace(Trace):
             return [ShardMapTracer(self, o, vma) for o in out]
         return ShardMapTracer(self, out, vma)
 
+    def vary_differentiated(self, primitive, primals, tangents, params):
+        """Under a JVP inside the body: pvary the operands that ShardMapTrace would, primal and
+        tangent alike, so linearization records the pvary and reverse mode sums the cotangent."""
+        vmas = [p.vma if isinstance(p, ShardMapTracer) and p._trace is self else None for p in primals]
+        known = [v for v in vmas if v is not None]
+        if not known:
+            return primals, tangents
+        target = set(params["axes"]) if primitive in pc.NEEDS_VARYING else frozenset().union(*known)
+        primals, tangents = list(primals), list(tangents)
+        for i, vma in enumerate(vmas):
+            missing = tuple(sorted(set(target) - (vma or frozenset())))
+            if vma is None and primitive not in pc.NEEDS_VARYING or not missing:
+                continue
+            params_ = self.run.params(missing)
+            primals[i] = pvary_bind(primals[i], params_)
+            if not ad.is_zero(tangents[i]):
+                tangents[i] = pvary_bind(tangents[i], params_)
+        return primals, tangents
+
     def _vary(self, val, vma, axes):
         missing = tuple(sorted(set(axes) - vma))
         if not missing:
@@ -244,6 +264,29 @@ class ShardMapTrace(Trace):
         if primitive in pc.ALL or primitive is pc.pvary_p:
             return vma | set(params["axes"])
         return vma
+
+
+def pvary_bind(x, params):
+    return pc.pvary_p.bind(x, **params)
+
+
+def _vary_differentiated(primitive, primals, tangents, params):
+    for trace in _active_traces():
+        primals, tangents = trace.vary_differentiated(primitive, primals, tangents, params)
+    return primals, tangents
+
+
+def _active_traces():
+    """The check_vma ShardMapTraces below the current trace."""
+    trace, found = current_trace(), []
+    while trace is not None:
+        if isinstance(trace, ShardMapTrace) and trace.alive:
+            found.append(trace)
+        trace = getattr(trace, "parent", None)
+    return found
+
+
+ad.operand_rules.append(_vary_differentiated)
 
 
 # ---------------------------------------------------------------- pmap
