@@ -134,7 +134,7 @@ def _flip_bytes(data):
 
 
 @pytest.mark.parametrize("damage, reason", [
-    (_flip_bytes, "checksum mismatch"),
+    (_flip_bytes, "authentication failed"),
     (lambda data: data[:len(data) // 2], "truncated"),
     (lambda data: data[:10], "truncated header"),
     (lambda data: b"", "truncated header"),
@@ -186,6 +186,130 @@ def test_entry_that_fails_to_restore_is_recompiled(cache_dir, caplog):
     np.testing.assert_array_equal(out, expected)
 
 
+# ---------------------------------------------------------------- attacks: nothing planted is unpickled
+
+class _Payload:
+    """Unpickling this creates `marker`: it stands for any code a forged pickle would run."""
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def _forged_entry(marker):
+    """An entry holding a pickle that runs code, authenticated with this directory's key
+    (as if the attacker had the key: the file checks must stop it on their own)."""
+    return disk_cache.encode(program_cache.dumps(_Payload(marker)))
+
+
+def _plant_symlink(entry, marker, tmp_path):
+    outside = tmp_path / "outside"
+    outside.write_bytes(_forged_entry(marker))
+    entry.unlink()
+    entry.symlink_to(outside)
+
+
+def _plant_writable(entry, marker, tmp_path):
+    entry.write_bytes(_forged_entry(marker))
+    entry.chmod(0o666)
+
+
+def _plant_group_writable(entry, marker, tmp_path):
+    entry.write_bytes(_forged_entry(marker))
+    entry.chmod(0o620)
+
+
+def _plant_foreign_owned(entry, marker, tmp_path):
+    if os.getuid() != 0:
+        pytest.skip("changing a file's owner needs root")
+    entry.write_bytes(_forged_entry(marker))
+    os.chown(entry, 54321, 54321)
+    entry.chmod(0o600)
+
+
+def _plant_directory(entry, marker, tmp_path):
+    entry.unlink()
+    entry.mkdir()
+
+
+def _plant_fifo(entry, marker, tmp_path):
+    entry.unlink()
+    os.mkfifo(entry, 0o600)
+
+
+def _plant_keyless_forgery(entry, marker, tmp_path):
+    """Bytes with a right header and a plain sha256 where the HMAC goes: what anyone who
+    cannot read the key file could make."""
+    import hashlib
+    payload = program_cache.dumps(_Payload(marker))
+    fields = disk_cache._FIELDS.pack(disk_cache.MAGIC, disk_cache.FORMAT_VERSION,
+                                     disk_cache.environment_digest(), len(payload))
+    entry.write_bytes(fields + hashlib.sha256(payload).digest() + payload)
+
+
+@pytest.mark.parametrize("plant, reason", [
+    (_plant_symlink, "symbolic link"),
+    (_plant_writable, "writable by group or others"),
+    (_plant_group_writable, "writable by group or others"),
+    (_plant_foreign_owned, "owned by another user"),
+    (_plant_directory, "not a regular file"),
+    (_plant_fifo, "not a regular file"),
+    (_plant_keyless_forgery, "authentication failed"),
+])
+def test_planted_entry_is_never_unpickled(cache_dir, tmp_path, caplog, plant, reason):
+    expected, _ = _call_fresh()
+    marker = tmp_path / "pwned"
+    plant(_program_entry(cache_dir), marker, tmp_path)
+    with caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        out, compiled = _call_fresh()
+    assert not marker.exists(), "a planted pickle ran"
+    assert compiled
+    assert any(reason in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_the_forged_payload_does_run_when_trusted(cache_dir, tmp_path):
+    """The attack tests' payload is live: a genuine private entry holding it is unpickled."""
+    _call_fresh()
+    marker = tmp_path / "pwned"
+    _program_entry(cache_dir).write_bytes(_forged_entry(marker))
+    _call_fresh()
+    assert marker.exists()
+
+
+def test_key_file_is_private_and_shared_by_processes(cache_dir):
+    _call_fresh()
+    key_file = cache_dir / disk_cache.KEY_FILE
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    disk_cache._keys.clear()                  # as a fresh process: the same key is read back
+    assert not _call_fresh()[1]
+
+
+@pytest.mark.parametrize("spoil, reason", [
+    (lambda key_file, tmp_path: key_file.chmod(0o644), "others can read it"),
+    (lambda key_file, tmp_path: key_file.chmod(0o620), "writable by group or others"),
+    (lambda key_file, tmp_path: (key_file.unlink(), (tmp_path / "k").write_bytes(b"k" * 32),
+                                 key_file.symlink_to(tmp_path / "k")), "symbolic link"),
+    (lambda key_file, tmp_path: key_file.write_bytes(b"short"), "holds 5 bytes"),
+])
+def test_unsafe_key_file_refuses_the_directory(tmp_path, caplog, spoil, reason):
+    path = tmp_path / "cache"
+    with _cache_directory(path):
+        assert disk_cache.directory() == path
+    spoil(path / disk_cache.KEY_FILE, tmp_path)
+    disk_cache._keys.clear()
+    with _cache_directory(path), caplog.at_level(logging.WARNING, logger="jaxlite.jit"):
+        assert disk_cache.directory() is None
+    assert any(reason in r.getMessage() and disk_cache.KEY_FILE in r.getMessage() for r in caplog.records)
+
+
+def test_entry_keys_are_plain_file_names(cache_dir):
+    for key in ("../program-x", "a/b", ".hmac-key", ""):
+        with pytest.raises(ValueError, match="plain file name"):
+            disk_cache.read(key)
+
+
 @pytest.mark.parametrize("mode", [0o770, 0o707, 0o777])
 def test_shared_directory_is_refused(tmp_path, caplog, mode):
     shared = tmp_path / f"shared{mode:o}"
@@ -234,7 +358,7 @@ def test_concurrent_writers_leave_one_whole_entry(cache_dir):
     assert not errors and disk_cache.stats["rejected"] == rejected
     assert all(data in payloads for data in seen)
     assert disk_cache.read("program-race") in payloads
-    assert [p.name for p in cache_dir.iterdir()] == ["program-race"]     # no temporary files left
+    assert sorted(p.name for p in cache_dir.iterdir()) == [disk_cache.KEY_FILE, "program-race"]  # no temporaries
 
 
 def test_key_depends_on_values_and_options():

@@ -24,11 +24,13 @@ def _operand(shape, seed=0, dtype=np.float32):
 
 @settings(deadline=None, max_examples=30)
 @given(st.lists(st.integers(1, 5), min_size=1, max_size=3), st.data())
-def test_dynamic_slice_clamps_like_xla(shape, data):
+def test_dynamic_slice_clamps_like_jax(shape, data):
+    """A negative start counts from the end (as in JAX's lax.dynamic_slice), then the start is
+    clamped so the window fits (as XLA's dynamic-slice)."""
     x = _operand(shape)
     sizes = [data.draw(st.integers(0, n)) for n in shape]
-    starts = [data.draw(st.integers(-3, n + 3)) for n in shape]
-    clamped = [min(max(s, 0), n - k) for s, n, k in zip(starts, shape, sizes)]
+    starts = [data.draw(st.integers(-n - 3, n + 3)) for n in shape]
+    clamped = [min(max(s + n if s < 0 else s, 0), n - k) for s, n, k in zip(starts, shape, sizes)]
     expected = x[tuple(slice(s, s + k) for s, k in zip(clamped, sizes))]
     np.testing.assert_array_equal(lax.dynamic_slice(x, starts, sizes), expected)
     update = _operand(sizes, seed=1)

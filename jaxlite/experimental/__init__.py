@@ -1,1 +1,3 @@
-"""jaxlite.experimental: JAX's experimental APIs (multihost_utils, ...)."""
+"""jaxlite.experimental: APIs that JAX keeps under jax.experimental."""
+from jaxlite.callback import io_callback
+from jaxlite.experimental import checkify, sparse

@@ -34,6 +34,12 @@ def unbroadcast(ct, aval):
     return reduce_sum(ct, tuple(range(ct.ndim)))
 
 
+def _broadcast_tangent(t, x, y):
+    """t (of x's shape) at the shape of x op y: x may be a scalar broadcast against y."""
+    from jaxlite.lax.shapes import broadcast
+    return broadcast(t, y.shape) if t.ndim < y.ndim else t
+
+
 # ---------------------------------------------------------------- arithmetic
 
 add_p = naryop_primitive("add", np.add, NUMBER)
@@ -61,9 +67,13 @@ ad.defbilinear(mul_p,
 
 def _divide(x, y):
     if dtypes.is_int(x.dtype):
-        # lax.div on integers rounds toward zero, as C does.
-        quotient = np.abs(x) // np.where(y == 0, 1, np.abs(y))
-        return np.where(y == 0, 0, np.sign(x) * np.sign(y) * quotient).astype(x.dtype)
+        # lax.div on integers rounds toward zero, as C does: x - fmod(x, y) is an exact
+        # multiple of y (and never overflows, unlike |x|), so floor division of it truncates.
+        # x / 0 is all ones (-1 when signed), as XLA defines it; INT_MIN / -1 wraps to INT_MIN.
+        safe_y = np.where(y == 0, 1, y).astype(y.dtype)
+        with np.errstate(over="ignore"):
+            quotient = (x - np.fmod(x, safe_y)) // safe_y
+        return np.where(y == 0, -1, quotient).astype(x.dtype)
     return np.divide(x, y)
 
 
@@ -84,7 +94,7 @@ def _remainder(x, y):
 rem_p = naryop_primitive("rem", _remainder, NUMBER)
 rem = _bind_nary(rem_p)
 defjvp(rem_p,
-       lambda t, x, y: t,
+       _broadcast_tangent,
        lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
 
 pow_p = naryop_primitive("pow", np.power, FLOAT)
@@ -103,16 +113,32 @@ def _pow_jvp_exponent(t, x, y):
 
 defjvp(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 
-max_p = naryop_primitive("max", np.maximum, NUMBER)
+def _signed_zeros_ordered(extremum, zero_of):
+    """numpy's maximum/minimum (NaN wins) with -0 < +0, as XLA orders them: where both
+    operands are zeros, zero_of(x, y) picks the result."""
+    def impl(x, y):
+        out = extremum(x, y)
+        if not dtypes.is_float(out.dtype):
+            return out
+        both_zero = (x == 0) & (y == 0)
+        return np.where(both_zero, zero_of(x, y), out).astype(out.dtype) if both_zero.any() else out
+    return impl
+
+
+max_p = naryop_primitive("max", _signed_zeros_ordered(
+    np.maximum, lambda x, y: np.where(np.signbit(x), y, x)), NUMBER)
 max = _bind_nary(max_p)
-min_p = naryop_primitive("min", np.minimum, NUMBER)
+min_p = naryop_primitive("min", _signed_zeros_ordered(
+    np.minimum, lambda x, y: np.where(np.signbit(x), x, y)), NUMBER)
 min = _bind_nary(min_p)
 
 
 def _balanced_share(x, y, wins):
-    """1 where x wins, 0 where it loses and 1/2 at ties, so max(x, x) has gradient 1."""
-    one, half = full_like(x, 1), full_like(x, 0.5)
-    return select_n(wins(x, y), select_n(eq(x, y), full_like(x, 0), half), one)
+    """1 where x wins, 0 where it loses and 1/2 at ties, so max(x, x) has gradient 1
+    (at the broadcast shape: either operand may be a scalar)."""
+    won = wins(x, y)
+    one, half, zero = (full_like(won, value, dtype=x.dtype) for value in (1, 0.5, 0))
+    return select_n(won, select_n(eq(x, y), zero, half), one)
 
 
 defjvp(max_p,
@@ -152,7 +178,11 @@ defjvp_zero(ceil_p)
 
 
 def _round_half_away(x):
-    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(x.dtype)
+    # floor(|x| + 0.5) would round 0.49999997 up (the sum rounds to 1) and odd integers past
+    # 2**23 to the next even one; x - trunc(x) is exact.
+    whole = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole).astype(x.dtype)
 
 
 round_p = Primitive("round")
@@ -262,6 +292,10 @@ defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(1, square(out))))
 
 
 def _logistic(x):
+    if x.dtype.itemsize == 2:
+        # XLA expands 16-bit logistic to 1 / (1 + exp(-x)), each step rounded to the format.
+        with np.errstate(over="ignore"):
+            return (1 / (1 + np.exp(-x))).astype(x.dtype)
     # exp(-|x|) never overflows; pick the algebraically equal form for each sign.
     z = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype)

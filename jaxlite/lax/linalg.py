@@ -102,8 +102,10 @@ def cholesky(x, symmetrize_input=True):
     """The lower-triangular L with L L^T = x (x symmetric positive definite), of (x + x^T) / 2
     with symmetrize_input. The primitive symmetrizes itself (the same operations either way),
     so that jit does it in the routine's copy of x instead of in a kernel of its own (0.3 ms
-    at 512 x 512: a transposed read)."""
-    return cholesky_p.bind(as_operand(x), symmetrize_input=bool(symmetrize_input))
+    at 512 x 512: a transposed read). A matrix that is not positive definite gives NaNs in the
+    lower triangle and zeros above it, as in JAX."""
+    factor = cholesky_p.bind(as_operand(x), symmetrize_input=bool(symmetrize_input))
+    return triangle(factor, lower=True)
 
 
 def _symmetrized(x):

@@ -103,11 +103,25 @@ def _extremum_jvp(primitive):
     ad.jvp_rules[primitive] = rule
 
 
-reduce_max_p = _reduction_primitive("reduce_max", np.max, ANY)
+def _extremum_with_ordered_zeros(numpy_fn, preferred_zero_is_negative):
+    """np.max/np.min, where a zero extremum is +0 for max unless every zero is -0 (and the
+    mirror for min), as XLA orders signed zeros."""
+    def impl(x, axis):
+        out = numpy_fn(x, axis=axis)
+        if not dtypes.is_float(x.dtype) or not np.any(out == 0):
+            return out
+        preferred = np.any((x == 0) & (np.signbit(x) == preferred_zero_is_negative), axis=axis)
+        sign = -1 if preferred_zero_is_negative else 1
+        zero = np.where(preferred, sign * 0.0, -sign * 0.0).astype(x.dtype)
+        return np.where(out == 0, zero, out).astype(x.dtype)
+    return impl
+
+
+reduce_max_p = _reduction_primitive("reduce_max", _extremum_with_ordered_zeros(np.max, False), ANY)
 reduce_max = _binder(reduce_max_p)
 _extremum_jvp(reduce_max_p)
 
-reduce_min_p = _reduction_primitive("reduce_min", np.min, ANY)
+reduce_min_p = _reduction_primitive("reduce_min", _extremum_with_ordered_zeros(np.min, True), ANY)
 reduce_min = _binder(reduce_min_p)
 _extremum_jvp(reduce_min_p)
 

@@ -26,8 +26,8 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axis
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import INTEGER, as_operand, check_dtype, shape_tuple
-from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, mul, ne,
-                                     select_n)
+from jaxlite.lax.elementwise import (add, clamp, convert_element_type, div, eq, full_like, lt, mul,
+                                     ne, select_n)
 from jaxlite.lax.shapes import concatenate, full, iota, pad, reshape, rev, slice_in_dim
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
@@ -211,7 +211,7 @@ def _gather_aval(operand, indices, dimension_numbers, slice_sizes, mode, fill_va
         raise TypeError(f"gather: offset_dims {d.offset_dims} must be {len(window_shape)} sorted "
                         f"axes of the rank-{rank} output")
     shape = np.array(batch_shape + window_shape, int)[_final_layout(rank, d.offset_dims)]
-    return ShapedArray(tuple(shape), operand.dtype, operand.weak_type)
+    return ShapedArray(tuple(shape.tolist()), operand.dtype, operand.weak_type)
 
 
 gather_p = Primitive("gather")
@@ -597,16 +597,35 @@ dynamic_slice_p.def_impl(_dynamic_slice_impl)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_aval)
 
 
-def _start_operands(starts):
-    return [convert_element_type(s, dtypes.int32) if dtypes.is_python_scalar(s) else as_operand(s)
-            for s in starts]
+def _start_operands(starts, operand_shape, window_shape):
+    """Start indices as JAX takes them: a negative start counts from the end of its axis; then
+    clamped so the window fits (what the primitive does anyway; clamping here as well makes this
+    idempotent, so rules that pass starts on through these functions do not shift them twice)."""
+    starts = list(starts)
+    if len(starts) != len(operand_shape):
+        raise TypeError(f"dynamic slicing needs one start index per operand axis ({len(operand_shape)}), "
+                        f"got {len(starts)}")
+    return [_start_operand(s, n, w) for s, n, w in zip(starts, operand_shape, window_shape)]
+
+
+def _start_operand(start, size, window):
+    if dtypes.is_python_scalar(start):
+        start = int(start) + size if start < 0 else int(start)
+        return convert_element_type(np.clip(start, 0, max(size - window, 0)), dtypes.int32)
+    start = as_operand(start)
+    if dtypes.is_unsigned(start.dtype):
+        return start
+    from_end = add(start, full_like(start, size))
+    start = select_n(lt(start, full_like(start, 0)), start, from_end)
+    return clamp(full_like(start, 0), start, full_like(start, max(size - window, 0)))
 
 
 def dynamic_slice(operand, start_indices, slice_sizes):
     """operand[start:start+size] per axis; starts are clamped so the slice is in bounds."""
     operand = as_operand(operand)
-    return dynamic_slice_p.bind(operand, *_start_operands(start_indices),
-                                slice_sizes=shape_tuple(slice_sizes, "slice_sizes"))
+    slice_sizes = shape_tuple(slice_sizes, "slice_sizes")
+    return dynamic_slice_p.bind(operand, *_start_operands(start_indices, operand.shape, slice_sizes),
+                                slice_sizes=slice_sizes)
 
 
 def _dynamic_slice_jvp(primals, tangents, slice_sizes):
@@ -679,7 +698,8 @@ def dynamic_update_slice(operand, update, start_indices):
     """operand with `update` written at the (clamped) start indices."""
     operand, update = as_operand(operand), as_operand(update)
     update = convert_element_type(update, operand.dtype)
-    return dynamic_update_slice_p.bind(operand, update, *_start_operands(start_indices))
+    starts = _start_operands(start_indices, operand.shape, update.shape)
+    return dynamic_update_slice_p.bind(operand, update, *starts)
 
 
 def _dynamic_update_slice_jvp(primals, tangents):
@@ -762,6 +782,8 @@ def take_along_axis(x, indices, axis, mode=None, fill_value=None):
     batching dims were made for.
     """
     x, indices = as_operand(x), as_operand(indices)
+    if x.size == 0:        # no entry to take (a gather cannot collapse an empty axis): zeros, as JAX
+        return full(indices.shape, 0, x.dtype)
     others = tuple(d for d in range(x.ndim) if d != axis)
     dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                    start_index_map=(axis,), operand_batching_dims=others,

@@ -16,8 +16,15 @@ from jaxlite.transforms.batching import move_dim
 
 
 def _sortable(key):
-    """Keys numpy orders correctly: ml_dtypes' bfloat16 sorts NaN wrongly, float32 does not."""
-    return key.astype(np.float32) if key.dtype == dtypes.bfloat16 else key
+    """Keys numpy orders as XLA:CPU does: ml_dtypes' bfloat16 sorts NaN wrongly, so as float32;
+    subnormals of float32, bfloat16 and float64 compare as zeros (XLA:CPU runs with DAZ; float16's
+    are float32 normals once widened)."""
+    if not dtypes.is_float(key.dtype):
+        return key
+    wide = key.astype(np.float32) if key.dtype == dtypes.bfloat16 else key
+    if key.dtype == np.float16:
+        return wide
+    return np.where(np.abs(wide) < dtypes.finfo(wide.dtype).tiny, wide.dtype.type(0), wide)
 
 
 def _sort_impl(*operands, dimension, is_stable, num_keys):

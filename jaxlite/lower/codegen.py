@@ -216,11 +216,12 @@ def _div(b, e, args):
     if e.dtype == np.int64 and e.args[1].op == "const" and e.args[1].attr[1] > 0:
         return b.udiv(x, y)     # index arithmetic: never negative, divisor a positive constant
     zero, safe_y = _safe_divisor(b, e.dtype, y)
+    all_ones = ir.Constant(y.type, -1)         # x / 0, as XLA defines it (-1 signed, max unsigned)
     if not _is_signed(e.dtype):
-        return b.select(zero, y, b.udiv(x, safe_y))
+        return b.select(zero, all_ones, b.udiv(x, safe_y))
     quotient = b.sdiv(x, safe_y)
-    minus_one = b.icmp_signed("==", y, ir.Constant(y.type, -1))
-    return b.select(zero, ir.Constant(y.type, 0), b.select(minus_one, b.sub(ir.Constant(y.type, 0), x), quotient))
+    minus_one = b.icmp_signed("==", y, all_ones)
+    return b.select(zero, all_ones, b.select(minus_one, b.sub(ir.Constant(y.type, 0), x), quotient))
 
 
 def _safe_divisor(b, dtype, y):
@@ -270,8 +271,17 @@ def _extremum(b, dtype, x, y, predicate):
     return b.select(wins, x, y)
 
 
-OPS["max"] = lambda b, e, args: _extremum(b, e.dtype, *args, ">=")
-OPS["min"] = lambda b, e, args: _extremum(b, e.dtype, *args, "<=")
+def _elementwise_extremum(kind, predicate):
+    """Floats through llvm.maximum/minimum: NaN wins and -0 < +0, as XLA defines max/min."""
+    def emit(b, e, args):
+        if _is_float(e.dtype):
+            return _intrinsic(b, f"llvm.{kind}.{_suffix(args[0].type)}", args[0].type, args)
+        return _extremum(b, e.dtype, *args, predicate)
+    return emit
+
+
+OPS["max"] = _elementwise_extremum("maximum", ">=")
+OPS["min"] = _elementwise_extremum("minimum", "<=")
 
 
 @op("neg")
@@ -340,10 +350,23 @@ def _half_in_float32(b, emitter, args):
     return emitter(b, *args)
 
 
-for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "cbrt",
+for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "cbrt",
               "pow", "atan2", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
               "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
     OPS[_name] = _math(_name)
+
+
+@op("logistic")
+def _logistic(b, e, args):
+    """16-bit floats as XLA: it expands logistic to 1 / (1 + exp(-x)) before widening them to
+    float32 op by op, so each of the three steps rounds to the 16-bit format."""
+    if not (_is_bf16(e.dtype) or e.dtype == np.float16):
+        return llvm_math.emit_logistic(b, *args)
+    (x,) = args
+    narrow = (lambda value: round_to_bf16(b, value)) if _is_bf16(e.dtype) else (lambda value: value)
+    one = ir.Constant(x.type, 1.0)
+    z = narrow(_half_in_float32(b, llvm_math.EMITTERS["exp"], [b.fneg(x)]))
+    return b.fdiv(one, narrow(b.fadd(one, z)))
 
 
 @op("polygamma")

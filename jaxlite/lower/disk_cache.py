@@ -8,7 +8,7 @@ stored under which key.
 An entry file is a header followed by a cloudpickle payload:
 
     magic  b"JXLC" | format version (u16) | environment digest (32 bytes)
-    | payload length (u64) | payload sha256 (32 bytes) | payload
+    | payload length (u64) | HMAC-SHA256 of header fields and payload (32 bytes) | payload
 
 The environment digest names everything the machine code depends on besides the
 program itself: host CPU name and feature string, LLVM and llvmlite versions, the
@@ -22,17 +22,30 @@ caller compiles and overwrites it.
 
 Writes go to a temporary file in the same directory and are renamed into place
 (os.replace is atomic), so concurrent writers and readers see either no entry or
-a whole one. The directory holds code this process will execute (machine code, and
-pickles, which run code when loaded; the checksum guards against damage, not
-against someone who can write there): one writable by group or others, or owned by
-another user, is refused (with a warning, once) and the process runs without a
-disk cache.
+a whole one.
+
+Loading an entry runs code (machine code, and a pickle, which runs code when
+loaded), so three walls stand between a file and execution:
+- the directory: one writable by group or others, or owned by another user, is
+  refused (with a warning, once) and the process runs without a disk cache;
+- the file: opened with O_NOFOLLOW (a symlink is refused, wherever it points) and
+  checked on the open descriptor (so it cannot be swapped after the check): a
+  regular file, owned by this user, not writable by group or others;
+- the bytes: the header carries an HMAC under a random per-user key kept in the
+  directory (`.hmac-key`, mode 0600, created on first use). A file this process
+  did not write, copied or forged by anyone who cannot read that key, fails the
+  check before a byte of it is unpickled. A key file that is unsafe (not a
+  regular private file of this user) makes the directory refused.
 """
+import errno
 import functools
 import hashlib
+import hmac
 import logging
 import os
 import platform
+import re
+import secrets
 import stat
 import struct
 import sys
@@ -44,8 +57,12 @@ from jaxlite.core.config import config
 logger = logging.getLogger("jaxlite.jit")
 
 MAGIC = b"JXLC"
-FORMAT_VERSION = 1
-_HEADER = struct.Struct("<4sH32sQ32s")
+FORMAT_VERSION = 2
+KEY_FILE = ".hmac-key"
+_KEY_BYTES = 32
+_ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_FIELDS = struct.Struct("<4sH32sQ")          # what the HMAC covers, with the payload
+_HEADER = struct.Struct(_FIELDS.format + "32s")
 
 # hits: entries loaded and restored; misses: absent; rejected: present but unusable.
 stats = {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
@@ -60,7 +77,11 @@ def directory():
     path = Path(path).expanduser()
     reason = _unsafe_reason(path)
     if reason is None:
-        return path
+        try:
+            _directory_key(path)
+            return path
+        except (BadEntry, OSError) as err:
+            reason = f"its key file {KEY_FILE} is unusable ({err})"
     if str(path) not in _refused:
         _refused.add(str(path))
         logger.warning("jaxlite: not using the compilation cache directory %s: %s; "
@@ -124,22 +145,92 @@ def make_key(kind, *parts):
     return f"{kind}-{digest.hexdigest()}"
 
 
+# ---------------------------------------------------------------- the key and private files
+
+_keys = {}            # directory -> its HMAC key, read or created once per process
+
+
+def _directory_key(root):
+    key = _keys.get(str(root))
+    if key is None:
+        key = _keys[str(root)] = _read_or_create_key(root / KEY_FILE)
+    return key
+
+
+def _read_or_create_key(path):
+    """The key in `path`; created first if absent. The new key is written to a private
+    temporary file and linked into place, so concurrent creators agree on one key and no
+    reader ever sees a partly written one."""
+    if not os.path.lexists(path):
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".key-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(secrets.token_bytes(_KEY_BYTES))
+            os.link(temporary, path)
+        except FileExistsError:
+            pass                                  # another process made it first: use theirs
+        finally:
+            os.unlink(temporary)
+    key, info = _read_private_file(path)
+    if info.st_mode & 0o077:
+        raise BadEntry(f"mode {stat.S_IMODE(info.st_mode):o}: others can read it; it must be 600")
+    if len(key) != _KEY_BYTES:
+        raise BadEntry(f"it holds {len(key)} bytes, not {_KEY_BYTES}")
+    return key
+
+
+def _read_private_file(path):
+    """(bytes, stat) of `path` if it is a regular file of this user that nobody else can
+    write, else BadEntry. Checked on the open descriptor, so the file cannot be swapped
+    between the check and the read; O_NONBLOCK keeps a FIFO planted there from blocking."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise BadEntry("it is a symbolic link") from None
+        raise
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadEntry("it is not a regular file")
+        if info.st_uid != os.getuid():
+            raise BadEntry(f"it is owned by another user (uid {info.st_uid})")
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise BadEntry(f"it is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})")
+    except BaseException:
+        os.close(handle)
+        raise
+    with os.fdopen(handle, "rb") as file:
+        return file.read(), info
+
+
 # ---------------------------------------------------------------- entries
 
 class BadEntry(Exception):
     """An entry that must not be used; the message says why."""
 
 
+def _authenticator(fields, payload):
+    root = directory()
+    if root is None:
+        raise BadEntry("no usable cache directory")
+    mac = hmac.new(_directory_key(root), digestmod=hashlib.sha256)
+    mac.update(fields)
+    mac.update(payload)
+    return mac.digest()
+
+
 def encode(payload):
-    checksum = hashlib.sha256(payload).digest()
-    return _HEADER.pack(MAGIC, FORMAT_VERSION, environment_digest(), len(payload), checksum) + payload
+    """An entry's bytes; authenticated with the current cache directory's key."""
+    fields = _FIELDS.pack(MAGIC, FORMAT_VERSION, environment_digest(), len(payload))
+    return fields + _authenticator(fields, payload) + payload
 
 
 def decode(data):
     """The payload of an entry file's bytes, or BadEntry."""
     if len(data) < _HEADER.size:
         raise BadEntry("truncated header")
-    magic, version, environment, length, checksum = _HEADER.unpack_from(data)
+    magic, version, environment, length, mac = _HEADER.unpack_from(data)
     if magic != MAGIC:
         raise BadEntry("not a jaxlite cache entry")
     if version != FORMAT_VERSION:
@@ -149,8 +240,8 @@ def decode(data):
     payload = data[_HEADER.size:]
     if len(payload) != length:
         raise BadEntry(f"payload of {len(payload)} bytes, header says {length} (truncated?)")
-    if hashlib.sha256(payload).digest() != checksum:
-        raise BadEntry("checksum mismatch (corrupt)")
+    if not hmac.compare_digest(_authenticator(data[:_FIELDS.size], payload), mac):
+        raise BadEntry("authentication failed (corrupt, or not written by this user's jaxlite)")
     return payload
 
 
@@ -159,22 +250,25 @@ def read(key):
     root = directory()
     if root is None:
         return None
-    path = root / key
+    path = _entry_path(root, key)
     try:
-        data = path.read_bytes()
+        data, _ = _read_private_file(path)
+        return decode(data)
     except FileNotFoundError:
         stats["misses"] += 1
-        return None
+    except BadEntry as err:
+        reject(key, err)
     except OSError as err:
         logger.warning("jaxlite: cannot read cache entry %s (%s); recompiling", path, err)
         stats["misses"] += 1
-        return None
-    try:
-        payload = decode(data)
-    except BadEntry as err:
-        reject(key, err)
-        return None
-    return payload
+    return None
+
+
+def _entry_path(root, key):
+    """The entry's path; a key is a plain file name, so every entry stays inside `root`."""
+    if not _ENTRY_NAME.match(key):
+        raise ValueError(f"cache entry key {key!r} is not a plain file name")
+    return root / key
 
 
 def reject(key, reason):
@@ -193,7 +287,7 @@ def write(key, payload):
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(encode(payload))
-            os.replace(temporary, root / key)
+            os.replace(temporary, _entry_path(root, key))
         except BaseException:
             os.unlink(temporary)
             raise

@@ -374,7 +374,9 @@ def _store_reduced_values(kernel, eb):
     Measured on softmax 4096x1024: see benchmarks/run.py (README table).
     """
     *earlier, store = kernel.stages or [None]
-    if not isinstance(store, Store) or len(store.writes) != 1:
+    # An ordered store (a scatter, a scan) reads its own buffer: values parked there would be
+    # read back as what it accumulates.
+    if not isinstance(store, Store) or len(store.writes) != 1 or store.ordered:
         return kernel
     buffer, index, value = store.writes[0]
     for position, stage in enumerate(earlier):

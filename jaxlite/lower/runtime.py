@@ -61,7 +61,8 @@ FALLBACKS = {
     **{name: "along an axis of 2**31 elements or more (the native routine's positions are int32)"
        for name in ("sort", "top_k")},
     # Not lowered:
-    "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
+    # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
+    **{name: "a Python callback" for name in ("debug_callback", "pure_callback", "io_callback")},
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
        for name in ("psum", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "psum_scatter", "all_to_all")},
 }
@@ -91,7 +92,7 @@ class MemoryPlan:
             for v in step.outputs:
                 if v in intermediates:
                     self.offsets[v] = self._allocate(free, _nbytes(v))
-            for v in step.inputs:
+            for v in dict.fromkeys(step.inputs):    # once each: a step may read a value twice
                 if v in intermediates and last_use.get(v) == position:
                     free.append((self.offsets[v], _nbytes(v)))
             for v in step.outputs:      # written but never read (dead results of a fallback)
@@ -599,7 +600,7 @@ def eqn_step_kind(eqn):
 
 def log_fallbacks(steps):
     for step in steps:
-        if isinstance(step, EqnStep) and step.kind == "fallback":
+        if isinstance(step, EqnStep) and step.kind == "fallback" and not getattr(step.eqn.primitive, "runs_python", False):
             name = step.eqn.primitive.name
             reason = FALLBACKS.get(name, "no lowering for this primitive yet")
             logger.warning("jit: running %s with its numpy implementation between kernels (%s)", name, reason)

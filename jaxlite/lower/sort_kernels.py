@@ -47,6 +47,16 @@ def _infinity_bits(dtype):
     return int(np.array(np.inf, dtype).view(unsigned))
 
 
+def zero_below_bits(dtype):
+    """Magnitudes (as bits) under this compare as zero: the subnormals of float32, bfloat16 and
+    float64, which XLA:CPU reads as zeros (DAZ); float16's are float32 normals when widened."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float16:
+        return 1
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    return int(np.array(dtypes.finfo(dtype).tiny, dtype).view(unsigned))
+
+
 def ordered_key(b, bits, dtype):
     """An unsigned integer (key_type(dtype)) ordering like the eager sort orders `bits`."""
     dtype = np.dtype(dtype)
@@ -58,11 +68,13 @@ def ordered_key(b, bits, dtype):
     if dtypes.is_int(dtype):
         flipped = b.xor(bits, sign)
         return b.zext(flipped, wide) if width < wide.width else flipped
-    # Floats: sign and magnitude become one unsigned order; both zeros meet at the sign bit.
+    # Floats: sign and magnitude become one unsigned order; both zeros (and the subnormals
+    # read as zeros) meet at the sign bit.
     magnitude = b.and_(bits, ir.Constant(bits.type, (1 << (width - 1)) - 1))
     negative = b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
     key = b.select(negative, b.not_(bits), b.or_(bits, sign))
-    key = b.select(b.icmp_unsigned("==", magnitude, ir.Constant(bits.type, 0)), sign, key)
+    zero = b.icmp_unsigned("<", magnitude, ir.Constant(bits.type, zero_below_bits(dtype)))
+    key = b.select(zero, sign, key)
     is_nan = b.icmp_unsigned(">", magnitude, ir.Constant(bits.type, _infinity_bits(dtype)))
     key = b.select(is_nan, ir.Constant(bits.type, (1 << width) - 1), key)
     return b.zext(key, wide) if width < wide.width else key

@@ -434,6 +434,10 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     if axis is None:
         a, axis = lax.reshape(a, (a.size,)), 0
     axis = canonicalize_axis(axis, a.ndim)
+    if mode == "promise_in_bounds":
+        raise ValueError("Invalid mode 'promise_in_bounds' for np.take")
+    if mode == "clip":      # clamped as they are: a negative index takes entry 0, as in JAX
+        indices = lax.max(indices, lax.full_like(indices, 0))
     indices, mode = _wrapped(indices, a.shape[axis], mode)
     return gather_index(a, (slice(None),) * axis + (indices,), mode, fill_value)
 

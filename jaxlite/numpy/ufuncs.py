@@ -1,4 +1,6 @@
 """Elementwise functions with NumPy's broadcasting and JAX's type promotion."""
+import numpy as np
+
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_to_inexact
@@ -25,11 +27,20 @@ def _unary(name, lax_fn):
     return fn
 
 
-add = _numeric("add", lax.add)
+def _numeric_or_logical(name, lax_fn, logical_fn):
+    """As NumPy (and JAX): on booleans, + and maximum are `or`, * and minimum are `and`."""
+    def fn(x1, x2):
+        a, b = promote_and_broadcast(name, x1, x2)
+        return logical_fn(a, b) if a.dtype == dtypes.bool_ else lax_fn(a, b)
+    fn.__name__ = name
+    return fn
+
+
+add = _numeric_or_logical("add", lax.add, lax.bitwise_or)
 subtract = _numeric("subtract", lax.sub)
-multiply = _numeric("multiply", lax.mul)
-maximum = _numeric("maximum", lax.max)
-minimum = _numeric("minimum", lax.min)
+multiply = _numeric_or_logical("multiply", lax.mul, lax.bitwise_and)
+maximum = _numeric_or_logical("maximum", lax.max, lax.bitwise_or)
+minimum = _numeric_or_logical("minimum", lax.min, lax.bitwise_and)
 equal = _numeric("equal", lax.eq)
 not_equal = _numeric("not_equal", lax.ne)
 less = _numeric("less", lax.lt)
@@ -72,8 +83,10 @@ def floor_divide(x1, x2):
 
 
 def remainder(x1, x2):
-    """Python's modulo: the result takes the sign of the divisor."""
+    """Python's modulo: the result takes the sign of the divisor; integer x % 0 is 0, as JAX."""
     a, b = promote_and_broadcast("remainder", x1, x2)
+    if dtypes.is_int(b.dtype):
+        b = lax.select_n(lax.eq(b, lax.full_like(b, 0)), b, lax.full_like(b, 1))
     r = lax.rem(a, b)
     zero = lax.full_like(r, 0)
     wrong_sign = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, lax.full_like(b, 0))))
@@ -85,6 +98,7 @@ mod = remainder
 
 def power(x1, x2):
     check_arraylike("power", x1, x2)
+    x2 = _static_integer_exponent(x2)
     if isinstance(x2, int) and not isinstance(x2, bool):
         (a,) = promote_and_broadcast("power", x1)
         return lax.integer_pow(a, x2)
@@ -92,6 +106,17 @@ def power(x1, x2):
     if dtypes.is_int(a.dtype):
         return _integer_power(a, b)
     return lax.pow(a, b)
+
+
+def _static_integer_exponent(x2):
+    """A concrete integer scalar (Python, numpy, or a 0-d array that is not traced) as a Python
+    int, which takes the integer_pow path, as in JAX (so int ** negative raises TypeError)."""
+    from jaxlite.core.array import Array
+    # type(), not isinstance: tracers count as Array instances for isinstance (as in JAX).
+    if (isinstance(x2, (np.ndarray, np.integer)) or type(x2) is Array) and np.ndim(x2) == 0 \
+            and dtypes.is_int(np.result_type(x2)) and not dtypes.is_bool(np.result_type(x2)):
+        return int(x2)
+    return x2
 
 
 def _integer_power(base, exponent):

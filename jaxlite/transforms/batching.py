@@ -195,7 +195,7 @@ def logical_shape(x, dim):
 
 # ---------------------------------------------------------------- the vmap API
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorize `fun` over the axes `in_axes` of its arguments.
 
     in_axes/out_axes are an int, None, or a pytree prefix of the arguments/outputs;
@@ -274,7 +274,7 @@ def _mapped_size(flat_args, dims, axis_size, leaf_names):
 def _leaf_names(fun, args, kwargs):
     """Each argument leaf as the user would write it: `x['w']`, `args[2]`, `kwargs['y']`."""
     import inspect
-    from jaxlite.core.tree_util import tree_leaves_with_path
+    from jaxlite.core.tree_util import keystr, tree_leaves_with_path
     try:
         parameters = [p.name for p in inspect.signature(fun).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -283,8 +283,8 @@ def _leaf_names(fun, args, kwargs):
     names = []
     for i, arg in enumerate(args):
         base = parameters[i] if i < len(parameters) else f"args[{i}]"
-        names += [base + path for path, _ in tree_leaves_with_path(arg)]
-    return names + ["kwargs" + path for path, _ in tree_leaves_with_path(kwargs)]
+        names += [base + keystr(path) for path, _ in tree_leaves_with_path(arg)]
+    return names + ["kwargs" + keystr(path) for path, _ in tree_leaves_with_path(kwargs)]
 
 
 def _place(x, dim, target, size):

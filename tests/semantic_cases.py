@@ -1,0 +1,132 @@
+"""Edge cases whose results JAX defines, written once for either library.
+
+`cases(jax, jnp, lax)` returns (name, function, arguments) triples built from the modules it
+is given, so the same table runs in JAX (tests/data/record_jax_semantics.py, run with JAX's
+Python, writes tests/data/jax_semantics.json) and in jaxlite (tests/test_semantics_vs_jax.py
+compares eager and jit with what JAX gave for each, eager and jit alike).
+"""
+import numpy as np
+import ml_dtypes
+
+
+def _integer_division(lax):
+    out = []
+    for dtype in ("int32", "uint32", "int8", "uint8"):
+        info = np.iinfo(dtype)
+        signed = info.min < 0
+        x = np.array([info.min, -7 if signed else 7, 0, 7, info.max], dtype)
+        divisors = {"0": np.zeros(5, dtype), "mixed": np.array([3, -3, 2, -2, 5] if signed else [3, 3, 2, 2, 5], dtype)}
+        if signed:
+            divisors["m1"] = np.full(5, -1, dtype)
+        for op, fun in [("floordiv", lambda a, b: a // b), ("mod", lambda a, b: a % b),
+                        ("div", lax.div), ("rem", lax.rem)]:
+            for label, y in divisors.items():
+                out.append((f"{op}_{label}_{dtype}", fun, (x, y)))
+        out.append((f"abs_{dtype}", abs, (x,)))
+    return out
+
+
+def _indexing(jnp, lax):
+    x = np.arange(5, dtype=np.float32)
+    idx = np.array([-7, -1, 0, 4, 5, 9], np.int32)
+    out = []
+    for mode in ["clip", "wrap", "fill", "promise_in_bounds", None]:
+        out.append((f"take_{mode}", lambda a, i, mode=mode: jnp.take(a, i, mode=mode), (x, idx)))
+        out.append((f"take_method_{mode}", lambda a, i, mode=mode: a.take(i, mode=mode), (x, idx)))
+    out.append(("take_fill_int", lambda a, i: jnp.take(a, i, mode="fill"), (np.arange(5, dtype=np.int32), idx)))
+    update = np.float32([10, 20])
+    for s in [-7, -3, -1, 0, 3, 4, 10]:
+        out.append((f"dynamic_slice_{s}", lambda a, s=s: lax.dynamic_slice(a, (s,), (2,)), (x,)))
+        out.append((f"dynamic_slice_traced_{s}", lambda a, s: lax.dynamic_slice(a, (s,), (2,)), (x, np.int32(s))))
+        out.append((f"dynamic_update_slice_{s}", lambda a, s=s: lax.dynamic_update_slice(a, update, (s,)), (x,)))
+        out.append((f"dynamic_update_slice_traced_{s}",
+                    lambda a, s: lax.dynamic_update_slice(a, update, (s,)), (x, np.int32(s))))
+    return out
+
+
+def _arithmetic(jnp, lax):
+    ints = np.array([1, 2, 3], np.int32)
+    a, b = np.array([True, False, True]), np.array([True, False, False])
+    return [
+        ("int_pow_negative_python", lambda x: x ** -1, (ints,)),
+        ("int_pow_negative_numpy", lambda x: jnp.power(x, np.int32(-1)), (ints,)),
+        ("int_pow_negative_lax", lambda x: lax.integer_pow(x, -1), (ints,)),
+        ("int_pow_array_exponent", lambda x: jnp.power(x, np.array([-1, 2, 1], np.int32)), (ints,)),
+        ("bool_add", lambda a, b: a + b, (a, b)),
+        ("bool_mul", lambda a, b: a * b, (a, b)),
+        ("bool_add_int", lambda a: a + 1, (a,)),
+        ("bool_add_true", lambda a: a + True, (a,)),
+    ]
+
+
+def _cumulative(jnp, lax):
+    at = np.array([255, 256, 300, 511, 999], np.int32)
+    return [
+        ("cumsum_bfloat16", lambda a: jnp.cumsum(a)[at], (np.ones(1000, ml_dtypes.bfloat16),)),
+        ("lax_cumsum_bfloat16", lambda a: lax.cumsum(a)[at], (np.ones(1000, ml_dtypes.bfloat16),)),
+        ("cumsum_float16", lambda a: jnp.cumsum(a)[np.array([255, 2048, 2049, 2999])], (np.ones(3000, np.float16),)),
+    ]
+
+
+def _linalg(jnp):
+    return [
+        ("cholesky_indefinite", jnp.linalg.cholesky, (np.array([[1.0, 2.0], [2.0, 1.0]], np.float32),)),
+        ("cholesky_negative", jnp.linalg.cholesky, (-np.eye(3, dtype=np.float32),)),
+        ("cholesky_batch_one_bad", jnp.linalg.cholesky,
+         (np.stack([np.eye(2, dtype=np.float32) * 4, np.array([[1.0, 2.0], [2.0, 1.0]], np.float32)]),)),
+    ]
+
+
+_ZEROS = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, -1e-40, 0.0, -0.0, np.nan, -np.nan, 1.0, -1.0], np.float32)
+
+
+def _ordering(jnp, lax):
+    bits = lambda v: lax.bitcast_convert_type(v, jnp.int32)
+    a0 = np.array([0.0, -0.0, 0.0, -0.0], np.float32)
+    b0 = np.array([-0.0, 0.0, 0.0, -0.0], np.float32)
+    half = np.array([0.0, 6e-8, -6e-8, -0.0, 1e-5], np.float16)
+    return [
+        ("sort_signed_zeros_subnormals", lambda a: bits(jnp.sort(a)), (_ZEROS,)),
+        ("argsort_signed_zeros_subnormals", jnp.argsort, (_ZEROS,)),
+        ("argsort_descending", lambda a: jnp.argsort(-a), (_ZEROS,)),
+        ("argsort_bfloat16_subnormals", jnp.argsort, (_ZEROS.astype(ml_dtypes.bfloat16),)),
+        ("argsort_float16_subnormals", jnp.argsort, (half,)),
+        ("maximum_signed_zeros", lambda a, b: bits(jnp.maximum(a, b)), (a0, b0)),
+        ("minimum_signed_zeros", lambda a, b: bits(jnp.minimum(a, b)), (a0, b0)),
+        ("max_of_zeros", lambda a: bits(jnp.max(a)), (np.array([-0.0, 0.0], np.float32),)),
+        ("max_of_zeros_reversed", lambda a: bits(jnp.max(a)), (np.array([0.0, -0.0], np.float32),)),
+        ("max_of_negative_zeros", lambda a: bits(jnp.max(a)), (np.array([-0.0, -0.0], np.float32),)),
+        ("min_of_zeros", lambda a: bits(jnp.min(a)), (np.array([0.0, -0.0], np.float32),)),
+        ("min_of_zeros_reversed", lambda a: bits(jnp.min(a)), (np.array([-0.0, 0.0], np.float32),)),
+        ("maximum_nan", jnp.maximum, (np.float32([np.nan, 1.0, -np.inf]), np.float32([1.0, np.nan, np.nan]))),
+    ]
+
+
+def _rounding(jnp, lax):
+    h = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997, -0.49999997, 8388609.0, -0.4], np.float32)
+    return [
+        ("round", jnp.round, (h,)),
+        ("round_decimals", lambda a: jnp.round(a, 1), (np.array([0.25, 0.35, 0.45, -0.25, 1.05], np.float32),)),
+        ("lax_round_half_even", lambda a: lax.round(a, 1), (h,)),
+        ("lax_round_half_away", lax.round, (h,)),
+        ("rint", jnp.rint, (h,)),
+        ("round_int", jnp.round, (np.array([1, -3], np.int32),)),
+        ("round_bfloat16", jnp.round, (h.astype(ml_dtypes.bfloat16),)),
+        ("trunc", jnp.trunc, (h,)),
+    ]
+
+
+def cases(jax, jnp, lax):
+    return (_integer_division(lax) + _indexing(jnp, lax) + _arithmetic(jnp, lax) + _cumulative(jnp, lax)
+            + _linalg(jnp) + _ordering(jnp, lax) + _rounding(jnp, lax))
+
+
+def run(fun, args, jit):
+    """(dtype name, values as a JSON-able list) or ("raises", exception class name)."""
+    try:
+        out = np.asarray((jit(fun) if jit else fun)(*args))
+    except Exception as err:             # noqa: BLE001 (the class is the recorded result)
+        return ["raises", type(err).__name__]
+    if out.dtype.kind == "f" or out.dtype == ml_dtypes.bfloat16:
+        return [str(out.dtype), [repr(float(v)) for v in out.astype(np.float64).ravel()]]
+    return [str(out.dtype), out.ravel().tolist()]

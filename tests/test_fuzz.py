@@ -1,0 +1,129 @@
+"""The differential fuzzer (tests/fuzz_programs.py) on fixed seeds, and the failures it found,
+each reduced to a regression test.
+
+More seeds: JAXLITE_FUZZ_SEEDS=2000 python -m pytest tests/test_fuzz.py (or run
+tests/fuzz_programs.py from the command line, which prints every failing program).
+"""
+import os
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+
+import fuzz_programs
+
+SEEDS = range(int(os.environ.get("JAXLITE_FUZZ_SEEDS", "40")))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_program(seed):
+    report = fuzz_programs.run(seed)
+    assert report is None, report
+
+
+def test_fuzzer_programs_are_broad():
+    """The drawn programs cover what the fuzzer is for: many ops, all dtypes, empty axes."""
+    programs = [fuzz_programs.random_program(seed) for seed in range(40)]
+    ops = {op for p in programs for op, _, _ in p.steps}
+    assert len(ops) >= 15, ops
+    seen_dtypes = {np.dtype(x.dtype) for p in programs for x in p.inputs}
+    assert seen_dtypes == set(fuzz_programs.DTYPES)
+    assert any(0 in x.shape for p in programs for x in p.inputs)
+    assert all(3 <= len(p.steps) <= 25 for p in programs if len(p.steps) >= 3)
+
+
+def test_a_mismatch_is_caught():
+    with pytest.raises(fuzz_programs.Mismatch, match="values differ"):
+        fuzz_programs.assert_close([np.float32([1.0, 2.0])], [np.float32([1.0, 2.5])], "check")
+
+
+# ---------------------------------------------------------------- regressions found by the fuzzer
+
+@pytest.mark.parametrize("shape, axis", [((0,), 0), ((2, 0, 3), 1), ((2, 0, 3), 2)])
+def test_grad_of_sort_of_an_empty_array(shape, axis):
+    """seed 30: the sort JVP's take_along_axis built a gather that cannot collapse an empty axis."""
+    loss = lambda x: jnp.sort(x, axis=axis).sum()
+    for fun in (jaxlite.grad(loss), jaxlite.jit(jaxlite.grad(loss))):
+        out = fun(jnp.zeros(shape))
+        assert out.shape == shape and out.dtype == np.float32
+
+
+def test_take_along_axis_of_an_empty_operand_is_zeros():
+    out = jnp.take_along_axis(jnp.zeros(0), jnp.array([0, 1]), 0)
+    np.testing.assert_array_equal(out, np.zeros(2, np.float32))
+
+
+def test_scan_over_a_gathered_empty_axis_compiles():
+    """seed 132: gather's output shape held numpy integers, which reached LLVM as a loop bound."""
+    x = np.zeros((2, 0, 3), np.float32)
+
+    def f(x):
+        rows = x[jnp.array([1], dtype=jnp.int32)]
+        assert all(type(d) is int for d in rows.shape)
+        return jaxlite.lax.scan(lambda c, r: (c + r * r, c * r), jnp.zeros_like(rows[0]), rows)[1]
+    assert jaxlite.jit(f)(x).shape == f(x).shape == (1, 0, 3)
+
+
+def test_grad_of_remainder_of_a_scalar_by_a_vector():
+    """seed 187: rem's JVP returned the scalar operand's tangent unbroadcast."""
+    a = np.arange(1, 6, dtype=np.float32)
+    loss = lambda a: jnp.remainder(jnp.dot(a, a), a).sum()
+    grad = np.asarray(jaxlite.grad(loss)(a))
+    np.testing.assert_array_equal(grad, jaxlite.jit(jaxlite.grad(loss))(a))
+    np.testing.assert_array_equal(grad, [-45, -7, 12, 27, 39])          # JAX's values
+
+
+@pytest.mark.parametrize("fun, expected", [(jnp.maximum, [0, 2, 1, 1, 1]), (jnp.minimum, [1, 4, 0, 0, 0])])
+def test_grad_of_max_min_against_a_rank0_array(fun, expected):
+    """seed 331: max/min's JVP built its tie-sharing masks at the scalar operand's shape."""
+    a = np.arange(1, 6, dtype=np.float32)
+    for loss in (lambda a: fun(a, a[1]).sum(), lambda a: fun(a[1], a).sum()):
+        grad = np.asarray(jaxlite.grad(loss)(a))
+        np.testing.assert_array_equal(grad, jaxlite.jit(jaxlite.grad(loss))(a))
+        np.testing.assert_array_equal(grad, expected)                   # JAX's values
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_16bit_logistic_rounds_each_step_as_xla(dtype):
+    """seed 165: XLA expands 16-bit logistic to 1 / (1 + exp(-x)) with each step rounded to the
+    16-bit format (checked in JAX on every 16-bit value); jit rounded once, eager differently."""
+    dtype = np.dtype(dtype)
+    x = np.arange(-2 ** 15, 2 ** 15).astype(np.int16).view(np.float16 if dtype == np.float16 else dtype)
+    x = x[np.isfinite(x.astype(np.float32))]
+    with np.errstate(over="ignore"):
+        stepwise = (1 / (1 + np.exp(-x))).astype(dtype)
+    eager = np.asarray(jaxlite.nn.sigmoid(x))
+    compiled = np.asarray(jaxlite.jit(jaxlite.nn.sigmoid)(x))
+    np.testing.assert_array_equal(eager, stepwise)
+    mismatched = np.sum(compiled.astype(np.float32) != stepwise.astype(np.float32))
+    assert mismatched <= 8        # jit's exp is a polynomial: a few last-place ties differ
+
+
+def test_a_step_reading_one_value_twice_frees_its_buffer_once():
+    """seed 3042: the memory plan freed a value a step read twice (the JVP of argsort sorts
+    (x, iota, iota) after CSE) twice, so the next step's two outputs got the same offset."""
+    x = np.float32([[[0.49, 1.42, 3.23]]])
+
+    def f(a):
+        iota = jaxlite.lax.broadcasted_iota(np.int32, (1, 1, 3), 2)
+        _, order, _ = jaxlite.lax.sort((a, iota, iota), dimension=2, num_keys=1)
+        product = jnp.prod(a, axis=2)
+        smallest, _ = jaxlite.lax.sort((product, jaxlite.lax.broadcasted_iota(np.int32, (1, 1), 0)),
+                                       dimension=0, num_keys=1)
+        return jnp.any(order.astype(np.float32) < smallest[:, :, None])
+    assert bool(jaxlite.jit(f)(x)) == bool(f(x)) is True
+
+
+def test_scatter_into_zeros_of_a_value_an_earlier_reduction_read():
+    """seed 3593: fusion parked cos(x) (which a max reduction read) in the scatter's output
+    buffer to read it back, where the scatter-add accumulates: the result came out cos(x) + k."""
+    x = np.linspace(0.3, 0.9, 3).astype(np.float32)
+
+    def f(a):
+        c = jnp.cos(a)
+        return jnp.zeros(3).at[jnp.array([0, 1, 2])].add(c * jnp.max(c))
+    np.testing.assert_allclose(jaxlite.jit(f)(x), np.cos(x) * np.cos(x).max(), rtol=1e-6)
+    loss = lambda a: jnp.max(jnp.cos(jnp.sort(a)))
+    np.testing.assert_allclose(jaxlite.jit(jaxlite.grad(loss))(x), [-np.sin(0.3), 0, 0], rtol=1e-6)
