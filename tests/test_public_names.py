@@ -73,16 +73,16 @@ MISSING = {
             allow_f16_reductions array_garbage_collection_guard check_tracer_leaks
             closure_convert
             default_prng_impl ds
-            effects_barrier empty_ref enable_custom_prng
+            empty_ref enable_custom_prng
             export ffi free_ref fwd_and_bwd
-            jax2tf_associative_scan_reductions legacy_prng_key linear_transpose
+            jax2tf_associative_scan_reductions legacy_prng_key
             make_user_context monitoring no_execution
             no_tracing print_environment_info profiler
             ref softmax_custom_jvp thread_guard threefry_partitionable
             transfer_guard_device_to_device transfer_guard_device_to_host
             transfer_guard_host_to_device
         """,
-        LIBS: "ad lib",
+        LIBS: "lib",
         SCIPY: "",
         "array API interchange, with from_dlpack: issue 17 item 2": "dlpack",
         "the package version lives in __version__; JAX's jax.version module has no counterpart":

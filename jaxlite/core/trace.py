@@ -94,7 +94,7 @@ class Tracer:
                         "arrays cannot be used as dict keys or static arguments")
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<{self._trace.describe()}>"
+        return f"Traced({self.aval})"
 
 
 Array.virtual_instance_types += (Tracer,)

@@ -47,13 +47,27 @@ def as_operand(x, dtype=None):
 
 
 def as_operands(*args):
-    """Operands for an elementwise primitive: scalars take the dtype of the array operands."""
+    """Operands for an elementwise primitive: a Python scalar takes the dtype of the array
+    operands when that dtype holds its kind (a float: an inexact dtype; an int: any number);
+    else it keeps its own default dtype, so that the primitive refuses the mix as JAX's lax
+    does (lax.add(1, 1.0), lax.add(int32_array, 1.0)). JAX also refuses an int with a float
+    array; jaxlite's own code relies on that one (lax.sub(1, x)), so it is accepted."""
     like = next((a for a in args if not dtypes.is_python_scalar(a)), None)
     if like is None:
-        dtype = dtypes.result_type(*args)
-    else:
-        dtype = like.dtype if hasattr(like, "dtype") else np.asarray(like).dtype
-    return [as_operand(a, dtype) for a in args]
+        return [as_operand(a) for a in args]
+    dtype = like.dtype if hasattr(like, "dtype") else np.asarray(like).dtype
+    return [as_operand(a, dtype if _holds(dtype, a) else None) for a in args]
+
+
+def _holds(dtype, x):
+    if not dtypes.is_python_scalar(x):
+        return True
+    inexact = dtypes.is_float(dtype) or np.dtype(dtype).kind == "c"
+    if isinstance(x, bool):
+        return dtypes.is_bool(dtype)
+    if isinstance(x, int):
+        return dtypes.is_int(dtype) or inexact
+    return inexact
 
 
 def elementwise_shape(name, avals):
@@ -70,7 +84,8 @@ def elementwise_aval(name, avals, accepts, out_dtype=None):
         check_dtype(name, aval, accepts, f"argument {position}")
     if len({a.dtype for a in avals}) > 1:
         shown = ", ".join(a.dtype.name for a in avals)
-        raise TypeError(f"{name} requires arguments to have the same dtypes, got {shown}")
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. (Tip: "
+                        f"jnp.{name} is a similar function that does automatic type promotion on inputs).")
     dtype = avals[0].dtype if out_dtype is None else out_dtype
     weak = all(a.weak_type for a in avals) and dtypes.can_be_weak(dtype)
     return ShapedArray(elementwise_shape(name, avals), dtype, weak)

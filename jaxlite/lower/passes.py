@@ -16,6 +16,7 @@ level so it shows without configuring logging) after every pass.
                  constant-only computations feeding chosen equations are evaluated now
   simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
                  x-0, since -0.0+0.0 is +0.0), neg(neg x), transpose of transpose,
+                 the inverse pairs XLA cancels too (log(exp x), (a/b)*b, (a*b)/b),
                  reshape of reshape, a reshape of a transpose that only moves unit
                  axes, a transposed dot_general operand (folded into the dimension
                  numbers when the GEMM can read the result as stored), and
@@ -364,7 +365,7 @@ def _is_literal(atom, value):
 def _identity(eqn, producers):
     """An existing atom equal to the equation's result, or None."""
     name, inputs = eqn.primitive.name, eqn.inputs
-    if name == "mul":
+    if name == "mul" and any(_is_literal(a, 1) for a in inputs):
         return _other_if(inputs, lambda a: _is_literal(a, 1))
     if name in ("add", "add_any"):
         return _other_if(inputs, lambda a: _is_additive_identity(a))
@@ -374,10 +375,31 @@ def _identity(eqn, producers):
         return producers[inputs[0]].inputs[0]
     if getattr(eqn.primitive, "value_is_operand", None) is not None:   # identities with a derivative of their own
         return inputs[eqn.primitive.value_is_operand]
+    # Inverse pairs XLA also cancels (users rely on it: log(exp(x)) under jit is x even where
+    # exp overflows, and its derivative (1/e)*e is 1, not inf*0).
+    if name == "log" and _produced_by(inputs[0], producers, "exp"):
+        return producers[inputs[0]].inputs[0]
+    if name in ("mul", "div"):
+        return _cancelled_by(name, inputs, producers)
     if name == "straight_through":
         # precision.int8's quantized product: its value is its third operand (only its
         # derivative differs, and differentiation is over by the time jit lowers).
         return inputs[2]
+    return None
+
+
+def _cancelled_by(name, inputs, producers):
+    """a for (a / b) * b, b * (a / b) and (a * b) / b (either factor order), else None."""
+    inverse = "div" if name == "mul" else "mul"
+    candidates = [(inputs[0], inputs[1]), (inputs[1], inputs[0])] if name == "mul" else [tuple(inputs)]
+    for operand, other in candidates:
+        if not _produced_by(operand, producers, inverse):
+            continue
+        a, b = producers[operand].inputs
+        if inverse == "div" and b is other:
+            return a
+        if inverse == "mul" and other in (a, b):
+            return b if a is other else a
     return None
 
 
