@@ -309,8 +309,9 @@ def _sign(b, e, args):
     if not (_is_float(e.dtype) or _is_signed(e.dtype)):
         return b.select(positive, one, zero)
     negative = _compare(b, e.dtype, "<", x, zero)
-    # Floats keep x itself for 0, -0 and NaN, as numpy does.
-    rest = x if _is_float(e.dtype) else zero
+    # Floats give x * 0 for 0, -0 and NaN (themselves, as numpy) and for subnormals, which
+    # the entry point's DAZ makes compare as zeros: signed zeros then, as XLA gives.
+    rest = b.fmul(x, zero) if _is_float(e.dtype) else zero
     return b.select(positive, one, b.select(negative, minus_one, rest))
 
 
@@ -350,10 +351,44 @@ def _half_in_float32(b, emitter, args):
     return emitter(b, *args)
 
 
-for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "cbrt",
+for _name in ("exp", "exp2", "log", "log1p", "expm1", "cos", "cbrt",
               "pow", "atan2", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
               "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
     OPS[_name] = _math(_name)
+
+
+def _keeping_subnormals(name):
+    """sin and tanh return subnormal x itself, as XLA's do (sin x = tanh x = x there): under
+    the entry point's DAZ they would read it as 0. A select moves the bits unflushed."""
+    def emit(b, e, args):
+        (x,) = args
+        value = _half_in_float32(b, llvm_math.EMITTERS[name], args)
+        if isinstance(x.type, ir.HalfType):       # float16's subnormals are float32 normals
+            return value
+        tiny = ir.Constant(x.type, float(dtypes.finfo(e.dtype).tiny))
+        return b.select(b.fcmp_ordered("<", _float_intrinsic(b, "fabs", x), tiny), x, value)
+    return emit
+
+
+OPS["sin"], OPS["tanh"] = _keeping_subnormals("sin"), _keeping_subnormals("tanh")
+
+
+def _reading_subnormals_as_zero(emit):
+    """emit with a subnormal x replaced by a signed zero first, as DAZ reads it: for the
+    functions whose code returns x itself for tiny x (a select, which DAZ does not touch),
+    so they agree with eager and with XLA (log1p(1e-39) is 0)."""
+    def wrapped(b, e, args):
+        (x,) = args
+        if isinstance(x.type, ir.HalfType):       # float16's subnormals are float32 normals
+            return emit(b, e, args)
+        tiny = ir.Constant(x.type, float(dtypes.finfo(e.dtype).tiny))
+        subnormal = b.fcmp_ordered("<", _float_intrinsic(b, "fabs", x), tiny)
+        return emit(b, e, [b.select(subnormal, b.fmul(x, ir.Constant(x.type, 0.0)), x)])
+    return wrapped
+
+
+for _name in ("log1p", "asin", "asinh", "atanh", "sinh", "erf", "lgamma", "digamma", "cbrt"):
+    OPS[_name] = _reading_subnormals_as_zero(OPS[_name])
 
 
 @op("logistic")
