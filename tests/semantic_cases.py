@@ -116,9 +116,31 @@ def _rounding(jnp, lax):
     ]
 
 
+SUBNORMALS = np.float32([1e-39, -1e-39, 1e-45, -3e-42, 1.2e-38, 0.0, -0.0])
+
+
+def _subnormals(jax, jnp, lax):
+    """Functions of subnormal inputs. JAX (XLA:CPU) reads them as zeros (DAZ), except where
+    the function is x itself near 0 and passes x on (sin, tanh, tan, expm1, arctan)."""
+    functions = {"sin": jnp.sin, "tanh": jnp.tanh, "tan": jnp.tan, "expm1": jnp.expm1, "arctan": jnp.arctan,
+                 "cos": jnp.cos, "exp": jnp.exp, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "log1p": jnp.log1p,
+                 "sign": jnp.sign, "floor": jnp.floor, "ceil": jnp.ceil, "round": jnp.round, "erf": lax.erf,
+                 "arcsinh": jnp.arcsinh, "arctanh": jnp.arctanh, "sinh": jnp.sinh, "lgamma": lax.lgamma,
+                 "digamma": lax.digamma, "logistic": jax.nn.sigmoid, "abs": jnp.abs, "square": jnp.square,
+                 "reciprocal": jnp.reciprocal}
+    return [(f"subnormal_{name}", fun, (SUBNORMALS,)) for name, fun in functions.items()]
+
+
+def _near_poles(lax):
+    x = np.float32([-1e-20, -1e-10, -1e-7, -1e-3, -0.5, -1.5, -2.0000002, -1.0000001, -0.9999999, -3.7,
+                    1e-20, 1e-8, 0.0, -1.0, -2.0, -40.5])
+    return [("digamma_near_poles", lax.digamma, (x,))]
+
+
 def cases(jax, jnp, lax):
     return (_integer_division(lax) + _indexing(jnp, lax) + _arithmetic(jnp, lax) + _cumulative(jnp, lax)
-            + _linalg(jnp) + _ordering(jnp, lax) + _rounding(jnp, lax))
+            + _linalg(jnp) + _ordering(jnp, lax) + _rounding(jnp, lax) + _subnormals(jax, jnp, lax)
+            + _near_poles(lax))
 
 
 def run(fun, args, jit):
