@@ -214,7 +214,8 @@ defjvp_zero(is_finite_p)
 
 abs_p = unary_primitive("abs", np.abs, NUMBER)
 abs = _bind_unary(abs_p)
-defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+# The derivative at 0 (and -0) is 1, as JAX takes it (so grad(hypot)(0, 0) is (1/2, 1/2)).
+defjvp(abs_p, lambda t, x: select_n(ge(x, full_like(x, 0)), neg(t), t))
 
 square_p = unary_primitive("square", np.square, NUMBER)
 square = _bind_unary(square_p)
