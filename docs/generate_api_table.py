@@ -14,7 +14,8 @@ import jaxlite  # noqa: E402
 from jaxlite.core.primitive import Primitive  # noqa: E402
 
 NAMESPACES = ["jaxlite", "jaxlite.numpy", "jaxlite.numpy.linalg", "jaxlite.lax", "jaxlite.nn",
-              "jaxlite.nn.initializers", "jaxlite.random", "jaxlite.tree_util", "jaxlite.debug"]
+              "jaxlite.nn.initializers", "jaxlite.random", "jaxlite.dtypes", "jaxlite.ops", "jaxlite.tree_util",
+              "jaxlite.debug"]
 
 
 def public_functions(module):

@@ -206,6 +206,48 @@ VARIANT_CASES = {
     "lu_batched": (lambda a: lax.lu(a)[0], [well_conditioned((2, 3, 3))]),
 }
 
+def _on_one_process(f, check_vma=True, out_spec=None):
+    """f inside shard_map over a one-process mesh axis 'i', where collectives are mesh collectives."""
+    from jaxlite.sharding import PartitionSpec as P
+    mesh = jaxlite.make_mesh((1,), ("i",))
+    return jaxlite.shard_map(f, mesh=mesh, in_specs=P(), out_specs=P() if out_spec is None else out_spec,
+                             check_vma=check_vma)
+
+
+def _mesh_collective(primitive, **params):
+    from jaxlite.transforms import batching
+    return lambda v: batching.axis_binder("i").collective(primitive, v, "i", **params)
+
+
+def _process_collective_cases():
+    from jaxlite.lax import process_collectives as pc
+    from jaxlite.sharding import PartitionSpec as P
+    return {
+        "process_reduce": (_on_one_process(lambda v: lax.psum(v, "i") * lax.pmax(v, "i")), [normal()]),
+        "process_all_gather": (_on_one_process(lambda v: lax.all_gather(v, "i"), check_vma=False), [normal()]),
+        "process_psum_scatter": (_on_one_process(_mesh_collective(pc.process_psum_scatter_p), check_vma=False),
+                                 [normal((1, 3))]),
+        "process_all_to_all": (_on_one_process(_mesh_collective(pc.process_all_to_all_p), check_vma=False),
+                               [normal((1, 3))]),
+        "process_ppermute": (_on_one_process(_mesh_collective(pc.process_ppermute_p, perm=((0, 0),)),
+                                             check_vma=False), [normal()]),
+        "pvary": (_on_one_process(lambda w, x: w * x, out_spec=P("i")), [normal(), normal(seed=1)]),
+        "replicated_output": (_on_one_process(lambda v: jnp.sin(v), check_vma=False), [normal()]),
+    }
+
+
+def _over_lanes(f):
+    return lambda x: jaxlite.vmap(f, axis_name="i")(x)
+
+
+PRIMITIVE_CASES.update(_process_collective_cases())
+PRIMITIVE_CASES.update({
+    "ppermute": (_over_lanes(lambda v: lax.ppermute(v, "i", [(0, 1), (1, 2)])), [normal((3, 2))]),
+    "psum_scatter": (_over_lanes(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True)),
+                     [normal((2, 3, 4))]),
+    "all_to_all": (_over_lanes(lambda v: lax.all_to_all(v, "i", 0, 1)), [normal((2, 2, 3))]),
+})
+
 # Checked in forward mode only, and why.
 FORWARD_ONLY_CASES = {
     # Reverse mode of while raises JAX's error (see test_grad_of_while_loop).
@@ -233,6 +275,7 @@ NOT_CHECKED_NUMERICALLY = {
     "shift_right_arithmetic": "integer operands", "population_count": "integer operands",
     "clz": "integer operands",
     "axis_index": "integer output and no operands",
+    "process_axis_index": "integer output and no operands",
     "threefry2x32": "a hash of uint32 words: integer operands and outputs",
 }
 
@@ -278,7 +321,7 @@ def test_every_primitive_is_checked():
     assert not unchecked, f"add a case to PRIMITIVE_CASES or explain in NOT_CHECKED_NUMERICALLY: {unchecked}"
     zero_rules = [name for name in NOT_CHECKED_NUMERICALLY if name in lax_primitives()
                   and not getattr(ad.jvp_rules.get(lax_primitives()[name]), "zero_derivative", False)
-                  and name not in ("iota", "axis_index")]
+                  and name not in ("iota", "axis_index", "process_axis_index")]
     assert not zero_rules, f"excluded primitives must have zero-derivative rules: {zero_rules}"
 
 

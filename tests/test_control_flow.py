@@ -412,3 +412,27 @@ def test_scan_of_cond_under_vmap_matches_python(values, length, reverse):
     looped = [f_python(x0) for x0 in x0s]
     expected = (np.array([c for c, _ in looped]), np.stack([ys for _, ys in looped]))
     assert_trees_close(jaxlite.vmap(f)(x0s), expected, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- compile regressions found by libraries
+
+def test_a_step_reading_one_value_twice_frees_its_buffer_once():
+    # blackjax's NUTS under jit: a cond reading the same intermediate twice freed its
+    # workspace range twice, so two later values shared one buffer (silently wrong results).
+    def f(p, x):
+        y = jnp.sin(x)
+        s = lax.cond(p, lambda u, v: u * v, lambda u, v: u - v, y, y)
+        a, b = lax.cond(p, lambda u: (u + 1.0, u * 3.0), lambda u: (u - 1.0, u * 5.0), s)
+        return a * b
+    x = jnp.arange(4.0)
+    for p in (True, False):
+        np.testing.assert_allclose(jaxlite.jit(f)(p, x), f(p, x), rtol=1e-6)
+
+
+def test_a_jitted_closure_over_an_array_called_in_a_loop_body_under_jit():
+    data = jnp.array([1.0, 2.0, 3.0])
+    inner = jaxlite.jit(lambda c: jnp.sum(data * c))
+
+    def f(x):
+        return lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, s[1] + inner(s[1])), (0, x))[1]
+    assert float(jaxlite.jit(f)(1.0)) == float(f(1.0)) == 49.0     # JAX gives 49.0

@@ -129,15 +129,15 @@ def test_loops_print_once_per_iteration(capsys, jit):
                                "fori 0", "fori 1", "branch [1. 2. 3.]"]
 
 
-def test_vmap_prints_the_batch(capsys):
+def test_vmap_prints_each_element(capsys):
     def f(x, c):
         jaxlite.debug.print("x={} c={}", x, c)
         return x * c
     jaxlite.vmap(f, in_axes=(1, None))(jnp.arange(6.0).reshape(3, 2), jnp.float32(2))
-    assert printed(capsys) == ["x=[[0. 2. 4.]", " [1. 3. 5.]] c=2.0"]
+    assert printed(capsys) == ["x=[0. 2. 4.] c=2.0", "x=[1. 3. 5.] c=2.0"]
 
 
-def test_vmap_of_a_scan_prints_the_batch_per_iteration():
+def test_vmap_of_a_scan_calls_back_per_element_per_iteration():
     record, calls = recorder()
 
     def f(x):
@@ -146,7 +146,7 @@ def test_vmap_of_a_scan_prints_the_batch_per_iteration():
             return c * 2, None
         return lax.scan(body, x, None, length=2)[0]
     jaxlite.jit(jaxlite.vmap(f))(jnp.array([1.0, 3.0]))
-    assert [a[0].tolist() for a, _ in calls] == [[1.0, 3.0], [2.0, 6.0]]
+    assert [a[0].tolist() for a, _ in calls] == [1.0, 3.0, 2.0, 6.0]
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])

@@ -256,6 +256,8 @@ def test_large_matmul_uses_gemm():
 NEVER_LOWERED = {
     "straight_through": "passes._identity replaces it by its value, its quantized operand",
     "custom_lin": "linearize's stand-in for a custom_vjp call: transposed away, else the eager error",
+    "pvary": "passes._identity replaces it by its operand (only its transpose does something)",
+    "replicated_output": "passes._identity replaces it by its operand (only its transpose does something)",
 }
 
 

@@ -19,7 +19,7 @@ UNARY = {
     "arctanh": lambda s: rng.uniform(-0.99, 0.99, s), "deg2rad": lambda s: rng.normal(0, 90, s),
     "rad2deg": lambda s: rng.normal(0, 3, s), "log2": lambda s: rng.uniform(0.01, 100, s),
     "log10": lambda s: rng.uniform(0.01, 100, s), "sinc": lambda s: rng.normal(0, 2, s),
-    "trunc": lambda s: rng.normal(0, 3, s), "fix": lambda s: rng.normal(0, 3, s),
+    "trunc": lambda s: rng.normal(0, 3, s),
     "rint": lambda s: rng.normal(0, 3, s) , "signbit": lambda s: rng.normal(0, 3, s),
     "real": lambda s: rng.normal(0, 3, s), "imag": lambda s: rng.normal(0, 3, s),
     "conj": lambda s: rng.normal(0, 3, s), "exp2": lambda s: rng.normal(0, 3, s),
@@ -50,7 +50,7 @@ def test_unary(name, shape, dtype):
     assert out.shape == expected.shape
     if name in ("signbit",):
         assert out.dtype == np.bool_
-    elif name in ("trunc", "fix", "rint", "real", "imag", "conj") or dtype == np.float32:
+    elif name in ("trunc", "rint", "real", "imag", "conj") or dtype == np.float32:
         assert out.dtype == x.dtype
     else:
         assert out.dtype == np.float32  # integers promote to the default float, as in JAX

@@ -27,6 +27,7 @@ def all_lax_primitives():
 # Primitives whose batching rule is never called, with the reason.
 NO_BATCHING_RULE = {
     "iota": "takes no operands, so under vmap it is never batched and binds as it is",
+    "process_axis_index": "takes no operands, so under vmap it is never batched and binds as it is",
 }
 
 # Primitives not compared against a Python loop over the batch, with the reason.
@@ -38,6 +39,13 @@ NOT_LOOPABLE = {
     "pmin": "collective: see psum",
     "all_gather": "collective: see psum",
     "axis_index": "collective: see psum",
+    "ppermute": "collective: see psum (test_collectives.py compares with JAX)",
+    "psum_scatter": "collective: see psum (test_collectives.py compares with JAX)",
+    "all_to_all": "collective: see psum (test_collectives.py compares with JAX)",
+    **{name: "a collective across processes (shard_map over MPI): vmap inside shard_map is compared "
+             "with the vmap simulation in test_distributed.py"
+       for name in ("process_reduce", "process_all_gather", "process_psum_scatter", "process_all_to_all",
+                    "process_ppermute", "process_axis_index", "pvary", "replicated_output")},
 }
 
 

@@ -39,20 +39,38 @@ class ShapedArray:
         """The jaxpr spelling: f32[3,4]."""
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
+    def __str__(self):
+        """As JAX prints `jax.typeof(x)`: float32[3], with ~ for a weak type."""
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
 
 class ShapeDtypeStruct:
-    """A shape and dtype with no data, as returned by `eval_shape`."""
+    """A shape and dtype with no data: what `eval_shape` returns, and what `jit(f).trace`,
+    `.lower` and `eval_shape` take in place of an array."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, *, sharding=None, weak_type=False):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.weak_type = weak_type
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
+
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of an array (or anything with .shape and .dtype)."""
+        return cls(np.shape(x), x.dtype, weak_type=getattr(x, "weak_type", False),
+                   sharding=getattr(x, "sharding", None))
+
+    def update(self, **changes):
+        fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type,
+                  "sharding": self.sharding, **changes}
+        shape, dtype = fields.pop("shape"), fields.pop("dtype")
+        return ShapeDtypeStruct(shape, dtype, **fields)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
@@ -65,7 +83,8 @@ class ShapeDtypeStruct:
         return hash((self.shape, self.dtype))
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def broadcast_shapes(*shapes):

@@ -11,7 +11,18 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 
 
-class Array:
+class _ArrayType(type):
+    """Makes `isinstance(x, Array)` true for tracers too, as JAX's jax.Array is for its tracers:
+    code written for JAX checks for arrays that way inside transformed functions. jaxlite's own
+    code tells a concrete Array apart with `type(x) is Array`."""
+
+    tracer_types = ()     # set by core.trace, which this module cannot import
+
+    def __instancecheck__(cls, instance):
+        return type.__instancecheck__(cls, instance) or (cls is Array and isinstance(instance, cls.tracer_types))
+
+
+class Array(metaclass=_ArrayType):
     # `_signature` is set on first use by jit's dispatch (see signature_of), never in __init__.
     __slots__ = ("_value", "weak_type", "_signature", "__weakref__")
     # Make numpy defer to our reflected operators: np_array + Array -> Array.
@@ -44,6 +55,15 @@ class Array:
 
     def block_until_ready(self):
         return self
+
+    def devices(self):
+        """The devices holding this array: this process's one (jaxlite.devices())."""
+        return self.sharding.device_set
+
+    @property
+    def sharding(self):
+        from jaxlite._sharding import SingleDeviceSharding, local_device
+        return SingleDeviceSharding(local_device())
 
     def delete(self):
         """Release the buffer (as after donation): any later use raises RuntimeError."""

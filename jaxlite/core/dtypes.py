@@ -119,6 +119,29 @@ def is_unsigned(dtype):
     return np.dtype(dtype).kind == "u"
 
 
+# ---------------------------------------------------------------- extended dtypes
+
+
+class extended(np.generic):
+    """The scalar type of JAX's extended dtypes: element types numpy does not have."""
+
+
+class prng_key(extended):
+    """The scalar type of typed PRNG keys (jax.random.key)."""
+
+
+class ExtendedDType:
+    """An element type that is not a numpy dtype; `type` is its scalar type (a subclass of
+    `extended`), which is what issubdtype compares."""
+    type = extended
+    name = "extended"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
 def is_bool(dtype):
     return np.dtype(dtype) == bool_
 
@@ -157,6 +180,10 @@ def _dtype_of_node(node):
     if node == WEAK_FLOAT:
         return default_float_dtype()
     return canonicalize_dtype(node)
+
+
+class TypePromotionError(ValueError):
+    """Mixed dtypes where jax_numpy_dtype_promotion="strict" allows no implicit promotion."""
 
 
 def promote_types(a, b):

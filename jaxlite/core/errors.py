@@ -6,9 +6,14 @@ first stack frame outside jaxlite) and how to fix the program.
 import functools
 import os
 import sys
+import threading
 import types
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class JaxRuntimeError(RuntimeError):
+    """An error while running a program (JAX: from its runtime), e.g. a disallowed transfer."""
 
 
 class SourceInfo:
@@ -23,18 +28,50 @@ class SourceInfo:
         return f"{self.filename}:{self.lineno} (in {self.function})"
 
 
+# Source paths whose frames are not the user's: jaxlite's, and those libraries register.
+excluded_paths = [_PACKAGE_DIR]
+
+
+def register_exclusion(path):
+    """Treat frames from files under `path` as internal (left out of error locations and tracebacks)."""
+    excluded_paths.append(path)
+
+
 def _is_internal(filename):
-    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+    return filename.startswith(tuple(excluded_paths)) or filename.startswith("<frozen")
+
+
+class _Replays(threading.local):
+    """Per running jaxpr interpreter (its frame): the source info of the equation it runs."""
+
+    def __init__(self):
+        self.by_frame = {}
+
+
+_replays = _Replays()
 
 
 def user_source_info():
-    """The innermost frame that belongs to user code rather than jaxlite, or None."""
+    """The innermost frame that belongs to user code rather than jaxlite, or None.
+
+    Where a jaxpr is being re-run (staging.eval_jaxpr: a transformation re-tracing a body)
+    and no user frame is closer, the re-run equation's own source info: the line that
+    first computed the value, not the line that called the transformation."""
     frame = sys._getframe(1)
+    replays = _replays.by_frame
     while frame is not None and _is_internal(frame.f_code.co_filename):
+        if replays and replays.get(frame) is not None:
+            return replays[frame]
         frame = frame.f_back
     if frame is None:
         return None
     return SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+def replaying(frame):
+    """Register an interpreter's frame; set `.by_frame[frame]` per equation, `del` when done."""
+    _replays.by_frame[frame] = None
+    return _replays.by_frame
 
 
 _FILTERING_NOTE = ("(jaxlite removed its internal frames from this traceback; set "

@@ -5,6 +5,7 @@ computing it. Values from outside the function (closed-over arrays, tracers of
 an enclosing transformation) become constvars; scalar constants become literals.
 """
 import inspect
+import sys
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from jaxlite.core import dtypes, errors
 from jaxlite.core.abstract import ShapedArray, ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from jaxlite.core.ref import Ref, discharged
 from jaxlite.core.trace import Trace, Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 
@@ -80,14 +82,14 @@ class JaxprTrace(Trace):
 
 
 def _is_literal(x):
-    if isinstance(x, Array):
+    if type(x) is Array:
         return x.ndim == 0
     return isinstance(x, (np.generic, bool, int, float)) or (isinstance(x, np.ndarray) and x.ndim == 0)
 
 
 def _as_literal(x):
     aval = abstractify(x)
-    value = np.asarray(x._value if isinstance(x, Array) else x, dtype=aval.dtype)[()]
+    value = np.asarray(x._value if type(x) is Array else x, dtype=aval.dtype)[()]
     return Literal(value, aval)
 
 
@@ -141,6 +143,10 @@ def _invalid_output_error(fun, leaf):
     fun = inspect.unwrap(fun)
     code = getattr(fun, "__code__", None)
     where = f" at {code.co_filename}:{code.co_firstlineno}" if code else ""
+    if isinstance(leaf, Ref):
+        return ValueError(f"function {getattr(fun, '__name__', fun)}{where} returned a mutable array "
+                          f"reference of type {leaf.aval}, but mutable array references cannot be "
+                          "returned. Return jax.freeze(ref) (its value) instead.")
     return TypeError(f"function {getattr(fun, '__name__', fun)}{where} returned a value of type "
                      f"{type(leaf).__name__} ({leaf!r:.60}), which is not a valid jaxlite type: "
                      "outputs of transformed functions must be arrays, numpy arrays or Python "
@@ -185,11 +191,14 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         dynamic, static = _split_static(args, static_argnums)
         flat_args, in_tree = tree_flatten((dynamic, kwargs))
         flat_fun, out_tree = flatten_fun(_with_static(fun, static), in_tree)
-        closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args],
-                                f"make_jaxpr of {_function_name(fun)}")
+        # A Ref argument is an input (its value) and an output (its final value).
+        refs = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
+        avals = [x.aval.inner_aval if isinstance(x, Ref) else abstractify(x) for x in flat_args]
+        closed = trace_to_jaxpr(discharged(flat_fun, refs), avals, f"make_jaxpr of {_function_name(fun)}")
         if not return_shape:
             return closed
-        shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                  for a in closed.out_avals[:len(closed.out_avals) - len(refs)]]
         return closed, tree_unflatten(out_tree[0], shapes)
     return make
 
@@ -200,8 +209,14 @@ def eval_shape(fun, *args, **kwargs):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     avals = [_aval_of_spec(x) for x in flat_args]
     closed = trace_to_jaxpr(flat_fun, avals, f"eval_shape of {_function_name(fun)}")
-    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
     return tree_unflatten(out_tree[0], shapes)
+
+
+def typeof(x):
+    """The abstract value of an array, tracer or Python scalar (a ShapedArray), or of a
+    mutable array reference (an AbstractRef)."""
+    return x.aval if isinstance(x, Ref) else abstractify(x)
 
 
 def _aval_of_spec(x):
@@ -228,9 +243,15 @@ def eval_jaxpr(jaxpr, consts, *args):
 
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        outputs = eqn.primitive.bind(*map(read, eqn.inputs), **eqn.params)
-        env.update(zip(eqn.outputs, outputs if eqn.primitive.multiple_results else [outputs]))
+    frame = sys._getframe()
+    replays = errors.replaying(frame)
+    try:
+        for eqn in jaxpr.eqns:
+            replays[frame] = eqn.source_info
+            outputs = eqn.primitive.bind(*map(read, eqn.inputs), **eqn.params)
+            env.update(zip(eqn.outputs, outputs if eqn.primitive.multiple_results else [outputs]))
+    finally:
+        del replays[frame]
     return [read(v) for v in jaxpr.outvars]
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from jaxlite.core import errors
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, wrap_numpy_outputs
+from jaxlite.core.config import config
 
 
 class Trace:
@@ -96,6 +97,9 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}>with<{self._trace.describe()}>"
 
 
+Array.tracer_types = (Tracer,)
+
+
 class EvalTrace(Trace):
     """The bottom trace: runs each primitive's numpy implementation at once.
 
@@ -110,6 +114,8 @@ class EvalTrace(Trace):
             f"the result of {primitive.name} ({', '.join(a.str_short() for a in out_avals)})"))
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) without numpy's warnings, as in JAX
             outputs = primitive.impl(*values, **params)
+        if float_checks.enabled:
+            float_checks.check(primitive, values, params, outputs)
         return wrap_numpy_outputs(outputs, out_avals, primitive.multiple_results)
 
     def describe(self):
@@ -129,6 +135,52 @@ def _aval(x, value):
 
 
 EVAL_TRACE = EvalTrace()
+
+
+class _FloatChecks:
+    """jax_debug_nans / jax_debug_infs for eager evaluation: each primitive's outputs are
+    checked, and a call primitive (jit) that produced one is re-run equation by equation,
+    so that the error names the primitive that did."""
+
+    def __init__(self):
+        self.nans = self.infs = self.enabled = False
+
+    def on_config_change(self, name, value):
+        if name in ("jax_debug_nans", "jax_debug_infs"):
+            setattr(self, name[len("jax_debug_"):], bool(value))
+            self.enabled = self.nans or self.infs
+
+    def invalid(self, value):
+        """"nan" or "inf" if a checked value has one, else None."""
+        value = np.asarray(value)
+        if value.dtype.kind not in "fc":
+            return None
+        if self.nans and np.isnan(value).any():
+            return "nan"
+        if self.infs and np.isinf(value).any():
+            return "inf"
+        return None
+
+    def check(self, primitive, args, params, outputs):
+        for out in outputs if primitive.multiple_results else [outputs]:
+            kind = self.invalid(out)
+            if kind is None:
+                continue
+            if "jaxpr" in params:
+                self.rerun(params["jaxpr"], args)
+            raise FloatingPointError(f"invalid value ({kind}) encountered in {primitive.name}")
+
+    def rerun(self, closed, args):
+        """Evaluate a program's equations one by one: the failing one raises."""
+        from jaxlite.core.staging import eval_jaxpr
+        with set_current_trace(EVAL_TRACE):
+            eval_jaxpr(closed.jaxpr, closed.consts, *[Array(np.asarray(a)) for a in args])
+
+
+float_checks = _FloatChecks()
+config.on_change(float_checks.on_config_change)
+for _name in ("jax_debug_nans", "jax_debug_infs"):
+    float_checks.on_config_change(_name, config.read(_name))
 
 
 class _TraceContext(threading.local):

@@ -9,22 +9,101 @@ import dataclasses
 import functools
 
 
-class _NodeKind:
-    __slots__ = ("type", "flatten", "unflatten")
+# ---------------------------------------------------------------- keys: how a child is reached
 
-    def __init__(self, node_type, flatten, unflatten):
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The child at position `idx` of a tuple or list."""
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """The child under `key` in a dict."""
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The child in attribute `name` (namedtuples, dataclasses)."""
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The child at position `key` among the children of a node registered without keys."""
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def keystr(keys, *, simple=False, separator=""):
+    """A key path as text: "[1]['h'].w"; `simple` gives the bare keys joined by `separator`."""
+    if not simple:
+        return separator.join(str(k) for k in keys)
+    return separator.join(str(_simple_key(k)) for k in keys)
+
+
+def _simple_key(key):
+    for field in ("idx", "key", "name"):
+        if hasattr(key, field):
+            return getattr(key, field)
+    return key
+
+
+class _NodeKind:
+    """A registered container type. flatten_with_keys(x) -> ([(key, child)], aux)."""
+
+    __slots__ = ("type", "flatten", "unflatten", "flatten_with_keys")
+
+    def __init__(self, node_type, flatten, unflatten, flatten_with_keys=None):
         self.type, self.flatten, self.unflatten = node_type, flatten, unflatten
+        self.flatten_with_keys = flatten_with_keys or _with_index_keys(flatten)
+
+
+def _with_index_keys(flatten):
+    def flatten_with_keys(x):
+        children, aux = flatten(x)
+        return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
+    return flatten_with_keys
+
+
+def _without_keys(flatten_with_keys):
+    def flatten(x):
+        pairs, aux = flatten_with_keys(x)
+        return [c for _, c in pairs], aux
+    return flatten
 
 
 _registry = {}
 
 
-def register_pytree_node(node_type, flatten_func, unflatten_func):
+def _register(kind):
+    if kind.type in _registry:
+        raise ValueError(f"Duplicate pytree registration for {kind.type}")
+    _registry[kind.type] = kind
+    return kind.type
+
+
+def register_pytree_node(node_type, flatten_func, unflatten_func, flatten_with_keys_func=None):
     """Register a container: flatten(x) -> (children, aux); unflatten(aux, children) -> x."""
-    if node_type in _registry:
-        raise ValueError(f"Duplicate pytree registration for {node_type}")
-    _registry[node_type] = _NodeKind(node_type, flatten_func, unflatten_func)
-    return node_type
+    return _register(_NodeKind(node_type, flatten_func, unflatten_func, flatten_with_keys_func))
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    """Register a container whose children have keys: flatten_with_keys(x) -> ([(key, child)], aux)."""
+    return _register(_NodeKind(nodetype, flatten_func or _without_keys(flatten_with_keys), unflatten_func,
+                               flatten_with_keys))
 
 
 def register_pytree_node_class(cls):
@@ -33,24 +112,40 @@ def register_pytree_node_class(cls):
     return cls
 
 
-def register_dataclass(nodetype, data_fields=None, meta_fields=None):
+def register_pytree_with_keys_class(cls):
+    """Class decorator: tree_flatten_with_keys() and classmethod tree_unflatten(aux, children);
+    tree_flatten() too if the class defines it."""
+    flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten, flatten)
+    return cls
+
+
+def register_static(cls):
+    """Make instances of cls pytrees without children: the whole value is static aux data."""
+    register_pytree_node(cls, lambda x: ((), x), lambda aux, children: aux)
+    return cls
+
+
+def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields=()):
     """Register a dataclass; data fields are children, meta fields are static aux data.
 
-    Without explicit field lists, fields marked `field(metadata={"static": True})` are meta.
+    Without explicit field lists, fields marked `field(metadata={"static": True})` are meta;
+    `drop_fields` (init=False fields) are neither, and are rebuilt by the class.
     """
     if data_fields is None or meta_fields is None:
-        fields = dataclasses.fields(nodetype)
+        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
         data_fields = [f.name for f in fields if f.name not in meta_fields]
     data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
 
-    def flatten(x):
-        return [getattr(x, name) for name in data_fields], tuple(getattr(x, n) for n in meta_fields)
+    def flatten_with_keys(x):
+        return ([(GetAttrKey(name), getattr(x, name)) for name in data_fields],
+                tuple(getattr(x, n) for n in meta_fields))
 
     def unflatten(meta, children):
         return nodetype(**dict(zip(data_fields, children)), **dict(zip(meta_fields, meta)))
 
-    register_pytree_node(nodetype, flatten, unflatten)
+    register_pytree_with_keys(nodetype, flatten_with_keys, unflatten)
     return nodetype
 
 
@@ -58,20 +153,24 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+def _sequence_keys(x):
+    return [(SequenceKey(i), c) for i, c in enumerate(x)]
+
+
 register_pytree_node(type(None), lambda x: ((), None), lambda aux, children: None)
-register_pytree_node(tuple, lambda x: (x, None), lambda aux, children: tuple(children))
-register_pytree_node(list, lambda x: (x, None), lambda aux, children: list(children))
-register_pytree_node(dict, lambda x: ([x[k] for k in sorted(x)], tuple(sorted(x))),
-                     lambda keys, children: dict(zip(keys, children)))
-register_pytree_node(collections.OrderedDict, lambda x: (list(x.values()), tuple(x)),
-                     lambda keys, children: collections.OrderedDict(zip(keys, children)))
-register_pytree_node(
+register_pytree_with_keys(tuple, lambda x: (_sequence_keys(x), None), lambda aux, children: tuple(children))
+register_pytree_with_keys(list, lambda x: (_sequence_keys(x), None), lambda aux, children: list(children))
+register_pytree_with_keys(dict, lambda x: ([(DictKey(k), x[k]) for k in sorted(x)], tuple(sorted(x))),
+                          lambda keys, children: dict(zip(keys, children)))
+register_pytree_with_keys(collections.OrderedDict, lambda x: ([(DictKey(k), v) for k, v in x.items()], tuple(x)),
+                          lambda keys, children: collections.OrderedDict(zip(keys, children)))
+register_pytree_with_keys(
     collections.defaultdict,
-    lambda x: ([x[k] for k in sorted(x)], (x.default_factory, tuple(sorted(x)))),
+    lambda x: ([(DictKey(k), x[k]) for k in sorted(x)], (x.default_factory, tuple(sorted(x)))),
     lambda aux, children: collections.defaultdict(aux[0], zip(aux[1], children)))
 
-_NAMEDTUPLE = _NodeKind("namedtuple", lambda x: (tuple(x), type(x)),
-                        lambda cls, children: cls(*children))
+_NAMEDTUPLE = _NodeKind("namedtuple", lambda x: (tuple(x), type(x)), lambda cls, children: cls(*children),
+                        lambda x: ([(GetAttrKey(name), c) for name, c in zip(x._fields, x)], type(x)))
 
 
 def _node_kind(x):
@@ -99,7 +198,12 @@ class PyTreeDef:
         return isinstance(other, PyTreeDef) and self._key() == other._key()
 
     def __hash__(self):
-        return hash(self._key())
+        # Aux data may be unhashable (a list, as JAX allows): equal trees still hash alike.
+        return hash((self.kind.type if self.kind else None, _hash_or_type(self.aux), self.children))
+
+    def node_data(self):
+        """(node type, aux data) of the root, None for a leaf."""
+        return None if self.kind is None else (self.kind.type, self.aux)
 
     def unflatten(self, leaves):
         leaves = list(leaves)
@@ -147,6 +251,13 @@ class PyTreeDef:
             return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(self.aux, parts)) + "}"
         name = self.aux.__name__ if node_type == "namedtuple" else node_type.__name__
         return f"{name}(" + ", ".join(parts) + ")"
+
+
+def _hash_or_type(value):
+    try:
+        return hash(value)
+    except TypeError:
+        return hash(type(value))
 
 
 LEAF = PyTreeDef(None, None, ())
@@ -211,30 +322,111 @@ def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
     return result
 
 
-def _child_keys(kind, aux, count):
-    """How each child of a node is written in a path: [0], ['key'] or .field."""
-    if kind.type in (dict, collections.OrderedDict):
-        return [f"[{k!r}]" for k in aux]
-    if kind.type is collections.defaultdict:
-        return [f"[{k!r}]" for k in aux[1]]
-    if kind is _NAMEDTUPLE:
-        return [f".{name}" for name in aux._fields]
-    return [f"[{i}]" for i in range(count)]
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """([(key path, leaf)], treedef): each path is a tuple of keys (SequenceKey, DictKey, ...)."""
+    pairs = []
+    return pairs, _flatten_with_path(tree, (), is_leaf, is_leaf_takes_path, pairs)
 
 
-def tree_leaves_with_path(tree, is_leaf=None):
-    """[(path, leaf)] where path is the leaf's address as Python source, e.g. "[1]['h']"."""
-    out = []
-    _collect_with_path(tree, "", is_leaf, out)
-    return out
-
-
-def _collect_with_path(tree, path, is_leaf, out):
-    kind = None if (is_leaf is not None and is_leaf(tree)) else _node_kind(tree)
+def _flatten_with_path(tree, path, is_leaf, is_leaf_takes_path, pairs):
+    stop = is_leaf is not None and (is_leaf(path, tree) if is_leaf_takes_path else is_leaf(tree))
+    kind = None if stop else _node_kind(tree)
     if kind is None:
-        out.append((path, tree))
-        return
+        pairs.append((path, tree))
+        return LEAF
+    keyed, aux = kind.flatten_with_keys(tree)
+    return PyTreeDef(kind, aux, [_flatten_with_path(child, path + (key,), is_leaf, is_leaf_takes_path, pairs)
+                                 for key, child in keyed])
+
+
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """[(key path, leaf)] in the order of tree_leaves."""
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+    """tree_map where f also receives each leaf's key path first: f(path, leaf, *others)."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten(f(path, leaf, *xs) for (path, leaf), *xs in zip(pairs, *others))
+
+
+# ---------------------------------------------------------------- structure helpers
+
+def treedef_children(treedef):
+    return list(treedef.children)
+
+
+def treedef_tuple(treedefs):
+    """The structure of a tuple whose children have the given structures."""
+    return PyTreeDef(_registry[tuple], None, list(treedefs))
+
+
+def flatten_one_level(tree):
+    """(children, aux data) of a container; ValueError for a leaf."""
+    kind = _node_kind(tree)
+    if kind is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
     children, aux = kind.flatten(tree)
-    children = list(children)
-    for key, child in zip(_child_keys(kind, aux, len(children)), children):
-        _collect_with_path(child, path + key, is_leaf, out)
+    return list(children), aux
+
+
+def flatten_one_level_with_keys(tree):
+    """([(key, child)], aux data) of a container; ValueError for a leaf."""
+    kind = _node_kind(tree)
+    if kind is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    pairs, aux = kind.flatten_with_keys(tree)
+    return list(pairs), aux
+
+
+def is_tree_node(typ):
+    """Whether instances of the type are containers (registered, or a namedtuple class)."""
+    return typ in _registry or (isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields"))
+
+
+def all_leaves(iterable, is_leaf=None):
+    """Whether every element of iterable is a leaf."""
+    return all(tree_structure(x, is_leaf) == LEAF for x in iterable)
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """Turn a tree of structure outer(inner(leaves)) into inner(outer(leaves))."""
+    inner_trees = outer_treedef.flatten_up_to(pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(inner_trees[0]) if inner_trees else LEAF
+    columns = [inner_treedef.flatten_up_to(t) for t in inner_trees]
+    return inner_treedef.unflatten(outer_treedef.unflatten(column) for column in zip(*columns))
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """prefix_tree with each of its leaves repeated over the subtree of full_tree below it."""
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    return prefix_def.unflatten(tree_map(lambda _: leaf, subtree, is_leaf=is_leaf)
+                                for leaf, subtree in zip(prefix_leaves, subtrees))
+
+
+def tree_reduce_associative(operation, tree, *, identity=None, is_leaf=None):
+    """Reduce the leaves with an associative operation, pairwise (a balanced tree of calls)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is None:
+            raise TypeError("tree_reduce_associative: empty tree and no identity")
+        return identity
+    while len(leaves) > 1:
+        paired = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
+        leaves = paired + ([leaves[-1]] if len(leaves) % 2 else [])
+    return leaves[0]
+
+
+class Partial(functools.partial):
+    """A functools.partial that is a pytree: its bound arguments are children, the function is static,
+    so a partially applied function passes through jit and other transformations as an argument.
+    (A Partial of a Partial merges the two, as functools.partial does: the inner arguments are children too.)"""
+
+
+register_pytree_node(
+    Partial,
+    lambda p: ((p.args, p.keywords), p.func),
+    lambda func, children: Partial(func, *children[0], **children[1]))

@@ -1,4 +1,6 @@
 """dot_general: contraction with batch dimensions, the one matrix-product primitive."""
+import enum
+
 import numpy as np
 
 from jaxlite.core import dtypes
@@ -86,7 +88,25 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                               preferred_element_type=preferred_element_type)
 
 
-def dot(lhs, rhs, preferred_element_type=None):
+class Precision(enum.Enum):
+    """The precision JAX lets a product ask for. On a CPU every float32 product is computed at full
+    float32 precision whatever is asked, as JAX's CPU backend does, so it changes no result here."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        names = {"default": cls.DEFAULT, "bfloat16": cls.DEFAULT, "fastest": cls.DEFAULT,
+                 "high": cls.HIGH, "bfloat16_3x": cls.HIGH, "tensorfloat32": cls.HIGH,
+                 "highest": cls.HIGHEST, "float32": cls.HIGHEST}
+        return names.get(value.lower()) if isinstance(value, str) else None
+
+    def __str__(self):
+        return self.name
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """Vector/matrix product of rank-1 or rank-2 operands."""
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     if not (1 <= lhs.ndim <= 2 and 1 <= rhs.ndim <= 2):

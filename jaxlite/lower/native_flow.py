@@ -86,7 +86,9 @@ class NativeCode:
         return self._kernels[key]
 
     def const_slot(self, array):
-        self.consts.append(array)
+        # A body's constant may be an Array (a nested jit closed over it): the entry point reads ndarrays.
+        array = np.asarray(array)
+        self.consts.append(array if array.flags.c_contiguous else np.array(array, order="C"))
         return self.table_slot + len(self.consts)
 
 

@@ -377,6 +377,8 @@ def _identity(eqn, producers):
         return inputs[0]
     if name == "neg" and _produced_by(inputs[0], producers, "neg"):
         return producers[inputs[0]].inputs[0]
+    if getattr(eqn.primitive, "value_is_operand", None) is not None:   # identities with a derivative of their own
+        return inputs[eqn.primitive.value_is_operand]
     if name == "straight_through":
         # precision.int8's quantized product: its value is its third operand (only its
         # derivative differs, and differentiation is over by the time jit lowers).

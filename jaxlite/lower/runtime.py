@@ -38,7 +38,7 @@ from llvmlite import ir
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.errors import check_allocation
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import (autotune, codegen, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
+from jaxlite.lower import (autotune, codegen, collectives, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
                            native_flow, native_pool, sort_kernels)
 from jaxlite.lower.donation import DonationPlan
 from jaxlite.lower.native_call import DATA_OFFSET as _DATA_OFFSET
@@ -62,9 +62,10 @@ FALLBACKS = {
     **{name: "along an axis of 2**31 elements or more (the native routine's positions are int32)"
        for name in ("sort", "top_k")},
     # Not lowered:
-    "debug_callback": "a Python callback (jaxlite.debug): runs between kernels by design",
+    # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
+    **{name: "a Python callback" for name in ("debug_callback", "pure_callback", "io_callback")},
     **{name: "named-axis collective: only meaningful under vmap, which removes it"
-       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index")},
+       for name in ("psum", "pmax", "pmin", "all_gather", "axis_index", "ppermute", "psum_scatter", "all_to_all")},
 }
 
 
@@ -567,6 +568,7 @@ NATIVE_ROUTINES = {
     "triangular_solve": linalg_kernels.triangular_solve_spec,
     "lu": linalg_kernels.lu_spec,
     "svd": linalg_kernels.svd_spec,
+    **{name: collectives.eqn_spec for name in collectives.PRIMITIVE_NAMES},     # mesh collectives (MPI)
 }
 
 
@@ -602,7 +604,7 @@ def eqn_step_kind(eqn):
 
 def log_fallbacks(steps):
     for step in steps:
-        if isinstance(step, EqnStep) and step.kind == "fallback":
+        if isinstance(step, EqnStep) and step.kind == "fallback" and not getattr(step.eqn.primitive, "runs_python", False):
             name = step.eqn.primitive.name
             reason = FALLBACKS.get(name, "no lowering for this primitive yet")
             logger.warning("jit: running %s with its numpy implementation between kernels (%s)", name, reason)

@@ -13,7 +13,16 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axis
 from jaxlite.lax.special import erfc
 from jaxlite.nn import initializers
+from jaxlite.nn._attention import dot_product_attention
 from jaxlite.numpy.util import broadcast_to, promote_and_broadcast, promote_to_inexact
+from jaxlite.core.namespace import dir_of_all
+
+__all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu",
+           "hard_swish", "hard_tanh", "identity", "initializers", "leaky_relu", "log1mexp",
+           "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6",
+           "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
+           "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]
+__dir__ = dir_of_all(globals())
 
 
 def _inexact(name, x):
@@ -29,6 +38,27 @@ def _where(condition, x, y):
 
 
 # ---------------------------------------------------------------- activations
+
+
+def tanh(x, /):
+    return jnp.tanh(x)
+
+
+def sparse_plus(x):
+    """0 below -1, x above 1, and (x + 1)**2 / 4 between: a softplus with compact support."""
+    x = _inexact("sparse_plus", x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x):
+    """The derivative of sparse_plus: (x + 1) / 2 clipped to [0, 1]."""
+    return 0.5 * jnp.clip(_inexact("sparse_sigmoid", x) + 1.0, 0.0, 2.0)
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)) for x > 0, by expm1 below log 2 and log1p above (Maechler, 2012)."""
+    x = _inexact("log1mexp", x)
+    return jnp.where(x < np.log(2.0), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
 
 
 def relu(x):
@@ -209,6 +239,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     if b is not None:
         out = _where(sign < 0, np.nan, out)
     return out
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """log(mean(exp(x))) along axis: logsumexp less the log of the number of terms."""
+    x = _inexact("logmeanexp", x)
+    total = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    ones = jnp.ones_like(x) if where is None else jnp.where(where, 1.0, 0.0).astype(x.dtype)
+    return total - jnp.log(jnp.sum(ones, axis=axis, keepdims=keepdims))
 
 
 def _reduced_axes(axis, ndim):

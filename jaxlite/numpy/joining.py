@@ -67,7 +67,6 @@ def column_stack(tup):
     return concatenate(arrays, axis=1)
 
 
-row_stack = vstack
 
 # ---------------------------------------------------------------- splitting
 

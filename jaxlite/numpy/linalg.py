@@ -8,11 +8,15 @@ import numpy as np
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
+from jaxlite.core.namespace import dir_of_all
 from jaxlite.lax.base import as_operand
 from jaxlite.lax.linalg import identity_like, matmul, matrix_transpose, permute_rows, square_factors
 from jaxlite.numpy import reductions, ufuncs
 from jaxlite.transforms.custom_derivatives import custom_jvp
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes, promote_to_inexact
+
+__all__ = ["cholesky", "det", "inv", "matrix_transpose", "norm", "slogdet", "solve", "svd"]
+__dir__ = dir_of_all(globals())
 
 
 def _matrices(name, *args):

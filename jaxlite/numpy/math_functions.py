@@ -193,7 +193,7 @@ def _trunc(x):
     return lax.select_n(lax.lt(x, lax.full_like(x, 0)), lax.floor(x), lax.ceil(x))
 
 
-trunc = fix = _float_only("trunc", _trunc)
+trunc = _float_only("trunc", _trunc)
 rint = _float_only("rint", lambda x: lax.round(x, rounding_method=1))
 
 

@@ -64,8 +64,12 @@ _ABSTRACT = (generic, number, inexact, floating, integer, signedinteger, unsigne
 
 def _as_dtype(x):
     """A dtype for anything naming or having one; numpy's abstract types are kept as they are."""
-    if any(x is t for t in _ABSTRACT):
+    if any(x is t for t in _ABSTRACT) or isinstance(x, dtypes.ExtendedDType):
         return x
+    if isinstance(x, type) and issubclass(x, dtypes.extended):
+        return x
+    if isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType):
+        return x.dtype
     is_array = not isinstance(x, (type, np.dtype)) and hasattr(x, "shape")
     return np.dtype(x.dtype if is_array else x)
 
@@ -76,6 +80,10 @@ _ML_FLOATS = {np.dtype(ml_dtypes.bfloat16)}
 def issubdtype(arg1, arg2):
     """np.issubdtype, with bfloat16 counted as a floating type (numpy does not know it)."""
     first, second = _as_dtype(arg1), _as_dtype(arg2)
+    if isinstance(first, dtypes.ExtendedDType) or isinstance(second, dtypes.ExtendedDType):
+        return first == second if isinstance(second, dtypes.ExtendedDType) else issubclass(first.type, second)
+    if isinstance(first, type) and issubclass(first, dtypes.extended):
+        return isinstance(second, type) and issubclass(first, second)
     if first in _ML_FLOATS:
         if isinstance(second, np.dtype):
             return first == second

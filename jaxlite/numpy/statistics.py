@@ -171,27 +171,71 @@ def _pick(sorted_x, position, method):
 
 def quantile(a, q, axis=None, method="linear", keepdims=False):
     """The q-th quantiles along axis (q must be concrete); NaN in a slice gives NaN."""
-    if method not in _METHODS:
-        raise ValueError(f"quantile: method must be one of {_METHODS}, got {method!r}")
-    (a,) = promote_to_inexact("quantile", _operand("quantile", a))
-    q = _static_quantiles(q)
-    axes = canonicalize_axes(axis, a.ndim)
-    if any(a.shape[i] == 0 for i in axes):
-        raise ValueError("quantile of an empty array")
-    kept = [i for i in range(a.ndim) if i not in axes]
-    moved = lax.transpose(a, kept + list(axes))
-    flat = lax.reshape(moved, tuple(a.shape[i] for i in kept) + (math.prod(a.shape[i] for i in axes),))
+    a, q, axes, flat = _quantile_operands("quantile", a, q, axis, method)
     sorted_x = _sort_last_axis(flat)
     has_nan = reductions.any(_is_nan(flat), axis=-1)
     values = [_pick(sorted_x, float(p) * (flat.shape[-1] - 1), method) for p in q.ravel()]
     values = [lax.select_n(has_nan, v, lax.full_like(v, np.nan)) for v in values]
+    return _quantile_result(values, q, a.shape, axes, keepdims)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+    """quantile over the non-NaN entries of each slice (NaN where a slice has none)."""
+    if weights is not None:
+        raise NotImplementedError("nanquantile with weights= is not supported")
+    a, q, axes, flat = _quantile_operands("nanquantile", a, q, axis, method)
+    sorted_x = _sort_last_axis(flat)  # NaN sorts last
+    count = lax.convert_element_type(
+        reductions.sum(lax.bitwise_not(_is_nan(flat)), axis=-1), flat.dtype)
+    last = lax.max(lax.sub(count, lax.full_like(count, 1)), lax.full_like(count, 0))
+    values = [_pick_traced(sorted_x, lax.mul(last, lax.full_like(last, float(p))), method)
+              for p in q.ravel()]
+    empty = lax.eq(count, lax.full_like(count, 0))
+    values = [lax.select_n(empty, v, lax.full_like(v, np.nan)) for v in values]
+    return _quantile_result(values, q, a.shape, axes, keepdims)
+
+
+def _quantile_operands(name, a, q, axis, method):
+    """a made inexact, q checked, and a's `axis` entries flattened into its last axis."""
+    if method not in _METHODS:
+        raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
+    (a,) = promote_to_inexact(name, _operand(name, a))
+    q = _static_quantiles(q)
+    axes = canonicalize_axes(axis, a.ndim)
+    if any(a.shape[i] == 0 for i in axes):
+        raise ValueError(f"{name} of an empty array")
+    kept = [i for i in range(a.ndim) if i not in axes]
+    moved = lax.transpose(a, kept + list(axes))
+    flat = lax.reshape(moved, tuple(a.shape[i] for i in kept) + (math.prod(a.shape[i] for i in axes),))
+    return a, q, axes, flat
+
+
+def _quantile_result(values, q, shape, axes, keepdims):
     if keepdims:
-        out_shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
+        out_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
         values = [lax.reshape(v, out_shape) for v in values]
     if q.ndim == 0:
         return values[0]
     from jaxlite.numpy.shape_ops import stack
     return lax.reshape(stack(values), q.shape + values[0].shape)
+
+
+def _pick_traced(sorted_x, position, method):
+    """_pick with a per-slice (traced) fractional position along the sorted last axis."""
+    from jaxlite.numpy.indexing import take_along_axis
+    lower, upper = lax.floor(position), lax.ceil(position)
+    at = lambda i: take_along_axis(
+        sorted_x, lax.convert_element_type(i, dtypes.int32)[..., None], axis=-1)[..., 0]
+    if method == "lower":
+        return at(lower)
+    if method == "higher":
+        return at(upper)
+    if method == "nearest":
+        return at(lax.round(position, rounding_method=1))
+    fraction = lax.full_like(position, 0.5) if method == "midpoint" else lax.sub(position, lower)
+    low_value, high_value = at(lower), at(upper)
+    return lax.add(low_value, lax.mul(lax.sub(high_value, low_value), fraction))
 
 
 def percentile(a, q, axis=None, method="linear", keepdims=False):
@@ -200,3 +244,100 @@ def percentile(a, q, axis=None, method="linear", keepdims=False):
 
 def median(a, axis=None, keepdims=False):
     return quantile(a, 0.5, axis, "linear", keepdims)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+    q = _static_quantiles(np.asarray(q, np.float64) / 100)
+    return nanquantile(a, q, axis, method=method, keepdims=keepdims, weights=weights)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return nanquantile(a, 0.5, axis, keepdims=keepdims)
+
+
+def _nan_arg_extremum(name, arg_reduce, fill):
+    """argmax/argmin ignoring NaN; an all-NaN slice gives -1 (as JAX)."""
+    def fn(a, axis=None, out=None, keepdims=None):
+        a = _operand(name, a)
+        if not dtypes.is_float(a.dtype):
+            return arg_reduce(a, axis=axis, keepdims=bool(keepdims))
+        index = arg_reduce(_without_nan(a, fill), axis=axis, keepdims=bool(keepdims))
+        all_nan = reductions.all(_is_nan(a), axis=axis, keepdims=bool(keepdims))
+        return lax.select_n(all_nan, index, lax.full_like(index, -1))
+    fn.__name__ = name
+    return fn
+
+
+nanargmax = _nan_arg_extremum("nanargmax", reductions.argmax, -np.inf)
+nanargmin = _nan_arg_extremum("nanargmin", reductions.argmin, np.inf)
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """The covariance matrix of the variables (rows if rowvar) of m, and y's if given."""
+    from jaxlite.numpy.products import matmul
+    from jaxlite.numpy.shape_ops import concatenate, transpose
+    check_arraylike("cov", m)
+    if dtype is not None:
+        dtypes.check_user_dtype(dtype, "cov")
+    x = _variables("cov", m, rowvar, dtype)
+    if y is not None:
+        x = concatenate([x, _variables("cov", y, rowvar, dtype)], axis=0)
+    x = promote_to_inexact("cov", x)[0]
+    n = x.shape[1]
+    weights = _observation_weights(fweights, aweights, n, x.dtype)
+    total = reductions.sum(weights)
+    mean = lax.div(reductions.sum(ufuncs.multiply(x, weights[None, :]), axis=1), total)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    if aweights is None:
+        norm = lax.sub(total, lax.full_like(total, ddof))
+    else:
+        aw = lax.convert_element_type(_operand("cov", aweights), x.dtype)
+        norm = lax.sub(total, lax.div(lax.mul(lax.full_like(total, ddof),
+                                              reductions.sum(lax.mul(weights, aw))), total))
+    centered = ufuncs.subtract(x, mean[:, None])
+    product = matmul(ufuncs.multiply(centered, weights[None, :]), transpose(centered))
+    return _squeezed(lax.div(product, norm))
+
+
+def _variables(name, m, rowvar, dtype):
+    from jaxlite.numpy.joining import atleast_2d
+    m = atleast_2d(_operand(name, m))
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if dtype is not None:
+        m = lax.convert_element_type(m, dtype)
+    return m if rowvar or m.shape[0] == 1 and m.ndim == 1 else lax.transpose(m, (1, 0))
+
+
+def _observation_weights(fweights, aweights, n, dtype):
+    weights = lax.full((n,), 1, dtype)
+    for w in (fweights, aweights):
+        if w is not None:
+            w = lax.convert_element_type(_operand("cov", w), dtype)
+            if w.shape != (n,):
+                raise RuntimeError(f"cov: weights must be 1-D with {n} entries, got {w.shape}")
+            weights = lax.mul(weights, w)
+    return weights
+
+
+def _squeezed(c):
+    return lax.reshape(c, ()) if c.shape == (1, 1) else c
+
+
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return lax.div(c, c)
+    d = lax.sqrt(_diagonal_of(c))
+    c = ufuncs.true_divide(ufuncs.true_divide(c, d[:, None]), d[None, :])
+    return lax.clamp(lax.full((), -1, c.dtype), c, lax.full((), 1, c.dtype))
+
+
+def _diagonal_of(c):
+    n = c.shape[0]
+    eye = lax.eq(lax.broadcasted_iota(dtypes.int32, c.shape, 0),
+                 lax.broadcasted_iota(dtypes.int32, c.shape, 1))
+    return reductions.sum(lax.select_n(eye, lax.full_like(c, 0), c), axis=1)

@@ -27,20 +27,20 @@ def _unary(name, lax_fn):
     return fn
 
 
-def _logical_on_bool(name, lax_fn, bool_fn):
-    """numpy's rule for bool operands: add is or, multiply is and."""
+def _numeric_or_logical(name, lax_fn, logical_fn):
+    """As NumPy (and JAX): on booleans, + and maximum are `or`, * and minimum are `and`."""
     def fn(x1, x2):
         a, b = promote_and_broadcast(name, x1, x2)
-        return (bool_fn if dtypes.is_bool(a.dtype) else lax_fn)(a, b)
+        return logical_fn(a, b) if a.dtype == dtypes.bool_ else lax_fn(a, b)
     fn.__name__ = name
     return fn
 
 
-add = _logical_on_bool("add", lax.add, lax.bitwise_or)
+add = _numeric_or_logical("add", lax.add, lax.bitwise_or)
 subtract = _numeric("subtract", lax.sub)
-multiply = _logical_on_bool("multiply", lax.mul, lax.bitwise_and)
-maximum = _numeric("maximum", lax.max)
-minimum = _numeric("minimum", lax.min)
+multiply = _numeric_or_logical("multiply", lax.mul, lax.bitwise_and)
+maximum = _numeric_or_logical("maximum", lax.max, lax.bitwise_or)
+minimum = _numeric_or_logical("minimum", lax.min, lax.bitwise_and)
 equal = _numeric("equal", lax.eq)
 not_equal = _numeric("not_equal", lax.ne)
 less = _numeric("less", lax.lt)
@@ -112,7 +112,8 @@ def _static_integer_exponent(x2):
     """A concrete integer scalar (Python, numpy, or a 0-d array that is not traced) as a Python
     int, which takes the integer_pow path, as in JAX (so int ** negative raises TypeError)."""
     from jaxlite.core.array import Array
-    if isinstance(x2, (np.ndarray, np.integer, Array)) and np.ndim(x2) == 0 \
+    # type(), not isinstance: tracers count as Array instances for isinstance (as in JAX).
+    if (isinstance(x2, (np.ndarray, np.integer)) or type(x2) is Array) and np.ndim(x2) == 0 \
             and dtypes.is_int(np.result_type(x2)) and not dtypes.is_bool(np.result_type(x2)):
         return int(x2)
     return x2

@@ -1,8 +1,12 @@
 """Shared helpers for the NumPy-style API: argument checks, promotion and broadcasting."""
+import warnings
+
 import numpy as np
 
 from jaxlite import lax
 from jaxlite.core import dtypes
+from jaxlite.core.config import config
+from jaxlite.core.errors import user_stacklevel
 from jaxlite.core.abstract import broadcast_shapes
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
@@ -21,8 +25,47 @@ def check_arraylike(name, *args):
 
 def promote_dtypes(*args):
     """Convert arguments to their common dtype; Python scalars stay weakly typed."""
+    if config.jax_numpy_dtype_promotion == "strict":
+        _check_strict_promotion(args)
     dtype = dtypes.result_type(*args)
     return [lax.convert_element_type(x, dtype, weak_type=_is_weak(x)) for x in args]
+
+
+def _check_strict_promotion(args):
+    """jax_numpy_dtype_promotion="strict": one strong dtype; weak values only of a kind it holds
+    (a weak int fits any number, a weak float any inexact dtype)."""
+    strong = {np.dtype(x.dtype) for x in args if not _is_weak(x) and hasattr(x, "dtype")}
+    weak = [x for x in args if _is_weak(x)]
+    target = next(iter(strong)) if len(strong) == 1 else None
+    fits = target is not None and all(_weak_fits(x, target) for x in weak)
+    if len(strong) > 1 or (weak and strong and not fits):
+        shown = tuple(sorted(str(type(x)) if dtypes.is_python_scalar(x) else np.dtype(x.dtype).name for x in args))
+        raise dtypes.TypePromotionError(
+            f"Input dtypes {shown} have no available implicit dtype promotion path when "
+            "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output type, "
+            "or set jax_numpy_dtype_promotion=standard.")
+
+
+def _weak_fits(x, dtype):
+    kind = dtypes.dtype_of(x).kind if not hasattr(x, "dtype") else np.dtype(x.dtype).kind
+    return kind == np.dtype(dtype).kind or (kind in "iu" and np.dtype(dtype).kind in "iufc") or \
+        (kind == "b" and np.dtype(dtype).kind == "b")
+
+
+def _check_rank_promotion(name, args):
+    """jax_numpy_rank_promotion: "warn" or "raise" when operands of different ranks (rank 0
+    aside) are broadcast together."""
+    mode = config.jax_numpy_rank_promotion
+    ranks = {np.ndim(x) for x in args if np.ndim(x) != 0}
+    if mode == "allow" or len(ranks) < 2:
+        return
+    shapes = " ".join(str(np.shape(x)) for x in args)
+    if mode == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes {shapes} and "
+                         "with the config option jax_numpy_rank_promotion='raise'.")
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shapes}. Set the "
+                  "jax_numpy_rank_promotion config option to 'allow' to disable this warning.",
+                  stacklevel=user_stacklevel())
 
 
 def _is_weak(x):
@@ -30,6 +73,12 @@ def _is_weak(x):
 
 
 def broadcast_arrays(*args):
+    """The arguments broadcast to their common shape (as arrays, rank-0 ones too)."""
+    shape = broadcast_shapes(*(np.shape(x) for x in args))
+    return [broadcast_to(x, shape) for x in args]
+
+
+def _broadcast_operands(*args):
     """Broadcast to a common shape; rank-0 operands are left for the primitive to broadcast."""
     shape = broadcast_shapes(*(np.shape(x) for x in args))
     return [x if np.ndim(x) == 0 or np.shape(x) == shape else broadcast_to(x, shape) for x in args]
@@ -54,8 +103,10 @@ def promote_and_broadcast(name, *args):
         if fast is not None:
             return fast
     check_arraylike(name, *args)
+    _check_rank_promotion(name, args)
+    promoted = promote_dtypes(*args)
     try:
-        return broadcast_arrays(*promote_dtypes(*args))
+        return _broadcast_operands(*promoted)
     except ValueError:
         shown = ", ".join(str(np.shape(x)) for x in args)
         raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}") from None
@@ -96,7 +147,12 @@ def _already_uniform(args):
 
 def promote_to_inexact(name, *args):
     """Like promote_and_broadcast, but integers and bools become the default float."""
-    args = promote_and_broadcast(name, *args)
+    return promote_dtypes_inexact(*promote_and_broadcast(name, *args))
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, but integers and bools become the default float."""
+    args = promote_dtypes(*args)
     if dtypes.is_float(args[0].dtype):
         return args
     dtype = dtypes.default_float_dtype()

@@ -189,7 +189,7 @@ class JVPTracer(Tracer):
         primal = self.primal
         if isinstance(primal, Tracer):
             return primal.to_concrete_value()
-        return primal._value if isinstance(primal, Array) else primal
+        return primal._value if type(primal) is Array else primal
 
     def __float__(self):
         # bool() and int() of a differentiated value are allowed (they have no derivative
@@ -490,7 +490,7 @@ def _linearize_tree(fun, primals, has_aux):
 
 
 @errors.api_boundary
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """(fun(*primals), vjp_fun[, aux]): vjp_fun(ct) pulls an output cotangent back to the inputs."""
     flat_primals, in_tree, outs, aux, linear, out_nonzero, trees = _linearize_tree(fun, primals, has_aux)
     out_tree = trees["out"]
@@ -603,10 +603,18 @@ def _check_scalar_output(out):
                         f"with integer outputs, use jaxlite.vjp directly.")
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
+def _check_unsupported_options(holomorphic, reduce_axes):
+    if holomorphic:
+        raise NotImplementedError("grad(holomorphic=True): jaxlite differentiates real-valued functions only")
+    if reduce_axes:
+        raise NotImplementedError("grad(reduce_axes=...) is not supported (JAX has removed it too)")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
     """A function returning (fun(*args), the gradient of fun with respect to args[argnums])."""
     errors.check_callable(fun, "value_and_grad")
     _argnums_tuple(argnums)
+    _check_unsupported_options(holomorphic, reduce_axes)
 
     @errors.api_boundary
     def value_and_grad_fun(*args, **kwargs):
@@ -624,10 +632,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
     return value_and_grad_fun
 
 
-def grad(fun, argnums=0, has_aux=False, allow_int=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
     """The gradient of a scalar function with respect to args[argnums] (a tuple for a tuple)."""
     errors.check_callable(fun, "grad")
-    value_and_grad_fun = value_and_grad(fun, argnums, has_aux, allow_int)
+    value_and_grad_fun = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @errors.api_boundary
     def grad_fun(*args, **kwargs):

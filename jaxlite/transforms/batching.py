@@ -75,35 +75,46 @@ def _batch_rule(primitive):
 
 
 class _AxisEnv(threading.local):
-    sizes = ()    # (name, size) pairs of the enclosing named vmaps, innermost last
+    sizes = ()    # (name, size, binder) of the enclosing named vmaps and shard_maps, innermost last
 
 
 _axis_env = _AxisEnv()
 
 
 @contextmanager
-def extend_axis_env(name, size):
+def extend_axis_env(name, size, binder=None):
     """Make a vmap's axis name visible to collectives while its function is traced.
 
     The names are dynamic scope, not trace parents, so a function staged inside a
     vmap (say a loop body) can still refer to the axis; the batching trace
-    resolves the reference once the staged computation is batched.
+    resolves the reference once the staged computation is batched. A shard_map
+    binds its mesh axes here too, with itself as `binder`: collectives over them
+    become its mesh collectives instead.
     """
     previous = _axis_env.sizes
     if name is not None:
-        _axis_env.sizes = previous + ((name, size),)
+        _axis_env.sizes = previous + ((name, size, binder),)
     try:
         yield
     finally:
         _axis_env.sizes = previous
 
 
-def bound_axis_size(name):
-    """The size of the innermost enclosing vmap named `name`; NameError if there is none."""
-    for bound_name, size in reversed(_axis_env.sizes):
-        if bound_name == name:
-            return size
+def _innermost_binding(name):
+    for binding in reversed(_axis_env.sizes):
+        if binding[0] == name:
+            return binding
     raise NameError(f"unbound axis name: {name}")
+
+
+def bound_axis_size(name):
+    """The size of the innermost enclosing vmap (or shard_map axis) named `name`; NameError if none."""
+    return _innermost_binding(name)[1]
+
+
+def axis_binder(name):
+    """The shard_map whose mesh axis is the innermost binding of `name`, or None for a vmap."""
+    return _innermost_binding(name)[2]
 
 
 def batch_flat(flat_fun, vals, dims, axis_size, axis_name=None):
@@ -184,7 +195,7 @@ def logical_shape(x, dim):
 
 # ---------------------------------------------------------------- the vmap API
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorize `fun` over the axes `in_axes` of its arguments.
 
     in_axes/out_axes are an int, None, or a pytree prefix of the arguments/outputs;
@@ -263,7 +274,7 @@ def _mapped_size(flat_args, dims, axis_size, leaf_names):
 def _leaf_names(fun, args, kwargs):
     """Each argument leaf as the user would write it: `x['w']`, `args[2]`, `kwargs['y']`."""
     import inspect
-    from jaxlite.core.tree_util import tree_leaves_with_path
+    from jaxlite.core.tree_util import keystr, tree_leaves_with_path
     try:
         parameters = [p.name for p in inspect.signature(fun).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -272,8 +283,8 @@ def _leaf_names(fun, args, kwargs):
     names = []
     for i, arg in enumerate(args):
         base = parameters[i] if i < len(parameters) else f"args[{i}]"
-        names += [base + path for path, _ in tree_leaves_with_path(arg)]
-    return names + ["kwargs" + path for path, _ in tree_leaves_with_path(kwargs)]
+        names += [base + keystr(path) for path, _ in tree_leaves_with_path(arg)]
+    return names + ["kwargs" + keystr(path) for path, _ in tree_leaves_with_path(kwargs)]
 
 
 def _place(x, dim, target, size):

@@ -114,10 +114,16 @@ class custom_jvp(_CustomFunction):
     def __init__(self, fun, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
         self.jvp = None
+        self.symbolic_zeros = False
 
-    def defjvp(self, jvp):
-        """rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)."""
-        self.jvp = jvp
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out).
+
+        With symbolic_zeros, the tangent of an argument that does not vary is a
+        SymbolicZero instead of an array of zeros, and the rule may return
+        SymbolicZero for an output tangent that is zero.
+        """
+        self.jvp, self.symbolic_zeros = jvp, symbolic_zeros
         return jvp
 
     def defjvps(self, *jvps):
@@ -138,7 +144,7 @@ class custom_jvp(_CustomFunction):
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
 
     def _bind(self, operands, body, split, in_tree, out_tree, num_consts):
-        rule = _FlatJVP(self.jvp, split, in_tree, out_tree, body.out_avals)
+        rule = _FlatJVP(self.jvp, split, in_tree, out_tree, body.out_avals, self.symbolic_zeros)
         return custom_jvp_call_p.bind(*operands, jaxpr=body, rule=rule, num_consts=num_consts)
 
 
@@ -155,9 +161,9 @@ def _zeros_like(x):
 class _FlatJVP:
     """The user's JVP rule on flat lists: (primals, tangents) -> primal outs + tangent outs."""
 
-    def __init__(self, rule, split, in_tree, out_tree, out_avals):
+    def __init__(self, rule, split, in_tree, out_tree, out_avals, symbolic_zeros):
         self.rule, self.split, self.in_tree = rule, split, in_tree
-        self.out_tree, self.out_avals = out_tree, out_avals
+        self.out_tree, self.out_avals, self.symbolic_zeros = out_tree, out_avals, symbolic_zeros
 
     def __call__(self, primals, tangents):
         name = getattr(self.rule, "__name__", "jvp")
@@ -191,9 +197,43 @@ call_primitives.add(custom_jvp_call_p)     # under jit the rule is used up: its 
 
 
 def _custom_jvp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
-    results = rule(primals[num_consts:], [ad.instantiate(t) for t in tangents[num_consts:]])
+    tangents = tangents[num_consts:]
+    if getattr(rule, "symbolic_zeros", False):   # (a vmapped rule gets arrays)
+        tangents = [SymbolicZero(t.aval) if ad.is_zero(t) else t for t in tangents]
+    else:
+        tangents = [ad.instantiate(t) for t in tangents]
+    results = rule(primals[num_consts:], tangents)
     num_outs = len(jaxpr.out_avals)
-    return results[:num_outs], results[num_outs:]
+    return results[:num_outs], [_as_zero(t) for t in results[num_outs:]]
+
+
+class SymbolicZero:
+    """A zero tangent or cotangent known by its type only, handed to rules defined with
+    symbolic_zeros=True (they can skip work for it); a rule may return one too."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    def __repr__(self):
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+class CustomVJPPrimal:
+    """A primal argument as a custom_vjp fwd rule defined with symbolic_zeros=True sees it:
+    its value, and whether it is perturbed (has a nonzero tangent)."""
+
+    def __init__(self, value, perturbed):
+        self.value, self.perturbed = value, perturbed
+
+    def __repr__(self):
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+def _as_zero(t):
+    return ad.Zero(ad.tangent_aval(t.aval)) if isinstance(t, SymbolicZero) else t
 
 
 class _BatchedRule:
@@ -205,8 +245,8 @@ class _BatchedRule:
     def __call__(self, *lists):
         return vmap(self.rule, axis_name=self.axis_name)(*lists)
 
-    def forward(self, args):
-        return vmap(self.rule.forward, axis_name=self.axis_name)(args)
+    def forward(self, args, perturbed=None):
+        return vmap(lambda a: self.rule.forward(a, perturbed), axis_name=self.axis_name)(args)
 
     def backward(self, residuals, cts):
         return vmap(self.rule.backward, axis_name=self.axis_name)(residuals, cts)
@@ -233,9 +273,13 @@ class custom_vjp(_CustomFunction):
     def __init__(self, fun, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
 
-    def defvjp(self, fwd, bwd):
-        self.fwd, self.bwd = fwd, bwd
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        """With symbolic_zeros, fwd gets each array argument as a CustomVJPPrimal and bwd gets
+        SymbolicZero for a zero output cotangent. (optimize_remat is accepted; it changes
+        only how JAX schedules fwd, not the values.)"""
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
     def _check_defined(self, name):
         if self.fwd is None:
@@ -254,9 +298,13 @@ class _FlatVJP:
         self.out_tree, self.out_avals = out_tree, out_avals
         self.res_tree = None
 
-    def forward(self, primals):
+    symbolic_zeros = property(lambda self: self.custom.symbolic_zeros)
+
+    def forward(self, primals, perturbed=None):
         fwd = self.custom.fwd
         name = getattr(fwd, "__name__", "fwd")
+        if self.symbolic_zeros:
+            primals = [CustomVJPPrimal(p, d) for p, d in zip(primals, perturbed or [True] * len(primals))]
         result = fwd(*self.split.merge(tree_unflatten(self.in_tree, primals)))
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise TypeError(f"Custom VJP fwd rule {name} must produce a pair (list or tuple of length "
@@ -282,6 +330,8 @@ class _FlatVJP:
                 "length equal to the number of arguments to the primal function, but got bwd output "
                 f"structure {tree_flatten(result)[1]} for primal input structure {self.in_tree}.")
         result = tuple(tree_map(_zeros_like, arg) if ct is None else ct for ct, arg in zip(result, diff))
+        result = tree_map(_zeros_like, result, is_leaf=lambda x: isinstance(x, SymbolicZero)) \
+            if self.symbolic_zeros else result
         flat_cts, ct_tree = tree_flatten(result)
         if ct_tree != self.in_tree:
             raise TypeError(
@@ -314,7 +364,7 @@ call_primitives.add(custom_vjp_call_p)
 
 def _custom_vjp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
     arg_tangents = tangents[num_consts:]
-    outs, residuals = rule.forward(primals[num_consts:])
+    outs, residuals = rule.forward(primals[num_consts:], [not ad.is_zero(t) for t in arg_tangents])
     if all(ad.is_zero(t) for t in arg_tangents):
         return outs, [ad.zero_like(o) for o in outs]
     out_avals = tuple(ad.tangent_aval(a) for a in jaxpr.out_avals)
@@ -338,7 +388,10 @@ custom_lin_p.def_abstract_eval(lambda *avals, num_res, rule, out_avals: list(out
 
 
 def _custom_lin_transpose(cts, *args, num_res, rule, out_avals):
-    cts = [ad.materialize(ct) for ct in cts]
+    if getattr(rule, "symbolic_zeros", False):
+        cts = [SymbolicZero(ct.aval) if ad.is_zero(ct) else ct for ct in cts]
+    else:
+        cts = [ad.materialize(ct) for ct in cts]
     return [None] * num_res + rule.backward(list(args[:num_res]), cts)
 
 

@@ -26,16 +26,16 @@ import warnings
 import weakref
 from contextlib import contextmanager
 
-import numpy as np
-
 from jaxlite.core import errors
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
+from jaxlite.core import ref as ref_module
 from jaxlite.core.primitive import Primitive, call_primitives
-from jaxlite.core.staging import abstractify, flatten_fun, trace_to_jaxpr
-from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace
+from jaxlite.core.ref import Ref
+from jaxlite.core.staging import _aval_of_spec, abstractify, flatten_fun, trace_to_jaxpr
+from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace, float_checks
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
-from jaxlite.transforms import ad, batching, dispatch
+from jaxlite.transforms import ad, batching, dispatch, stages
 from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
 
 logger = logging.getLogger("jaxlite.jit")
@@ -102,7 +102,7 @@ def _clear_fast_calls():
 def _on_config_change(name, value):
     if name == "jax_enable_x64":
         clear_caches()
-    elif name == "jax_disable_jit":
+    elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
         _clear_fast_calls()     # the fast path does not read the flag: with no tables it never hits
 
 
@@ -121,6 +121,7 @@ class _CacheEntry:
         self.lock = threading.Lock()
 
     extra_args = ()
+    ref_positions = ()     # flat arguments that are mutable array references
 
     def get_executable(self):
         with self.lock:
@@ -138,11 +139,12 @@ class _CacheEntry:
 def _compile(closed, name, donated=()):
     """Machine code for `closed`: from the persistent cache when configured (as in JAX, this
     still counts and logs as a compile; disk_cache.stats tells hits apart), else compiled."""
-    from jaxlite.lower import pipeline, program_cache
+    from jaxlite.lower import collectives, pipeline, program_cache
     if config.jax_log_compiles:
         shown = ", ".join(a.str_short() for a in closed.in_avals)
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
+    collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
     executable = program_cache.compile_cached(
         closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
         donated)
@@ -152,7 +154,7 @@ def _compile(closed, name, donated=()):
 
 def _warn_unusable_donations(avals):
     if avals:
-        shown = ", ".join(f"ShapedArray({a.dtype.name}[{','.join(map(str, a.shape))}])" for a in avals)
+        shown = ", ".join(repr(a.strip_weak_type()) for a in avals)
         warnings.warn(f"Some donated buffers were not usable: {shown}.\nDonated arguments are given up "
                       f"only when an output has the same shape and dtype to take over their buffer.")
 
@@ -204,11 +206,22 @@ def disable_jit(disable=True):
 
 # ---------------------------------------------------------------- the API
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=()):
-    """Compile `fun` on first call for each argument signature (usable as a decorator)."""
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(),
+        in_shardings=None, out_shardings=None, keep_unused=False, device=None, backend=None, inline=False,
+        compiler_options=None):
+    """Compile `fun` on first call for each argument signature (usable as a decorator).
+
+    JAX's other keyword arguments are accepted for its code to run unchanged; on
+    jaxlite's one CPU device they change no result: shardings place everything on
+    it, `inline` is what the compiler does with every nested jit anyway, and an
+    unused argument costs nothing. `backend` must be "cpu" (or None).
+    """
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+                             donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                             backend=backend)
+    if backend not in (None, "cpu"):
+        raise RuntimeError(f"jit(backend={backend!r}): jaxlite has only the 'cpu' backend")
     errors.check_callable(fun, "jit")
     return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
@@ -254,14 +267,23 @@ class JittedFunction:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         entry, flat_args = self._entry(args, kwargs)
+        if config.jax_transfer_guard in ("log", "disallow"):
+            _guard_transfers(flat_args, entry.in_avals[len(entry.extra_args):])
+        refs = [flat_args[i] for i in entry.ref_positions]
+        if refs:
+            flat_args = [x[...] if isinstance(x, Ref) else x for x in flat_args]
         if current_trace() is EVAL_TRACE:
             # Signatures first: a donated argument is deleted by the call.
             signatures = None if kwargs or self.static_argnums or not entry.cacheable else _array_signatures(args)
             outs = dispatch.run_entry(entry, flat_args)
-            if signatures is not None:
+            if float_checks.enabled:
+                _check_floats(entry, flat_args, outs)
+            elif signatures is not None:
                 self._remember_fast(signatures, entry)
         else:
             outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=entry.name)
+        if refs:
+            outs = _write_back(refs, outs)
         return tree_unflatten(entry.out_tree, outs)
 
     def _remember_fast(self, signatures, entry):
@@ -269,26 +291,34 @@ class JittedFunction:
             self._fast_calls.clear()
         self._fast_calls[_fast_key(signatures)] = dispatch.make_call(entry, entry.executable, signatures)
 
+    def trace(self, *args, **kwargs):
+        """The jaxpr for these arguments (arrays or ShapeDtypeStructs), as a stages.Traced."""
+        entry, _ = self._entry(args, kwargs, specs=True)
+        return stages.Traced(entry, entry.in_tree, self.__name__)
+
     def lower(self, *args, **kwargs):
-        entry, _ = self._entry(args, kwargs)
-        from jaxlite.lower import pipeline
-        return Lowered(pipeline.lower_jaxpr(entry.closed), entry.name, entry.out_tree)
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         from jaxlite.core.staging import eval_shape
         return eval_shape(self.fun, *args, **kwargs)
 
     # -- tracing and the cache
-    def _entry(self, args, kwargs):
+    def _entry(self, args, kwargs, specs=False):
+        """The cache entry for these arguments; `specs`: ShapeDtypeStructs may stand for arrays."""
         dynamic_args, dynamic_kwargs, static = self._split(args, kwargs)
         flat_args, in_tree = tree_flatten((dynamic_args, dynamic_kwargs))
-        signature = tuple(_leaf_signature(x) for x in flat_args)
+        aval_of = _aval_of_spec if specs else abstractify
+        ref_positions = _ref_positions(flat_args, self.fun)
+        if ref_positions:
+            aval_of = _aval_or_ref_aval(aval_of)
+        signature = tuple(_leaf_signature(x, aval_of) for x in flat_args)
         donated = self._donated_leaves(args, kwargs)
         key = (self.fun, in_tree, signature, static, config.jax_enable_x64, donated)
         entry = _calls_cache.get(key)
         if entry is None:
             _explain_miss(self.fun, key)
-            entry = self._trace(in_tree, flat_args, static, donated)
+            entry = self._trace(in_tree, [aval_of(x) for x in flat_args], static, donated, ref_positions)
             if entry.cacheable:
                 _calls_cache.put(key, entry)
         return entry, flat_args
@@ -304,7 +334,7 @@ class JittedFunction:
                     for name, value in kwargs.items() if name not in self.static_argnames}
         return tuple(tree_flatten((positional, keywords))[0])
 
-    def _trace(self, in_tree, flat_args, static, donated=()):
+    def _trace(self, in_tree, in_avals, static, donated=(), ref_positions=()):
         static_positional = [(i, v) for kind, i, v in static if kind == "position"]
         static_keywords = {name: v for kind, name, v in static if kind == "name"}
 
@@ -317,8 +347,11 @@ class JittedFunction:
 
         flat_fun, out_tree = flatten_fun(with_static, in_tree)
         name = f"jit({self.__name__})"
-        closed = trace_to_jaxpr(flat_fun, [abstractify(x) for x in flat_args], name)
-        return _TracedCall(closed, out_tree[0], name, donated)
+        with ref_module.staging_a_cached_program():
+            closed = trace_to_jaxpr(ref_module.discharged(flat_fun, ref_positions), in_avals, name)
+        entry = _TracedCall(closed, out_tree[0], name, donated)
+        entry.in_tree, entry.ref_positions = in_tree, ref_positions
+        return entry
 
     def _split(self, args, kwargs):
         static = []
@@ -334,6 +367,65 @@ class JittedFunction:
             else:
                 dynamic_kwargs[name] = value
         return dynamic_args, dynamic_kwargs, tuple(static)
+
+
+def _guard_transfers(flat_args, avals):
+    """jax_transfer_guard: numpy values and Python scalars passed to a jitted function are
+    what JAX would transfer to the device (Arrays are already there)."""
+    for x, aval in zip(flat_args, avals):
+        if not isinstance(x, (Array, Tracer, Ref)):
+            message = f"host-to-device transfer: aval={aval!r}, dst_sharding=SingleDeviceSharding(device=CpuDevice(id=0))"
+            if config.jax_transfer_guard == "disallow":
+                raise errors.JaxRuntimeError(f"INVALID_ARGUMENT: Disallowed {message}")
+            logger.warning("Transfer guard: %s", message)
+
+
+def _check_floats(entry, flat_args, outs):
+    """jax_debug_nans/infs: a compiled call that produced a nan (inf) is run again
+    equation by equation (the de-optimized function), so the error names the primitive."""
+    kind = next((k for k in map(float_checks.invalid, outs) if k is not None), None)
+    if kind is None:
+        return
+    logger.warning("Invalid %s value encountered in the output of a jax.jit function. Calling the "
+                   "de-optimized version.", kind)
+    float_checks.rerun(entry.closed, entry.extra_args + [dispatch.numpy_argument(x, a) for x, a in
+                                                         zip(flat_args, entry.in_avals)])
+    raise FloatingPointError(
+        f"invalid value ({kind}) encountered in {entry.name}. Because jax_debug_nans and/or "
+        "jax_debug_infs is set, the de-optimized function (the function as if the `jit` decorator "
+        "were removed) was called in an attempt to get a more precise error message. However, the "
+        "de-optimized function did not produce invalid values during its execution: the compiled "
+        "code computed differently (e.g. with a fused or reordered floating-point computation).")
+
+
+# ---------------------------------------------------------------- mutable array references
+# A Ref argument is one more input (its value now) and one more output (its value at the
+# end), which the call writes back into the Ref.
+
+def _ref_positions(flat_args, fun):
+    positions = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
+    seen = {}
+    for i in positions:
+        if id(flat_args[i]) in seen:
+            raise ValueError(f"only one reference to a mutable array may be passed as an argument to a "
+                             f"function, but when tracing {getattr(fun, '__name__', fun)} for jit the "
+                             f"mutable array reference of type {flat_args[i].aval} appeared at flat "
+                             f"arguments {seen[id(flat_args[i])]} and {i}.")
+        seen[id(flat_args[i])] = i
+    return positions
+
+
+def _aval_or_ref_aval(aval_of):
+    """Avals of flat arguments where a Ref stands for its value (marked, to key the cache)."""
+    def aval(x):
+        return x.aval.inner_aval if isinstance(x, Ref) else aval_of(x)
+    return aval
+
+
+def _write_back(refs, outs):
+    for ref, value in zip(refs, outs[len(outs) - len(refs):]):
+        ref[...] = value
+    return outs[:len(outs) - len(refs)]
 
 
 class _TracedCall(_CacheEntry):
@@ -375,11 +467,13 @@ def _array_signatures(args):
     return None
 
 
-def _leaf_signature(x):
+def _leaf_signature(x, aval_of=abstractify):
+    if isinstance(x, Ref):
+        return ("ref", x.aval)
     if type(x) is Array:
         signature = signature_of(x)
         return (signature.shape, signature.dtype, signature.weak_type)
-    aval = abstractify(x)
+    aval = aval_of(x)
     return (aval.shape, aval.dtype, aval.weak_type)
 
 
@@ -478,50 +572,3 @@ def _difference(old, new):
         if a[2] != b[2]:
             return f"argument leaf {i} changed weak type from {a[2]} to {b[2]}"
     return "the signature was evicted from the cache"
-
-
-# ---------------------------------------------------------------- ahead-of-time stages
-
-class Lowered:
-    """`jit(f).lower(*args)`: the optimized jaxpr and its fused kernels."""
-
-    def __init__(self, program, name, out_tree):
-        self.program, self.name, self.out_tree = program, name, out_tree
-
-    def as_text(self):
-        return self.program.as_text()
-
-    def compile(self):
-        from jaxlite.lower import pipeline
-        _stats["compiles"] += 1
-        return Compiled(self.program, pipeline.compile_program(self.program, self.name), self.out_tree)
-
-
-class Compiled:
-    """Machine code for one signature: `as_text()` is the LLVM IR (headed by the GEMM
-    calls' plans), `asm()` the assembly."""
-
-    def __init__(self, program, executable, out_tree):
-        self.program, self.executable, self.out_tree = program, executable, out_tree
-
-    def as_text(self):
-        """The LLVM IR, after a comment per GEMM call naming the plan chosen for it."""
-        compiled = self.executable.compiled
-        text = compiled.optimized_ir if compiled is not None else self.executable.llvm_ir
-        plans = "".join(f"; {line}\n" for line in self.executable.describe_gemm_plans())
-        return plans + text
-
-    def asm(self):
-        return self.executable.asm()
-
-    def cost_analysis(self):
-        from jaxlite.lower import pipeline
-        return pipeline.cost_analysis(self.program)
-
-    def __call__(self, *args):
-        flat_args, _ = tree_flatten(args)
-        closed = self.program.closed
-        values = [dispatch.numpy_argument(x, aval) for x, aval in zip(flat_args, closed.in_avals)]
-        outs = self.executable(values)
-        arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, closed.out_avals)]
-        return tree_unflatten(self.out_tree, arrays)

@@ -16,7 +16,7 @@ import numpy as np
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var, constvars_as_invars
 from jaxlite.core.staging import flatten_fun, jaxpr_as_fun, trace_to_jaxpr
-from jaxlite.core.tree_util import tree_flatten, tree_leaves_with_path, tree_unflatten
+from jaxlite.core.tree_util import keystr, tree_flatten, tree_leaves_with_path, tree_unflatten
 from jaxlite.transforms import ad, batching
 
 
@@ -81,7 +81,7 @@ def check_carry_types(fun_name, in_tree, in_avals, out_tree, out_avals):
                         f"pytree structure, but they differ: the input carry has structure "
                         f"{in_tree} and the output carry has structure {out_tree}. Revise the "
                         "function so that the carry output has the structure of the carry input.")
-    paths = [path for path, _ in tree_leaves_with_path(tree_unflatten(in_tree, in_avals))]
+    paths = [keystr(path) for path, _ in tree_leaves_with_path(tree_unflatten(in_tree, in_avals))]
     for path, a, b in zip(paths, in_avals, out_avals):
         if not same_type(a, b):
             raise TypeError(

@@ -11,7 +11,7 @@ from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.trace import set_current_trace
-from jaxlite.core.tree_util import tree_leaves_with_path, tree_unflatten
+from jaxlite.core.tree_util import keystr, tree_leaves_with_path, tree_unflatten
 from jaxlite.lax.control_flow.common import (
     args_tree, batch_axis_jaxpr, check_jaxpr_inputs, difference, flat_operands,
     run_jaxpr, same_type, same_types, trace_hoisted, type_text)
@@ -190,8 +190,23 @@ def switch(index, branches, *operands):
     return _bind_cond(index, branches, names, operands, reference=0)
 
 
-def cond(pred, true_fun, false_fun, *operands):
-    """true_fun(*operands) if pred else false_fun(*operands), with both traced once."""
+_NO_OPERAND = object()
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
+    """true_fun(*operands) if pred else false_fun(*operands), with both traced once.
+
+    JAX's older forms work too: `cond(pred, true_fun, false_fun, operand=x)` and
+    `cond(pred, true_operand, true_fun, false_operand, false_fun)`.
+    """
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("cond: pass operands either positionally or as operand=, not both")
+        operands = (operand,)
+    if not callable(true_fun) and callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+        true_operand, true_branch, false_operand, false_branch = true_fun, false_fun, *operands
+        return cond(pred, lambda ops: true_branch(ops[0]), lambda ops: false_branch(ops[1]),
+                    (true_operand, false_operand))
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("cond: true_fun and false_fun arguments should be callable.")
     pred = flat_operands(pred)[0][0]
@@ -226,7 +241,7 @@ def _bind_cond(index, funs, names, operands, reference):
 def _check_branch_outputs(traced, names, reference):
     """Every branch must return what branch `reference` (the one messages name first) does."""
     jaxpr0, _, tree0 = traced[reference]
-    paths = [p for p, _ in tree_leaves_with_path(tree_unflatten(tree0, jaxpr0.out_avals))]
+    paths = [keystr(p) for p, _ in tree_leaves_with_path(tree_unflatten(tree0, jaxpr0.out_avals))]
     for (jaxpr, _, tree), name in zip(traced, names):
         if tree != tree0:
             raise TypeError(f"cond branch outputs must have the same pytree structure, but they "

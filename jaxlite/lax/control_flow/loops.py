@@ -463,7 +463,7 @@ def fori_loop(lower, upper, body_fun, init_val):
 
 def _is_static(bound):
     return not isinstance(bound, Tracer) and (
-        isinstance(bound, (int, np.integer)) or (isinstance(bound, Array) and dtypes.is_int(bound.dtype)))
+        isinstance(bound, (int, np.integer)) or (type(bound) is Array and dtypes.is_int(bound.dtype)))
 
 
 def _fori_as_scan(lower, upper, body_fun, init_val):

@@ -23,6 +23,7 @@ from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import shape_tuple
 from jaxlite.lax.special import erf, erf_inv
 from jaxlite.numpy.util import promote_to_inexact
+from jaxlite.random._keys import KeyTy, PRNGKeyArray, resolve_impl
 
 _UINT_BY_WIDTH = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 _WORD = 2 ** 32
@@ -47,17 +48,41 @@ def PRNGKey(seed):
     return _key_from_traced_seed(seed)
 
 
-key = PRNGKey
+def key(seed, *, impl=None):
+    """A typed key (dtype key<fry>, shape ()) from an integer seed: PRNGKey's words, wrapped."""
+    return PRNGKeyArray(resolve_impl(impl), PRNGKey(seed))
 
 
 def key_data(keys):
-    """The uint32 words of keys: the keys themselves, since jaxlite keys are raw arrays."""
-    return _check_key("key_data", keys, allow_batched=True)
+    """The uint32 words of keys, shape keys.shape + (2,) (raw keys are their own words)."""
+    keys, _ = _check_key("key_data", keys, allow_batched=True)
+    return keys
 
 
-def wrap_key_data(key_bits):
-    """Keys from their uint32 words (the inverse of key_data): the words themselves."""
-    return _check_key("wrap_key_data", key_bits, allow_batched=True)
+def wrap_key_data(key_bits_array, *, impl=None):
+    """Typed keys from their uint32 words (the inverse of key_data)."""
+    if isinstance(key_bits_array, PRNGKeyArray):
+        raise TypeError("wrap_key_data takes uint32 key data, got a typed key array")
+    words, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
+    return PRNGKeyArray(resolve_impl(impl), words)
+
+
+def key_impl(keys):
+    """The name of the keys' PRNG implementation (raw uint32 keys are threefry2x32's)."""
+    _check_key("key_impl", keys, allow_batched=True)
+    return keys.dtype.impl if isinstance(keys, PRNGKeyArray) else "threefry2x32"
+
+
+def key_dtype(impl=None):
+    """The dtype of typed keys of an implementation (the default: key<fry>)."""
+    return KeyTy(resolve_impl(impl))
+
+
+def clone(key):
+    """The key itself: jaxlite's arrays are immutable, so a key never needs a fresh copy
+    (JAX offers clone for its experimental keys that may be used only once)."""
+    _check_key("clone", key, allow_batched=True)
+    return key
 
 
 def _is_integer_like(x):
@@ -79,15 +104,27 @@ def _make_key(word1, word2):
 
 
 def _check_key(name, key, allow_batched=False):
-    """The key as an array, or JAX's error for something that is not a single key."""
-    key = jnp.asarray(key)
-    if key.dtype != dtypes.uint32 or key.shape[-1:] != (2,):
-        raise TypeError(f"{name} expects a PRNG key, a uint32 array of shape (2,), "
-                        f"got {key.dtype.name}{list(key.shape)}")
-    if key.ndim > 1 and not allow_batched:
+    """(the key's uint32 words, whether it was typed), or JAX's error for something that
+    is not a single key."""
+    typed = isinstance(key, PRNGKeyArray)
+    words = key._data if typed else jnp.asarray(key)
+    if words.dtype != dtypes.uint32 or words.shape[-1:] != (2,):
+        raise TypeError(f"{name} expects a PRNG key, a typed key or a uint32 array of shape "
+                        f"(..., 2), got {words.dtype.name}{list(words.shape)}")
+    if words.ndim > 1 and not allow_batched:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{key.shape[:-1]} != (). Use jaxlite.vmap for batching.")
-    return key
+                         f"{words.shape[:-1]} != (). Use jaxlite.vmap for batching.")
+    return words, typed
+
+
+def _sampler_key(name, key):
+    """The words of the single key a sampler draws from."""
+    return _check_key(name, key)[0]
+
+
+def _keys_like(typed, words):
+    """New keys in the form the caller gave: typed or raw."""
+    return PRNGKeyArray("threefry2x32", words) if typed else words
 
 
 def _encrypt(key, high, low):
@@ -106,8 +143,8 @@ def _counters(shape):
 
 def split(key, num=2):
     """`num` new keys (or keys of shape `num` for a tuple), stacked along a new leading axis."""
-    key = _check_key("split", key)
-    return _split(key, tuple(num) if isinstance(num, Sequence) else (num,))
+    key, typed = _check_key("split", key)
+    return _keys_like(typed, _split(key, tuple(num) if isinstance(num, Sequence) else (num,)))
 
 
 def _split(key, shape):
@@ -116,12 +153,12 @@ def _split(key, shape):
 
 def fold_in(key, data):
     """A new key that depends on the key and a 32-bit integer."""
-    key = _check_key("fold_in", key)
+    key, typed = _check_key("fold_in", key)
     if np.ndim(data):
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
                         f"{np.shape(data)} != (). Use jaxlite.vmap for batching.")
     data = lax.convert_element_type(data, dtypes.uint32)
-    return _make_key(*_encrypt(key, lax.full((), 0, dtypes.uint32), data))
+    return _keys_like(typed, _make_key(*_encrypt(key, lax.full((), 0, dtypes.uint32), data)))
 
 
 def _random_bits(key, width, shape):
@@ -134,7 +171,7 @@ def _random_bits(key, width, shape):
 
 def bits(key, shape=(), dtype=None):
     """Uniformly random unsigned integers (uint32 by default, uint64 with x64)."""
-    key = _check_key("bits", key)
+    key = _sampler_key("bits", key)
     dtype = dtypes.canonicalize_dtype(dtypes.uint64 if dtype is None else dtype)
     if not dtypes.is_unsigned(dtype):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
@@ -183,7 +220,7 @@ def _scalar(value, dtype):
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in [minval, maxval)."""
-    key = _check_key("uniform", key)
+    key = _sampler_key("uniform", key)
     return _uniform(key, shape_tuple(shape), _float_dtype("uniform", dtype), minval, maxval)
 
 
@@ -215,7 +252,7 @@ def _unit_floats(key, shape, dtype):
 
 def normal(key, shape=(), dtype=None):
     """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1)."""
-    key = _check_key("normal", key)
+    key = _sampler_key("normal", key)
     return _normal(key, shape_tuple(shape), _float_dtype("normal", dtype))
 
 
@@ -227,7 +264,7 @@ def _normal(key, shape, dtype):
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normal floats conditioned on lower < x < upper."""
-    key = _check_key("truncated_normal", key)
+    key = _sampler_key("truncated_normal", key)
     dtype = _float_dtype("truncated_normal", dtype)
     shape = _param_shape(shape, lower, upper)
     lower, upper = (_as_param("truncated_normal", b, dtype, shape) for b in (lower, upper))
@@ -241,7 +278,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
 
 def exponential(key, shape=(), dtype=None):
     """Floats with density exp(-x) on x >= 0."""
-    key = _check_key("exponential", key)
+    key = _sampler_key("exponential", key)
     return _exponential(key, shape_tuple(shape), _float_dtype("exponential", dtype))
 
 
@@ -256,7 +293,7 @@ def gumbel(key, shape=(), dtype=None, mode="low"):
     mode "high" spends a second draw on the low bits of small uniforms, which
     extends the largest reachable sample from about 16 to about 32 in float32.
     """
-    key = _check_key("gumbel", key)
+    key = _sampler_key("gumbel", key)
     return _gumbel(key, shape_tuple(shape), _float_dtype("gumbel", dtype), mode)
 
 
@@ -280,7 +317,7 @@ def _unit_pair(key, shape, dtype):
 
 def laplace(key, shape=(), dtype=None):
     """Floats with density exp(-|x|) / 2."""
-    key = _check_key("laplace", key)
+    key = _sampler_key("laplace", key)
     dtype = _float_dtype("laplace", dtype)
     u = _uniform(key, shape_tuple(shape), dtype, -1.0 + float(dtypes.finfo(dtype).epsneg), 1.0)
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
@@ -288,7 +325,7 @@ def laplace(key, shape=(), dtype=None):
 
 def logistic(key, shape=(), dtype=None):
     """Floats with density exp(-x) / (1 + exp(-x))**2: the logit of a uniform."""
-    key = _check_key("logistic", key)
+    key = _sampler_key("logistic", key)
     dtype = _float_dtype("logistic", dtype)
     u = _uniform(key, shape_tuple(shape), dtype, float(dtypes.finfo(dtype).tiny), 1.0)
     return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
@@ -296,7 +333,7 @@ def logistic(key, shape=(), dtype=None):
 
 def cauchy(key, shape=(), dtype=None):
     """Floats with density 1 / (pi (1 + x**2)): the tangent of a uniform angle."""
-    key = _check_key("cauchy", key)
+    key = _sampler_key("cauchy", key)
     dtype = _float_dtype("cauchy", dtype)
     u = _uniform(key, shape_tuple(shape), dtype, float(dtypes.finfo(dtype).eps), 1.0)
     angle = lax.mul(_scalar(np.pi, dtype), lax.sub(u, 0.5))
@@ -305,14 +342,14 @@ def cauchy(key, shape=(), dtype=None):
 
 def lognormal(key, sigma=1.0, shape=None, dtype=None):
     """exp(sigma * z) for standard normal z."""
-    key = _check_key("lognormal", key)
+    key = _sampler_key("lognormal", key)
     dtype, shape = _float_dtype("lognormal", dtype), _param_shape(shape, sigma)
     return lax.exp(lax.mul(_normal(key, shape, dtype), _as_param("lognormal", sigma, dtype, shape)))
 
 
 def pareto(key, b, shape=None, dtype=None):
     """Floats >= 1 with density b / x**(b + 1): exp(e / b) for exponential e."""
-    key = _check_key("pareto", key)
+    key = _sampler_key("pareto", key)
     dtype, shape = _float_dtype("pareto", dtype), _param_shape(shape, b)
     e = _exponential(key, shape, dtype)
     return lax.exp(lax.div(e, _as_param("pareto", b, dtype, shape)))
@@ -320,7 +357,7 @@ def pareto(key, b, shape=None, dtype=None):
 
 def rayleigh(key, scale, shape=None, dtype=None):
     """scale * sqrt(-2 log u): the length of a 2-d normal vector of that scale."""
-    key = _check_key("rayleigh", key)
+    key = _sampler_key("rayleigh", key)
     dtype, shape = _float_dtype("rayleigh", dtype), _param_shape(shape, scale)
     u = _unit_floats(key, shape, dtype)
     return lax.mul(_as_param("rayleigh", scale, dtype, shape), lax.sqrt(lax.mul(lax.log(u), -2.0)))
@@ -328,7 +365,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
 
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
     """scale * (-log(1 - u)) ** (1 / concentration): the inverse Weibull CDF."""
-    key = _check_key("weibull_min", key)
+    key = _sampler_key("weibull_min", key)
     dtype, shape = _float_dtype("weibull_min", dtype), shape_tuple(shape)
     u = _unit_floats(key, shape, dtype)
     exponent = lax.div(1.0, _as_param("weibull_min", concentration, dtype, shape))
@@ -341,7 +378,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
 
 def bernoulli(key, p=0.5, shape=None, mode="low"):
     """Booleans that are True with probability p."""
-    key = _check_key("bernoulli", key)
+    key = _sampler_key("bernoulli", key)
     p = jnp.asarray(p)
     if not dtypes.is_float(p.dtype):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {p.dtype}.")
@@ -358,7 +395,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
 
 def rademacher(key, shape=(), dtype=None):
     """-1 or 1 with equal probability (integers by default)."""
-    key = _check_key("rademacher", key)
+    key = _sampler_key("rademacher", key)
     dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
     coin = lax.convert_element_type(bernoulli(key, 0.5, shape), dtype)
     return lax.sub(lax.mul(coin, 2), 1)
@@ -372,7 +409,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     has when the span does not divide the range of the draw shrinks by a factor
     of 2**32 for 32-bit types. Narrower types are sampled as int32.
     """
-    key = _check_key("randint", key)
+    key = _sampler_key("randint", key)
     dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
     if not dtypes.is_int(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
@@ -435,7 +472,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low"):
     several samples per distribution. replace=False draws distinct indices
     (Gumbel top-k), one per leading entry.
     """
-    key = _check_key("categorical", key)
+    key = _sampler_key("categorical", key)
     logits = jnp.asarray(logits)
     axis = canonicalize_axis(axis, logits.ndim)
     batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
@@ -470,7 +507,7 @@ def permutation(key, x, axis=0, independent=False):
 
     independent=True shuffles each slice along `axis` separately.
     """
-    key = _check_key("permutation", key)
+    key = _sampler_key("permutation", key)
     if np.ndim(x) == 0:
         return _shuffle(key, _arange_of(x, "permutation"), 0)
     x = jnp.asarray(x)
@@ -509,7 +546,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
 
     p gives each entry's probability; replace=False draws distinct entries.
     """
-    key = _check_key("choice", key)
+    key = _sampler_key("choice", key)
     if not isinstance(shape, Sequence):
         raise TypeError(f"shape argument of jaxlite.random.choice must be a sequence, got {shape}")
     shape = shape_tuple(shape)

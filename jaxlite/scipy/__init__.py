@@ -1,0 +1,2 @@
+"""jaxlite.scipy: SciPy's API on jaxlite arrays, as jax.scipy offers it, built on lax."""
+from jaxlite.scipy import linalg, special, stats

@@ -1,0 +1,498 @@
+"""jaxlite.scipy.linalg: scipy.linalg's real-valued API as JAX offers it.
+
+The factorizations come from lax.linalg (cholesky, lu, triangular_solve, svd); expm is
+Pade [13/13] with scaling and squaring; the special matrices are built either from index
+arithmetic on their arguments (toeplitz, hankel, circulant, ...) or, when only a static
+size is given (hilbert, pascal, ...), exactly in Python and rounded once.
+"""
+import math as _math
+
+import numpy as _np
+
+from jaxlite import lax as _lax
+from jaxlite import numpy as _jnp
+from jaxlite.core import dtypes as _dtypes
+from jaxlite.lax.linalg import identity_like as _identity_like
+from jaxlite.lax.linalg import square_factors as _square_factors
+
+
+def _float_matrix(name, a):
+    a = _jnp.asarray(a)
+    if a.ndim < 2:
+        raise ValueError(f"{name}: expected a matrix (at least 2 dimensions), got shape {a.shape}")
+    return a if _dtypes.is_float(a.dtype) else a.astype(_dtypes.default_float_dtype())
+
+
+def _promoted(*arrays):
+    dtype = _dtypes.result_type(*arrays)
+    dtype = dtype if _dtypes.is_float(dtype) else _dtypes.default_float_dtype()
+    return [_jnp.asarray(a).astype(dtype) for a in arrays]
+
+
+def _as_columns(b):
+    """b as a matrix (a vector becomes one column), and how to undo that."""
+    if b.ndim == 1:
+        return b[:, None], lambda x: x[..., 0]
+    return b, lambda x: x
+
+
+# ---------------------------------------------------------------- Cholesky
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor of a symmetric positive definite a: lower L (a = L L^T) or upper."""
+    factor = _lax.cholesky(_float_matrix("cholesky", a))
+    return factor if lower else _jnp.swapaxes(factor, -1, -2)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """(factor, lower) for cho_solve."""
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """x with a x = b, from cho_factor's (factor, lower)."""
+    factor, lower = c_and_lower
+    factor, b = _promoted(factor, b)
+    b, restore = _as_columns(b)
+    lower_factor = factor if lower else _jnp.swapaxes(factor, -1, -2)
+    y = _lax.triangular_solve(lower_factor, b, left_side=True, lower=True)
+    return restore(_lax.triangular_solve(lower_factor, y, left_side=True, lower=True, transpose_a=True))
+
+
+# ---------------------------------------------------------------- LU
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+    """(p, l, u) with a = p @ l @ u, or (p @ l, u) with permute_l."""
+    a = _float_matrix("lu", a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    packed, _, permutation = _lax.lu(a)
+    lower, upper = _square_factors(packed)
+    lower, upper = lower[..., :, :k], upper[..., :k, :]
+    # p[perm[i], i] = 1, so that p @ (l u) puts row i of l u back at row perm[i]
+    p = (_jnp.arange(m)[:, None] == permutation[..., None, :]).astype(a.dtype)
+    if permute_l:
+        return _jnp.matmul(p, lower), upper
+    return p, lower, upper
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """(lu, piv): L and U packed in one matrix, and LAPACK's pivots (row i swapped with piv[i])."""
+    packed, pivots, _ = _lax.lu(_float_matrix("lu_factor", a))
+    return packed, pivots
+
+
+def _pivots_to_permutation(pivots, m):
+    permutation = _jnp.broadcast_to(_jnp.arange(m, dtype=pivots.dtype), pivots.shape[:-1] + (m,))
+    rows = _jnp.arange(m)
+    for i in range(pivots.shape[-1]):
+        target = pivots[..., i:i + 1]
+        at_i = _jnp.take_along_axis(permutation, target, axis=-1)
+        at_target = permutation[..., i:i + 1]
+        permutation = _jnp.where(rows == i, at_i, _jnp.where(rows == target, at_target, permutation))
+    return permutation
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """x with a x = b (trans=0) or a^T x = b (trans=1 or 2), from lu_factor's result."""
+    packed, pivots = lu_and_piv
+    packed, b = _promoted(packed, b)
+    b, restore = _as_columns(b)
+    lower, upper = _square_factors(packed)
+    permutation = _pivots_to_permutation(_jnp.asarray(pivots), packed.shape[-2])
+    if trans == 0:
+        y = _lax.triangular_solve(lower, _jnp.take_along_axis(b, permutation[..., None], axis=-2),
+                                  left_side=True, lower=True, unit_diagonal=True)
+        return restore(_lax.triangular_solve(upper, y, left_side=True, lower=False))
+    if trans not in (1, 2):
+        raise ValueError(f"'trans' must be 0, 1 or 2, got {trans!r}")
+    y = _lax.triangular_solve(upper, b, left_side=True, lower=False, transpose_a=True)
+    y = _lax.triangular_solve(lower, y, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)
+    inverse = _jnp.argsort(permutation, axis=-1)
+    return restore(_jnp.take_along_axis(y, inverse[..., None], axis=-2))
+
+
+# ---------------------------------------------------------------- solves, inverse, determinant
+
+_TRANSPOSES = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     debug=None, check_finite=True):
+    """x with op(a) x = b for a triangular a; op is the identity or the transpose (trans)."""
+    if trans not in _TRANSPOSES:
+        raise ValueError(f"Invalid 'trans' value {trans!r}; expected 0, 1, 2, 'N', 'T' or 'C'")
+    a, b = _promoted(a, b)
+    b, restore = _as_columns(b)
+    return restore(_lax.triangular_solve(a, b, left_side=True, lower=lower,
+                                         transpose_a=_TRANSPOSES[trans], unit_diagonal=unit_diagonal))
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False, check_finite=True,
+          assume_a="gen"):
+    """x with a x = b; assume_a="pos" solves through the Cholesky factor."""
+    if assume_a not in ("gen", "sym", "her", "pos"):
+        raise ValueError(f"Expected assume_a to be one of 'gen', 'sym', 'her', 'pos'; got {assume_a!r}")
+    a, b = _promoted(a, b)
+    if assume_a == "pos":
+        return cho_solve(cho_factor(a, lower=lower), b)
+    return _jnp.linalg.solve(a, b)
+
+
+def inv(a, overwrite_a=False, check_finite=True):
+    return _jnp.linalg.inv(_float_matrix("inv", a))
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    return _jnp.linalg.det(_float_matrix("det", a))
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+        lapack_driver="gesdd"):
+    if lapack_driver not in ("gesdd", "gesvd"):
+        raise ValueError(f"lapack_driver must be 'gesdd' or 'gesvd', got {lapack_driver!r}")
+    return _jnp.linalg.svd(_float_matrix("svd", a), full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
+    """(u, p) with a = u p (side="right") or a = p u (side="left"), u orthonormal and p
+    positive semidefinite. Both methods go through the SVD here (the decomposition is the
+    same; QDWH is an iteration that reaches it without one)."""
+    if side not in ("right", "left"):
+        raise ValueError(f"side={side!r} is invalid. Must be 'right' or 'left'.")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"Unknown polar decomposition method {method!r}.")
+    a = _float_matrix("polar", a)
+    u, s, vh = _jnp.linalg.svd(a, full_matrices=False)
+    unitary = _jnp.matmul(u, vh)
+    if side == "right":
+        return unitary, _jnp.matmul(_jnp.swapaxes(vh, -1, -2) * s[..., None, :], vh)
+    return unitary, _jnp.matmul(u * s[..., None, :], _jnp.swapaxes(u, -1, -2))
+
+
+# ---------------------------------------------------------------- matrix exponential
+
+_PADE_ORDER = 13
+_PADE_THETA = 5.371920351148152   # the 1-norm up to which [13/13] Pade is accurate to float64
+
+
+def _pade_coefficients(order):
+    """b_k = (2q - k)! q! / ((2q)! k! (q - k)!), the [q/q] Pade approximant of exp."""
+    q = order
+    return [_math.factorial(2 * q - k) * _math.factorial(q)
+            / (_math.factorial(2 * q) * _math.factorial(k) * _math.factorial(q - k)) for k in range(q + 1)]
+
+
+def _pade13(a):
+    """exp(a) ~ (V - U)^-1 (V + U): U gathers the odd powers, V the even ones."""
+    b = _pade_coefficients(_PADE_ORDER)
+    eye = _identity_like(a)
+    a2 = _jnp.matmul(a, a)
+    a4 = _jnp.matmul(a2, a2)
+    a6 = _jnp.matmul(a4, a2)
+    odd_high = _jnp.matmul(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
+    u = _jnp.matmul(a, odd_high + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * eye)
+    v = _jnp.matmul(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye
+    return _jnp.linalg.solve(v - u, v + u)
+
+
+def expm(A, *, upper_triangular=False, max_squarings=16):
+    """The matrix exponential by scaling and squaring: exp(A) = exp(A / 2^s)^(2^s), with s
+    chosen from the 1-norm; NaN where more than max_squarings squarings would be needed."""
+    a = _float_matrix("expm", A)
+    norm = _jnp.max(_jnp.sum(_jnp.abs(a), axis=-2), axis=-1)
+    squarings = _jnp.maximum(0, _jnp.ceil(_jnp.log2(_jnp.maximum(norm, 1e-30) / _PADE_THETA)))
+    result = _pade13(a / (2.0 ** squarings)[..., None, None])
+    for i in range(max_squarings):
+        result = _jnp.where((i < squarings)[..., None, None], _jnp.matmul(result, result), result)
+    return _jnp.where((squarings > max_squarings)[..., None, None], _np.nan, result).astype(a.dtype)
+
+
+def expm_frechet(A, E, *, method=None, compute_expm=True):
+    """The Frechet derivative L(A, E) of expm at A in direction E (and expm(A)), read off the
+    exponential of the block matrix [[A, E], [0, A]], whose upper right block it is."""
+    if method not in (None, "SPS", "blockEnlarge"):
+        raise ValueError(f"Unknown method {method!r}")
+    a, e = _promoted(A, E)
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or e.shape != a.shape:
+        raise ValueError("expected A and E to be square matrices of the same shape")
+    n = a.shape[0]
+    block = _jnp.concatenate([_jnp.concatenate([a, e], axis=1),
+                              _jnp.concatenate([_jnp.zeros_like(a), a], axis=1)], axis=0)
+    exponential = expm(block)
+    frechet = exponential[:n, n:]
+    return (exponential[:n, :n], frechet) if compute_expm else frechet
+
+
+# ---------------------------------------------------------------- special matrices
+
+def block_diag(*arrs):
+    """The arguments (each at least 2-d) along the diagonal of one matrix, zeros elsewhere."""
+    if not arrs:
+        raise ValueError("block_diag requires at least one argument.")
+    blocks = [_jnp.atleast_2d(_jnp.asarray(a)) for a in arrs]
+    if any(b.ndim != 2 for b in blocks):
+        raise ValueError("Arguments to jax.scipy.linalg.block_diag must have at most 2 dimensions")
+    dtype = _dtypes.result_type(*blocks)
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        right = width - left - b.shape[1]
+        rows.append(_jnp.pad(b.astype(dtype), ((0, 0), (left, right))))
+        left += b.shape[1]
+    return _jnp.concatenate(rows, axis=0)
+
+
+def _from_index_table(values, index):
+    """values[..., index] for a static integer table of indices."""
+    return _jnp.take(values, _jnp.asarray(index), axis=-1)
+
+
+def _batched_pair(c, r):
+    """c and r with their batch axes (all but the last) broadcast together, one dtype."""
+    batch = _np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
+    dtype = _dtypes.result_type(c, r)
+    return [_jnp.broadcast_to(v, batch + v.shape[-1:]).astype(dtype) for v in (c, r)]
+
+
+def toeplitz(c, r=None):
+    """T[i, j] = c[i - j] below and on the diagonal, r[j - i] above it."""
+    c = _jnp.asarray(c)
+    c, r = _batched_pair(c, c if r is None else _jnp.asarray(r))
+    values = _jnp.concatenate([_jnp.flip(r[..., 1:], -1), c], axis=-1)
+    m, n = c.shape[-1], r.shape[-1]
+    return _from_index_table(values, (n - 1) + _np.arange(m)[:, None] - _np.arange(n)[None, :])
+
+
+def hankel(c, r=None):
+    """H[i, j] = c[i + j] while i + j < len(c), r[i + j - len(c) + 1] beyond."""
+    c = _jnp.asarray(c)
+    c, r = _batched_pair(c, _jnp.zeros_like(c) if r is None else _jnp.asarray(r))
+    values = _jnp.concatenate([c, r[..., 1:]], axis=-1)
+    m, n = c.shape[-1], r.shape[-1]
+    return _from_index_table(values, _np.arange(m)[:, None] + _np.arange(n)[None, :])
+
+
+def circulant(c):
+    """C[i, j] = c[(i - j) mod n]."""
+    c = _jnp.asarray(c)
+    n = c.shape[-1]
+    return _from_index_table(c, (_np.arange(n)[:, None] - _np.arange(n)[None, :]) % n)
+
+
+def convolution_matrix(a, n, mode="full"):
+    """The matrix of x -> convolve(a, x, mode) for x of length n."""
+    a = _jnp.asarray(a)
+    if a.ndim != 1:
+        raise ValueError("convolution_matrix expects a one-dimensional kernel")
+    m = a.shape[0]
+    if mode == "full":
+        start, length = 0, m + n - 1
+    elif mode == "same":
+        start, length = (min(m, n) - 1) // 2, max(m, n)
+    elif mode == "valid":
+        start, length = min(m, n) - 1, max(m, n) - min(m, n) + 1
+    else:
+        raise ValueError(f"Unrecognized mode={mode!r}")
+    offsets = _np.arange(start, start + length)[:, None] - _np.arange(n)[None, :]
+    padded = _jnp.concatenate([a, _jnp.zeros((1,), a.dtype)])
+    return _from_index_table(padded, _np.where((offsets >= 0) & (offsets < m), offsets, m))
+
+
+def companion(a):
+    """The companion matrix of the polynomial with coefficients a (highest power first)."""
+    a = _jnp.asarray(a)
+    if a.ndim != 1 or a.shape[0] < 2:
+        raise ValueError("Incorrect shape for `a`. `a` must be one-dimensional with length at least 2.")
+    n = a.shape[0] - 1
+    first_row = (-a[1:] / (1.0 * a[0]))[None, :]
+    below = _jnp.eye(n - 1, n, dtype=first_row.dtype)
+    return _jnp.concatenate([first_row, below], axis=0)
+
+
+def leslie(f, s):
+    """The Leslie matrix: fecundities f in the first row, survival rates s below the diagonal."""
+    f, s = _jnp.asarray(f), _jnp.asarray(s)
+    if f.ndim != 1 or s.ndim != 1 or s.shape[0] != f.shape[0] - 1:
+        raise ValueError("Incorrect lengths for f and s: the length of s must be one less than f")
+    dtype = _dtypes.result_type(f, s, 1.0)
+    n = f.shape[0]
+    below = _jnp.eye(n - 1, n, dtype=dtype) * _jnp.concatenate([s.astype(dtype), _jnp.zeros((1,), dtype)])
+    return _jnp.concatenate([f.astype(dtype)[None, :], below], axis=0)
+
+
+def fiedler(a):
+    """F[i, j] = |a[i] - a[j]|."""
+    a = _jnp.asarray(a)
+    return _jnp.abs(a[..., :, None] - a[..., None, :])
+
+
+def fiedler_companion(a):
+    """Fiedler's pentadiagonal companion matrix of the polynomial a (highest power first)."""
+    a = _jnp.asarray(a)
+    if a.ndim != 1 or a.shape[0] < 3:
+        raise ValueError("Input 'a' must be a 1-D array with at least 3 entries")
+    a = a / (1.0 * a[0])
+    n = a.shape[0] - 1
+    c = _jnp.zeros((n, n), a.dtype)
+    c = c.at[_np.arange(3, n, 2), _np.arange(1, n - 2, 2)].set(1)
+    c = c.at[_np.arange(2, n, 2), _np.arange(1, n - 1, 2)].set(-a[3::2])
+    c = c.at[_np.arange(0, n - 2, 2), _np.arange(2, n, 2)].set(1)
+    c = c.at[_np.arange(0, n - 1, 2), _np.arange(1, n, 2)].set(-a[2::2])
+    return c.at[_np.array([0, 1]), 0].set(_jnp.stack([-a[1], _jnp.ones((), a.dtype)]))
+
+
+def _static_matrix(values):
+    """A matrix computed exactly in Python (integers or fractions), in the default float type."""
+    return _jnp.asarray(_np.array(values, dtype=_np.float64), _dtypes.default_float_dtype())
+
+
+def hilbert(n):
+    """H[i, j] = 1 / (i + j + 1)."""
+    return _static_matrix([[1 / (i + j + 1) for j in range(n)] for i in range(n)])
+
+
+def invhilbert(n):
+    """The exact inverse of hilbert(n), whose entries are integers."""
+    def entry(i, j):
+        sign = -1 if (i + j) % 2 else 1
+        return (sign * (i + j + 1) * _math.comb(n + i, n - j - 1) * _math.comb(n + j, n - i - 1)
+                * _math.comb(i + j, i) ** 2)
+    return _static_matrix([[entry(i, j) for j in range(n)] for i in range(n)])
+
+
+def _pascal_kind(kind):
+    kind = "symmetric" if kind is None else kind
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"Expected kind to be 'symmetric', 'lower', or 'upper'; got {kind!r}")
+    return kind
+
+
+def pascal(n, kind=None):
+    """Pascal's matrix: binomial coefficients, symmetric, lower or upper triangular."""
+    kind = _pascal_kind(kind)
+    lower = [[_math.comb(i, j) for j in range(n)] for i in range(n)]
+    if kind == "lower":
+        return _static_matrix(lower)
+    if kind == "upper":
+        return _static_matrix(_np.array(lower).T)
+    return _static_matrix([[_math.comb(i + j, i) for j in range(n)] for i in range(n)])
+
+
+def invpascal(n, kind=None):
+    """The exact inverse of pascal(n, kind), an integer matrix."""
+    kind = _pascal_kind(kind)
+    lower = _np.array([[(-1) ** (i + j) * _math.comb(i, j) for j in range(n)] for i in range(n)],
+                      dtype=object)
+    if kind == "lower":
+        return _static_matrix(lower)
+    if kind == "upper":
+        return _static_matrix(lower.T)
+    return _static_matrix(lower.T.dot(lower))
+
+
+def hadamard(n, dtype=int):
+    """Sylvester's Hadamard matrix of order n, a power of 2."""
+    if n < 1 or n & (n - 1):
+        raise ValueError("n must be a positive integer, and n must be a power of 2")
+    h = _np.array([[1]])
+    while h.shape[0] < n:
+        h = _np.block([[h, h], [h, -h]])
+    return _jnp.asarray(h, dtype)
+
+
+def helmert(n, full=False):
+    """Helmert's orthogonal matrix: row k contrasts the first k entries with entry k."""
+    rows = [[1 / _math.sqrt(n)] * n] if full else []
+    for k in range(1, n):
+        scale = 1 / _math.sqrt(k * (k + 1))
+        rows.append([scale] * k + [-k * scale] + [0.0] * (n - k - 1))
+    return _static_matrix(_np.array(rows).reshape(len(rows), n))
+
+
+# ---------------------------------------------------------------- QR
+
+def _reflector(x):
+    """The unit v for which (I - 2 v v^T) x = -sign(x_0) |x| e_1 (LAPACK's sign choice, so
+    that forming v never cancels); v = 0 when x is already 0."""
+    norm = _jnp.sqrt(_jnp.sum(x * x, axis=-1, keepdims=True))
+    alpha = -_jnp.where(x[..., :1] >= 0, 1.0, -1.0).astype(x.dtype) * norm
+    v = x.at[..., 0].add(-alpha[..., 0])
+    v_norm = _jnp.sqrt(_jnp.sum(v * v, axis=-1, keepdims=True))
+    return _jnp.where(v_norm > 0, v / _jnp.where(v_norm > 0, v_norm, 1.0), 0.0)
+
+
+def _reflect_rows(a, v, start):
+    """(I - 2 v v^T) applied from the left to the rows start: of a."""
+    block = a[..., start:, :]
+    return a.at[..., start:, :].set(block - 2 * v[..., :, None] * _jnp.sum(v[..., :, None] * block, axis=-2, keepdims=True))
+
+
+def _reflect_columns(a, v, start):
+    """(I - 2 v v^T) applied from the right to the columns start: of a."""
+    block = a[..., :, start:]
+    return a.at[..., :, start:].set(block - 2 * _jnp.sum(block * v[..., None, :], axis=-1, keepdims=True) * v[..., None, :])
+
+
+def _householder_qr(a):
+    """(q, r) with a = q r, one reflection per column (q is m x m)."""
+    m, n = a.shape[-2:]
+    r, q = a, _identity_like(_jnp.zeros(a.shape[:-2] + (m, m), a.dtype))
+    for k in range(min(m - 1, n)):
+        v = _reflector(r[..., k:, k])
+        r, q = _reflect_rows(r, v, k), _reflect_columns(q, v, k)
+    return q, _jnp.triu(r)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """The QR decomposition: (q, r) for mode "full" or "economic", (r,) for mode "r"."""
+    if mode not in ("full", "r", "economic"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    if pivoting:
+        raise NotImplementedError("qr with pivoting=True needs a column-pivoted QR primitive")
+    a = _float_matrix("qr", a)
+    q, r = _householder_qr(a)
+    k = min(a.shape[-2:])
+    if mode == "economic":
+        q, r = q[..., :, :k], r[..., :k, :]
+    return (r,) if mode == "r" else (q, r)
+
+
+def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
+                overwrite_c=False):
+    """(c @ q, r) for mode "right", (q @ c, r) for mode "left", with the economic q."""
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    a, c = _promoted(a, c)
+    q, r = qr(a, mode="economic", pivoting=pivoting)
+    c_matrix = c if c.ndim > 1 else (c[None, :] if mode == "right" else c[:, None])
+    product = _jnp.matmul(c_matrix, q) if mode == "right" else _jnp.matmul(q, c_matrix)
+    return (product if c.ndim > 1 else product.reshape(-1)), r
+
+
+def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+    """h = q^T a q, zero below the first subdiagonal, by Householder similarity transforms;
+    (h, q) with calc_q."""
+    a = _float_matrix("hessenberg", a)
+    n = a.shape[-1]
+    if a.shape[-2] != n:
+        raise ValueError(f"hessenberg expects a square matrix, got shape {a.shape}")
+    h, q = a, _identity_like(a)
+    for k in range(n - 2):
+        v = _reflector(h[..., k + 1:, k])
+        h = _reflect_columns(_reflect_rows(h, v, k + 1), v, k + 1)
+        q = _reflect_columns(q, v, k + 1)
+    h = h * (_np.arange(n)[:, None] <= _np.arange(n)[None, :] + 1)
+    return (h, q) if calc_q else h
+
+
+def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
+    """X with A X + X B = C, from the Kronecker form (I kron A + B^T kron I) vec(X) = vec(C)
+    (exact; its cost grows as (m n)^3, meant for the small systems this is used for)."""
+    if method not in ("schur", "eigen"):
+        raise ValueError(f"Unknown method {method!r}")
+    a, b, c = _promoted(A, B, C)
+    m, n = c.shape
+    system = (_jnp.kron(_jnp.eye(n, dtype=a.dtype), a) + _jnp.kron(_jnp.swapaxes(b, 0, 1), _jnp.eye(m, dtype=a.dtype)))
+    flat = _jnp.linalg.solve(system, _jnp.ravel(_jnp.swapaxes(c, 0, 1)))
+    return _jnp.swapaxes(flat.reshape(n, m), 0, 1)

@@ -1,0 +1,644 @@
+"""jaxlite.scipy.special: SciPy's special functions on jaxlite arrays, as JAX offers them.
+
+Everything is a composition of lax operations (series and continued fractions as native
+loops, selects between regimes), so jit compiles each function into native kernels.
+Arguments are promoted as JAX promotes them: integers to the default float type.
+"""
+import math as _math
+from fractions import Fraction as _Fraction
+
+import numpy as _np
+
+from jaxlite import lax as _lax
+from jaxlite import nn as _nn
+from jaxlite import numpy as _jnp
+from jaxlite.lax.special_series import lbeta as _lbeta
+from jaxlite.numpy.util import promote_to_inexact as _promote_to_inexact
+from jaxlite.transforms.custom_derivatives import custom_jvp as _custom_jvp
+
+_EULER_GAMMA = 0.57721566490153286061
+
+
+def _inexact(name, *args):
+    """Arguments promoted to one float dtype and broadcast to one shape."""
+    return _promote_to_inexact(name, *args)
+
+
+def _finfo(x):
+    return _np.finfo(x.dtype)
+
+
+def _counter(x, start=1):
+    """A scalar loop counter in x's dtype (while_loop's condition must be a scalar)."""
+    return _jnp.asarray(start, x.dtype)
+
+
+def _as_float(name, x):
+    return _inexact(name, x)[0]
+
+
+# ---------------------------------------------------------------- reductions (from jaxlite.nn)
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """log(sum(b * exp(a))) along axis, stable for large |a|."""
+    return _nn.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign, where=where)
+
+
+def softmax(x, /, *, axis=None):
+    """exp(x) / sum(exp(x)) over axis (all axes by default)."""
+    return _nn.softmax(x, axis=axis)
+
+
+def log_softmax(x, /, *, axis=None):
+    """x - logsumexp(x) over axis (all axes by default)."""
+    return _nn.log_softmax(x, axis=axis)
+
+
+# ---------------------------------------------------------------- logistic
+
+def expit(x):
+    """The logistic sigmoid 1 / (1 + exp(-x))."""
+    return _lax.logistic(_as_float("expit", x))
+
+
+def logit(x):
+    """log(x / (1 - x)), the inverse of expit."""
+    x = _as_float("logit", x)
+    return _lax.log(x / (1 - x))
+
+
+# ---------------------------------------------------------------- gamma family
+
+def gammaln(x):
+    """log |Gamma(x)|."""
+    return _lax.lgamma(_as_float("gammaln", x))
+
+
+def _is_nonpositive_integer(x):
+    return (x <= 0) & (x == _jnp.floor(x))
+
+
+def gammasgn(x):
+    """The sign of Gamma(x): NaN at its poles, 0, and -inf."""
+    x = _as_float("gammasgn", x)
+    odd_floor = _jnp.remainder(_jnp.floor(x), 2) == 1
+    sign = _jnp.where((x < 0) & odd_floor, -1.0, 1.0).astype(x.dtype)
+    undefined = ((x < 0) & (x == _jnp.floor(x))) | (x == -_np.inf) | _jnp.isnan(x)
+    return _jnp.where(undefined, _np.nan, _jnp.where(x == 0, _jnp.copysign(1.0, x), sign)).astype(x.dtype)
+
+
+def gamma(x):
+    """Gamma(x) = sign * exp(log |Gamma(x)|), with Gamma(+-0) = +-inf."""
+    x = _as_float("gamma", x)
+    value = gammasgn(x) * _lax.exp(_lax.lgamma(x))
+    return _jnp.where(x == 0, _jnp.copysign(_np.inf, x), value).astype(x.dtype)
+
+
+def loggamma(x):
+    """The principal branch of log Gamma(x) on the reals: log Gamma for x > 0, NaN below."""
+    x = _as_float("loggamma", x)
+    return _jnp.where(x > 0, _lax.lgamma(x), _np.nan).astype(x.dtype)
+
+
+def digamma(x):
+    """psi(x) = d/dx log Gamma(x)."""
+    return _lax.digamma(_as_float("digamma", x))
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma; n a concrete integer (array) as JAX requires it integer."""
+    n_values = _np.asarray(n)
+    if not _np.issubdtype(n_values.dtype, _np.integer):
+        raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype {n_values.dtype}.")
+    x = _as_float("polygamma", x)
+    shape = _np.broadcast_shapes(n_values.shape, x.shape)
+    out = _jnp.full(shape, _np.nan, x.dtype)
+    for order in _np.unique(n_values):
+        value = _lax.digamma(x) if order == 0 else _lax.polygamma(int(order), x) if order > 0 else x * _np.nan
+        out = _jnp.where(n_values == order, value, out)
+    return out
+
+
+def multigammaln(a, d):
+    """log of the multivariate gamma function of dimension d (a static integer)."""
+    d = int(d)
+    a = _as_float("multigammaln", a)
+    total = d * (d - 1) / 4 * _math.log(_math.pi)
+    for j in range(d):
+        total = total + _lax.lgamma(a - j / 2)
+    return _jnp.asarray(total, a.dtype) if d == 0 else total
+
+
+def factorial(n, exact=False):
+    """n! = Gamma(n + 1) for n >= 0, and 0 for negative n."""
+    if exact:
+        raise NotImplementedError("factorial with exact=True")
+    n = _as_float("factorial", n)
+    return _jnp.where(n < 0, 0.0, gamma(n + 1)).astype(n.dtype)
+
+
+def comb(N, k, *, repetition=False):
+    """The binomial coefficient N choose k (with repetition: N + k - 1 choose k), through
+    log Gamma; 0 where k < 0 or k > N."""
+    N, k = _inexact("comb", N, k)
+    if repetition:
+        N = N + k - 1
+    value = _lax.exp(_lax.lgamma(N + 1) - _lax.lgamma(k + 1) - _lax.lgamma(N - k + 1))
+    return _jnp.where((k < 0) | (k > N) | (N < 0), 0.0, value).astype(N.dtype)
+
+
+def poch(z, m):
+    """The rising factorial Gamma(z + m) / Gamma(z)."""
+    z, m = _inexact("poch", z, m)
+    value = gammasgn(z + m) * gammasgn(z) * _lax.exp(_lax.lgamma(z + m) - _lax.lgamma(z))
+    return _jnp.where(m == 0, 1.0, value).astype(z.dtype)
+
+
+def betaln(a, b):
+    """log |B(a, b)|, accurate for large a and b (Stirling's series, no cancellation)."""
+    a, b = _inexact("betaln", a, b)
+    return _lbeta(a, b)
+
+
+def beta(a, b):
+    """B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)."""
+    a, b = _inexact("beta", a, b)
+    sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
+    return sign * _lax.exp(_lbeta(a, b))
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    return _lax.betainc(*_inexact("betainc", a, b, x))
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x)."""
+    return _lax.igamma(*_inexact("gammainc", a, x))
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x)."""
+    return _lax.igammac(*_inexact("gammaincc", a, x))
+
+
+def zeta(x, q=None):
+    """Hurwitz's zeta function sum_k (q + k)^-x."""
+    if q is None:
+        raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
+                                  "compute the Hurwitz Zeta function.")
+    return _lax.zeta(*_inexact("zeta", x, q))
+
+
+def bernoulli(n):
+    """The Bernoulli numbers B_0 ... B_n (with B_1 = -1/2), for a static integer n."""
+    n = int(n)
+    if n < 0:
+        raise ValueError("n must be a non-negative integer.")
+    numbers = [_Fraction(1)]
+    for m in range(1, n + 1):
+        numbers.append(-sum(_math.comb(m + 1, k) * numbers[k] for k in range(m)) / (m + 1))
+    return _jnp.asarray(_np.array([float(b) for b in numbers]), _jnp.result_type(float))
+
+
+# ---------------------------------------------------------------- error function family
+
+def erf(x):
+    return _lax.erf(_as_float("erf", x))
+
+
+def erfc(x):
+    return _lax.erfc(_as_float("erfc", x))
+
+
+def erfinv(x):
+    return _lax.erf_inv(_as_float("erfinv", x))
+
+
+def _square_split(x):
+    """(hi, lo) with hi + lo = x^2 to twice the working precision: hi has half the mantissa
+    bits, so hi_x^2 is exact (exp(x^2) would otherwise carry x^2's rounding, ~x^2 ulps)."""
+    digits = _finfo(x).nmant + 1
+    scale = float(2 ** ((digits + 1) // 2) + 1)
+    big = x * scale
+    hi = big - (big - x)
+    lo = x - hi
+    return hi * hi, lo * (2 * hi + lo)
+
+
+def _erfcx_asymptotic(x):
+    """exp(x^2) erfc(x) ~ 1 / (x sqrt(pi)) * sum_k (-1)^k (2k - 1)!! / (2 x^2)^k, for large x."""
+    inverse = 1 / (2 * x * x)
+    term, total = 1.0, 1.0
+    for k in range(1, 11):
+        term = term * -(2 * k - 1) * inverse
+        total = total + term
+    return total / (x * _math.sqrt(_math.pi))
+
+
+def _erfcx_from(x):
+    return 8.0 if x.dtype == _np.float32 or _finfo(x).bits < 64 else 26.0
+
+
+@_custom_jvp
+def _erfcx(x):
+    start = _erfcx_from(x)
+    size = _jnp.abs(x)
+    hi, lo = _square_split(_jnp.where(size < start, x, 0.0))
+    direct_positive = _lax.exp(hi) * _lax.exp(lo) * _lax.erfc(size)
+    direct = _jnp.where(x < 0, 2 * _lax.exp(hi) * _lax.exp(lo) - direct_positive, direct_positive)
+    asymptotic = _erfcx_asymptotic(_jnp.where(size < start, start, size))
+    large = _jnp.where(x < 0, _np.inf, _jnp.where(x == _np.inf, 0.0, asymptotic))
+    return _jnp.where(size < start, direct, large).astype(x.dtype)
+
+
+@_erfcx.defjvp
+def _erfcx_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    out = _erfcx(x)
+    return out, (2 * x * out - 2 / _math.sqrt(_math.pi)) * x_dot
+
+
+def erfcx(x):
+    """The scaled complementary error function exp(x^2) erfc(x), without overflow or underflow."""
+    return _erfcx(_as_float("erfcx", x))
+
+
+def ndtr(x):
+    """The standard normal CDF."""
+    x = _as_float("ndtr", x)
+    z = x * (1 / _math.sqrt(2))
+    central = 0.5 + 0.5 * _lax.erf(z)
+    tail = 0.5 * _lax.erfc(_jnp.abs(z))
+    return _jnp.where(_jnp.abs(z) < 1 / _math.sqrt(2), central, _jnp.where(z > 0, 1 - tail, tail))
+
+
+def _log_ndtr_limits(x):
+    return (-20.0, 8.0) if _finfo(x).bits >= 64 else (-10.0, 5.0)
+
+
+def _log_ndtr_asymptotic(x, series_order):
+    """log Phi(x) for x far below 0: log(phi(x) / -x) + log(1 + sum_n (-1)^n (2n-1)!! / x^2n)."""
+    inverse_square = 1 / (x * x)
+    term, total = 1.0, 1.0
+    for n in range(1, series_order + 1):
+        term = term * -(2 * n - 1) * inverse_square
+        total = total + term
+    return -0.5 * x * x - _lax.log(-x) - 0.5 * _math.log(2 * _math.pi) + _lax.log(total)
+
+
+def log_ndtr(x, series_order=3):
+    """log of the standard normal CDF, accurate in both tails."""
+    if not isinstance(series_order, int) or series_order < 0 or series_order > 30:
+        raise ValueError("series_order must be a Python integer in [0, 30], got "
+                         f"{series_order!r}")
+    x = _as_float("log_ndtr", x)
+    lower, upper = _log_ndtr_limits(x)
+    upper_tail = -ndtr(-_jnp.where(x > upper, x, upper))
+    middle_x = _jnp.clip(x, lower, upper)
+    # above 0, log1p keeps the digits of the small 1 - Phi(x) that log(Phi(x)) rounds away
+    middle = _jnp.where(x > 0, _lax.log1p(-ndtr(-middle_x)), _lax.log(ndtr(middle_x)))
+    lower_tail = _log_ndtr_asymptotic(_jnp.where(x < lower, x, lower), series_order)
+    return _jnp.where(x > upper, upper_tail, _jnp.where(x > lower, middle, lower_tail))
+
+
+def _ndtri_lower(q):
+    """The quantile for 0 < q <= 1/2: a starting point (erf_inv near the centre, the tail's
+    asymptotic form far out), polished by Newton steps on log Phi, which stay accurate far out."""
+    central = _math.sqrt(2) * _lax.erf_inv(2 * q - 1)
+    t = _lax.sqrt(-2 * _lax.log(q))
+    tail = -(t - (2.515517 + 0.802853 * t + 0.010328 * t * t)
+             / (1 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t))
+    x = _jnp.where(q > 0.05, central, tail)
+    log_q = _lax.log(q)
+    for _ in range(3):
+        log_phi = log_ndtr(x)
+        log_density = -0.5 * x * x - 0.5 * _math.log(2 * _math.pi)
+        x = x - (log_phi - log_q) * _lax.exp(log_phi - log_density)
+    return x
+
+
+def ndtri(p):
+    """The inverse of ndtr: the standard normal quantile."""
+    p = _as_float("ndtri", p)
+    lower = p <= 0.5
+    q = _jnp.where(lower, p, 1 - p)
+    inside = (q > 0) & (p < 1)
+    x = _ndtri_lower(_jnp.where(inside, q, 0.25))
+    x = _jnp.where(lower, x, -x)
+    x = _jnp.where(p == 0, -_np.inf, _jnp.where(p == 1, _np.inf, x))
+    return _jnp.where((p < 0) | (p > 1) | _jnp.isnan(p), _np.nan, x).astype(p.dtype)
+
+
+# ---------------------------------------------------------------- logarithms and entropies
+
+def _x_times_log(log_fn, neutral, derivative):
+    """x * log_fn(y) with 0 where x == 0 (unless y is NaN), and its derivative rule."""
+    @_custom_jvp
+    def fun(x, y):
+        zero = (x == 0) & ~_jnp.isnan(y)
+        return _jnp.where(zero, 0.0, x * log_fn(_jnp.where(zero, neutral, y))).astype(x.dtype)
+
+    @fun.defjvp
+    def fun_jvp(primals, tangents):
+        (x, y), (x_dot, y_dot) = primals, tangents
+        return fun(x, y), x_dot * log_fn(y) + y_dot * x * derivative(y)
+    return fun
+
+
+_xlogy = _x_times_log(_lax.log, 1.0, lambda y: 1 / y)
+_xlog1py = _x_times_log(_lax.log1p, 0.0, lambda y: 1 / (1 + y))
+
+
+def xlogy(x, y):
+    """x * log(y), 0 where x == 0 (unless y is NaN)."""
+    return _xlogy(*_inexact("xlogy", x, y))
+
+
+def xlog1py(x, y):
+    """x * log1p(y), 0 where x == 0 (unless y is NaN)."""
+    return _xlog1py(*_inexact("xlog1py", x, y))
+
+
+def entr(x):
+    """-x log x for x > 0, 0 at 0, -inf below."""
+    x = _as_float("entr", x)
+    safe = _jnp.where(x > 0, x, 1.0)
+    value = _jnp.where(x > 0, -x * _lax.log(safe), _jnp.where(x == 0, 0.0, -_np.inf))
+    return _jnp.where(_jnp.isnan(x), _np.nan, value).astype(x.dtype)
+
+
+def _entropy_terms(p, q):
+    """p log(p / q) where p, q > 0; masks for p == 0 (with q >= 0) and for the rest."""
+    both_positive = (p > 0) & (q > 0)
+    safe_p, safe_q = _jnp.where(both_positive, p, 1.0), _jnp.where(both_positive, q, 1.0)
+    ratio = safe_p / safe_q
+    # near p == q, p - q is exact while p / q rounds: log1p of the exact difference keeps digits
+    log_ratio = _jnp.where(_jnp.abs(ratio - 1) < 0.5, _lax.log1p((safe_p - safe_q) / safe_q), _lax.log(ratio))
+    return both_positive, (p == 0) & (q >= 0), safe_p * log_ratio
+
+
+def rel_entr(p, q):
+    """p log(p / q); 0 where p == 0 and q >= 0; inf elsewhere outside p, q > 0."""
+    p, q = _inexact("rel_entr", p, q)
+    both_positive, zero_p, term = _entropy_terms(p, q)
+    return _jnp.where(both_positive, term, _jnp.where(zero_p, 0.0, _np.inf)).astype(p.dtype)
+
+
+def kl_div(p, q):
+    """p log(p / q) - p + q; q where p == 0 and q >= 0; inf elsewhere outside p, q > 0."""
+    p, q = _inexact("kl_div", p, q)
+    both_positive, zero_p, term = _entropy_terms(p, q)
+    return _jnp.where(both_positive, term - p + q, _jnp.where(zero_p, q, _np.inf)).astype(p.dtype)
+
+
+def boxcox(x, lmbda):
+    """(x^lambda - 1) / lambda, log(x) at lambda == 0."""
+    x, lmbda = _inexact("boxcox", x, lmbda)
+    return _boxcox_of_log(_lax.log(x), lmbda)
+
+
+def boxcox1p(x, lmbda):
+    """boxcox(1 + x, lambda), accurate for small x."""
+    x, lmbda = _inexact("boxcox1p", x, lmbda)
+    return _boxcox_of_log(_lax.log1p(x), lmbda)
+
+
+def _boxcox_of_log(log_x, lmbda):
+    safe = _jnp.where(lmbda == 0, 1.0, lmbda)
+    return _jnp.where(lmbda == 0, log_x, _lax.expm1(safe * log_x) / safe).astype(log_x.dtype)
+
+
+# ---------------------------------------------------------------- Bessel functions
+
+def i0e(x):
+    """exp(-|x|) I0(x)."""
+    return _lax.bessel_i0e(_as_float("i0e", x))
+
+
+def i1e(x):
+    """exp(-|x|) I1(x)."""
+    return _lax.bessel_i1e(_as_float("i1e", x))
+
+
+def i0(x):
+    """The modified Bessel function I0(x)."""
+    x = _as_float("i0", x)
+    return _lax.exp(_jnp.abs(x)) * _lax.bessel_i0e(x)
+
+
+def i1(x):
+    """The modified Bessel function I1(x)."""
+    x = _as_float("i1", x)
+    return _lax.exp(_jnp.abs(x)) * _lax.bessel_i1e(x)
+
+
+def bessel_jn(z, *, v, n_iter=50):
+    """J_0(z) ... J_v(z) stacked on a new leading axis, by Miller's backward recurrence from
+    order v + n_iter, normalized with J_0 + 2 (J_2 + J_4 + ...) = 1."""
+    z = _as_float("bessel_jn", z)
+    v, start = int(v), int(v) + int(n_iter)
+    safe = _jnp.where(z == 0, 1.0, z)
+    above, current = _jnp.zeros_like(z), _jnp.full_like(z, 1e-30)
+    orders, norm = {}, _jnp.zeros_like(z)
+    for k in range(start, 0, -1):
+        above, current = current, 2 * k / safe * current - above
+        current, above, norm = _rescaled(current, above, norm, orders)
+        if k - 1 <= v:
+            orders[k - 1] = current
+        if (k - 1) % 2 == 0:
+            norm = norm + (current if k - 1 == 0 else 2 * current)
+    values = _jnp.stack([orders[n] / norm for n in range(v + 1)])
+    at_zero = _jnp.stack([_jnp.full_like(z, 1.0 if n == 0 else 0.0) for n in range(v + 1)])
+    return _jnp.where(z == 0, at_zero, values)
+
+
+def _rescaled(current, above, norm, orders):
+    """Keep the unnormalized recurrence in range: where it grew past 1e10, scale it and what
+    has been accumulated down by the same factor (the normalization cancels it)."""
+    factor = _jnp.where(_jnp.abs(current) > 1e10, 1e-10, 1.0)
+    for n in orders:
+        orders[n] = orders[n] * factor
+    return current * factor, above * factor, norm * factor
+
+
+# ---------------------------------------------------------------- exponential integrals
+
+def _expn_fraction(n, x, eps, tiny):
+    """E_n(x) for x > 1 by its continued fraction (modified Lentz)."""
+    def cond(state):
+        i, b, c, d, h, delta = state
+        return (i < 2000) & _jnp.any(_jnp.abs(delta - 1) > eps)
+
+    def body(state):
+        i, b, c, d, h, delta = state
+        an = -i * (n - 1 + i)
+        b = b + 2
+        d = 1 / _nonzero(an * d + b, tiny)
+        c = _nonzero(b + an / c, tiny)
+        return i + 1, b, c, d, h * d * c, d * c
+
+    b = x + n
+    d = 1 / _nonzero(b, tiny)
+    init = (_counter(x), b, _jnp.full_like(x, 1 / tiny), d, d, _jnp.full_like(x, 2.0))
+    return _lax.while_loop(cond, body, init)[4] * _lax.exp(-x)
+
+
+def _nonzero(d, tiny):
+    return _jnp.where(_jnp.abs(d) < tiny, tiny, d)
+
+
+def _expn_series(n, x, eps):
+    """E_n(x) for 0 < x <= 1 by its power series; the term i = n - 1 carries log(x)."""
+    psi = _lax.digamma(n)
+    first = _jnp.where(n == 1, -_lax.log(x) - _EULER_GAMMA, 1 / _jnp.where(n == 1, 2.0, n - 1))
+
+    def cond(state):
+        i, factor, total, term = state
+        return (i < 2000) & _jnp.any(_jnp.abs(term) > eps * _jnp.abs(total))
+
+    def body(state):
+        i, factor, total, _ = state
+        factor = factor * -x / i
+        log_term = factor * (psi - _lax.log(x))
+        term = _jnp.where(i == n - 1, log_term, -factor / _jnp.where(i == n - 1, 1.0, i - n + 1))
+        return i + 1, factor, total + term, term
+
+    init = (_counter(x), _jnp.ones_like(x), first, _jnp.ones_like(x))
+    return _lax.while_loop(cond, body, init)[2]
+
+
+@_custom_jvp
+def _expn(n, x):
+    eps, tiny = float(_finfo(x).eps), float(_finfo(x).tiny)
+    integral_order = (n >= 0) & (n == _jnp.floor(n))
+    regular = integral_order & (n >= 1) & (x > 0)
+    use_fraction = x > 1
+    fraction = _expn_fraction(_jnp.where(regular & use_fraction, n, 1.0),
+                              _jnp.where(regular & use_fraction, x, 2.0), eps, tiny)
+    series = _expn_series(_jnp.where(regular & ~use_fraction, n, 1.0),
+                          _jnp.where(regular & ~use_fraction, x, 0.5), eps)
+    value = _jnp.where(use_fraction, fraction, series)
+    safe_x = _jnp.where(x > 0, x, 1.0)
+    value = _jnp.where(n == 0, _lax.exp(-safe_x) / safe_x, value)
+    value = _jnp.where(x == 0, _jnp.where(n > 1, 1 / _jnp.maximum(n - 1, 1.0), _np.inf), value)
+    value = _jnp.where(x == _np.inf, 0.0, value)
+    return _jnp.where(~integral_order | (x < 0) | _jnp.isnan(x), _np.nan, value).astype(x.dtype)
+
+
+@_expn.defjvp
+def _expn_jvp(primals, tangents):
+    n, x = primals
+    return _expn(n, x), -_expn(n - 1, x) * tangents[1]
+
+
+def expn(n, x):
+    """The generalized exponential integral E_n(x) = int_1^inf exp(-x t) / t^n dt."""
+    return _expn(*_inexact("expn", n, x))
+
+
+def exp1(x):
+    """E_1(x) = int_x^inf exp(-t) / t dt."""
+    x = _as_float("exp1", x)
+    return _expn(_jnp.ones_like(x), x)
+
+
+def _expi_positive(x, eps):
+    """Ei(x) for x > 0: its power series up to 40 (positive terms), the asymptotic series above."""
+    near = x <= 40
+    small = _jnp.where(near, x, 1.0)
+
+    def cond(state):
+        k, term, total = state
+        return (k < 2000) & _jnp.any(term > eps * total)
+
+    def body(state):
+        k, term, total = state
+        term = term * small * k / ((k + 1) * (k + 1))
+        return k + 1, term, total + term
+
+    series = _lax.while_loop(cond, body, (_counter(x), small, small))[2]
+    series = series + _EULER_GAMMA + _lax.log(small)
+    large = _jnp.where(near, 41.0, x)
+    term, total = 1.0, 1.0
+    for k in range(1, 40):
+        term = term * k / large
+        total = total + term
+    return _jnp.where(near, series, _lax.exp(large) / large * total)
+
+
+@_custom_jvp
+def _expi(x):
+    eps = float(_finfo(x).eps)
+    positive = _expi_positive(_jnp.where(x > 0, x, 1.0), eps)
+    negative = -_expn(_jnp.ones_like(x), _jnp.where(x < 0, -x, 1.0))
+    value = _jnp.where(x > 0, positive, _jnp.where(x < 0, negative, -_np.inf))
+    return _jnp.where(x == _np.inf, _np.inf, value).astype(x.dtype)
+
+
+@_expi.defjvp
+def _expi_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return _expi(x), _lax.exp(x) / x * x_dot
+
+
+def expi(x):
+    """The exponential integral Ei(x) = -PV int_-x^inf exp(-t) / t dt."""
+    return _expi(_as_float("expi", x))
+
+
+# ---------------------------------------------------------------- dilogarithm
+
+def _dilog_series(z):
+    """Li2(z) = sum_k z^k / k^2 for |z| <= 1/2."""
+    power, total = z, z
+    for k in range(2, 60 if z.dtype == _np.float64 else 30):
+        power = power * z
+        total = total + power / (k * k)
+    return total
+
+
+def _spence_near_one(y):
+    """spence(y) = Li2(1 - y) for 0 <= y <= 3/2: directly near 1, reflected near 0 through
+    Li2(z) + Li2(1 - z) = pi^2 / 6 - log(z) log(1 - z)."""
+    direct = _dilog_series(1 - y)
+    safe_y = _jnp.where(y < 0.5, y, 0.25)
+    reflected = (_math.pi ** 2 / 6 - _lax.log(1 - safe_y) * _lax.log(_jnp.where(y > 0, safe_y, 1.0))
+                 - _dilog_series(safe_y))
+    return _jnp.where(y < 0.5, reflected, direct)
+
+
+def spence(x):
+    """Spence's function int_1^x log(t) / (1 - t) dt = Li2(1 - x), for x >= 0."""
+    x = _as_float("spence", x)
+    inverted = x > 1.5
+    y = _jnp.where(inverted, 1 / _jnp.where(inverted, x, 1.0), _jnp.where(x >= 0, x, 1.0))
+    near = _spence_near_one(y)
+    log_x = _lax.log(_jnp.where(inverted, x, 1.0))
+    value = _jnp.where(inverted, -near - 0.5 * log_x * log_x, near)
+    return _jnp.where((x < 0) | _jnp.isnan(x) | (x == _np.inf), _np.nan, value).astype(x.dtype)
+
+
+# ---------------------------------------------------------------- hypergeometric
+
+def hyp1f1(a, b, x):
+    """Kummer's confluent hypergeometric 1F1(a; b; x) by its series, through Kummer's
+    transformation 1F1(a; b; x) = exp(x) 1F1(b - a; b; -x) for x < 0 (positive terms)."""
+    a, b, x = _inexact("hyp1f1", a, b, x)
+    negative = x < 0
+    a_eff = _jnp.where(negative, b - a, a)
+    size = _jnp.abs(x)
+    eps = float(_finfo(x).eps)
+
+    def cond(state):
+        k, term, total = state
+        return (k < 2000) & _jnp.any(_jnp.abs(term) > eps * _jnp.abs(total))
+
+    def body(state):
+        k, term, total = state
+        term = term * (a_eff + k) / (b + k) * size / (k + 1)
+        return k + 1, term, total + term
+
+    ones = _jnp.ones_like(x)
+    total = _lax.while_loop(cond, body, (_counter(x, 0), ones, ones))[2]
+    return _jnp.where(negative, _lax.exp(x) * total, total)

@@ -1,0 +1,38 @@
+"""Helpers the distribution modules share: promotion, location-scale, support masks."""
+import numpy as np
+
+from jaxlite import numpy as jnp
+from jaxlite.core import dtypes
+from jaxlite.numpy.util import promote_to_inexact
+
+
+def promote(name, *args):
+    """Arguments promoted to one float dtype (integers become the default float) and broadcast."""
+    return promote_to_inexact(name, *args)
+
+
+def float_dtype(*args):
+    """The dtype the arguments promote to, integers and bools going to the default float."""
+    dtype = dtypes.result_type(*args)
+    return dtype if dtypes.is_float(dtype) else dtypes.default_float_dtype()
+
+
+def standardized(name, x, loc, scale, *shape_args):
+    """((x - loc) / scale, log(scale), shape arguments), all promoted together."""
+    x, loc, scale, *shape_args = promote(name, x, loc, scale, *shape_args)
+    return ((x - loc) / scale, jnp.log(scale), *shape_args)
+
+
+def outside(condition, value, fill):
+    """value where the point is inside the support, fill where `condition` says it is outside."""
+    return jnp.where(condition, fill, value).astype(value.dtype)
+
+
+def log1mexp(log_p):
+    """log(1 - exp(log_p)) for log_p <= 0, accurate at both ends (Maechler's switch at -log 2)."""
+    return jnp.where(log_p > -np.log(2), jnp.log(-jnp.expm1(log_p)), jnp.log1p(-jnp.exp(log_p)))
+
+
+def off_lattice(k):
+    """Where a count is not a non-negative integer (its pmf is 0 there)."""
+    return (k < 0) | (k != jnp.floor(k))

@@ -1,0 +1,183 @@
+"""Ahead-of-time stages, as JAX names them: `jit(f).trace(*args)` -> Traced,
+`.lower()` -> Lowered, `.compile()` -> Compiled.
+
+Traced holds the ClosedJaxpr of one argument signature; Lowered the optimized
+jaxpr and its fused kernels (jaxlite's own plan stands where JAX has StableHLO);
+Compiled the machine code, callable with arguments of exactly the compiled types.
+Arguments may be arrays or `ShapeDtypeStruct`s: only their types matter here.
+"""
+import numpy as np
+
+from jaxlite.core.abstract import ShapeDtypeStruct
+from jaxlite.core.array import Array
+from jaxlite.core.staging import _aval_of_spec
+from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["ArgInfo", "Compiled", "Lowered", "Traced", "Wrapped"]
+
+
+class _CpuDevice:
+    """The one CPU device (a stand-in until jaxlite.sharding lands)."""
+
+    id, platform, device_kind, process_index = 0, "cpu", "cpu", 0
+
+    def __repr__(self):
+        return "CpuDevice(id=0)"
+
+
+class _SingleDeviceSharding:
+    """Where every array of a one-device program lives."""
+
+    def __init__(self):
+        self.device_set = {_CpuDevice()}
+        self.memory_kind = "device"
+
+    def __eq__(self, other):
+        return isinstance(other, _SingleDeviceSharding)
+
+    def __hash__(self):
+        return hash(_SingleDeviceSharding)
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={next(iter(self.device_set))!r}, memory_kind=device)"
+
+
+class ArgInfo:
+    """One flat argument of a staged computation: its abstract value and whether it is donated."""
+
+    def __init__(self, aval, donated):
+        self._aval, self.donated = aval, donated
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+
+    def __repr__(self):
+        return f"ArgInfo(_aval={self._aval!r}, donated={self.donated})"
+
+
+class Wrapped:
+    """What `jit` returns: callable, with `.trace(*args)` and `.lower(*args)`."""
+
+
+class _Stage:
+    """What every stage knows: the argument tree, its types, and the output types."""
+
+    def __init__(self, entry, in_tree, name):
+        self._entry, self.in_tree, self._name = entry, in_tree, name
+
+    out_tree = property(lambda self: self._entry.out_tree)
+    in_avals = property(lambda self: self._user_avals())
+    donate_argnums = property(lambda self: tuple(i for i, d in enumerate(self._entry.donated) if d))
+
+    def _user_avals(self):
+        """The avals of the caller's flat arguments (closed-over tracers excluded)."""
+        return list(self._entry.closed.in_avals[len(self._entry.extra_args):])
+
+    @property
+    def args_info(self):
+        donated = self._entry.donated or (False,) * len(self.in_avals)
+        return tree_unflatten(self.in_tree, [ArgInfo(a, d) for a, d in zip(self.in_avals, donated)])
+
+    @property
+    def out_info(self):
+        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in self._entry.closed.out_avals]
+        return tree_unflatten(self.out_tree, shapes)
+
+    out_avals = property(lambda self: list(self._entry.closed.out_avals))
+    fun_name = property(lambda self: self._name)
+
+
+class Traced(_Stage):
+    """`jit(f).trace(*args)`: the jaxpr of f for these argument types."""
+
+    jaxpr = property(lambda self: self._entry.closed)
+
+    def lower(self):
+        from jaxlite.lower import pipeline
+        return Lowered(self._entry, self.in_tree, self._name, pipeline.lower_jaxpr(self._entry.closed))
+
+
+class Lowered(_Stage):
+    """The optimized jaxpr and the kernels it fuses into, ready to compile."""
+
+    def __init__(self, entry, in_tree, name, program):
+        super().__init__(entry, in_tree, name)
+        self.program = program
+
+    def as_text(self, dialect=None, debug_info=False):
+        return self.program.as_text()
+
+    def compiler_ir(self, dialect=None):
+        return self.program
+
+    def cost_analysis(self):
+        """flops and bytes accessed, summed over the planned steps."""
+        from jaxlite.lower import pipeline
+        return pipeline.cost_analysis(self.program)
+
+    def compile(self, compiler_options=None):
+        from jaxlite.lower import pipeline
+        from jaxlite.transforms import jit
+        jit._stats["compiles"] += 1
+        executable = pipeline.compile_program(self.program, self._name)
+        return Compiled(self._entry, self.in_tree, self._name, self.program, executable)
+
+
+class Compiled(_Stage):
+    """Machine code for one signature: `as_text()` is the LLVM IR (headed by the GEMM
+    calls' plans), `asm()` the assembly; calling it runs it."""
+
+    def __init__(self, entry, in_tree, name, program, executable):
+        super().__init__(entry, in_tree, name)
+        self.program, self.executable = program, executable
+
+    def as_text(self):
+        """The LLVM IR, after a comment per GEMM call naming the plan chosen for it."""
+        compiled = self.executable.compiled
+        text = compiled.optimized_ir if compiled is not None else self.executable.llvm_ir
+        plans = "".join(f"; {line}\n" for line in self.executable.describe_gemm_plans())
+        return plans + text
+
+    def asm(self):
+        return self.executable.asm()
+
+    runtime_executable = asm
+
+    def cost_analysis(self):
+        from jaxlite.lower import pipeline
+        return pipeline.cost_analysis(self.program)
+
+    def memory_analysis(self):
+        return None     # as JAX on backends that do not report one
+
+    @property
+    def input_shardings(self):
+        return tree_unflatten(self.in_tree, [_SingleDeviceSharding() for _ in self.in_avals])
+
+    @property
+    def output_shardings(self):
+        return tree_unflatten(self.out_tree, [_SingleDeviceSharding() for _ in self.out_avals])
+
+    def __call__(self, *args, **kwargs):
+        flat_args, in_tree = tree_flatten((args, kwargs))
+        if in_tree != self.in_tree:
+            raise TypeError(f"Function compiled with input pytree does not match the input pytree it "
+                            f"was called with: compiled with {self.in_tree}, called with {in_tree}")
+        self._check_types(flat_args)
+        values = [np.asarray(x._value if type(x) is Array else x, a.dtype) for x, a in zip(flat_args, self.in_avals)]
+        outs = self.executable(values)
+        arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, self.out_avals)]
+        return tree_unflatten(self.out_tree, arrays)
+
+    call = __call__
+
+    def _check_types(self, flat_args):
+        mismatches = []
+        for i, (x, aval) in enumerate(zip(flat_args, self.in_avals)):
+            given = _aval_of_spec(x)
+            if (given.shape, given.dtype) != (aval.shape, aval.dtype):
+                mismatches.append(f"Argument {i} compiled with {aval.str_short()} and called with "
+                                  f"{given.str_short()}")
+        if mismatches:
+            raise TypeError("Argument types differ from the types for which this computation was "
+                            "compiled. The mismatches are:\n" + "\n".join(mismatches))

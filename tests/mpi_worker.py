@@ -1,0 +1,108 @@
+"""Scenarios run by test_distributed.py under `mpiexec -n 2`: python mpi_worker.py SCENARIO OUTDIR.
+
+Each rank saves its results to OUTDIR/rank{r}.npz; the test compares them in its own process.
+"""
+import os
+import sys
+
+import numpy as np
+
+import jaxlite
+from jaxlite import lax
+from jaxlite import numpy as jnp
+from jaxlite.examples import mlp
+from jaxlite.lower import collectives
+from mpi_worker_functions import data_parallel_step, every_collective
+from jaxlite.sharding import PartitionSpec as P
+
+collectives.MAX_COUNT = 1000      # so that psum_long's 2400 elements go in 3 pieces
+jaxlite.distributed.initialize(collective_deadline=float(os.environ.get("DEADLINE", 60)))
+RANK, MESH = jaxlite.process_index(), jaxlite.make_mesh((2,), ("i",))
+
+
+def block(x):
+    """This rank's block of x split along its first axis."""
+    n = x.shape[0] // 2
+    return x[RANK * n:(RANK + 1) * n]
+
+
+def collectives():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) * (RANK + 1) - 5 * RANK
+    f = jaxlite.shard_map(every_collective, mesh=MESH, in_specs=P("i"), out_specs=P("i"), check_vma=False)
+    eager, jitted = f(jnp.asarray(x)), jaxlite.jit(f)(jnp.asarray(x))
+    return {**{"eager_" + k: v for k, v in eager.items()}, **{"jit_" + k: v for k, v in jitted.items()}}
+
+
+def grads():
+    """The cases of tests/data/shard_map_grads.json (recorded from JAX), eager and jitted."""
+    x = jnp.arange(4.0)
+    out = {}
+    for check_vma in (True, False):
+        def sm(f, i, o):
+            return jaxlite.shard_map(f, mesh=MESH, in_specs=i, out_specs=o, check_vma=check_vma)
+        cases = {
+            "grad_inside_of_psum": lambda x: sm(lambda x: jaxlite.grad(lambda x: lax.psum(x, "i").sum())(x),
+                                                P("i"), P("i"))(block(x)),
+            "grad_of_psum_replicated": jaxlite.grad(lambda x: sm(lambda x: lax.psum(x, "i"), P(), P())(x).sum()),
+            "grad_of_scale_replicated": jaxlite.grad(lambda x: sm(lambda x: x * 2, P(), P())(x).sum()),
+            "grad_of_psum_sharded": lambda x: jaxlite.grad(
+                lambda b: sm(lambda b: lax.psum(b, "i"), P("i"), P())(b).sum())(block(x)),
+            "grad_of_pmean_loss": lambda x: jaxlite.grad(
+                lambda w: sm(lambda w, b: lax.pmean(((w * b) ** 2).sum(), "i"), (P(), P("i")), P())(w, block(x)))(1.0),
+            "jvp_of_psum_sharded": lambda x: jaxlite.jvp(
+                lambda b: sm(lambda b: lax.psum(b * b, "i"), P("i"), P())(b), (block(x),), (block(x + 1),))[1],
+        }
+        for name, case in cases.items():
+            out[f"check_vma={check_vma}/{name}/eager"] = case(x)
+            out[f"check_vma={check_vma}/{name}/jit"] = jaxlite.jit(case)(x)
+    return out
+
+
+def training():
+    """Data-parallel SGD on the demo MLP: each rank its half of every batch."""
+    x, labels = mlp.two_spirals(64, seed=1)
+    onehot = mlp.one_hot(labels, 2)
+    params = mlp.init_params([2, 16, 16, 2], seed=3)
+    step = jaxlite.jit(jaxlite.shard_map(data_parallel_step, mesh=MESH, in_specs=(P(), P("i"), P("i")),
+                                         out_specs=P()))
+    order = np.random.default_rng(0).permutation(len(x))
+    for i in range(4):
+        batch = order[i * 32:(i + 1) * 32]
+        params = step(params, jnp.asarray(block(x[batch])), jnp.asarray(block(onehot[batch])))
+    return {f"p{i}": leaf for i, leaf in enumerate(jaxlite.tree.leaves(params))}
+
+
+def correctness():
+    return {**collectives(), **grads(), **training()}
+
+
+def raises():
+    if RANK == 1:
+        raise ValueError("boom from rank 1")
+    jaxlite.shard_map(lambda x: lax.psum(x, "i"), mesh=MESH, in_specs=P("i"), out_specs=P())(jnp.ones(3))
+    return {}
+
+
+def skips():
+    f = jaxlite.jit(jaxlite.shard_map(lambda x: lax.psum(x, "i"), mesh=MESH, in_specs=P("i"), out_specs=P()))
+    if RANK == 0:
+        f(jnp.ones(3))
+    else:
+        import time
+        time.sleep(60)
+    return {}
+
+
+def shapes():
+    f = jaxlite.jit(jaxlite.shard_map(lambda x: lax.psum(x, "i"), mesh=MESH, in_specs=P("i"), out_specs=P()))
+    f(jnp.ones(3 + RANK))
+    return {}
+
+
+if __name__ == "__main__":
+    scenario, outdir = sys.argv[1], sys.argv[2]
+    results = globals()[scenario]()
+    saved = {k: np.asarray(v) for k, v in results.items()}
+    saved = {k: v.astype(np.float32) if v.dtype == jnp.bfloat16 else v for k, v in saved.items()}  # npz has no bf16
+    np.savez(os.path.join(outdir, f"rank{RANK}.npz"), **saved)
+    jaxlite.distributed.shutdown()

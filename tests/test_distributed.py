@@ -1,0 +1,100 @@
+"""shard_map over 2 MPI processes: pytest launches `mpiexec -n 2 python mpi_worker.py SCENARIO`
+(in its own session, with a timeout) and compares what the ranks saved here, in one process.
+
+The references: the vmap(axis_name=...) simulation of the same functions, and gradients
+recorded from JAX on 2 simulated devices (tests/data/shard_map_grads.json).
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import jaxlite
+from jaxlite import numpy as jnp
+
+pytest.importorskip("mpi4py")
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="needs mpiexec (pip install mpich)")
+sys.path.insert(0, os.path.dirname(__file__))
+WORKER = os.path.join(os.path.dirname(__file__), "mpi_worker.py")
+
+
+def launch(scenario, outdir, deadline=60, timeout=120):
+    """Run a scenario on 2 ranks; returns (return code, stderr, seconds, per-rank results)."""
+    env = dict(os.environ, DEADLINE=str(deadline), PYTHONPATH=os.pathsep.join(sys.path))
+    start = time.monotonic()
+    process = subprocess.Popen([MPIEXEC, "-n", "2", "-bind-to", "core", sys.executable, WORKER, scenario, str(outdir)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True)
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError(f"mpiexec {scenario} did not end within {timeout} s")
+    ranks = [dict(np.load(outdir / f"rank{r}.npz")) for r in range(2) if (outdir / f"rank{r}.npz").exists()]
+    return process.returncode, stderr, time.monotonic() - start, ranks
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    code, stderr, _, ranks = launch("correctness", tmp_path_factory.mktemp("mpi"))
+    assert code == 0, stderr
+    return ranks
+
+
+def _x(rank):
+    return np.arange(24, dtype=np.float32).reshape(4, 6) * (rank + 1) - 5 * rank
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_collectives_equal_the_vmap_simulation(ranks, mode):
+    import mpi_worker_simulation as sim
+    want = sim.simulate_collectives(np.stack([_x(0), _x(1)]))
+    for rank, got in enumerate(ranks):
+        for name, value in want.items():
+            np.testing.assert_array_equal(got[f"{mode}_{name}"], value[rank], err_msg=f"{name} on rank {rank}")
+
+
+@pytest.mark.parametrize("check_vma", [True, False])
+def test_gradients_match_jax(ranks, check_vma):
+    with open(os.path.join(os.path.dirname(__file__), "data", "shard_map_grads.json")) as f:
+        reference = json.load(f)[f"check_vma={check_vma}"]
+    sharded = {"grad_inside_of_psum", "grad_of_psum_sharded"}     # results per rank: its block
+    for name, want in reference.items():
+        for mode in ("eager", "jit"):
+            got = [r[f"check_vma={check_vma}/{name}/{mode}"] for r in ranks]
+            got = np.concatenate(got) if name in sharded else got[0]
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} ({mode})")
+
+
+def test_data_parallel_training_equals_the_vmap_simulation_bit_for_bit(ranks):
+    import mpi_worker_simulation as sim
+    want = sim.simulate_training()
+    for key, value in want.items():
+        np.testing.assert_array_equal(ranks[0][key], ranks[1][key], err_msg="replicated parameters differ")
+        np.testing.assert_array_equal(ranks[0][key], value, err_msg=key)
+
+
+def test_a_raising_rank_ends_the_job(tmp_path):
+    code, stderr, seconds, _ = launch("raises", tmp_path)
+    assert code != 0 and "ValueError: boom from rank 1" in stderr and "rank 1 of 2 raised" in stderr
+    assert seconds < 10
+
+
+def test_a_skipped_collective_hits_the_deadline(tmp_path):
+    code, stderr, seconds, _ = launch("skips", tmp_path, deadline=2)
+    assert code != 0 and seconds < 30
+    assert "rank 0 of 2 waited more than 2 s" in stderr
+    assert "psum over mesh axes ('i',) of float32[3] in shard_map of '<lambda>'" in stderr
+
+
+def test_ranks_with_different_shapes_get_an_error(tmp_path):
+    code, stderr, seconds, _ = launch("shapes", tmp_path)
+    assert code != 0 and seconds < 30
+    assert "but rank(s) [1] run something else" in stderr and "float32[3]" in stderr
