@@ -110,6 +110,8 @@ class EvalTrace(Trace):
     def process_primitive(self, primitive, args, params):
         values = [_numpy_value(x, Array) for x in args]
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
+        errors.check_allocation(sum(a.size * a.dtype.itemsize for a in out_avals), lambda: (
+            f"the result of {primitive.name} ({', '.join(a.str_short() for a in out_avals)})"))
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) without numpy's warnings, as in JAX
             outputs = primitive.impl(*values, **params)
         if float_checks.enabled:

@@ -63,25 +63,30 @@ class Rewriter:
 
 # ---------------------------------------------------------------- widening
 
-def widen_narrow_floats(closed, applies):
+def widen_narrow_floats(closed, applies, float32_to_float64=lambda eqn: False):
     """Equations `applies(eqn)` accepts run on float32 copies of their float16/bfloat16
     operands and results, between conversions (the cumulative ops, whose eager
     implementation accumulates so; linear algebra, which the native routines do in float32
-    and float64). Other operands and results (integers: lu's pivots) stay as they are."""
+    and float64); those `float32_to_float64(eqn)` accepts run on float64 copies of their
+    float32 ones (cumsum, whose sequential sum would lose digits like n eps). Other operands
+    and results (integers: lu's pivots) stay as they are."""
     from jaxlite.lax.elementwise import convert_element_type_p
     rewriter = Rewriter(closed)
-    wide = np.dtype(np.float32)
 
     def convert(x, out):
         return Eqn(convert_element_type_p, [x], {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}, [out])
 
-    def widened(v):
-        narrow = dtypes.is_float(v.aval.dtype) and v.aval.dtype.itemsize < 4
-        return Var(ShapedArray(v.aval.shape, wide)) if narrow else v
+    def widened(v, eqn):
+        dtype = v.aval.dtype
+        if dtypes.is_float(dtype) and dtype.itemsize < 4 and applies(eqn):
+            return Var(ShapedArray(v.aval.shape, np.dtype(np.float32)))
+        if dtype == np.float32 and float32_to_float64(eqn):
+            return Var(ShapedArray(v.aval.shape, np.dtype(np.float64)))
+        return v
 
     for eqn in closed.jaxpr.eqns:
-        inputs, outputs = [widened(v) for v in eqn.inputs], [widened(v) for v in eqn.outputs]
-        if not applies(eqn) or all(w is v for w, v in zip(inputs + outputs, eqn.inputs + eqn.outputs)):
+        inputs, outputs = [widened(v, eqn) for v in eqn.inputs], [widened(v, eqn) for v in eqn.outputs]
+        if all(w is v for w, v in zip(inputs + outputs, eqn.inputs + eqn.outputs)):
             rewriter.emit(eqn)
             continue
         for v, w in zip(eqn.inputs, inputs):

@@ -36,6 +36,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core.dtypes import bfloat16
+from jaxlite.core.errors import check_allocation
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import (autotune, codegen, collectives, epilogues, gemm, gemm_lowp, linalg_kernels, llvm_target, native_call,
                            native_flow, native_pool, sort_kernels)
@@ -166,6 +167,9 @@ class Executable:
         intermediates = computed - set(self.object_slots)
         self.plan = MemoryPlan(self.steps, intermediates)
         self.workspace_size = self.plan.size
+        outputs = sum(_nbytes(v) for v in self.out_vars)
+        check_allocation(self.plan.size + outputs, lambda: f"{self.name}: its outputs ({outputs} bytes) "
+                                                           f"and intermediates ({self.plan.size} bytes)")
 
     def _build_segments(self):
         """When every step is a kernel, control flow or a native GEMM or routine, one entry
