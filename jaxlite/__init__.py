@@ -2,8 +2,9 @@
 import sys as _sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util, typing
-from jaxlite import dtypes, ops
-from jaxlite import ad_checkpoint, debug, errors, experimental
+from jaxlite import dtypes, image, ops
+from jaxlite.dtypes import float0
+from jaxlite import ad, ad_checkpoint, debug, errors, experimental
 from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
@@ -13,12 +14,16 @@ from jaxlite.core.config import (checking_leaks, config, debug_infs, debug_key_r
 from jaxlite.core.ref import Ref, freeze, new_ref
 from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
 from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
-from jaxlite.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
+from jaxlite.transforms.ad import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
+from jaxlite.transforms.custom_gradient import custom_gradient
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
+from jaxlite.transforms.jacobians import jacrev as jacobian
 from jaxlite.transforms.batching import vmap
-from jaxlite.transforms.jit import disable_jit, jit
+from jaxlite.transforms.jit import clear_caches, disable_jit, jit
+from jaxlite.transforms.scopes import named_call, named_scope
+from jaxlite.core.trace import ensure_compile_time_eval
 from jaxlite.transforms import precision, stages
 from jaxlite import distributed, sharding
 from jaxlite._sharding import (Device, default_backend, device_count, device_get, device_put, devices,
@@ -46,12 +51,17 @@ def __getattr__(name):
 
 # jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
 __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
-    "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
-    "dtypes", "errors", "experimental", "extend", "flatten_util", "interpreters", "lax", "nn", "numpy",
-    "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
+    "ad", "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
+    "dtypes", "errors", "experimental", "extend", "flatten_util", "image", "interpreters", "lax", "nn",
+    "numpy", "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
     lazy_submodules=_LAZY_SUBMODULES)
 
 __version__ = "0.1.0"
+
+
+def effects_barrier():
+    """Wait until the side effects (callbacks) of computations already run are done: jaxlite
+    runs them synchronously, so they are."""
 
 
 def block_until_ready(tree):

@@ -11,29 +11,28 @@ from jaxlite.core.ir import Eqn, Jaxpr, Var
 
 def test_make_jaxpr_single_equation():
     text = str(jaxlite.make_jaxpr(jnp.sin)(np.ones(3, np.float32)))
-    assert text == "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b) }"
+    assert text == "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }"
 
 
 def test_make_jaxpr_python_scalar_becomes_literal():
     text = str(jaxlite.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(np.ones(3, np.float32)))
-    assert text == ("{ lambda ; a:f32[3]. let\n"
-                    "    b:f32[3] = sin a\n"
-                    "    c:f32[3] = mul b 2.0:f32[]\n"
-                    "  in (c) }")
+    # As JAX prints it: short jaxprs on one line, equations separated by "; ".
+    assert text == "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }"
 
 
 def test_make_jaxpr_reduction_params_and_multiple_outputs():
-    text = str(jaxlite.make_jaxpr(lambda x: (x.sum(axis=0), -x))(np.ones((2, 3), np.float32)))
+    text = str(jaxlite.make_jaxpr(lambda x: (x.sum(axis=0), -x, x * 3.0))(np.ones((2, 3), np.float32)))
     assert text == ("{ lambda ; a:f32[2,3]. let\n"
                     "    b:f32[3] = reduce_sum[axes=(0,)] a\n"
                     "    c:f32[2,3] = neg a\n"
-                    "  in (b, c) }")
+                    "    d:f32[2,3] = mul a 3.0:f32[]\n"
+                    "  in (b, c, d) }")
 
 
 def test_closed_over_array_becomes_constvar():
     w = jnp.ones((2,), jnp.float32)
     closed = jaxlite.make_jaxpr(lambda x: x + w)(np.ones(2, np.float32))
-    assert str(closed) == "{ lambda a:f32[2]; b:f32[2]. let c:f32[2] = add b a in (c) }"
+    assert str(closed) == "{ lambda a:f32[2]; b:f32[2]. let c:f32[2] = add b a in (c,) }"
     assert closed.consts[0] is w
 
 

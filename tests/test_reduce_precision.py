@@ -1,5 +1,5 @@
 """lax.reduce_precision: eager and jit bit for bit against values recorded from JAX
-(tests/data/record_jax_reduce_precision.py), derivatives, vmap, errors.
+(tests/data/record_jax_reduce_precision_bits.py), derivatives, vmap, errors.
 
 It is the demonstration of lower/'s recipe for a new elementwise primitive: its lax block
 declares its fusion rule (kernel-IR ops it already has), and nothing in lower/ changed.
@@ -17,7 +17,7 @@ import jaxlite
 from jaxlite import lax
 from jaxlite.test_util import assert_jit_matches_eager_bits, check_vmap
 
-RECORDED = json.loads(Path(__file__).with_name("data").joinpath("jax_reduce_precision.json").read_text())
+RECORDED = json.loads(Path(__file__).with_name("data").joinpath("jax_reduce_precision_bits.json").read_text())
 DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
           "float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
 

@@ -58,6 +58,24 @@ def test_jit_writes_back_into_a_ref_argument():
     assert float(outer(1.0)) == 2.0
 
 
+def test_jit_lifts_a_closed_over_ref():
+    counts = jaxlite.new_ref(jnp.zeros(3))
+
+    @jaxlite.jit
+    def bump():
+        counts[1] += 1.0
+
+    @jaxlite.jit
+    def shifted(x):
+        return lax.fori_loop(0, 2, lambda i, c: c + counts[...], x)
+    bump()
+    bump()
+    np.testing.assert_array_equal(counts[...], [0.0, 2.0, 0.0])
+    np.testing.assert_array_equal(shifted(jnp.ones(3)), [1.0, 5.0, 1.0])
+    counts[...] = jnp.ones(3)       # read again at the next call, not baked in
+    np.testing.assert_array_equal(shifted(jnp.ones(3)), [3.0, 3.0, 3.0])
+
+
 def test_errors_as_jax():
     ref = jaxlite.new_ref(jnp.zeros(2))
     with pytest.raises(ValueError, match="cannot be returned"):
@@ -66,15 +84,94 @@ def test_errors_as_jax():
         jaxlite.jit(lambda a, b: None)(ref, ref)
     with pytest.raises(ValueError, match="did not create it"):
         jaxlite.grad(lambda x: (ref.__setitem__(..., x), x.sum())[1])(jnp.ones(2))
-    with pytest.raises(ValueError, match="Pass the reference as an argument"):
-        jaxlite.jit(lambda x: x + ref[...])(jnp.ones(2))
 
-    def written_in_a_loop_body(x):     # (JAX allows this one; jaxlite refuses it clearly)
-        ref = jaxlite.new_ref(x)
+
+
+def test_vmap_maps_ref_arguments_and_writes_them_back():
+    def dist(x, y, out_ref):
+        out_ref[...] = jnp.sum((x - y) ** 2)
+
+    vecs = jnp.arange(12.0).reshape(3, 4)
+    out_ref = jaxlite.new_ref(jnp.zeros((3, 3)))
+    jaxlite.vmap(jaxlite.vmap(dist, (0, None, 0)), (None, 0, 0))(vecs, vecs, out_ref)
+    expected = ((np.arange(12.0).reshape(3, 1, 4) - np.arange(12.0).reshape(1, 3, 4)) ** 2).sum(-1)
+    np.testing.assert_array_equal(out_ref[...], expected.T)
+    unmapped = jaxlite.new_ref(0.0)
+    with pytest.raises(ValueError, match="batched value into the unbatched"):
+        jaxlite.vmap(lambda x, r: r.__setitem__(..., x), (0, None))(jnp.arange(3.0), unmapped)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_loop_bodies_write_outer_refs(jit):
+    total = jaxlite.new_ref(jnp.int32(0))
+
+    def summed(xs):
+        def body(carry, x):
+            total[...] += x
+            return carry, x * 2
+        return lax.scan(body, 0, xs)[1]
+
+    def accumulated(x):
+        acc = jaxlite.new_ref(jnp.zeros(3))
 
         def body(i, c):
-            ref[...] = c
+            acc[...] = acc[...] + c * i
             return c
-        return lax.fori_loop(0, 2, body, x)
-    with pytest.raises(ValueError, match="did not create it"):
-        jaxlite.jit(written_in_a_loop_body)(jnp.ones(2))
+        lax.fori_loop(0, 4, body, x)
+        return jaxlite.freeze(acc)
+    wrap = jaxlite.jit if jit else (lambda f: f)
+    np.testing.assert_array_equal(wrap(summed)(jnp.arange(10)), 2 * np.arange(10))
+    np.testing.assert_array_equal(wrap(summed)(jnp.arange(10)), 2 * np.arange(10))
+    assert int(total[...]) == 90
+    np.testing.assert_array_equal(wrap(accumulated)(jnp.ones(3)), [6.0, 6.0, 6.0])
+
+
+def test_vjp_with_refs_accumulates_gradients_into_refs():
+    _, pullback = jaxlite.vjp(lambda w, x: w @ x, jnp.ones((2, 2)), jnp.ones(2))
+    w_bar, x_bar = pullback.with_refs(jaxlite.ad.GradValue(), jaxlite.ad.DontWant())(jnp.ones(2))
+    np.testing.assert_array_equal(w_bar, np.ones((2, 2)))
+    assert isinstance(x_bar, jaxlite.ad.DidntWant)
+    w_grad = jaxlite.new_ref(jnp.full((2, 2), 10.0))
+    pullback.with_refs(w_grad, jaxlite.ad.GradValue())(jnp.ones(2))
+    np.testing.assert_array_equal(w_grad[...], np.full((2, 2), 11.0))    # added, not set
+
+    def g(x_ref):
+        x_ref[...] = jnp.sin(x_ref[...])
+        return x_ref[...] ** 2
+    x_ref, g_grad = jaxlite.new_ref(2.0), jaxlite.new_ref(0.0)
+    _, g_vjp = jaxlite.vjp(g, x_ref)          # runs g: x_ref now holds sin(2)
+    g_vjp.with_refs(g_grad)(1.0)
+    np.testing.assert_allclose(float(x_ref[...]), np.sin(2.0), rtol=1e-6)
+    np.testing.assert_allclose(float(g_grad[...]), 2 * np.sin(2.0) * np.cos(2.0), rtol=1e-5)
+    with pytest.raises(TypeError, match="accumulated into a ref"):
+        g_vjp(1.0)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_a_custom_vjp_rule_writes_a_ref_it_is_given(jit):
+    @jaxlite.custom_vjp
+    def stash_grads(grads_ref, x):
+        return x
+
+    def bwd(grads_ref, g):
+        grads_ref[...] = g
+        return None, g
+    stash_grads.defvjp(lambda grads_ref, x: (x, grads_ref), bwd)
+    stash = jaxlite.new_ref(0.0)
+    grad = jaxlite.grad(lambda x: jnp.sin(stash_grads(stash, x)))
+    np.testing.assert_allclose(float((jaxlite.jit(grad) if jit else grad)(1.0)), np.cos(1.0), rtol=1e-6)
+    np.testing.assert_allclose(float(stash[...]), np.cos(1.0), rtol=1e-6)
+
+
+def test_make_jaxpr_lifts_closed_over_refs_and_markers_are_pytrees():
+    seen = jaxlite.new_ref(jnp.zeros(2))
+
+    def f(x):
+        seen[...] += x
+        return x * 2
+    closed = jaxlite.make_jaxpr(f)(jnp.ones(2))
+    assert len(closed.in_avals) == 2 and len(closed.out_avals) == 2     # the ref is an input and an output
+    np.testing.assert_array_equal(seen[...], [0.0, 0.0])                 # tracing runs nothing
+    _, pullback = jaxlite.vjp(lambda w, x: w @ x, jnp.ones((2, 2)), jnp.ones(2))
+    closed = jaxlite.make_jaxpr(lambda: pullback.with_refs(jaxlite.ad.GradValue(), jaxlite.ad.DontWant())(jnp.ones(2)))()
+    assert len(closed.out_avals) == 1

@@ -31,6 +31,8 @@ def test_cost_analysis_counts_the_planned_steps():
     cost = jaxlite.jit(lambda a, b: a @ b).lower(a, b).cost_analysis()
     assert cost["flops"] == 2 * 8 * 16 * 4
     assert cost["bytes accessed"] == 4 * (8 * 16 + 16 * 4 + 8 * 4)
+    memory = jaxlite.jit(lambda a, b: a @ b).lower(a, b).compile().memory_analysis()
+    assert (memory.argument_size_in_bytes, memory.output_size_in_bytes) == (4 * (8 * 16 + 16 * 4), 4 * 8 * 4)
 
 
 def test_compiled_refuses_other_argument_types():

@@ -132,23 +132,30 @@ def _param_text(value, namer, indent):
 
 
 def pretty_print_eqn(eqn, namer, indent=4):
+    """One equation; as JAX, its params go one a line when they hold a jaxpr or run long."""
     outs = " ".join(namer.binder(v) for v in eqn.outputs) or "()"
-    params = " ".join(f"{k}={_param_text(v, namer, indent)}" for k, v in sorted(eqn.params.items()))
-    head = f"{eqn.primitive.name}[{params}]" if params else eqn.primitive.name
     args = " ".join(namer(v) for v in eqn.inputs)
-    return f"{outs} = {head} {args}".rstrip()
+    params = [f"{k}={_param_text(v, namer, indent + 2)}" for k, v in sorted(eqn.params.items())]
+    line = f"{outs} = {eqn.primitive.name}[{' '.join(params)}] {args}" if params else \
+        f"{outs} = {eqn.primitive.name} {args}"
+    if not params or ("\n" not in line and len(line) + indent <= 80):
+        return line.rstrip()
+    pad = " " * indent
+    listed = "".join(f"\n{pad}  {p}" for p in params)
+    return f"{outs} = {eqn.primitive.name}[{listed}\n{pad}] {args}".rstrip()
 
 
 def pretty_print(jaxpr, indent=0):
-    """JAX's readable form: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b) }`."""
+    """JAX's readable form: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }`."""
     namer = _Namer()
     consts = " ".join(namer.binder(v) for v in jaxpr.constvars)
     args = " ".join(namer.binder(v) for v in jaxpr.invars)
     eqns = [pretty_print_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
-    outs = "(" + ", ".join(namer(v) for v in jaxpr.outvars) + ")"
-    one_line = f"{{ lambda {consts}; {args}. let {' '.join(eqns)} in {outs} }}"
-    if len(eqns) <= 1 and "\n" not in one_line and len(one_line) + indent <= 100:
-        return one_line.replace("let  in", "let in")
+    names = [namer(v) for v in jaxpr.outvars]
+    outs = f"({names[0]},)" if len(names) == 1 else "(" + ", ".join(names) + ")"
+    one_line = f"{{ lambda {consts}; {args}. let {'; '.join(eqns)} in {outs} }}"
+    if "\n" not in one_line and len(one_line) + indent <= 80:
+        return one_line
     pad = " " * indent
     body = "".join(f"\n{pad}    {e}" for e in eqns)
     return f"{{ lambda {consts}; {args}. let{body}\n{pad}  in {outs} }}"

@@ -7,11 +7,13 @@ used inside a transformed function (jit, grad, vmap) costs nothing at run time b
 the updates themselves, and needs no effect in the IR.
 
 A Ref passed as an argument to a jitted function is read as one more input and its final
-value is one more output, written back into the Ref after the call (transforms/jit.py).
-What this design cannot express is a write from inside a nested trace (a loop body, a
-vmap or grad of a function that did not create the Ref) into a Ref of an outer one:
-that raises, as does a jitted function that closes over a Ref instead of taking it as an
-argument (its value would be baked into the cached program).
+value is one more output, written back into the Ref after the call (transforms/jit.py);
+so is a Ref the jitted function closes over, lifted when it first touches it. vmap maps
+a Ref argument over its axis the same way (batching.vmap), and a scan (so fori_loop)
+whose body touches outer Refs threads their values through its carry: the body is traced
+once to find them, then again with them in the carry (lax/control_flow/loops.py). A write
+from another nested trace (a while_loop or cond body, vmap or grad of a function that did
+not create the Ref) into a Ref of an outer one raises.
 """
 import threading
 from contextlib import contextmanager
@@ -44,21 +46,88 @@ class AbstractRef:
     __repr__ = __str__
 
 
-class _Staging(threading.local):
-    depth = 0       # how many jit traces (whose programs are cached) are under way
+class _LiftContext:
+    """One jit trace under way: the outer Refs its function reads or writes, each lifted
+    to one more input (its value at the call) and output (its final value)."""
+
+    def __init__(self, trace):
+        self.trace, self.refs, self.proxies = trace, [], {}
+
+    def proxy_for(self, ref, outer_stack):
+        proxy = self.proxies.get(id(ref))
+        if proxy is None:
+            scope = self.trace if self.trace is not None else current_trace()
+            proxy = Ref(self.new_value(ref._resolved(outer_stack)._value), scope)
+            self.proxies[id(ref)] = proxy
+            self.refs.append(ref)
+        return proxy
+
+    def new_value(self, outer_value):
+        return self.trace.new_arg(_aval_of(outer_value))
+
+    def final_values(self):
+        return [self.proxies[id(ref)]._value for ref in self.refs]
 
 
-_staging = _Staging()
+class _Discovery(_LiftContext):
+    """A loop body traced once to learn which outer Refs it touches: they read their outer
+    value, and writes go to a stand-in that is thrown away with the trace."""
+
+    def __init__(self):
+        super().__init__(None)
+
+    def new_value(self, outer_value):
+        return outer_value
+
+
+class _Bound(_LiftContext):
+    """A loop body traced again with those Refs' values riding along in the carry."""
+
+    def __init__(self, refs, values):
+        super().__init__(current_trace())
+        for ref, value in zip(refs, values):
+            self.proxies[id(ref)] = Ref(value, self.trace)
+            self.refs.append(ref)
+
+
+class _Lifting(threading.local):
+    def __init__(self):
+        self.stack = []     # the jit traces and loop bodies under way, innermost last
+
+
+_lifting = _Lifting()
 
 
 @contextmanager
-def staging_a_cached_program():
-    """While jit traces: a closed-over Ref read now would be baked into the program."""
-    _staging.depth += 1
+def _pushed(context):
+    _lifting.stack.append(context)
     try:
-        yield
+        yield context
     finally:
-        _staging.depth -= 1
+        _lifting.stack.pop()
+
+
+def lifting_closed_over_refs(flat_fun, found):
+    """flat_fun traced by jit, returning after its outputs the final values of the outer Refs
+    it touched; `found` receives those Refs (the caller passes their values, writes back)."""
+    def fun(*args):
+        with _pushed(_LiftContext(current_trace())) as context:
+            outs = flat_fun(*args)
+        found.extend(context.refs)
+        return outs + context.final_values()
+    return fun
+
+
+def discovering_outer_refs():
+    """`with discovering_outer_refs() as found:` around tracing a loop body: `found.refs`
+    lists the outer Refs it touched."""
+    return _pushed(_Discovery())
+
+
+def binding_refs(refs, values):
+    """`with binding_refs(refs, values) as bound:` while tracing a body that threads the Refs'
+    values through its carry; `bound.final_values()` are their values at the end."""
+    return _pushed(_Bound(refs, values))
 
 
 class Ref:
@@ -79,10 +148,14 @@ class Ref:
         return self.shape[0]
 
     def __getitem__(self, index):
-        self._check_read()
-        return self._value if _whole(index) else self._value[index]
+        ref = self._in_current_jit()
+        return ref._value if _whole(index) else ref._value[index]
 
     def __setitem__(self, index, value):
+        ref = self._in_current_jit()
+        if ref is not self:
+            ref[index] = value
+            return
         self._check_write(value)
         # The update is built from jaxlite.numpy, which sits above core: imported here.
         from jaxlite import lax, numpy as jnp
@@ -111,22 +184,26 @@ class Ref:
             return f"Ref({self.aval})"
         return "Ref(" + repr(self._value)[len("Array("):]
 
-    def _check_read(self):
-        if _staging.depth and self._scope is EVAL_TRACE and not isinstance(self._value, Tracer):
-            raise ValueError(
-                f"a jitted function read the mutable array reference of type {self.aval} from its "
-                "closure: jaxlite would bake its current value into the compiled program. Pass the "
-                "reference as an argument of the jitted function instead.")
+    def _in_current_jit(self):
+        """This Ref, or the stand-in the innermost jit trace or loop body under way holds
+        for it: a Ref from outside it (a closed-over one) is lifted into it."""
+        return self._resolved(_lifting.stack)
+
+    def _resolved(self, stack):
+        if not stack or self._scope is stack[-1].trace:
+            return self
+        if self._scope is EVAL_TRACE or any(self._scope is c.trace for c in stack[:-1]):
+            return stack[-1].proxy_for(self, stack[:-1])
+        return self
 
     def _check_write(self, value):
-        self._check_read()
         if current_trace() is not self._scope and (isinstance(value, Tracer) or current_trace() is not EVAL_TRACE):
             raise ValueError(
                 f"performing a set/swap operation on the mutable array reference of type {self.aval} "
                 f"from inside {current_trace().describe()}, a transformation of a function that did "
                 "not create it: jaxlite can write a reference only at the level that created it (or "
-                "in a jitted function that takes it as an argument). Move the reference into the "
-                "transformed function, or pass it in and return the new value.")
+                "in a jitted function). Move the reference into the transformed function, or pass it in "
+                "and return the new value.")
 
 
 def discharged(flat_fun, positions):
@@ -155,7 +232,7 @@ def _aval_of(value):
 def new_ref(init_val, *, memory_space=None, kind=None):
     """A new mutable reference holding (a copy of) `init_val`."""
     value = as_array_argument(init_val)
-    if isinstance(value, Array):
+    if type(value) is Array:
         value = Array(np.array(value._value), value.weak_type)
     return Ref(value, current_trace())
 

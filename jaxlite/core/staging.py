@@ -13,7 +13,7 @@ from jaxlite.core import dtypes, errors
 from jaxlite.core.abstract import ShapedArray, ShapeDtypeStruct
 from jaxlite.core.array import Array
 from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from jaxlite.core.ref import Ref, discharged
+from jaxlite.core.ref import Ref, discharged, lifting_closed_over_refs
 from jaxlite.core.trace import Trace, Tracer, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 
@@ -27,6 +27,9 @@ class JaxprTracer(Tracer):
     @property
     def aval(self):
         return self._var.aval
+
+    def __repr__(self):
+        return f"JitTracer({self.aval})"
 
 
 class JaxprTrace(Trace):
@@ -194,7 +197,9 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         # A Ref argument is an input (its value) and an output (its final value).
         refs = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
         avals = [x.aval.inner_aval if isinstance(x, Ref) else abstractify(x) for x in flat_args]
-        closed = trace_to_jaxpr(discharged(flat_fun, refs), avals, f"make_jaxpr of {_function_name(fun)}")
+        # Refs it closes over are lifted as jit lifts them: inputs and outputs of the jaxpr.
+        traced = lifting_closed_over_refs(discharged(flat_fun, refs), [])
+        closed = trace_to_jaxpr(traced, avals, f"make_jaxpr of {_function_name(fun)}")
         if not return_shape:
             return closed
         shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)

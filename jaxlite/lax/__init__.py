@@ -16,6 +16,7 @@ from jaxlite.lax.shapes import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, index_in_dim,
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
 from jaxlite.lax.dot import Precision, dot, dot_general
+from jaxlite.lax.complex_parts import conj, conj_p
 
 from jaxlite.lax.gradients import stop_gradient
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
@@ -33,9 +34,12 @@ from jaxlite.lax.linalg import cholesky, lu, svd, triangular_solve
 from jaxlite.lax.convolution import conv_general_dilated
 from jaxlite.lax.windowed import reduce_window
 from jaxlite.lax.composites import (
-    Precision, RoundingMethod, associative_scan, broadcast_like, broadcast_shapes, broadcast_to_rank,
-    collapse, dtype, optimization_barrier, padtype_to_pads, reciprocal, reduce, select, split, stack,
-    tile, unstack)
+    ConvDimensionNumbers, Precision, RoundingMethod, approx_max_k, approx_min_k, associative_scan,
+    broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, conv, conv_dimension_numbers,
+    conv_general_dilated_patches, conv_general_permutations, conv_general_shape_tuple,
+    conv_shape_tuple, conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding, dtype,
+    empty, optimization_barrier, padtype_to_pads, reciprocal, reduce,
+    reduce_window_shape_tuple, scatter_sub, select, split, stack, tile, unstack)
 
 # JAX exports its primitives (jax.lax.add_p, ...) for code that inspects jaxprs.
 from jaxlite.lax.control_flow.conditionals import (
@@ -76,4 +80,6 @@ from jaxlite.lax.special import (
 from jaxlite.lax.windowed import (
     reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p)
 
-__dir__ = _dir_hiding_submodules(globals(), public_submodules=("linalg",))
+# jaxlite's own lax functions that JAX keeps elsewhere (jax.lax.linalg) or privately: usable, unlisted.
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=("linalg",), unlisted=(
+    "add_any", "cholesky", "fma", "lu", "svd", "threefry2x32", "triangular_solve"))

@@ -47,13 +47,27 @@ def as_operand(x, dtype=None):
 
 
 def as_operands(*args):
-    """Operands for an elementwise primitive: scalars take the dtype of the array operands."""
+    """Operands for an elementwise primitive: a Python scalar takes the dtype of the array
+    operands when that dtype holds its kind (a float: an inexact dtype; an int: any number);
+    else it keeps its own default dtype, so that the primitive refuses the mix as JAX's lax
+    does (lax.add(1, 1.0), lax.add(int32_array, 1.0)). JAX also refuses an int with a float
+    array; jaxlite's own code relies on that one (lax.sub(1, x)), so it is accepted."""
     like = next((a for a in args if not dtypes.is_python_scalar(a)), None)
     if like is None:
-        dtype = dtypes.result_type(*args)
-    else:
-        dtype = like.dtype if hasattr(like, "dtype") else np.asarray(like).dtype
-    return [as_operand(a, dtype) for a in args]
+        return [as_operand(a) for a in args]
+    dtype = like.dtype if hasattr(like, "dtype") else np.asarray(like).dtype
+    return [as_operand(a, dtype if _holds(dtype, a) else None) for a in args]
+
+
+def _holds(dtype, x):
+    if not dtypes.is_python_scalar(x):
+        return True
+    inexact = dtypes.is_float(dtype) or np.dtype(dtype).kind == "c"
+    if isinstance(x, bool):
+        return dtypes.is_bool(dtype)
+    if isinstance(x, int):
+        return dtypes.is_int(dtype) or inexact
+    return inexact
 
 
 def elementwise_shape(name, avals):
@@ -70,18 +84,50 @@ def elementwise_aval(name, avals, accepts, out_dtype=None):
         check_dtype(name, aval, accepts, f"argument {position}")
     if len({a.dtype for a in avals}) > 1:
         shown = ", ".join(a.dtype.name for a in avals)
-        raise TypeError(f"{name} requires arguments to have the same dtypes, got {shown}")
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. (Tip: "
+                        f"jnp.{name} is a similar function that does automatic type promotion on inputs).")
     dtype = avals[0].dtype if out_dtype is None else out_dtype
     weak = all(a.weak_type for a in avals) and dtypes.can_be_weak(dtype)
     return ShapedArray(elementwise_shape(name, avals), dtype, weak)
 
 
-def unary_primitive(name, numpy_fn, accepts):
+def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False):
+    """`subnormals_as_zero`: eager reads float32/bfloat16/float64 subnormal inputs as signed
+    zeros, as compiled code does (its entry point sets DAZ, as XLA:CPU's does), for the
+    functions whose value at a subnormal is far from their value at zero (log, sqrt, floor,
+    sign, lgamma, ...). The others see subnormals as they are in both: bit operations
+    (abs, neg), and functions equal to x near 0 that JAX passes them through (sin, tanh)."""
     primitive = Primitive(name)
-    primitive.def_impl(numpy_fn)
+    primitive.def_impl(_reading_subnormals_as_zero(numpy_fn) if subnormals_as_zero else numpy_fn)
     primitive.def_abstract_eval(lambda x, **params: elementwise_aval(name, [x], accepts))
     batching.vectorized_rule(primitive)
     return primitive
+
+
+# Float dtypes whose subnormals DAZ reads as zeros -> their smallest normal. float16's are
+# float32 normals once widened.
+_FLUSHED_FLOATS = {np.dtype(t): dtypes.finfo(t).tiny for t in (np.float32, np.float64, dtypes.bfloat16)}
+
+
+def _reading_subnormals_as_zero(numpy_fn):
+    def impl(x, **params):
+        tiny = _FLUSHED_FLOATS.get(x.dtype)
+        if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
+            magnitude = np.abs(x)
+            if magnitude.min() < tiny:                # zeros, or subnormals
+                subnormal = (magnitude < tiny) & (magnitude > 0)
+                if subnormal.any():
+                    x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
+        return numpy_fn(x, **params)
+    return impl
+
+
+def _may_hold_subnormals(x, tiny):
+    """False when x's range shows there are none: the usual inputs of log, sqrt, lgamma are all
+    positive normals, and a min or max costs a tenth of the full check (no temporary array).
+    Measured on 1M float32 (this shared machine, noisy): log 1.05 ms -> 1.2 ms with positive
+    inputs; floor of mixed signs 1.1 ms -> 1.9 ms (|x| and its min)."""
+    return not (x.min() >= tiny or x.max() <= -tiny)
 
 
 def naryop_primitive(name, numpy_fn, accepts, out_dtype=None):

@@ -16,6 +16,7 @@ primitives (`_conv_as_gemm`, registered in core.primitive.compiler_rewrites): th
 `conv_patches` primitive gathers the windows, which fusion turns into one kernel
 writing the patch matrix, and a dot_general that runs on the generated GEMM.
 """
+import collections
 import itertools
 
 import numpy as np
@@ -249,11 +250,18 @@ batching.batch_rules[conv_general_dilated_p] = _conv_batch
 
 # ---------------------------------------------------------------- the public function
 
+class ConvDimensionNumbers(collections.namedtuple("ConvDimensionNumbers", "lhs_spec rhs_spec out_spec")):
+    """Where each operand keeps its batch/feature (out/in for the kernel) and spatial axes:
+    lhs_spec[0] is the lhs batch axis, lhs_spec[1] its feature axis, the rest spatial."""
+
+
 def conv_dimension_permutations(dimension_numbers, ndim):
     """Permutations taking lhs, rhs and out to the canonical N,C,spatial / O,I,spatial layouts."""
     if dimension_numbers is None:
         identity = tuple(range(ndim))
         return identity, identity, identity
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return tuple(tuple(int(a) for a in spec) for spec in dimension_numbers)
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if not all(isinstance(s, str) and len(s) == ndim for s in dimension_numbers):
         raise ValueError(f"dimension_numbers {dimension_numbers} must be three strings of length {ndim}")

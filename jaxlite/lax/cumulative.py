@@ -33,8 +33,12 @@ def logaddexp(a, b):
 
 
 def _accumulate_in(ufunc, x, axis, reverse):
-    """ufunc.accumulate, in float32 for 16-bit floats (numpy would round every step)."""
+    """ufunc.accumulate, in float32 for 16-bit floats (numpy would round every step), and a
+    float32 sum in float64 (a sequential sum of n terms loses digits like n eps; compiled code
+    does the same)."""
     wide = x.astype(np.float32) if dtypes.is_float(x.dtype) and x.dtype.itemsize < 4 else x
+    if ufunc is np.add and x.dtype == np.float32:
+        wide = x.astype(np.float64)
     if reverse:
         wide = np.flip(wide, axis)
     out = ufunc.accumulate(wide, axis=axis, dtype=wide.dtype)

@@ -178,17 +178,22 @@ fusion_rules.elementwise(neg_p, "neg")
 neg = _bind_unary(neg_p)
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
-sign_p = unary_primitive("sign", np.sign, NUMBER)
+def _sign(x):
+    out = np.sign(x)
+    return np.where(x == 0, x, out) if out.dtype.kind == "f" else out     # keeps -0.0
+
+
+sign_p = unary_primitive("sign", _sign, NUMBER, subnormals_as_zero=True)
 fusion_rules.elementwise(sign_p, "sign")
 sign = _bind_unary(sign_p)
 defjvp_zero(sign_p)
 
-floor_p = unary_primitive("floor", np.floor, FLOAT)
+floor_p = unary_primitive("floor", np.floor, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(floor_p, "floor")
 floor = _bind_unary(floor_p)
 defjvp_zero(floor_p)
 
-ceil_p = unary_primitive("ceil", np.ceil, FLOAT)
+ceil_p = unary_primitive("ceil", np.ceil, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(ceil_p, "ceil")
 ceil = _bind_unary(ceil_p)
 defjvp_zero(ceil_p)
@@ -366,7 +371,8 @@ defjvp_zero(is_finite_p)
 abs_p = unary_primitive("abs", np.abs, NUMBER)
 fusion_rules.elementwise(abs_p, "abs")
 abs = _bind_unary(abs_p)
-defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+# The derivative at 0 (and -0) is 1, as JAX takes it (so grad(hypot)(0, 0) is (1/2, 1/2)).
+defjvp(abs_p, lambda t, x: select_n(ge(x, full_like(x, 0)), neg(t), t))
 
 square_p = unary_primitive("square", np.square, NUMBER)
 fusion_rules.elementwise(square_p, "square")
@@ -418,12 +424,12 @@ fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
 defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
 
-log_p = unary_primitive("log", np.log, FLOAT)
+log_p = unary_primitive("log", np.log, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(log_p, "log")
 log = _bind_unary(log_p)
 defjvp(log_p, lambda t, x: div(t, x))
 
-log1p_p = unary_primitive("log1p", np.log1p, FLOAT)
+log1p_p = unary_primitive("log1p", np.log1p, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(log1p_p, "log1p")
 log1p = _bind_unary(log1p_p)
 defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
@@ -433,22 +439,25 @@ fusion_rules.elementwise(expm1_p, "expm1")
 expm1 = _bind_unary(expm1_p)
 defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, 1)))
 
-sqrt_p = unary_primitive("sqrt", np.sqrt, FLOAT)
+sqrt_p = unary_primitive("sqrt", np.sqrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(sqrt_p, "sqrt")
 sqrt = _bind_unary(sqrt_p)
 defjvp_with_output(sqrt_p, lambda ts, out, x: div(ts[0], mul(out, 2)))
 
 
 def _rsqrt(x):
-    return np.reciprocal(np.sqrt(x))
+    # One rounding for 16-bit floats, as XLA's rsqrt (computed in float32): 1/sqrt in the
+    # 16-bit format would round twice.
+    wide = x.astype(np.float32) if x.dtype.itemsize == 2 else x
+    return np.reciprocal(np.sqrt(wide)).astype(x.dtype)
 
 
-rsqrt_p = unary_primitive("rsqrt", _rsqrt, FLOAT)
+rsqrt_p = unary_primitive("rsqrt", _rsqrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
 defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
 
-cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT)
+cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(cbrt_p, "cbrt")
 cbrt = _bind_unary(cbrt_p)
 defjvp_with_output(cbrt_p, lambda ts, out, x: div(ts[0], mul(square(out), 3)))
@@ -495,7 +504,7 @@ def _one_minus_square(x):
     return mul(sub(1, x), add(1, x))
 
 
-asin_p = unary_primitive("asin", np.arcsin, FLOAT)
+asin_p = unary_primitive("asin", np.arcsin, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(asin_p, "asin")
 asin = _bind_unary(asin_p)
 defjvp(asin_p, lambda t, x: mul(t, rsqrt(_one_minus_square(x))))
@@ -510,7 +519,7 @@ fusion_rules.elementwise(atan_p, "atan")
 atan = _bind_unary(atan_p)
 defjvp(atan_p, lambda t, x: div(t, add(square(x), 1)))
 
-sinh_p = unary_primitive("sinh", np.sinh, FLOAT)
+sinh_p = unary_primitive("sinh", np.sinh, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(sinh_p, "sinh")
 sinh = _bind_unary(sinh_p)
 defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
@@ -520,7 +529,7 @@ fusion_rules.elementwise(cosh_p, "cosh")
 cosh = _bind_unary(cosh_p)
 defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 
-asinh_p = unary_primitive("asinh", np.arcsinh, FLOAT)
+asinh_p = unary_primitive("asinh", np.arcsinh, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(asinh_p, "asinh")
 asinh = _bind_unary(asinh_p)
 defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1))))
@@ -530,7 +539,7 @@ fusion_rules.elementwise(acosh_p, "acosh")
 acosh = _bind_unary(acosh_p)
 defjvp(acosh_p, lambda t, x: mul(t, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
 
-atanh_p = unary_primitive("atanh", np.arctanh, FLOAT)
+atanh_p = unary_primitive("atanh", np.arctanh, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(atanh_p, "atanh")
 atanh = _bind_unary(atanh_p)
 defjvp(atanh_p, lambda t, x: div(t, _one_minus_square(x)))

@@ -115,7 +115,7 @@ def _erf_derivative(x):
     return mul(exp(neg(square(x))), 2 / _SQRT_PI)
 
 
-erf_p = unary_primitive("erf", _in_float64(_erf64), FLOAT)
+erf_p = unary_primitive("erf", _in_float64(_erf64), FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(erf_p, "erf")
 erf = _bind_unary(erf_p)
 defjvp(erf_p, lambda t, x: mul(t, _erf_derivative(x)))
@@ -268,11 +268,11 @@ def _polygamma64(x, m):
     return np.where(_is_pole(x), np.inf if m % 2 else np.nan, out)
 
 
-lgamma_p = unary_primitive("lgamma", _in_float64(_lgamma64), FLOAT)
+lgamma_p = unary_primitive("lgamma", _in_float64(_lgamma64), FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(lgamma_p, "lgamma")
 lgamma = _bind_unary(lgamma_p)
 
-digamma_p = unary_primitive("digamma", _in_float64(_digamma64), FLOAT)
+digamma_p = unary_primitive("digamma", _in_float64(_digamma64), FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(digamma_p, "digamma")
 digamma = _bind_unary(digamma_p)
 defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))

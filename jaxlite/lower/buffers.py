@@ -23,6 +23,7 @@ class BufferPlan:
         computed = {v for step in steps for v in step.outputs}
         self.memory = MemoryPlan(steps, computed - set(self.object_slots))
         self.offsets, self.workspace_size = self.memory.offsets, self.memory.size
+        self.output_bytes = sum(_nbytes(v) for v in self.out_vars)
 
 
 class MemoryPlan:

@@ -162,13 +162,19 @@ def spec_of(primitive, in_avals, params):
     aval = in_avals[0] if in_avals else None
     dtype = "int32" if aval is None else np.dtype(aval.dtype).name
     if group > 1:
-        attach_shims()
+        _require_job()
     op = params.get("op", "sum")
     shape = "" if aval is None else f" of {dtype}[{','.join(map(str, aval.shape))}]"
     description = (f"{_USER_NAMES[kind].format(op=op)} over mesh axes {axes}{shape} "
                    f"in shard_map of {params['where']!r}")
-    spec = CollectiveSpec(kind, _wire_dtype(dtype, kind), 1 if aval is None else int(aval.size), group, op,
-                          tuple(params.get("perm", ())), description)
+    count = 1 if aval is None else int(aval.size)
+    if kind in ("reduce", "psum_scatter"):
+        if dtype not in DTYPES:
+            raise TypeError(f"{description}: MPI does not reduce {dtype} (jaxlite.lax reduces 16-bit floats in float32)")
+        spec = CollectiveSpec(kind, dtype, count, group, op, description=description)
+    else:       # moving bytes: any dtype is its bytes
+        nbytes = count * (4 if aval is None else np.dtype(aval.dtype).itemsize)
+        spec = CollectiveSpec(kind, "uint8", nbytes, group, op, tuple(params.get("perm", ())), description)
     if group > 1 and _count_per_call(spec) > MAX_COUNT:
         raise ValueError(f"{description}: more than {MAX_COUNT} elements or bytes per process in one call "
                          f"of MPI; only psum/pmax/pmin go in pieces (split the array)")
@@ -180,15 +186,6 @@ def _count_per_call(spec):
     per_rank = {"reduce": 0, "axis_index": 0, "psum_scatter": spec.count // spec.group,
                 "all_to_all": spec.nbytes // spec.group}
     return per_rank.get(spec.kind, spec.nbytes)
-
-
-def _wire_dtype(dtype, kind):
-    """Moving bytes, any dtype is its bytes; reductions need MPI to know the type."""
-    if kind in ("reduce", "psum_scatter"):
-        if dtype not in DTYPES:
-            raise TypeError(f"a reduction over processes does not take {dtype} (it is computed in float32)")
-        return dtype
-    return "uint8" if dtype not in DTYPES else dtype
 
 
 def eqn_spec(eqn):
@@ -386,17 +383,9 @@ def attach(comm, deadline):
     threading.Thread(target=_watch, name="jaxlite collective watchdog", daemon=True).start()
 
 
-def attach_shims():
+def _require_job():
     if _job["mpi"] is None:
         raise RuntimeError("a collective over several processes needs jaxlite.distributed.initialize() first")
-
-
-def attached():
-    return _job["mpi"]
-
-
-def set_deadline(seconds):
-    _job["deadline"] = float(seconds)
 
 
 def detach():

@@ -42,6 +42,10 @@ from jaxlite.lower.fusion_rules import LOWERINGS, domain_of, lowering_of, scan_i
 from jaxlite.lower.kernel_ir import INDEX, Buffer, ExprBuilder, Kernel, Reduce, Store
 
 
+# How many distinct indices one value may be computed at inside a kernel (_count_index).
+MAX_INDICES_PER_VALUE = 16
+
+
 class Materialize(Exception):
     """Raised during lowering when `var` cannot be inlined where it is used."""
 
@@ -333,7 +337,7 @@ class _GroupLowering:
         self.outer_axes = outer
         self.allowed = {self.loops[a] for a in outer}
         self.stages, self.inputs, self.hoisted = [], {}, []
-        self._memo, self._buffers = {}, {}
+        self._memo, self._buffers, self._indices_seen = {}, {}, {}
         self.owned = None   # the loop threads split when each owns a share of it (scatters)
 
     def buffer(self, var):
@@ -411,8 +415,18 @@ class _GroupLowering:
         key = (var, tuple(id(i) for i in index))
         found = self._memo.get(key)
         if found is None:
+            self._count_index(var)
             found = self._memo[key] = self._value(var, list(index))
         return found
+
+    def _count_index(self, var):
+        """Each further index a value is read at recomputes its whole expression: chains of
+        shifted reads (the pads of a prefix scan, a cumprod's JVP) double it at every level, so
+        a 30-op grad program built 16000 expression nodes and took LLVM 9 s. Past
+        MAX_INDICES_PER_VALUE the value is materialized instead (read back from memory)."""
+        seen = self._indices_seen[var] = self._indices_seen.get(var, 0) + 1
+        if seen > MAX_INDICES_PER_VALUE and var in self.producers and var not in self.roots:
+            raise Materialize(var)
 
     def _value(self, var, index):
         if var in self.roots or var not in self.producers:

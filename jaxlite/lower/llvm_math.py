@@ -653,8 +653,10 @@ def _digamma_double(d, x):
     inverse_w2 = d.div(one, d.mul(w, w))
     series = d.mul(inverse_w2, d.polynomial(inverse_w2, _DIGAMMA_ASYMPTOTIC))
     psi = d.sub(d.sub(d.sub(_libm(d.b, "log", w), d.div(d.c(0.5), w)), series), shift_sum)
-    # cot(pi x) has period 1; reducing first keeps pi * x from losing the fraction.
-    fraction = d.sub(x, d.floor(x))
+    # cot(pi x) has period 1; reducing to the nearest integer first (exact, into [-1/2, 1/2])
+    # keeps pi * x from losing the fraction, also just below an integer (x - floor(x) rounds
+    # to 1 for x = -1e-20).
+    fraction = d.sub(x, d.rint(x))
     cot_term = d.div(d.c(math.pi), _libm(d.b, "tan", d.mul(d.c(math.pi), fraction)))
     result = d.select(reflect, d.sub(psi, cot_term), psi)
     pole = d.b.and_(d.le(x, d.c(0.0)), d.eq(fraction, d.c(0.0)))

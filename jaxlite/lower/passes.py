@@ -16,6 +16,7 @@ jaxpr is logged after every one.
                  constant-only computations feeding chosen equations are evaluated now
   simplify       exact identities: x*1, x+0 (integers; for floats only x+(-0.0) and
                  x-0, since -0.0+0.0 is +0.0), neg(neg x), transpose of transpose,
+                 the inverse pairs XLA cancels too (log(exp x), (a/b)*b, (a*b)/b),
                  reshape of reshape, a reshape of a transpose that only moves unit
                  axes, a transposed dot_general operand (folded into the dimension
                  numbers when the GEMM can read the result as stored), and
@@ -59,24 +60,29 @@ class Rewriter:
 
 # ---------------------------------------------------------------- widening
 
-def widen_narrow_floats(closed, applies):
+def widen_narrow_floats(closed, applies, float32_to_float64=lambda eqn: False):
     """Equations `applies(eqn)` accepts run on float32 copies of their float16/bfloat16
     operands and results, between conversions (the cumulative ops, whose eager
     implementation accumulates so; linear algebra, which the native routines do in float32
-    and float64). Other operands and results (integers: lu's pivots) stay as they are."""
+    and float64); those `float32_to_float64(eqn)` accepts run on float64 copies of their
+    float32 ones (cumsum, whose sequential sum would lose digits like n eps). Other operands
+    and results (integers: lu's pivots) stay as they are."""
     rewriter = Rewriter(closed)
-    wide = np.dtype(np.float32)
 
     def convert(x, out):
         return Eqn(P.convert_element_type_p, [x], {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}, [out])
 
-    def widened(v):
-        narrow = dtypes.is_float(v.aval.dtype) and v.aval.dtype.itemsize < 4
-        return Var(ShapedArray(v.aval.shape, wide)) if narrow else v
+    def widened(v, eqn):
+        dtype = v.aval.dtype
+        if dtypes.is_float(dtype) and dtype.itemsize < 4 and applies(eqn):
+            return Var(ShapedArray(v.aval.shape, np.dtype(np.float32)))
+        if dtype == np.float32 and float32_to_float64(eqn):
+            return Var(ShapedArray(v.aval.shape, np.dtype(np.float64)))
+        return v
 
     for eqn in closed.jaxpr.eqns:
-        inputs, outputs = [widened(v) for v in eqn.inputs], [widened(v) for v in eqn.outputs]
-        if not applies(eqn) or all(w is v for w, v in zip(inputs + outputs, eqn.inputs + eqn.outputs)):
+        inputs, outputs = [widened(v, eqn) for v in eqn.inputs], [widened(v, eqn) for v in eqn.outputs]
+        if all(w is v for w, v in zip(inputs + outputs, eqn.inputs + eqn.outputs)):
             rewriter.emit(eqn)
             continue
         for v, w in zip(eqn.inputs, inputs):
@@ -360,7 +366,7 @@ def _is_literal(atom, value):
 def _identity(eqn, producers):
     """An existing atom equal to the equation's result, or None."""
     primitive, inputs = eqn.primitive, eqn.inputs
-    if primitive is P.mul_p:
+    if primitive is P.mul_p and any(_is_literal(a, 1) for a in inputs):
         return _other_if(inputs, lambda a: _is_literal(a, 1))
     if primitive in (P.add_p, P.add_any_p):
         return _other_if(inputs, lambda a: _is_additive_identity(a))
@@ -372,6 +378,27 @@ def _identity(eqn, producers):
         # An identity with a derivative of its own (precision's straight_through, shard_map's
         # pvary): differentiation is over by the time jit lowers.
         return inputs[primitive.value_is_operand]
+    # Inverse pairs XLA also cancels (users rely on it: log(exp(x)) under jit is x even where
+    # exp overflows, and its derivative (1/e)*e is 1, not inf*0).
+    if primitive is P.log_p and _produced_by(inputs[0], producers, P.exp_p):
+        return producers[inputs[0]].inputs[0]
+    if primitive in (P.mul_p, P.div_p):
+        return _cancelled_by(primitive, inputs, producers)
+    return None
+
+
+def _cancelled_by(primitive, inputs, producers):
+    """a for (a / b) * b, b * (a / b) and (a * b) / b (either factor order), else None."""
+    inverse = P.div_p if primitive is P.mul_p else P.mul_p
+    candidates = [(inputs[0], inputs[1]), (inputs[1], inputs[0])] if primitive is P.mul_p else [tuple(inputs)]
+    for operand, other in candidates:
+        if not _produced_by(operand, producers, inverse):
+            continue
+        a, b = producers[operand].inputs
+        if inverse is P.div_p and b is other:
+            return a
+        if inverse is P.mul_p and other in (a, b):
+            return b if a is other else a
     return None
 
 

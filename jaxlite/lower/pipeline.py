@@ -140,13 +140,22 @@ STAGES = (
     _jaxpr_pass(lambda closed: quantized.fuse_int8_matmuls(closed, step_policy.is_int8_gemm), "fuse_int8_matmuls"),
     _jaxpr_pass(lambda closed: quantized.round_bf16_operands_in_gemms(closed, step_policy.is_bf16_gemm),
                 "round_bf16_operands_in_gemms"),
-    _jaxpr_pass(lambda closed: passes.widen_narrow_floats(closed, _computes_widened), "widen_narrow_floats"),
+    _jaxpr_pass(lambda closed: passes.widen_narrow_floats(closed, _computes_widened, _scans_in_float64),
+                "widen_narrow_floats"),
     _jaxpr_pass(passes.dce, "final_dce"),
     Stage("fusion", _fuse, lambda program: program.as_text()),
     Stage("memory plan", _plan_memory, _memory_text),
     Stage("codegen", _generate_code, lambda executable: executable.llvm_ir),
 )
 _FUSION = next(k for k, stage in enumerate(STAGES) if stage.name == "fusion")
+
+
+# Scans of float32 run in float64: a sequential sum of n terms loses digits like n eps.
+WIDENED_FLOAT32_SCANS = frozenset({P.cumsum_p})
+
+
+def _scans_in_float64(eqn):
+    return eqn.primitive in WIDENED_FLOAT32_SCANS
 
 
 def _computes_widened(eqn):

@@ -37,6 +37,7 @@ import threading
 
 import numpy as np
 
+from jaxlite.core.errors import check_allocation
 from jaxlite.core.ir import Literal
 from jaxlite.lower import codegen, gemm, llvm_target, native_call, native_flow, native_pool
 from jaxlite.lower.buffers import PythonStep
@@ -66,6 +67,9 @@ class Executable:
         self.out_vars, self.donation = buffer_plan.out_vars, buffer_plan.donation
         self.object_slots, self.plan = buffer_plan.object_slots, buffer_plan.memory
         self.workspace_size = self.plan.size
+        outputs = buffer_plan.output_bytes
+        check_allocation(self.plan.size + outputs, lambda: f"{self.name}: its outputs ({outputs} bytes) "
+                                                           f"and intermediates ({self.plan.size} bytes)")
         # "native N" (the N-th GEMM called by native code) -> GemmPlan, chosen once and
         # kept with the code
         self.gemm_plans = {}

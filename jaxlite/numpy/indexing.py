@@ -8,8 +8,8 @@ Reading `x[index]` picks the cheapest primitive that expresses the index:
 Every update `.at[index].set/add/...` is one scatter, built from the same gather
 description (`_GatherPlan`), so reads and writes of an index always agree.
 
-As in JAX, out-of-bounds array indices are clamped when reading and dropped when
-writing; static integers out of range raise IndexError as in NumPy.
+As in JAX, out-of-bounds indices are clamped when reading and dropped when writing,
+static integers too (jnp.arange(10)[11] is 9); only an empty axis raises IndexError.
 """
 import operator
 
@@ -126,24 +126,29 @@ def expand_index(index, shape, check_bounds=True):
     fill = [slice(None)] * (len(shape) - used)
     has_ellipsis = any(e is Ellipsis for e in index)
     entries = head + fill + tail if has_ellipsis else tail + fill
-    _check_static_entries(entries, shape, check_bounds)
+    entries = _check_static_entries(entries, shape, check_bounds)
     return entries, (len(head) if has_ellipsis and not fill else None)
 
 
 def _check_static_entries(entries, shape, check_bounds):
-    """NumPy's IndexErrors for static integers and boolean masks that do not fit."""
-    axis = 0
+    """Static integers clamped into their axis (when reading) and JAX's IndexErrors for an
+    integer into an empty axis and for boolean masks that do not fit."""
+    axis, checked = 0, []
     for entry in entries:
+        checked.append(entry)
         if entry is None:
             continue
         if check_bounds and isinstance(entry, int) and not -shape[axis] <= entry < shape[axis]:
-            raise IndexError(f"index {entry} is out of bounds for axis {axis} with size {shape[axis]}")
+            if shape[axis] == 0:
+                raise IndexError(f"index {entry} is out of bounds for axis {axis} with size 0")
+            checked[-1] = min(max(entry, -shape[axis]), shape[axis] - 1)
         if isinstance(entry, _MaskPositions) and entry.mask_axis == 0:
             covered = shape[axis:axis + len(entry.mask_shape)]
             if covered != entry.mask_shape:
                 raise IndexError(f"boolean index of shape {entry.mask_shape} does not match the "
                                  f"indexed array's axes {axis}.. of sizes {covered}")
         axis += 1
+    return checked
 
 
 def _is_static_basic(entry):
@@ -348,12 +353,26 @@ def _gather(x, entries, empty_ellipsis_at, mode="clip", fill_value=None):
 
 
 def getitem(x, index):
+    scalar_mask = _scalar_boolean_mask(index)
+    if scalar_mask is not None:
+        # numpy's x[True] is x[None] and x[False] is x[None][:0].
+        return lax.slice_in_dim(lax.expand_dims(x, (0,)), 0, int(scalar_mask), axis=0)
     entries, empty_ellipsis_at = expand_index(index, x.shape)
     if all(_is_static_basic(e) for e in entries):
         return _static_basic_getitem(x, entries)
     if all(_is_static_basic(e) or _is_scalar_array(e) for e in entries):
         return _dynamic_scalar_getitem(x, entries)
     return _gather(x, entries, empty_ellipsis_at)
+
+
+def _scalar_boolean_mask(index):
+    """The value of a lone concrete 0-d boolean index (x[True], x[mask0d]), else None."""
+    entry = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    if isinstance(entry, bool) or (hasattr(entry, "dtype") and dtypes.is_bool(entry.dtype)
+                                   and np.ndim(entry) == 0):
+        value = _concrete(entry)
+        return None if value is None else bool(value)
+    return None
 
 
 # ---------------------------------------------------------------- .at[...] updates

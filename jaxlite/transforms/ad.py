@@ -23,10 +23,14 @@ from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import Literal, Var, dce_closed
 from jaxlite.core.staging import eval_jaxpr, flatten_fun, jaxpr_as_fun, literal_value, trace_to_jaxpr
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
-from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+from jaxlite.core.ref import Ref
+from jaxlite.core.tree_util import Partial, register_pytree_node, tree_flatten, tree_unflatten
 
 jvp_rules = {}
 transpose_rules = {}
+# Rules that may change a primitive's (primals, tangents) before its JVP rule sees them:
+# shard_map's check_vma inserts pvary there, so linearization records it (shard_map.py).
+operand_rules = []
 
 
 class Zero:
@@ -185,6 +189,12 @@ class JVPTracer(Tracer):
     def aval(self):
         return aval_of(self.primal)
 
+    def __repr__(self):
+        from jaxlite.transforms.partial_eval import PartialEvalTrace
+        if isinstance(self._trace.parent, PartialEvalTrace):   # reverse mode, as JAX names it
+            return f"GradTracer(primal={self.primal}, typeof(tangent)={aval_of(self.tangent).str_short()})"
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
     def to_concrete_value(self):
         primal = self.primal
         if isinstance(primal, Tracer):
@@ -219,6 +229,8 @@ class JVPTrace(Trace):
             rule = jvp_rules.get(primitive)
             if rule is None:
                 raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")
+            for adjust in operand_rules:
+                primals, tangents = adjust(primitive, primals, tangents, params)
             primal_out, tangent_out = rule(list(primals), list(tangents), **params)
         if primitive.multiple_results:
             return [self.new_tracer(p, t) for p, t in zip(primal_out, tangent_out)]
@@ -492,38 +504,172 @@ def _linearize_tree(fun, primals, has_aux):
 @errors.api_boundary
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """(fun(*primals), vjp_fun[, aux]): vjp_fun(ct) pulls an output cotangent back to the inputs."""
+    if any(isinstance(p, Ref) for p in primals):
+        return _vjp_of_refs(fun, primals, has_aux)
     flat_primals, in_tree, outs, aux, linear, out_nonzero, trees = _linearize_tree(fun, primals, has_aux)
     out_tree = trees["out"]
-
-    def vjp_fun(ct):
-        flat_cts, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree} does not match structure "
-                            f"of primal output {out_tree}")
-        for out, ct_leaf in zip(outs, flat_cts):
-            _check_cotangent(out, ct_leaf)
-        flat_cts = [as_array_argument(c) for c, nonzero in zip(flat_cts, out_nonzero) if nonzero]
-        args = [UndefinedPrimal(a) for a in linear.in_avals]
-        cts_in = backward_pass(linear.jaxpr, linear.consts, args, flat_cts)
-        cts_in = [_cotangent_value(ct, p) for ct, p in zip(cts_in, flat_primals)]
-        return tree_unflatten(in_tree, cts_in)[0]
-
+    pullback = _Pullback(linear, out_tree, [aval_of(o) for o in outs], out_nonzero, in_tree,
+                         [aval_of(p) for p in flat_primals])
+    # A pytree (its leaves are the residuals), so the function can cross a jit boundary.
+    vjp_fun = VJP(pullback, list(linear.consts))
     out = tree_unflatten(out_tree, outs)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
 
-def _check_cotangent(out, ct):
-    out_aval, ct_aval = aval_of(out), aval_of(as_array_argument(ct))
+class GradValue:
+    """with_refs: return this argument's cotangent as a value."""
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class DontWant(GradValue):
+    """with_refs: this argument's cotangent is not wanted (DidntWant() stands in for it)."""
+
+
+class DidntWant(GradValue):
+    """What with_refs returns for an argument whose cotangent was not wanted."""
+
+
+class GradRef(GradValue):
+    """What with_refs returns for an argument whose cotangent was added into a Ref."""
+
+
+class VJP(Partial):
+    """The function vjp returns: a pytree of its residuals, callable on a cotangent."""
+
+    def with_refs(self, *targets):
+        """The pullback, one target per primal argument: a Ref (the cotangent is added into
+        it), GradValue() (returned) or DontWant()."""
+        def pullback(ct):
+            cts = self(ct)
+            if len(targets) != len(cts):
+                raise TypeError(f"with_refs takes one target per primal argument ({len(cts)}), "
+                                f"got {len(targets)}")
+            return tuple(_deliver(target, value) for target, value in zip(targets, cts))
+        return pullback
+
+
+def _vjp_of_refs(fun, primals, has_aux):
+    """vjp with respect to Refs' values: fun runs on Refs holding them (so it may update them,
+    and the Refs hold its final values afterwards); their cotangents go into Refs (with_refs)."""
+    is_ref = [isinstance(p, Ref) for p in primals]
+
+    def on_values(*values):
+        refs = [Ref(v, current_trace()) if r else v for v, r in zip(values, is_ref)]
+        result = fun(*refs)
+        out, aux = result if has_aux else (result, None)
+        finals = [ref[...] for ref, r in zip(refs, is_ref) if r]
+        return (out, finals), aux
+    (out, finals), pullback, aux = vjp(on_values, *[p[...] if r else p for p, r in zip(primals, is_ref)],
+                                       has_aux=True)
+    for primal, value in zip([p for p in primals if isinstance(p, Ref)], finals):
+        primal[...] = value
+    result = _RefVJP(pullback, is_ref, [zeros(aval_of(v)) for v in finals])
+    return (out, result, aux) if has_aux else (out, result)
+
+
+class _RefVJP:
+    """The pullback of a function of Refs: their cotangents are added into Refs (with_refs)."""
+
+    def __init__(self, pullback, is_ref, final_zeros):
+        self.pullback, self.is_ref, self.final_zeros = pullback, is_ref, final_zeros
+
+    def __call__(self, ct):
+        raise TypeError("the vjp of a function of mutable array references returns their gradient "
+                        "into refs: the gradient must be accumulated into a ref, so bind one per "
+                        "ref-typed argument with `f_vjp.with_refs(grad_ref, ...)(ct)`")
+
+    def with_refs(self, *targets):
+        for target, is_ref in zip(targets, self.is_ref):
+            if is_ref and not isinstance(target, Ref):
+                raise TypeError(f"with_refs: a ref-typed argument's gradient must be accumulated into "
+                                f"a ref, got {target!r}")
+        return lambda ct: self.pullback.with_refs(*targets)((ct, self.final_zeros))
+
+
+def _deliver(target, ct):
+    if isinstance(target, DontWant):
+        return DidntWant()
+    if isinstance(target, GradValue):
+        return ct
+    target[...] = target[...] + ct
+    return GradRef()
+
+
+# Markers with no leaves: a function may return them like any pytree.
+for _marker in (DidntWant, GradRef):
+    register_pytree_node(_marker, lambda marker: ((), type(marker)), lambda kind, _: kind())
+
+register_pytree_node(VJP, lambda f: ((f.args, f.keywords), f.func),
+                     lambda func, children: VJP(func, *children[0], **children[1]))
+
+
+class _Pullback:
+    """What vjp returns, given the residuals: the cotangents of the inputs for one of the outputs."""
+
+    def __init__(self, linear, out_tree, out_avals, out_nonzero, in_tree, primal_avals):
+        self.jaxpr, self.out_tree, self.out_avals = linear.jaxpr, out_tree, out_avals
+        self.out_nonzero, self.in_tree, self.primal_avals = out_nonzero, in_tree, primal_avals
+
+    def __call__(self, residuals, ct):
+        flat_cts, ct_tree = tree_flatten(ct)
+        if ct_tree != self.out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree} does not match structure "
+                            f"of primal output {self.out_tree}")
+        for aval, ct_leaf in zip(self.out_avals, flat_cts):
+            _check_cotangent(aval, ct_leaf)
+        flat_cts = [as_array_argument(c) for c, nonzero in zip(flat_cts, self.out_nonzero) if nonzero]
+        args = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
+        cts_in = backward_pass(self.jaxpr, residuals, args, flat_cts)
+        cts_in = [_cotangent_value(ct, a) for ct, a in zip(cts_in, self.primal_avals)]
+        return tree_unflatten(self.in_tree, cts_in)[0]
+
+    def __repr__(self):
+        return f"vjp pullback of {len(self.primal_avals)} inputs"
+
+
+def _check_cotangent(out_aval, ct):
+    ct_aval = aval_of(as_array_argument(ct))
     if out_aval.shape != ct_aval.shape or out_aval.dtype != ct_aval.dtype:
         raise ValueError(f"vjp: the cotangent {ct_aval.str_short()} does not match the primal output "
                          f"{out_aval.str_short()}: shapes and dtypes must be equal")
 
 
-def _cotangent_value(ct, primal):
-    """Cotangents are arrays for the user; an integer input gets zeros of its own dtype."""
+def _cotangent_value(ct, primal_aval):
+    """Cotangents are arrays for the user, weakly typed as their primal (as JAX); an integer
+    input gets zeros of its own dtype."""
     if is_zero(ct):
-        return zeros(aval_of(primal))
+        return zeros(primal_aval)
+    if primal_aval.weak_type and not aval_of(ct).weak_type and aval_of(ct).dtype == primal_aval.dtype:
+        from jaxlite import lax
+        return lax.convert_element_type(ct, primal_aval.dtype, weak_type=True)
     return ct
+
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of a linear function: a function from an output cotangent to the tuple of
+    input cotangents. `primals` (arrays or ShapeDtypeStructs) give only the input types; a
+    function that is not linear fails to transpose."""
+    from jaxlite.core.staging import _aval_of_spec, flatten_fun, trace_to_jaxpr
+    flat_primals, in_tree = tree_flatten((tuple(primals), {}))
+    flat_fun, out_tree = flatten_fun(fun, in_tree)
+    closed = trace_to_jaxpr(flat_fun, [_aval_of_spec(p) for p in flat_primals], "linear_transpose")
+    in_avals = closed.in_avals
+
+    def transposed(ct):
+        flat_cts, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree[0]:
+            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match the "
+                            f"output structure {out_tree[0]}")
+        try:
+            cts = backward_pass(closed.jaxpr, closed.consts, [UndefinedPrimal(a) for a in in_avals],
+                                [as_array_argument(c) for c in flat_cts])
+        except (TypeError, ValueError, AssertionError) as err:
+            raise ValueError(f"linear_transpose could not transpose {getattr(fun, '__name__', fun)}: "
+                             f"is it linear in its inputs? ({err})") from err
+        return tree_unflatten(in_tree, [_cotangent_value(c, a) for c, a in zip(cts, in_avals)])[0]
+    return transposed
 
 
 def linearize(fun, *primals):

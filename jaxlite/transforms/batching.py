@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 from jaxlite.core import errors
 from jaxlite.core.array import as_array_argument
+from jaxlite.core.ref import Ref, discharged
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 
 batch_rules = {}
@@ -37,6 +38,9 @@ class BatchTracer(Tracer):
     def aval(self):
         aval = self.val.aval
         return aval if self.dim is None else aval.update(shape=logical_shape(aval, self.dim))
+
+    def __repr__(self):
+        return f"VmapTracer(aval={self.aval}, batched={self.val.aval})"
 
 
 class BatchTrace(Trace):
@@ -208,12 +212,20 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     @errors.api_boundary
     def batched(*args, **kwargs):
         flat_args, in_tree = tree_flatten((args, kwargs))
-        flat_args = [as_array_argument(x) for x in flat_args]
+        # A Ref argument stands for its value, mapped over its axis; its final value is
+        # written back after the call, with the batch axis where it came from.
+        refs = [(i, x) for i, x in enumerate(flat_args) if isinstance(x, Ref)]
+        flat_args = [as_array_argument(x[...] if isinstance(x, Ref) else x) for x in flat_args]
         dims = _flat_in_axes(in_axes, args, kwargs)
         dims = [_canonical_dim(d, x, "in_axes") for d, x in zip(dims, flat_args)]
         size = _mapped_size(flat_args, dims, axis_size, lambda: _leaf_names(fun, args, kwargs))
         flat_fun, out_tree = flatten_fun(fun, in_tree)
-        outs, out_dims = batch_flat(flat_fun, flat_args, dims, size, axis_name)
+        outs, out_dims = batch_flat(discharged(flat_fun, [i for i, _ in refs]), flat_args, dims, size, axis_name)
+        if refs:
+            finals, final_dims = outs[len(outs) - len(refs):], out_dims[len(outs) - len(refs):]
+            outs, out_dims = outs[:len(outs) - len(refs)], out_dims[:len(outs) - len(refs)]
+            for (i, ref), value, d in zip(refs, finals, final_dims):
+                _write_back_batched(ref, value, d, dims[i], size)
         out_structure = tree_unflatten(out_tree[0], outs)
         targets = _flat_out_axes(out_axes, out_structure)
         return tree_unflatten(out_tree[0], [
@@ -222,6 +234,13 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     batched.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
     batched.__wrapped__ = fun
     return batched
+
+
+def _write_back_batched(ref, value, dim, ref_dim, size):
+    if ref_dim is None and dim is not None:
+        raise ValueError(f"vmap wrote a batched value into the unbatched mutable array reference of type "
+                         f"{ref.aval} (in_axes None): map the reference too, or write an unbatched value.")
+    ref[...] = value if ref_dim is None else _place(value, dim, ref_dim, size)
 
 
 def _flat_in_axes(in_axes, args, kwargs):

@@ -16,7 +16,10 @@ mode reaching custom_lin on its own is the error JAX reports.
 import functools
 import inspect
 
+from jaxlite.core.array import as_array_argument
 from jaxlite.core.primitive import Primitive, call_primitives
+from jaxlite.core.ref import Ref
+from jaxlite.core.trace import EVAL_TRACE, current_trace, set_current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, vmap
@@ -99,11 +102,50 @@ class _CustomFunction:
         name = getattr(self.fun, "__name__", "fun")
         self._check_defined(name)
         split = _Split(_resolve_args(self.fun, args, kwargs), self.nondiff_argnums)
+        if _evaluated_now(split):
+            return self.fun(*split.merge(split.diff))
+        differentiated = self._differentiate_directly(split)
+        if differentiated is not None:
+            return differentiated
         body, operands, out_tree = ad.trace_call(lambda *diff: self.fun(*split.merge(diff)),
                                                  split.diff, f"{self.kind} function {name}")
         flat_diff, in_tree = tree_flatten(split.diff)
         outs = self._bind(operands, body, split, in_tree, out_tree, len(operands) - len(flat_diff))
         return tree_unflatten(out_tree, outs)
+
+
+    def _differentiate_directly(self, split):
+        """Differentiated at once (a JVP trace, a nonzero tangent), apply the rule without
+        tracing the function: as JAX, which calls the primal function only where it runs."""
+        trace = current_trace()
+        if not isinstance(trace, ad.JVPTrace):
+            return None
+        flat_diff, in_tree = tree_flatten(split.diff)
+        pairs = [_ref_and_zero(x) if isinstance(x, Ref) else trace.primal_and_tangent(as_array_argument(x))
+                 for x in flat_diff]
+        if all(ad.is_zero(t) for _, t in pairs):
+            return None
+        rule = self._flat_rule(split, in_tree, None, None)
+        with set_current_trace(trace.parent):
+            outs, out_dots = self._rule_jvp([p for p, _ in pairs], [t for _, t in pairs], rule)
+        return tree_unflatten(rule.out_tree, [trace.new_tracer(p, t) for p, t in zip(outs, out_dots)])
+
+
+def _evaluated_now(split):
+    """Eager evaluation (also the known side of reverse mode): as JAX, the function itself runs
+    on the concrete values, so it may branch on them in Python."""
+    from jaxlite.transforms.partial_eval import PartialEvalTrace
+    trace = current_trace()
+    if trace is EVAL_TRACE:
+        return True
+    return isinstance(trace, PartialEvalTrace) and not any(
+        trace.is_unknown(x) for x in tree_flatten(split.diff)[0])
+
+
+def _ref_and_zero(ref):
+    """A Ref argument of a rule (a place for the rule to write, e.g. stashed gradients):
+    passed as it is, with no tangent."""
+    return ref, ad.Zero(ad.tangent_aval(ref.aval.inner_aval))
 
 
 class custom_jvp(_CustomFunction):
@@ -143,8 +185,15 @@ class custom_jvp(_CustomFunction):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
 
+    def _flat_rule(self, split, in_tree, out_tree, out_avals):
+        return _FlatJVP(self.jvp, split, in_tree, out_tree, out_avals, self.symbolic_zeros)
+
+    @staticmethod
+    def _rule_jvp(primals, tangents, rule):
+        return _apply_jvp_rule(primals, tangents, rule)
+
     def _bind(self, operands, body, split, in_tree, out_tree, num_consts):
-        rule = _FlatJVP(self.jvp, split, in_tree, out_tree, body.out_avals, self.symbolic_zeros)
+        rule = self._flat_rule(split, in_tree, out_tree, body.out_avals)
         return custom_jvp_call_p.bind(*operands, jaxpr=body, rule=rule, num_consts=num_consts)
 
 
@@ -178,6 +227,8 @@ class _FlatJVP:
             raise TypeError(f"Custom JVP rule {name} must produce primal and tangent outputs with "
                             f"equal container (pytree) structures, but got {primal_tree} and "
                             f"{tangent_tree} respectively.")
+        if self.out_tree is None:       # applied directly: the rule's tree is the function's
+            self.out_tree, self.out_avals = primal_tree, [ad.aval_of(o) for o in outs]
         if primal_tree != self.out_tree:
             raise TypeError(f"Custom JVP rule {name} must produce primal outputs with the same "
                             f"container (pytree) structure as the primal function, got {primal_tree} "
@@ -197,13 +248,16 @@ call_primitives.add(custom_jvp_call_p)     # under jit the rule is used up: its 
 
 
 def _custom_jvp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
-    tangents = tangents[num_consts:]
+    return _apply_jvp_rule(primals[num_consts:], tangents[num_consts:], rule)
+
+
+def _apply_jvp_rule(primals, tangents, rule):
     if getattr(rule, "symbolic_zeros", False):   # (a vmapped rule gets arrays)
         tangents = [SymbolicZero(t.aval) if ad.is_zero(t) else t for t in tangents]
     else:
         tangents = [ad.instantiate(t) for t in tangents]
-    results = rule(primals[num_consts:], tangents)
-    num_outs = len(jaxpr.out_avals)
+    results = rule(primals, tangents)
+    num_outs = len(results) // 2
     return results[:num_outs], [_as_zero(t) for t in results[num_outs:]]
 
 
@@ -285,8 +339,15 @@ class custom_vjp(_CustomFunction):
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
 
+    def _flat_rule(self, split, in_tree, out_tree, out_avals):
+        return _FlatVJP(self, split, in_tree, out_tree, out_avals)
+
+    @staticmethod
+    def _rule_jvp(primals, tangents, rule):
+        return _apply_vjp_rule(primals, tangents, rule)
+
     def _bind(self, operands, body, split, in_tree, out_tree, num_consts):
-        rule = _FlatVJP(self, split, in_tree, out_tree, body.out_avals)
+        rule = self._flat_rule(split, in_tree, out_tree, body.out_avals)
         return custom_vjp_call_p.bind(*operands, jaxpr=body, rule=rule, num_consts=num_consts)
 
 
@@ -296,7 +357,7 @@ class _FlatVJP:
     def __init__(self, custom, split, in_tree, out_tree, out_avals):
         self.custom, self.split, self.in_tree = custom, split, in_tree
         self.out_tree, self.out_avals = out_tree, out_avals
-        self.res_tree = None
+        self.res_tree, self.res_refs = None, {}
 
     symbolic_zeros = property(lambda self: self.custom.symbolic_zeros)
 
@@ -311,15 +372,20 @@ class _FlatVJP:
                             f"two) where the first element represents the primal output and the "
                             f"second element represents residuals, got {result!r}")
         outs, out_tree = tree_flatten(result[0])
+        if self.out_tree is None:       # applied directly: the rule's tree is the function's
+            self.out_tree, self.out_avals = out_tree, [ad.aval_of(o) for o in outs]
         if out_tree != self.out_tree:
             raise TypeError(f"Custom VJP fwd rule {name} must produce a pair (list or tuple of length "
                             f"two) where the first element has the same pytree structure as the "
                             f"primal function's output, {self.out_tree}, but got {out_tree}")
         _check_outputs("VJP fwd", name, outs, self.out_avals)
         residuals, self.res_tree = tree_flatten(result[1])
-        return outs, residuals
+        # Refs among the residuals are places for bwd to write, not values: kept here.
+        self.res_refs = {i: r for i, r in enumerate(residuals) if isinstance(r, Ref)}
+        return outs, [r for r in residuals if not isinstance(r, Ref)]
 
     def backward(self, residuals, cts):
+        residuals = _insert_at(residuals, self.res_refs.items())
         result = self.custom.bwd(*self.split.nondiff_values(), tree_unflatten(self.res_tree, residuals),
                                  tree_unflatten(self.out_tree, cts))
         diff = self.split.diff
@@ -330,8 +396,9 @@ class _FlatVJP:
                 "length equal to the number of arguments to the primal function, but got bwd output "
                 f"structure {tree_flatten(result)[1]} for primal input structure {self.in_tree}.")
         result = tuple(tree_map(_zeros_like, arg) if ct is None else ct for ct, arg in zip(result, diff))
-        result = tree_map(_zeros_like, result, is_leaf=lambda x: isinstance(x, SymbolicZero)) \
-            if self.symbolic_zeros else result
+        if self.symbolic_zeros:
+            result = tree_map(lambda ct: _zeros_like(ct) if isinstance(ct, SymbolicZero) else ct, result,
+                              is_leaf=lambda x: isinstance(x, SymbolicZero))
         flat_cts, ct_tree = tree_flatten(result)
         if ct_tree != self.in_tree:
             raise TypeError(
@@ -363,11 +430,14 @@ call_primitives.add(custom_vjp_call_p)
 
 
 def _custom_vjp_call_jvp(primals, tangents, jaxpr, rule, num_consts):
-    arg_tangents = tangents[num_consts:]
-    outs, residuals = rule.forward(primals[num_consts:], [not ad.is_zero(t) for t in arg_tangents])
+    return _apply_vjp_rule(primals[num_consts:], tangents[num_consts:], rule)
+
+
+def _apply_vjp_rule(primals, arg_tangents, rule):
+    outs, residuals = rule.forward(primals, [not ad.is_zero(t) for t in arg_tangents])
     if all(ad.is_zero(t) for t in arg_tangents):
         return outs, [ad.zero_like(o) for o in outs]
-    out_avals = tuple(ad.tangent_aval(a) for a in jaxpr.out_avals)
+    out_avals = tuple(ad.tangent_aval(ad.aval_of(o)) for o in outs)
     out_dots = custom_lin_p.bind(*residuals, *map(ad.instantiate, arg_tangents),
                                  num_res=len(residuals), rule=rule, out_avals=out_avals)
     return outs, out_dots

@@ -22,6 +22,7 @@ import inspect
 import logging
 import operator
 import threading
+import types
 import warnings
 import weakref
 from contextlib import contextmanager
@@ -122,6 +123,7 @@ class _CacheEntry:
 
     extra_args = ()
     ref_positions = ()     # flat arguments that are mutable array references
+    closed_refs = []       # the Refs the function closes over (lifted: more arguments)
 
     def get_executable(self):
         with self.lock:
@@ -249,6 +251,10 @@ class JittedFunction:
         with _jitted_functions_lock:
             _jitted_functions.add(self)
 
+    def __get__(self, instance, owner=None):
+        """A jitted method binds its instance as the first argument (static or a pytree)."""
+        return self if instance is None else types.MethodType(self, instance)
+
     def __call__(self, *args, **kwargs):
         # Fast path: positional Arrays only, looked up by their interned signatures.
         if not kwargs and _trace_context.trace is EVAL_TRACE:
@@ -269,12 +275,14 @@ class JittedFunction:
         entry, flat_args = self._entry(args, kwargs)
         if config.jax_transfer_guard in ("log", "disallow"):
             _guard_transfers(flat_args, entry.in_avals[len(entry.extra_args):])
-        refs = [flat_args[i] for i in entry.ref_positions]
+        refs = [flat_args[i] for i in entry.ref_positions] + entry.closed_refs
         if refs:
-            flat_args = [x[...] if isinstance(x, Ref) else x for x in flat_args]
+            flat_args = [x[...] if isinstance(x, Ref) else x for x in flat_args] + \
+                [ref[...] for ref in entry.closed_refs]
         if current_trace() is EVAL_TRACE:
             # Signatures first: a donated argument is deleted by the call.
-            signatures = None if kwargs or self.static_argnums or not entry.cacheable else _array_signatures(args)
+            signatures = None if kwargs or self.static_argnums or not entry.cacheable or refs \
+                else _array_signatures(args)
             outs = dispatch.run_entry(entry, flat_args)
             if float_checks.enabled:
                 _check_floats(entry, flat_args, outs)
@@ -347,10 +355,11 @@ class JittedFunction:
 
         flat_fun, out_tree = flatten_fun(with_static, in_tree)
         name = f"jit({self.__name__})"
-        with ref_module.staging_a_cached_program():
-            closed = trace_to_jaxpr(ref_module.discharged(flat_fun, ref_positions), in_avals, name)
+        closed_refs = []
+        traced_fun = ref_module.lifting_closed_over_refs(ref_module.discharged(flat_fun, ref_positions), closed_refs)
+        closed = trace_to_jaxpr(traced_fun, in_avals, name)
         entry = _TracedCall(closed, out_tree[0], name, donated)
-        entry.in_tree, entry.ref_positions = in_tree, ref_positions
+        entry.in_tree, entry.ref_positions, entry.closed_refs = in_tree, ref_positions, closed_refs
         return entry
 
     def _split(self, args, kwargs):

@@ -6,6 +6,8 @@ jaxpr and its fused kernels (jaxlite's own plan stands where JAX has StableHLO);
 Compiled the machine code, callable with arguments of exactly the compiled types.
 Arguments may be arrays or `ShapeDtypeStruct`s: only their types matter here.
 """
+import collections
+
 import numpy as np
 
 from jaxlite.core.abstract import ShapeDtypeStruct
@@ -16,30 +18,19 @@ from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 __all__ = ["ArgInfo", "Compiled", "Lowered", "Traced", "Wrapped"]
 
 
-class _CpuDevice:
-    """The one CPU device (a stand-in until jaxlite.sharding lands)."""
-
-    id, platform, device_kind, process_index = 0, "cpu", "cpu", 0
-
-    def __repr__(self):
-        return "CpuDevice(id=0)"
+def _local_sharding():
+    """Where every array of a one-process program lives: this process's device."""
+    from jaxlite._sharding import SingleDeviceSharding, local_device
+    return SingleDeviceSharding(local_device())
 
 
-class _SingleDeviceSharding:
-    """Where every array of a one-device program lives."""
+CompiledMemoryStats = collections.namedtuple(
+    "CompiledMemoryStats", ["argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+                            "alias_size_in_bytes", "generated_code_size_in_bytes"])
 
-    def __init__(self):
-        self.device_set = {_CpuDevice()}
-        self.memory_kind = "device"
 
-    def __eq__(self, other):
-        return isinstance(other, _SingleDeviceSharding)
-
-    def __hash__(self):
-        return hash(_SingleDeviceSharding)
-
-    def __repr__(self):
-        return f"SingleDeviceSharding(device={next(iter(self.device_set))!r}, memory_kind=device)"
+def _nbytes(avals):
+    return sum(a.size * a.dtype.itemsize for a in avals)
 
 
 class ArgInfo:
@@ -148,15 +139,19 @@ class Compiled(_Stage):
         return pipeline.cost_analysis(self.program)
 
     def memory_analysis(self):
-        return None     # as JAX on backends that do not report one
+        """Bytes of the arguments, the outputs and the workspace the memory plan lays out."""
+        return CompiledMemoryStats(
+            argument_size_in_bytes=_nbytes(self.in_avals), output_size_in_bytes=_nbytes(self.out_avals),
+            temp_size_in_bytes=int(getattr(self.executable, "workspace_size", 0)),
+            alias_size_in_bytes=0, generated_code_size_in_bytes=0)     # (as JAX's CPU backend reports)
 
     @property
     def input_shardings(self):
-        return tree_unflatten(self.in_tree, [_SingleDeviceSharding() for _ in self.in_avals])
+        return tree_unflatten(self.in_tree, [_local_sharding() for _ in self.in_avals])
 
     @property
     def output_shardings(self):
-        return tree_unflatten(self.out_tree, [_SingleDeviceSharding() for _ in self.out_avals])
+        return tree_unflatten(self.out_tree, [_local_sharding() for _ in self.out_avals])
 
     def __call__(self, *args, **kwargs):
         flat_args, in_tree = tree_flatten((args, kwargs))

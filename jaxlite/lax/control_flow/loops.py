@@ -10,6 +10,7 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var, dce_closed
+from jaxlite.core import ref as ref_module
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import eval_jaxpr, jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.trace import Tracer, set_current_trace
@@ -416,14 +417,31 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
             raise TypeError(f"scan body output must be a pair (carry, y), got {out!r}")
         return tuple(out)
 
-    jaxpr, consts, out_tree, init_flat, carry_tree = _trace_carry_fun(
-        lambda carry, *x: body(carry, list(x)), "scan body", init, x_avals,
-        carry_part=lambda tree: tree.children[0])
+    with ref_module.discovering_outer_refs() as touched:
+        jaxpr, consts, out_tree, init_flat, carry_tree = _trace_carry_fun(
+            lambda carry, *x: body(carry, list(x)), "scan body", init, x_avals,
+            carry_part=lambda tree: tree.children[0])
+    if touched.refs:
+        return _scan_threading_refs(f, init, xs, length, reverse, unroll, touched.refs)
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=len(init_flat), length=length, reverse=bool(reverse),
                        unroll=int(unroll))
     carry, ys = split(outs, len(init_flat))
     return tree_unflatten(carry_tree, carry), tree_unflatten(out_tree.children[1], ys)
+
+
+def _scan_threading_refs(f, init, xs, length, reverse, unroll, refs):
+    """A scan whose body touches Refs from outside it: their values ride along in the carry,
+    and their final values are written back after the loop."""
+    def threaded(carry, x):
+        inner, values = carry
+        with ref_module.binding_refs(refs, values) as bound:
+            new_inner, y = f(inner, x)
+        return (new_inner, bound.final_values()), y
+    (carry, finals), ys = scan(threaded, (init, [ref[...] for ref in refs]), xs, length, reverse, unroll)
+    for ref, value in zip(refs, finals):
+        ref[...] = value
+    return carry, ys
 
 
 def _scan_length(xs_flat, length):

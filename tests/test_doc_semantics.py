@@ -1,0 +1,138 @@
+"""Semantics JAX's documentation relies on: jitted methods, vjp functions as pytrees, lax's
+dtype strictness, weak-typed gradients, clamped static indices, XLA's simplifications."""
+from functools import partial
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    @partial(jaxlite.jit, static_argnums=0)
+    def scale(self, x):
+        return x * self.k
+
+    def __hash__(self):
+        return hash(self.k)
+
+    def __eq__(self, other):
+        return isinstance(other, _Scaler) and other.k == self.k
+
+
+def test_jitted_method_binds_a_static_self():
+    np.testing.assert_array_equal(_Scaler(2.0).scale(jnp.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(_Scaler(3.0).scale(jnp.ones(2)), [3.0, 3.0])
+
+
+def test_the_vjp_function_is_a_pytree_that_crosses_jit():
+    x = jnp.array([0.5, 1.0])
+    _, pullback = jaxlite.vjp(jnp.sin, x)
+    assert isinstance(pullback, jaxlite.tree_util.Partial)
+    assert [np.shape(leaf) for leaf in jaxlite.tree_util.tree_leaves(pullback)] == [(2,)]
+    (ct,) = jaxlite.jit(lambda f, c: f(c))(pullback, jnp.ones(2))
+    np.testing.assert_allclose(ct, np.cos([0.5, 1.0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("a, b", [(1, 1.0), (np.int32(1), 1.0), (np.ones(2, np.float32), np.ones(2, np.int32))])
+def test_lax_refuses_mixed_dtypes(a, b):
+    with pytest.raises(TypeError, match="lax.add requires arguments to have the same dtypes"):
+        lax.add(jnp.asarray(a) if isinstance(a, np.ndarray) else a, b)
+
+
+def test_gradients_keep_the_inputs_weak_type():
+    assert jaxlite.grad(lambda x: x * 2.0)(3.0).weak_type
+    assert not jaxlite.grad(lambda x: x * 2.0)(jnp.float32(3.0)).weak_type
+    assert jaxlite.jit(jaxlite.grad(lambda x: x * 2.0))(3.0).weak_type
+    _, g = jaxlite.value_and_grad(lambda x: x * x)(3.0)
+    assert g.weak_type and float(g) == 6.0
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_static_indices_past_the_end_clamp(jit):
+    wrap = jaxlite.jit if jit else (lambda f: f)
+    assert int(wrap(lambda x: x[11])(jnp.arange(10))) == 9
+    assert int(wrap(lambda x: x[-11])(jnp.arange(10))) == 0
+    assert int(wrap(lambda x: x[5, 1])(jnp.arange(6).reshape(2, 3))) == 4
+    assert int(jnp.arange(3).at[5].get()) == 2
+    np.testing.assert_array_equal(jnp.arange(3).at[5].set(9), [0, 1, 2])
+    with pytest.raises(IndexError, match="size 0"):
+        jnp.zeros(0)[0]
+
+
+def test_inverse_pairs_cancel_under_jit():
+    assert float(jaxlite.jit(lambda x: jnp.log(jnp.exp(x)))(100.0)) == 100.0
+    assert float(jaxlite.jit(jaxlite.grad(lambda x: jnp.log(jnp.exp(x))))(100.0)) == 1.0
+    np.testing.assert_allclose(jaxlite.jit(lambda a, b: (a / b) * b)(jnp.arange(3.0), 2.0), [0.0, 1.0, 2.0])
+
+
+def test_jacobian_and_conv_names():
+    assert jaxlite.jacobian is jaxlite.jacrev
+    lhs = np.random.RandomState(0).randn(1, 5, 5, 2).astype(np.float32)
+    rhs = np.random.RandomState(1).randn(3, 3, 2, 4).astype(np.float32)
+    dn = lax.conv_dimension_numbers(lhs.shape, rhs.shape, ("NHWC", "HWIO", "NHWC"))
+    assert dn == lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    by_numbers = lax.conv_general_dilated(lhs, rhs, (1, 1), "SAME", dimension_numbers=dn)
+    by_strings = lax.conv_general_dilated(lhs, rhs, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    np.testing.assert_array_equal(by_numbers, by_strings)
+    nchw = lax.conv(lhs.transpose(0, 3, 1, 2), rhs.transpose(3, 2, 0, 1), (1, 1), "SAME")
+    np.testing.assert_allclose(nchw, np.asarray(by_strings).transpose(0, 3, 1, 2), rtol=1e-5, atol=1e-5)
+
+
+def test_custom_rules_call_the_primal_as_often_as_jax():
+    calls = []
+
+    @jaxlite.custom_jvp
+    def f(x):
+        calls.append("f")
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("jvp")
+        return f(primals[0]), jnp.cos(primals[0]) * tangents[0]
+
+    @jaxlite.custom_vjp
+    def h(x):
+        calls.append("h")
+        return jnp.sin(x)
+    h.defvjp(lambda x: (calls.append("fwd"), (h(x), x))[1], lambda r, g: (calls.append("bwd"), (jnp.cos(r) * g,))[1])
+    # The counts JAX 0.10 gives.
+    for run, expected in [(lambda: f(1.0), ["f"]), (lambda: jaxlite.grad(f)(1.0), ["jvp", "f"]),
+                          (lambda: jaxlite.jit(jaxlite.grad(f))(2.0), ["jvp", "f"]),
+                          (lambda: jaxlite.jvp(f, (1.0,), (1.0,)), ["jvp", "f"]),
+                          (lambda: jaxlite.grad(h)(1.0), ["fwd", "h", "bwd"]),
+                          (lambda: jaxlite.jit(jaxlite.grad(h))(2.0), ["fwd", "h", "bwd"])]:
+        calls.clear()
+        run()
+        assert calls == expected
+
+
+def test_a_custom_jvp_function_may_branch_on_concrete_values():
+    @jaxlite.custom_jvp
+    def f(x):
+        return jnp.sin(x) if x > 0 else jnp.cos(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (x_dot,) = primals, tangents
+        return f(x), (2.0 if x > 0 else 3.0) * x_dot
+    assert float(jaxlite.grad(f)(1.0)) == 2.0 and float(jaxlite.grad(f)(-1.0)) == 3.0
+    assert float(f(-1.0)) == pytest.approx(np.cos(-1.0))
+
+
+def test_linear_transpose_and_effects_barrier():
+    transposed = jaxlite.linear_transpose(lambda x, y: 2 * x + y.sum(), 1.0, jnp.ones(3))
+    x_ct, y_ct = transposed(1.0)
+    assert float(x_ct) == 2.0 and x_ct.weak_type
+    np.testing.assert_array_equal(y_ct, [1.0, 1.0, 1.0])
+    (ct,) = jaxlite.linear_transpose(lambda x: 2 * x, jaxlite.ShapeDtypeStruct((2,), np.float32))(jnp.ones(2))
+    np.testing.assert_array_equal(ct, [2.0, 2.0])
+    with pytest.raises(ValueError, match="is it linear"):
+        jaxlite.linear_transpose(lambda x: x * x, 1.0)(1.0)
+    jaxlite.effects_barrier()
