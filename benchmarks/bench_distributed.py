@@ -8,6 +8,7 @@ single process (jaxlite's worker pool on both cores). Measured inside the childr
   * allreduce (lax.psum in shard_map) from native code: a jitted fori_loop of 200 psums
     of n float32, so the time per psum has no Python in it; latency at 1 element,
     bandwidth as the bytes of the vector over the time (MPI's "algorithm bandwidth");
+    beside it mpi4py's Comm.Allreduce of the same buffers (MPI from Python), as a ratio;
   * the data-parallel step of the demo MLP ([2, 256, 256, 2], global batch 4096) as one
     jitted shard_map: each of 2 processes computes half the batch and pmeans gradients,
     against one process computing the whole batch on 2 threads.
@@ -63,6 +64,7 @@ def child(steps):
         f(x).block_until_ready()
         seconds = _median_time(lambda: f(x).block_until_ready(), 5)
         results["allreduce_us"][n] = 1e6 * seconds / LOOP
+    results["mpi4py_us"] = _mpi4py_allreduce_us() if count > 1 else {}
 
     step = data_parallel.make_step(jaxlite.make_mesh((count,), ("batch",)), 0.1)
     params = mlp.init_params([2, 256, 256, 2])
@@ -84,6 +86,18 @@ def child(steps):
     jaxlite.distributed.shutdown()
 
 
+def _mpi4py_allreduce_us():
+    """The same allreduces by mpi4py's Comm.Allreduce from Python: what MPI itself takes here."""
+    import numpy as np
+    from mpi4py import MPI
+    times = {}
+    for n in SIZES:
+        send, recv = np.ones(n, np.float32), np.empty(n, np.float32)
+        MPI.COMM_WORLD.Allreduce(send, recv)
+        times[n] = 1e6 * _median_time(lambda: [MPI.COMM_WORLD.Allreduce(send, recv) for _ in range(20)], 5) / 20
+    return times
+
+
 def _run(command):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=True)
@@ -101,10 +115,11 @@ def main():
     one = _run(me)
     two = _run([shutil.which("mpiexec"), "-n", "2", "-bind-to", "core"] + me)
     print("allreduce (psum in a jitted fori_loop), time per psum:")
-    print(f"  {'float32s':>9} {'1 process':>11} {'2 processes':>12} {'2-rank bandwidth':>17}")
+    print(f"  {'float32s':>9} {'1 process (a copy)':>19} {'2 processes':>12} {'mpi4py Allreduce':>17} "
+          f"{'ratio':>6} {'2-rank bandwidth':>17}")
     for n in SIZES:
-        a, b = one["allreduce_us"][str(n)], two["allreduce_us"][str(n)]
-        print(f"  {n:>9} {a:>9.2f}us {b:>10.2f}us {4 * n / b / 1e3:>13.2f} GB/s")
+        a, b, m = one["allreduce_us"][str(n)], two["allreduce_us"][str(n)], two["mpi4py_us"][str(n)]
+        print(f"  {n:>9} {a:>17.2f}us {b:>10.2f}us {m:>15.2f}us {b / m:>6.2f} {4 * n / b / 1e3:>13.2f} GB/s")
     a, b = one["step_ms"], two["step_ms"]
     print(f"data-parallel MLP step (global batch 4096): 1 process, 2 threads {a:.2f} ms; "
           f"2 pinned processes {b:.2f} ms; ratio 2 processes / 1 process {b / a:.2f}")

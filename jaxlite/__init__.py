@@ -2,7 +2,8 @@
 import sys as _sys
 
 from jaxlite import lax, nn, numpy, random, tree, tree_util, typing
-from jaxlite import dtypes, ops
+from jaxlite import dtypes, image, ops
+from jaxlite.dtypes import float0
 from jaxlite import ad, ad_checkpoint, debug, errors, experimental
 from jaxlite.callback import pure_callback
 from jaxlite.core.abstract import ShapeDtypeStruct
@@ -16,10 +17,13 @@ from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodul
 from jaxlite.transforms.ad import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
+from jaxlite.transforms.custom_gradient import custom_gradient
 from jaxlite.transforms.jacobians import hessian, jacfwd, jacrev
 from jaxlite.transforms.jacobians import jacrev as jacobian
 from jaxlite.transforms.batching import vmap
-from jaxlite.transforms.jit import disable_jit, jit
+from jaxlite.transforms.jit import clear_caches, disable_jit, jit
+from jaxlite.transforms.scopes import named_call, named_scope
+from jaxlite.core.trace import ensure_compile_time_eval
 from jaxlite.transforms import precision, stages
 from jaxlite import distributed, sharding
 from jaxlite._sharding import (Device, default_backend, device_count, device_get, device_put, devices,
@@ -48,8 +52,8 @@ def __getattr__(name):
 # jaxlite.core stays shown: JAX has jax.core (its API is the libs work, issue 21).
 __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
     "ad", "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
-    "dtypes", "errors", "experimental", "extend", "flatten_util", "interpreters", "lax", "nn", "numpy",
-    "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
+    "dtypes", "errors", "experimental", "extend", "flatten_util", "image", "interpreters", "lax", "nn",
+    "numpy", "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
     lazy_submodules=_LAZY_SUBMODULES)
 
 __version__ = "0.1.0"

@@ -201,6 +201,32 @@ class Mesh:
         _mesh_stack.pop()
 
 
+class AbstractMesh:
+    """A mesh's axis names and sizes without its devices (what code tracing for a mesh needs)."""
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None):
+        self.axis_sizes, self.axis_names = tuple(axis_sizes), tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh got {len(self.axis_sizes)} axis sizes for {len(self.axis_names)} names")
+        self.axis_types = (AxisType.Auto,) * len(self.axis_names) if axis_types is None else tuple(axis_types)
+
+    shape = property(lambda self: OrderedDict(zip(self.axis_names, self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: int(_np.prod(self.axis_sizes, dtype=int)))
+    empty = property(lambda self: self.size == 0)
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractMesh) and (self.axis_sizes, self.axis_names, self.axis_types) == \
+            (other.axis_sizes, other.axis_names, other.axis_types)
+
+    def __hash__(self):
+        return hash((self.axis_sizes, self.axis_names, self.axis_types))
+
+    def __repr__(self):
+        sizes = ", ".join(f"{name!r}: {size}" for name, size in self.shape_tuple)
+        return f"AbstractMesh({sizes}, axis_types={self.axis_types})"
+
+
 _mesh_stack = []
 
 
@@ -352,4 +378,4 @@ def _as_device_array(leaf):
 
 def device_get(x):
     """x (a pytree) with every array as a numpy array on the host."""
-    return tree_map(lambda leaf: _np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+    return tree_map(lambda leaf: _np.asarray(leaf) if type(leaf) is Array else leaf, x)

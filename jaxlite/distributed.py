@@ -84,8 +84,3 @@ def shutdown():
     _process.set_place(0, 1)
     _sys.excepthook = _state["excepthook"]
 
-
-def set_collective_deadline(seconds):
-    """How long a collective may wait for the other ranks before the job is aborted."""
-    from jaxlite.lower import collectives
-    collectives.set_deadline(seconds)

@@ -65,7 +65,7 @@ def _segment_reduce(name, method, identity, data, segment_ids, num_segments, buc
     if bucket_size is None:
         out = _jnp.full((num_segments,) + data.shape[1:], fill, data.dtype)
         return getattr(out.at[ids], method)(data, mode="drop")
-    buckets = _math.ceil(data.shape[0] / bucket_size)
+    buckets = max(1, _math.ceil(data.shape[0] / bucket_size))   # no rows: one empty bucket
     bucket_of_row = _jnp.arange(data.shape[0]) // bucket_size
     out = _jnp.full((buckets, num_segments) + data.shape[1:], fill, data.dtype)
     per_bucket = getattr(out.at[bucket_of_row, ids], method)(data, mode="drop")

@@ -1,3 +1,3 @@
 """jaxlite.sharding: meshes, partition specs and shardings (jax.sharding's names)."""
-from jaxlite._sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,  # noqa: F401
+from jaxlite._sharding import (AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,  # noqa: F401
                                SingleDeviceSharding)

@@ -16,6 +16,11 @@ from mpi_worker_functions import data_parallel_step, every_collective
 from jaxlite.sharding import PartitionSpec as P
 
 collectives.MAX_COUNT = 1000      # so that psum_long's 2400 elements go in 3 pieces
+try:
+    jaxlite.distributed.initialize(num_processes=3)
+    DISAGREEING_SIZE_RAISES = False
+except ValueError:
+    DISAGREEING_SIZE_RAISES = True
 jaxlite.distributed.initialize(collective_deadline=float(os.environ.get("DEADLINE", 60)))
 RANK, MESH = jaxlite.process_index(), jaxlite.make_mesh((2,), ("i",))
 
@@ -31,6 +36,10 @@ def collectives():
     f = jaxlite.shard_map(every_collective, mesh=MESH, in_specs=P("i"), out_specs=P("i"), check_vma=False)
     eager, jitted = f(jnp.asarray(x)), jaxlite.jit(f)(jnp.asarray(x))
     return {**{"eager_" + k: v for k, v in eager.items()}, **{"jit_" + k: v for k, v in jitted.items()}}
+
+
+def _loss(w, x):
+    return jnp.sum((w * x) ** 2)
 
 
 def grads():
@@ -51,6 +60,16 @@ def grads():
                 lambda w: sm(lambda w, b: lax.pmean(((w * b) ** 2).sum(), "i"), (P(), P("i")), P())(w, block(x)))(1.0),
             "jvp_of_psum_sharded": lambda x: jaxlite.jvp(
                 lambda b: sm(lambda b: lax.psum(b * b, "i"), P("i"), P())(b), (block(x),), (block(x + 1),))[1],
+            "grad_inside_of_psum_replicated": sm(lambda x: jaxlite.grad(lambda x: lax.psum(x, "i").sum())(x), P(), P()),
+            "grad_inside_mixed": lambda x: sm(lambda x: jaxlite.grad(lambda x: (lax.psum(x * 2, "i") * x).sum())(x),
+                                              P("i"), P("i"))(block(x)),
+            "pmean_of_grad_inside": lambda x: sm(lambda w, b: lax.pmean(jaxlite.grad(_loss)(w, b), "i"),
+                                                 (P(), P("i")), P())(1.0, block(x)),
+            "grad_inside_of_pmean": lambda x: sm(lambda w, b: jaxlite.grad(lambda w: lax.pmean(_loss(w, b), "i"))(w),
+                                                 (P(), P("i")), P())(1.0, block(x)),
+            "jit_grad_inside_of_psum_sin": lambda x: sm(
+                lambda w, b: jaxlite.grad(lambda w: lax.psum(jnp.sin(w * b).sum(), "i"))(w),
+                (P(), P("i")), P())(0.5, block(x)),
         }
         for name, case in cases.items():
             out[f"check_vma={check_vma}/{name}/eager"] = case(x)
@@ -63,8 +82,10 @@ def training():
     x, labels = mlp.two_spirals(64, seed=1)
     onehot = mlp.one_hot(labels, 2)
     params = mlp.init_params([2, 16, 16, 2], seed=3)
+    # check_vma=False: the local gradient is each rank's own (as in the vmap simulation); with
+    # check_vma=True JAX would already sum the replicated parameters' gradient over the ranks.
     step = jaxlite.jit(jaxlite.shard_map(data_parallel_step, mesh=MESH, in_specs=(P(), P("i"), P("i")),
-                                         out_specs=P()))
+                                         out_specs=P(), check_vma=False))
     order = np.random.default_rng(0).permutation(len(x))
     for i in range(4):
         batch = order[i * 32:(i + 1) * 32]
@@ -72,8 +93,29 @@ def training():
     return {f"p{i}": leaf for i, leaf in enumerate(jaxlite.tree.leaves(params))}
 
 
+def host_utilities():
+    from jaxlite.experimental import multihost_utils as mh
+    try:
+        mh.assert_equal(np.array([RANK]))
+        unequal_raises = False
+    except AssertionError:
+        unequal_raises = True
+    mh.sync_global_devices("host_utilities")
+    reversed_mesh = jaxlite.sharding.Mesh(np.array(jaxlite.devices()[::-1]), ("i",))
+    try:
+        jaxlite.shard_map(lambda x: lax.psum(x, "i"), mesh=reversed_mesh, in_specs=P("i"), out_specs=P())(jnp.ones(2))
+        reversed_mesh_raises = False
+    except NotImplementedError:
+        reversed_mesh_raises = True
+    return {"allgather": mh.process_allgather(np.float32(RANK) + 0.5),
+            "broadcast": mh.broadcast_one_to_all({"a": np.int32(RANK + 5)})["a"],
+            "unequal_raises": unequal_raises, "reversed_mesh_raises": reversed_mesh_raises,
+            "disagreeing_size_raises": DISAGREEING_SIZE_RAISES and jaxlite.distributed.is_initialized(),
+            "devices": [d.id for d in jaxlite.local_devices()] + [jaxlite.device_count()]}
+
+
 def correctness():
-    return {**collectives(), **grads(), **training()}
+    return {**collectives(), **grads(), **training(), **host_utilities()}
 
 
 def raises():
@@ -84,7 +126,9 @@ def raises():
 
 
 def skips():
+    """Rank 1 skips the second call: rank 0 waits inside the program's native code (GIL released)."""
     f = jaxlite.jit(jaxlite.shard_map(lambda x: lax.psum(x, "i"), mesh=MESH, in_specs=P("i"), out_specs=P()))
+    f(jnp.ones(3))
     if RANK == 0:
         f(jnp.ones(3))
     else:

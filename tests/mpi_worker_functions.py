@@ -18,6 +18,8 @@ def every_collective(x):
             "a2a_tiled_split1_concat0": lax.all_to_all(x, "i", 1, 0, tiled=True),
             "a2a_split0_concat1": lax.all_to_all(x[:2], "i", 0, 1), "pswapaxes": lax.pswapaxes(x[:2], "i", 0),
             "axis_size": x * 0 + lax.axis_size("i"),
+            "gather_bf16": lax.all_gather(x.astype(jnp.bfloat16), "i"),
+            "scatter_f16": lax.psum_scatter(x[:2].astype(jnp.float16), "i"),
             "grad_a2a": grad(lambda v: jnp.sum(lax.all_to_all(v, "i", 1, 0, tiled=True) ** 3))(x)}
 
 

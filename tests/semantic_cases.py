@@ -116,9 +116,53 @@ def _rounding(jnp, lax):
     ]
 
 
+SUBNORMALS = np.float32([1e-39, -1e-39, 1e-45, -3e-42, 1.2e-38, 0.0, -0.0])
+
+
+def _subnormals(jax, jnp, lax):
+    """Functions of subnormal inputs. JAX (XLA:CPU) reads them as zeros (DAZ), except where
+    the function is x itself near 0 and passes x on (sin, tanh, tan, expm1, arctan)."""
+    functions = {"sin": jnp.sin, "tanh": jnp.tanh, "tan": jnp.tan, "expm1": jnp.expm1, "arctan": jnp.arctan,
+                 "cos": jnp.cos, "exp": jnp.exp, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "log1p": jnp.log1p,
+                 "sign": jnp.sign, "floor": jnp.floor, "ceil": jnp.ceil, "round": jnp.round, "erf": lax.erf,
+                 "arcsinh": jnp.arcsinh, "arctanh": jnp.arctanh, "sinh": jnp.sinh, "lgamma": lax.lgamma,
+                 "digamma": lax.digamma, "logistic": jax.nn.sigmoid, "abs": jnp.abs, "square": jnp.square,
+                 "reciprocal": jnp.reciprocal}
+    return [(f"subnormal_{name}", fun, (SUBNORMALS,)) for name, fun in functions.items()]
+
+
+def _near_poles(lax):
+    x = np.float32([-1e-20, -1e-10, -1e-7, -1e-3, -0.5, -1.5, -2.0000002, -1.0000001, -0.9999999, -3.7,
+                    1e-20, 1e-8, 0.0, -1.0, -2.0, -40.5])
+    return [("digamma_near_poles", lax.digamma, (x,))]
+
+
+def _gradients(jax, jnp):
+    grad, f32 = jax.grad, np.float32
+    singular = {"singular_2x2": f32([[1, 2], [2, 4]]), "singular_3x3": f32([[1, 2, 3], [4, 5, 6], [7, 8, 10]]) * f32([[1], [1], [0]]),
+                "zero_3x3": np.zeros((3, 3), f32), "rank1_3x3": f32([[1, 0, 0], [0, 0, 0], [0, 0, 0]]),
+                "regular_2x2": f32([[2, 1], [1, 3]]), "batch": f32([[[1, 2], [2, 4]], [[2, 1], [1, 3]]])}
+    out = [(f"grad_det_{name}", grad(lambda a: jnp.sum(jnp.linalg.det(a))), (a,)) for name, a in singular.items()]
+    derivative = jnp.sinc
+    for order in range(1, 5):
+        derivative = grad(derivative)
+        out.append((f"sinc_derivative_{order}_at_0", derivative, (f32(0),)))
+    out += [("grad_abs_at_0", grad(jnp.abs), (f32(0),)), ("grad_abs_at_minus_0", grad(jnp.abs), (f32(-0.0),)),
+            ("grad_hypot_at_0_0", lambda x, y: jnp.stack(grad(jnp.hypot, argnums=(0, 1))(x, y)), (f32(0), f32(0))),
+            ("grad_hypot_at_3_0", lambda x, y: jnp.stack(grad(jnp.hypot, argnums=(0, 1))(x, y)), (f32(3), f32(0)))]
+    for a, b in [(np.inf, np.inf), (-np.inf, -np.inf), (np.inf, -np.inf), (-np.inf, np.inf), (np.inf, 1.0),
+                 (-np.inf, 1.0), (1.0, -np.inf), (2.0, 3.0)]:
+        for name in ("logaddexp", "logaddexp2"):
+            fun = getattr(jnp, name)
+            out.append((f"grad_{name}_at_{a}_{b}", lambda x, y, fun=fun: jnp.stack(grad(fun, argnums=(0, 1))(x, y)),
+                        (f32(a), f32(b))))
+    return out
+
+
 def cases(jax, jnp, lax):
     return (_integer_division(lax) + _indexing(jnp, lax) + _arithmetic(jnp, lax) + _cumulative(jnp, lax)
-            + _linalg(jnp) + _ordering(jnp, lax) + _rounding(jnp, lax))
+            + _linalg(jnp) + _ordering(jnp, lax) + _rounding(jnp, lax) + _subnormals(jax, jnp, lax)
+            + _near_poles(lax) + _gradients(jax, jnp))
 
 
 def run(fun, args, jit):

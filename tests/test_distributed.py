@@ -65,7 +65,7 @@ def test_collectives_equal_the_vmap_simulation(ranks, mode):
 def test_gradients_match_jax(ranks, check_vma):
     with open(os.path.join(os.path.dirname(__file__), "data", "shard_map_grads.json")) as f:
         reference = json.load(f)[f"check_vma={check_vma}"]
-    sharded = {"grad_inside_of_psum", "grad_of_psum_sharded"}     # results per rank: its block
+    sharded = {"grad_inside_of_psum", "grad_of_psum_sharded", "grad_inside_mixed"}    # per rank: its block
     for name, want in reference.items():
         for mode in ("eager", "jit"):
             got = [r[f"check_vma={check_vma}/{name}/{mode}"] for r in ranks]
@@ -79,6 +79,23 @@ def test_data_parallel_training_equals_the_vmap_simulation_bit_for_bit(ranks):
     for key, value in want.items():
         np.testing.assert_array_equal(ranks[0][key], ranks[1][key], err_msg="replicated parameters differ")
         np.testing.assert_array_equal(ranks[0][key], value, err_msg=key)
+
+
+def test_devices_and_host_utilities(ranks):
+    for rank, got in enumerate(ranks):
+        np.testing.assert_array_equal(got["devices"], [rank, 2])
+        np.testing.assert_array_equal(got["allgather"], [0.5, 1.5])
+        assert got["broadcast"] == 5 and got["unequal_raises"] and got["reversed_mesh_raises"]
+        assert got["disagreeing_size_raises"]
+
+
+def test_the_data_parallel_example(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([MPIEXEC, "-n", "2", "-bind-to", "core", sys.executable, "-m", "jaxlite.examples.data_parallel",
+                          "--steps", "20"], capture_output=True, text=True, env=env, timeout=120, start_new_session=True)
+    assert out.returncode == 0, out.stderr
+    assert "rank 0:" in out.stdout and "rank 1:" in out.stdout
+    assert "2 process(es), 20 steps" in out.stdout and "parameters identical on every rank" in out.stdout
 
 
 def test_a_raising_rank_ends_the_job(tmp_path):

@@ -194,3 +194,22 @@ def test_dot_general_axes_out_of_range():
         jaxlite.lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((2,), (0,)), ((), ())))
     with pytest.raises(TypeError, match=r"rhs dimension numbers to be distinct"):
         jaxlite.lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 3)), (((1,), (0,)), ((0,), (0,))))
+
+
+# ---------------------------------------------------------------- allocations the machine cannot hold
+
+@pytest.mark.parametrize("program", [
+    lambda: jnp.zeros((10 ** 6, 10 ** 6)).sum(),
+    lambda: jnp.ones((10 ** 5, 10 ** 5), jnp.int32) + 1,
+    lambda: jaxlite.jit(lambda x: jnp.outer(x, x))(jnp.ones(10 ** 6)),
+    lambda: jaxlite.jit(lambda x: (jnp.outer(x, x) + 1).sum())(jnp.ones(10 ** 6)),
+    lambda: jaxlite.vmap(lambda x: jnp.outer(x, x))(jnp.ones((10, 10 ** 5))),
+], ids=["eager zeros", "eager int32", "jit output", "jit intermediate", "vmap"])
+def test_impossible_allocation_raises_resource_exhausted_at_once(program):
+    """As JAX: RESOURCE_EXHAUSTED naming the size, at once (the kernel would overcommit the
+    allocation and the first pass over it thrash for hours)."""
+    import time
+    start = time.perf_counter()
+    with pytest.raises(jaxlite.errors.JaxRuntimeError, match=r"RESOURCE_EXHAUSTED: Out of memory allocating \d+ bytes"):
+        program()
+    assert time.perf_counter() - start < 30

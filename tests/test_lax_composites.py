@@ -1,4 +1,7 @@
 """lax functions composed of primitives (lax.composites) and the *_p exports."""
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,6 +11,14 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core.primitive import Primitive
+
+DATA = pathlib.Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+from record_jax_lax_conv import cases  # noqa: E402
+from record_jax_reduce_precision import cases as precision_cases  # noqa: E402
+
+CONV_EXPECTED = np.load(DATA / "jax_lax_conv.npz")
+PRECISION_EXPECTED = np.load(DATA / "jax_reduce_precision.npz")
 
 
 @settings(max_examples=20, deadline=None)
@@ -66,3 +77,62 @@ def test_primitive_exports():
     assert len(exported) >= 100 and all(isinstance(p, Primitive) for p in exported.values())
     eqn_names = [e.primitive for e in jaxlite.make_jaxpr(lambda x: lax.sin(x) + 1.0)(1.0).jaxpr.eqns]
     assert eqn_names == [lax.sin_p, lax.add_p] and lax.scatter_add_p.name == "scatter-add"
+
+
+@pytest.mark.parametrize("name", sorted(cases(lax)))
+def test_convolution_helpers_and_approx_top_k_match_jax(name):
+    out = cases(lax)[name]()
+    for i, part in enumerate(out if isinstance(out, (tuple, list)) else (out,)):
+        expected = CONV_EXPECTED[f"{name} #{i}"]
+        assert part.shape == expected.shape and part.dtype == expected.dtype
+        np.testing.assert_allclose(part, expected, rtol=1e-5, atol=5e-6)
+
+
+def test_conv_transpose_with_transposed_kernel_is_the_input_gradient():
+    # With VALID padding and (size - kernel) divisible by the stride, the shapes line up exactly.
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(1, 7, 5, 2)).astype(np.float32))
+    w = jnp.asarray(np.random.default_rng(3).normal(size=(3, 3, 2, 4)).astype(np.float32))
+    dn = ("NHWC", "HWIO", "NHWC")
+    forward = lambda x: lax.conv_general_dilated(x, w, (2, 2), "VALID", dimension_numbers=dn)
+    ct = jnp.ones(forward(x).shape)
+    grad = jaxlite.vjp(forward, x)[1](ct)[0]
+    np.testing.assert_allclose(lax.conv_transpose(ct, w, (2, 2), "VALID", dimension_numbers=dn,
+                                                  transpose_kernel=True), grad, rtol=1e-5, atol=1e-5)
+    assert lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), dn) == lax.ConvDimensionNumbers(
+        (0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
+def test_shape_tuples():
+    dn = ("NHWC", "HWIO", "NHWC")
+    assert lax.conv_general_shape_tuple((1, 9, 8, 3), (3, 3, 3, 5), (2, 1), "SAME", dn) == (1, 5, 8, 5)
+    assert lax.conv_transpose_shape_tuple((1, 9, 8, 3), (3, 3, 3, 5), (2, 1), "SAME", dn) == (1, 18, 8, 5)
+    assert lax.conv_shape_tuple((1, 3, 9, 8), (5, 3, 3, 3), (2, 1), ((1, 1), (0, 0))) == (1, 5, 5, 6)
+    pads = ((0, 0), (1, 1), (0, 0), (0, 0))
+    assert lax.reduce_window_shape_tuple((1, 9, 8, 3), (1, 3, 3, 1), (1, 2, 2, 1), pads) == (1, 5, 3, 3)
+    assert lax.conv_general_permutations(dn) == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("name", sorted(PRECISION_EXPECTED.files))
+def test_reduce_precision_is_bit_identical_to_jax(name):
+    got = np.asarray(precision_cases(lax, jnp.bfloat16)[name]()).astype(np.float32)
+    np.testing.assert_array_equal(got, PRECISION_EXPECTED[name])
+
+
+def test_reduce_precision_under_jit_and_grad():
+    x = jnp.array([1.3, 2.7, -0.11])
+    np.testing.assert_array_equal(jaxlite.jit(lambda x: lax.reduce_precision(x, 5, 2))(x),
+                                  lax.reduce_precision(x, 5, 2))
+    grad = jaxlite.grad(lambda x: (lax.reduce_precision(x, 5, 2) * jnp.array([1.0, 1.3, 3.0])).sum())(x)
+    np.testing.assert_array_equal(grad, [1.0, 1.25, 3.0])   # the cotangent, rounded the same way
+    with pytest.raises(TypeError, match="floating-point"):
+        lax.reduce_precision(jnp.arange(3), 5, 2)
+
+
+def test_scatter_sub_and_empty():
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                        scatter_dims_to_operand_dims=(0,))
+    got = lax.scatter_sub(jnp.ones(4), jnp.array([[1], [3], [1]]), jnp.array([1.0, 2.0, 3.0]), dnums)
+    np.testing.assert_array_equal(got, [1.0, -3.0, 1.0, -1.0])
+    grad = jaxlite.grad(lambda u: lax.scatter_sub(jnp.ones(4), jnp.array([[1], [3]]), u, dnums).sum())(jnp.ones(2))
+    np.testing.assert_array_equal(grad, [-1.0, -1.0])
+    assert lax.empty((2, 3), np.int8).shape == (2, 3) and lax.empty((2,), np.int8).dtype == np.int8

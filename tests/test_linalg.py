@@ -205,3 +205,14 @@ def test_singular_matrices_give_jaxs_zeros_and_infs(compile):
     assert float(sign) == 0.0 and float(logdet) == -np.inf
     np.testing.assert_array_equal(wrap(jnp.linalg.solve)(zero, jnp.ones(2)), [np.nan, np.inf])
     np.testing.assert_array_equal(wrap(jnp.linalg.inv)(rank_one), [[-np.inf, np.inf], [np.inf, -np.inf]])
+
+
+def test_det_derivatives_to_second_order_and_at_singular_matrices(enable_x64):
+    """det's JVP is trace(adj(a) da): numerically checked to second order at a regular matrix;
+    at singular ones the adjugate by SVD (JAX's values: tests/test_semantics_vs_jax.py)."""
+    from jaxlite.test_util import check_grads
+    a = np.array([[2.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.1, 0.4, 1.5]])
+    check_grads(jnp.linalg.det, [a], order=2)
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    np.testing.assert_allclose(jaxlite.grad(jnp.linalg.det)(singular), [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
+    np.testing.assert_allclose(jaxlite.jacfwd(jnp.linalg.det)(singular), [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)

@@ -331,8 +331,8 @@ def test_exception_in_a_nested_loop_ends_the_whole_call(capsys):
 
 def test_no_python_runs_per_iteration(monkeypatch):
     calls = []
-    original = runtime._PythonStep.run_on
-    monkeypatch.setattr(runtime._PythonStep, "run_on", lambda self, view: calls.append(1) or original(self, view))
+    original = runtime.PythonStep.run_on
+    monkeypatch.setattr(runtime.PythonStep, "run_on", lambda self, view: calls.append(1) or original(self, view))
     bridge_calls = []
     original_step = native_flow.HostBridge._run_step
     monkeypatch.setattr(native_flow.HostBridge, "_run_step",
@@ -426,3 +426,16 @@ def test_a_callback_reentering_its_program_gets_a_workspace_of_its_own():
     z = np.tanh(y * 0.5) + 1.0
     np.testing.assert_allclose(inner[0], z * 2.0 + z.sum(), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(g(x, 0)), out, rtol=1e-6)    # after the reuse
+
+
+def test_an_operand_passed_twice_frees_its_buffer_once():
+    """while_loop((t, t)) lists t twice among the step's inputs; freeing its workspace twice
+    gave u and v below one buffer, and every result read v."""
+    def f(x, y):
+        t = jnp.dot(x, y)
+        a, b = lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + c[1], c[1]), (t, t))
+        u, v = a * x, y - b
+        return jnp.dot(u, v), jnp.dot(u, u), jnp.dot(v, v)
+    x, y = np.float32([1, 2]), np.float32([3, 5])
+    for got, want in zip(jaxlite.jit(f)(x, y), f(x, y)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -53,3 +53,16 @@ def test_small_functions():
     np.testing.assert_allclose(nn.tanh(x), np.tanh(x), rtol=1e-6)
     check_grads(nn.sparse_plus, [jnp.array([-0.5, 0.3, 2.0])], order=2)
     check_grads(nn.log1mexp, [jnp.array([0.2, 3.0])], order=1)
+
+
+def test_orthogonal_initializers():
+    from jaxlite.nn import initializers
+    key = jaxlite.random.PRNGKey(3)
+    w = np.asarray(initializers.orthogonal(2.0, column_axis=0)(key, (3, 2, 5)), dtype=np.float64)
+    rows = np.moveaxis(w, 0, -1).reshape(10, 3)   # columns along axis 0, the rest as rows
+    np.testing.assert_allclose(rows.T @ rows, 4 * np.eye(3), atol=1e-5)
+    kernel = np.asarray(initializers.delta_orthogonal()(key, (3, 3, 2, 4)))
+    assert np.count_nonzero(np.abs(kernel).sum((-2, -1))) == 1 and np.abs(kernel[1, 1]).sum() > 0
+    np.testing.assert_allclose(kernel[1, 1] @ kernel[1, 1].T, np.eye(2), atol=1e-5)
+    with pytest.raises(ValueError, match="2D"):
+        initializers.orthogonal()(key, (3,))

@@ -97,6 +97,11 @@ CASES = {
     "poly": (jnp.poly, np.poly, (Q,)),
     "polyfit": (lambda x, y: jnp.polyfit(x, y, 2), lambda x, y: np.polyfit(x, y, 2),
                 (X, 2 * X ** 2 - X + 1 + np.sin(X))),
+    "polyfit_full": (lambda x, y: jnp.polyfit(x, y, 2, full=True)[:4],
+                     lambda x, y: np.polyfit(x, y, 2, full=True)[:4], (X[:8], (X[:8] - 2) ** 3)),
+    "polyfit_cov": (lambda x, y, w: jnp.polyfit(x, y, 2, w=w, cov=True),
+                    lambda x, y, w: np.polyfit(x, y, 2, w=w, cov=True),
+                    (X[:8], (X[:8] - 2) ** 3, X[8:16])),
     "trapezoid": (lambda a: jnp.trapezoid(a, axis=0), lambda a: np.trapezoid(a, axis=0), (A,)),
     "trapezoid_x": (lambda a, x: jnp.trapezoid(a, x=x), lambda a, x: np.trapezoid(a, x=x),
                     (A, XP[:5])),
@@ -185,6 +190,8 @@ CASES = {
     "hamming": (lambda: jnp.hamming(6), lambda: np.hamming(6), ()),
     "blackman": (lambda: jnp.blackman(6), lambda: np.blackman(6), ()),
     "bartlett": (lambda: jnp.bartlett(5), lambda: np.bartlett(5), ()),
+    "kaiser": (lambda: jnp.kaiser(6, 3.), lambda: np.kaiser(6, 3.), ()),
+    "i0": (jnp.i0, np.i0, (np.array([0., 1., -3., 20.], np.float32),)),
     "mgrid": (lambda: jnp.mgrid[0:3, 0:1:4j], lambda: np.mgrid[0:3, 0:1:4j], ()),
     "ogrid": (lambda: jnp.ogrid[0:3, 0:4], lambda: np.ogrid[0:3, 0:4], ()),
     "indices": (lambda: jnp.indices((2, 3)), lambda: np.indices((2, 3)), ()),
@@ -216,6 +223,14 @@ def test_matches_numpy_eager_and_jit(name):
         want = reference(*args)
     _assert_matches(fn(*args), want)
     _assert_matches(jaxlite.jit(fn)(*args), want)
+
+
+def test_einsum_path_plans_pairwise_contractions():
+    path, report = jnp.einsum_path("ij,jk,kl->il", np.ones((2, 3)), jnp.ones((3, 4)), np.ones((4, 5)))
+    # numpy's greedy planner may pick another first pair than opt_einsum's (JAX's); both
+    # are two pairwise steps, the second joining the intermediate with the last operand.
+    assert len(path) == 2 and all(len(step) == 2 for step in path) and path[-1] == (0, 1)
+    assert "Optimized scaling" in report
 
 
 def test_frexp_of_subnormals_eagerly():
@@ -337,7 +352,73 @@ def test_gradients():
     check_grads(lambda p, x: jnp.polyval(p, x), (P, X[:3]), order=2)
     check_grads(lambda a: jnp.trapezoid(a, x=XP[:5]), (A,), order=1)
     check_grads(jnp.gradient, (A[0],), order=1)
+    check_grads(jnp.i0, (np.array([0.5, -2.0, 4.0], np.float32),), order=1, atol=2e-2, rtol=2e-2)
     check_grads(jnp.vecdot, (A, A[::-1]), order=2)
     check_grads(jnp.cov, (A,), order=1, atol=2e-2, rtol=2e-2)
     check_grads(lambda a: jnp.nanmedian(a, axis=1), (WITH_NAN[:2] + 0.1,), order=1)
 
+
+
+def test_array_api_namespace_pieces():
+    x = jnp.arange(4.0)
+    assert jnp.__array_api_version__ == "2024.12"
+    assert x.__array_namespace__() is jnp and x.device == jaxlite.devices()[0]
+    assert x.to_device(x.device) is x
+    info = jnp.__array_namespace_info__()
+    assert info.default_device() == x.device and info.devices() == jaxlite.devices()
+    assert info.default_dtypes()["real floating"] == np.float32
+    assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "uint8", "uint16", "uint32"}
+    np.testing.assert_array_equal(jnp.from_dlpack(np.arange(3.0)), np.arange(3.0))
+    np.testing.assert_array_equal(np.from_dlpack(x), np.arange(4.0))
+    assert type(x.__dlpack__()).__name__ == "PyCapsule"  # old DLPack consumers get a copy
+    assert jnp.zeros(2, device=x.device).shape == (2,)
+    with pytest.raises(TypeError, match="device="):
+        jnp.ones(2, device="cpu")
+    np.testing.assert_allclose(jnp.std(x, correction=1), np.std(np.arange(4.0), ddof=1))
+    with pytest.raises(ValueError, match="ddof and correction"):
+        jnp.var(x, ddof=1, correction=1)
+    assert not jnp.float32 == ("x", "y") and not jnp.float32 == "linalg" and jnp.float32 != [1]
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_accumulation_dtypes_follow_jax(x64, monkeypatch):
+    """sum/prod/cumulative_sum widen narrow integers (to 64 bits with x64); cumsum and
+    cumulative_prod keep them, as recorded from JAX 0.10.2."""
+    from jaxlite.test_util import enable_x64
+    expected = {  # dtype -> (sum, prod, cumsum, cumulative_sum, cumulative_prod) without / with x64
+        "bool": ("int32 int32 int32 int32 int32", "int64 int64 int64 int64 int64"),
+        "int8": ("int32 int32 int8 int32 int8", "int64 int64 int8 int64 int8"),
+        "uint8": ("uint32 uint32 uint8 uint32 uint8", "uint64 uint64 uint8 uint64 uint8"),
+        "uint32": ("uint32 uint32 uint32 uint32 uint32", "uint64 uint64 uint32 uint64 uint32"),
+        "float16": ("float16 float16 float16 float16 float16",) * 2,
+    }
+    context = enable_x64() if x64 else warnings.catch_warnings()
+    with context:
+        for name, rows in expected.items():
+            x = jnp.ones(3, name)
+            got = [f(x).dtype.name for f in (jnp.sum, jnp.prod, jnp.cumsum, jnp.cumulative_sum,
+                                             jnp.cumulative_prod)]
+            assert " ".join(got) == rows[x64], name
+        assert jnp.sum(jnp.ones(3, "int8"), promote_integers=False).dtype == np.int8
+        assert jnp.prod(jnp.ones(3, "uint16"), promote_integers=False).dtype == np.uint16
+
+
+def test_frompyfunc_methods_match_numpy_and_jax():
+    """Values recorded from JAX 0.10.2 (its reduce starts from the first element)."""
+    u = jnp.frompyfunc(lambda a, b: a * b + 1, 2, 1, identity=0)
+    reference = np.frompyfunc(lambda a, b: a * b + 1, 2, 1)
+    x = np.arange(1., 5., dtype=np.float32)
+    assert (u.nin, u.nout, u.nargs, u.identity) == (2, 1, 2, 0)
+    _assert_matches(u(x, 2.), x * 2 + 1)
+    _assert_matches(u.outer(x[:2], x[:3]), reference.outer(x[:2], x[:3]).astype(np.float32))
+    _assert_matches(u.reduce(x), 41.)
+    _assert_matches(jaxlite.jit(u.reduce)(x), 41.)
+    _assert_matches(u.accumulate(x), reference.accumulate(x).astype(np.float32))
+    _assert_matches(u.at(x, np.array([0, 0, 2]), 3., inplace=False), [13., 2., 10., 4.])
+    _assert_matches(u.reduceat(x, np.array([0, 2])), [3., 13.])
+    _assert_matches(u.reduce(np.ones((2, 3), np.float32), axis=1, keepdims=True), [[3.], [3.]])
+    check_grads(u.reduce, (x,), order=2)
+    with pytest.raises(NotImplementedError, match="inplace"):
+        u.at(x, np.array([0]), 1.)
+    with pytest.raises(ValueError, match="no identity"):
+        jnp.frompyfunc(lambda a, b: a + b, 2, 1).reduce(np.ones(0, np.float32))

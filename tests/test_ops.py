@@ -1,7 +1,7 @@
 """jaxlite.ops: segment reductions against a numpy loop, under jit, vmap and grad."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import jaxlite
@@ -24,6 +24,7 @@ def _reference(name, data, ids, num_segments):
 @settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(sorted(REDUCERS)), rows=st.integers(0, 12), num_segments=st.integers(1, 5),
        bucket_size=st.sampled_from([None, 1, 3]), seed=st.integers(0, 100))
+@example(name="segment_max", rows=0, num_segments=1, bucket_size=1, seed=0)
 def test_segments_match_a_loop(name, rows, num_segments, bucket_size, seed):
     rng = np.random.default_rng(seed)
     data = rng.uniform(0.5, 2.0, (rows, 2)).astype(np.float32)

@@ -27,38 +27,39 @@ TRANSFORMS = "owned by the transforms work: issue 22"
 TRANSFORMS_HYGIENE = "owned by the transforms work: issue 22 (issue 17 item 7 for jax.debug)"
 COMPLEX = "complex numbers: issue 16"
 LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
-NUMPY_PENDING = "not yet written: issue 17 item 2 (the numpy work)"
 
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
 ABSENT_NAMESPACES = {
-    "jax.image": LAXRAND_ITEM5,
     "jax.numpy.fft": LINALG_FFT,
-    **{"jax.scipy." + name: SCIPY for name in """
-        cluster cluster.vq fft integrate interpolate ndimage optimize signal sparse sparse.linalg spatial
-        spatial.transform""".split()},
+    **{"jax.scipy." + name: SCIPY for name in "spatial spatial.transform".split()},
 }
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
 MISSING = {
     "jax.scipy": {
-        SCIPY: """
-            cluster fft integrate interpolate ndimage signal sparse
+        LINALG_FFT: """
         """,
     },
     "jax.scipy.linalg": {
+        COMPLEX: """
+            dft funm rsf2csf sqrtm
+        """,
         SCIPY: """
-            dft eigh eigh_tridiagonal funm rsf2csf schur sqrtm
+            schur
+        """,
+    },
+    "jax.scipy.signal": {
+        LINALG_FFT: """
+            csd fftconvolve istft stft welch
         """,
     },
     "jax.scipy.special": {
-        SCIPY: """
-            dawsn fresnel hyp2f1 owens_t sici sph_harm_y wofz
+        COMPLEX: """
+            sph_harm_y wofz
         """,
-    },
-    "jax.scipy.stats": {
         SCIPY: """
-            gaussian_kde
+            hyp2f1
         """,
     },
     "jax": {
@@ -70,19 +71,18 @@ MISSING = {
         """,
         TRANSFORMS: """
             allow_f16_reductions array_garbage_collection_guard check_tracer_leaks
-            clear_caches closure_convert custom_gradient
+            closure_convert
             default_prng_impl ds
             empty_ref enable_custom_prng
-            ensure_compile_time_eval export ffi free_ref fwd_and_bwd
+            export ffi free_ref fwd_and_bwd
             jax2tf_associative_scan_reductions legacy_prng_key
-            make_user_context monitoring named_call named_scope no_execution
+            make_user_context monitoring no_execution
             no_tracing print_environment_info profiler
             ref softmax_custom_jvp thread_guard threefry_partitionable
             transfer_guard_device_to_device transfer_guard_device_to_host
             transfer_guard_host_to_device
         """,
         LIBS: "lib",
-        LAXRAND_ITEM5: "float0 image",
         SCIPY: "",
         "array API interchange, with from_dlpack: issue 17 item 2": "dlpack",
         "the package version lives in __version__; JAX's jax.version module has no counterpart":
@@ -100,18 +100,16 @@ MISSING = {
             DotAlgorithmPreset DotDimensionNumbers FftType PrecisionLike
             RaggedDotDimensionNumbers RandomAlgorithm Tolerance
             after_all after_all_p all_to_all_p
-            approx_max_k approx_min_k approx_top_k_p
+            approx_top_k_p
             batch_matmul
             bessel_i0e_p bessel_i1e_p
             clamp_p
-            complex complex_p composite conj conj_p
+            complex complex_p composite
             conv_general_dilated_local
-            conv_general_dilated_patches conv_general_permutations conv_general_shape_tuple
-            conv_shape_tuple conv_transpose conv_transpose_shape_tuple
             copy_p create_token create_token_p
             custom_linear_solve custom_root dce_sink
             dce_sink_p device_put_p
-            empty eq_to_p
+            eq_to_p
             fft fft_p igamma_grad_a_p igamma_p
             igammac_p imag imag_p index_take le_to_p
             linear_solve_p lt_to_p mulhi
@@ -120,12 +118,12 @@ MISSING = {
             ppermute_p precv psend
             ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general
             real real_p
-            reduce_p reduce_precision reduce_precision_p
-            reduce_window_p reduce_window_shape_tuple
+            reduce_p
+            reduce_window_p
             regularized_incomplete_beta_p
             rng_bit_generator rng_bit_generator_p rng_uniform rng_uniform_p
             scaled_dot scatter_apply
-            scatter_sub scatter_sub_p select_and_gather_add_p
+            scatter_sub_p select_and_gather_add_p
             select_and_scatter_add_p select_and_scatter_p shape_as_value
             sharding_constraint_p
             split_p
@@ -139,23 +137,15 @@ MISSING = {
             scaled_dot_general scaled_matmul
         """,
     },
-    "jax.nn.initializers": {
-        LAXRAND_ITEM5: """
-            Initializer delta_orthogonal orthogonal
-        """,
-    },
     "jax.numpy": {
-        COMPLEX: "ComplexWarning angle cdouble complex128 complex64 complex_ csingle roots sort_complex",
+        COMPLEX: "ComplexWarning angle cdouble complex_ csingle roots sort_complex",
         LINALG_FFT: "fft",
-        "needs the modified Bessel function i0 (lax.bessel_i0e): owned by the scipy work, "
-        "issue 17 item 1": "i0 kaiser",
         "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
         "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """
             float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz
-            float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu int1 int2
+            float8_e8m0fnu int1 int2
             int4 uint1 uint2 uint4
         """,
-        NUMPY_PENDING: "einsum_path from_dlpack frompyfunc ufunc",
     },
     "jax.numpy.linalg": {
         LINALG_FFT: """
@@ -170,7 +160,7 @@ MISSING = {
     },
     "jax.sharding": {
         MPI: """
-            AbstractDevice AbstractMesh ManualAxisType auto_axes explicit_axes get_abstract_mesh
+            AbstractDevice ManualAxisType auto_axes explicit_axes get_abstract_mesh
             get_mesh make_single_device_sharding reshard set_mesh use_abstract_mesh
         """,
     },
@@ -194,6 +184,10 @@ EXTRA = {
         "the opt-in that lets `import jax` resolve to jaxlite (issue 21), and the JAX API version it follows":
             "install_as_jax jax_api_version",
     },
+    "jax.scipy": {
+        "JAX's submodule that `import jax.scipy` does not import itself; jaxlite.scipy imports it":
+            "optimize",
+    },
     "jax.debug": {
         TRANSFORMS_HYGIENE: """
             Array EVAL_TRACE FlatCallback Primitive Tracer ad as_array_argument batch_sequentially
@@ -202,12 +196,6 @@ EXTRA = {
     },
     "jax.lax": {
         SCIPY + " (to be made private or explained)": "regularized_incomplete_beta",
-        LAXRAND_HYGIENE: "add_any cholesky fma lu svd threefry2x32 triangular_solve",
-    },
-    "jax.nn.initializers": {
-        LAXRAND_HYGIENE: """
-            dtypes jnp math random
-        """,
     },
 }
 

@@ -168,3 +168,37 @@ def test_vmap_agrees_with_a_loop():
     a = _matrix(np.random.default_rng(9), (3, 4, 4)) / 2
     check_vmap(L.expm, [a], atol=1e-5, rtol=1e-5)
     check_vmap(lambda a: L.qr(a)[1], [a], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 12])
+def test_eigh(n):
+    rng = np.random.default_rng(n)
+    a = _matrix(rng, (n, n))
+    symmetric = np.tril(a) + np.tril(a, -1).T
+    w, v = L.eigh(a)                      # reads the lower triangle, as scipy does
+    want = sl.eigh(symmetric.astype(float), eigvals_only=True)
+    np.testing.assert_allclose(np.asarray(w), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    w, v = np.asarray(w), np.asarray(v)
+    np.testing.assert_allclose(symmetric @ v, v * w, atol=2e-5 * max(1, np.abs(w).max()))
+    np.testing.assert_allclose(v.T @ v, np.eye(n), atol=2e-5)
+    np.testing.assert_allclose(np.asarray(L.eigh(a, lower=False, eigvals_only=True)),
+                               sl.eigh(np.triu(a) + np.triu(a, 1).T, eigvals_only=True), rtol=1e-5, atol=1e-5)
+    d, e = _matrix(rng, (n,)), _matrix(rng, (n - 1,))
+    np.testing.assert_allclose(np.asarray(L.eigh_tridiagonal(d, e, eigvals_only=True)),
+                               sl.eigh_tridiagonal(d, e, eigvals_only=True), rtol=1e-5, atol=1e-5)
+    if n > 2:
+        np.testing.assert_allclose(np.asarray(L.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 2))),
+                                   sl.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 2)),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_eigh_is_native_batches_and_differentiates():
+    rng = np.random.default_rng(10)
+    a = _matrix(rng, (3, 6, 6))
+    a = a + np.swapaxes(a, -1, -2)
+    assert _fallback_steps(lambda a: L.eigh(a), a) == []
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(L.eigh)(a)[0]), np.linalg.eigvalsh(a), rtol=1e-5, atol=1e-5)
+    with enable_x64():
+        m = rng.standard_normal((4, 4))
+        check_grads(lambda m: L.eigh(m, eigvals_only=True), [m + m.T], order=1, atol=1e-5, rtol=1e-5)
+        check_grads(lambda m: jaxlite.numpy.abs(L.eigh(m)[1]), [m + m.T], order=1, atol=1e-5, rtol=1e-5)

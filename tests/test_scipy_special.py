@@ -34,6 +34,7 @@ CASES = {
     "comb": ([(0, 30), (0, 30)], 5e-5, None), "factorial": ([(0, 20)], 1e-5, None),
     "boxcox": ([(0.1, 10), (-2, 2)], 1e-6, None), "boxcox1p": ([(-0.5, 10), (-2, 2)], 1e-6, None),
     "hyp1f1": ([(0.1, 5), (0.1, 5), (0, 10)], 1e-5, None),
+    "dawsn": ([(-30, 30)], 1e-6, None), "owens_t": ([(-8, 8), (-5, 5)], 5e-6, None),
 }
 # where the value is tiny next to the terms it is made of, float32 is good to an absolute bound
 ABSOLUTE = {"betainc": 3e-6, "gammainc": 2e-6, "gammaincc": 2e-6, "rel_entr": 1e-6, "spence": 1e-7,
@@ -62,7 +63,8 @@ def test_agrees_with_scipy_in_float32(name, seed):
 
 
 @pytest.mark.parametrize("name", ["gammaln", "digamma", "erfcx", "ndtri", "log_ndtr", "i0e", "i1e",
-                                  "expi", "spence", "gammainc", "betainc", "zeta", "betaln"])
+                                  "expi", "spence", "gammainc", "betainc", "zeta", "betaln", "dawsn",
+                                  "owens_t"])
 def test_agrees_with_scipy_in_float64(name):
     domains, _, _ = CASES[name]
     with enable_x64():
@@ -158,7 +160,7 @@ GRADS = {
     "gammainc": (1.7, 2.3), "gammaincc": (3.0, 2.0), "betainc": (2.0, 3.0, 0.7), "erfcx": (1.3,),
     "xlogy": (0.7, 1.9), "xlog1py": (0.7, 0.4), "expi": (1.5,), "exp1": (0.6,), "i0e": (2.5,),
     "i1e": (-1.2,), "zeta": (2.5, 1.5), "betaln": (1.5, 9.0), "log_ndtr": (-3.0,), "ndtri": (0.2,),
-    "spence": (0.7,), "expn": (2.0, 1.4),
+    "spence": (0.7,), "expn": (2.0, 1.4), "dawsn": (2.5,), "owens_t": (0.8, 1.7),
 }
 
 
@@ -215,3 +217,19 @@ def test_grad_under_jit_is_native():
 def test_vmap_agrees_with_a_loop(name):
     args = _sample(CASES[name][0], np.float32, 5, size=12)
     check_vmap(getattr(S, name), [a.reshape(3, 4) for a in args], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["sici", "fresnel"])
+def test_integrals_with_two_results(name):
+    x = np.concatenate([np.linspace(-50, 50, 301), [0.0, 1.5, 3.0, np.inf]]).astype(np.float32)
+    for got, want in zip(getattr(S, name)(x), getattr(sp, name)(x.astype(np.float64))):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=5e-7)
+    with enable_x64():
+        x64 = np.linspace(0.01, 50, 301)
+        for got, want in zip(getattr(S, name)(x64), getattr(sp, name)(x64)):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-14)
+        for part in range(2):
+            check_grads(lambda x: getattr(S, name)(x)[part], [np.float64(2.2)], order=1, atol=1e-6, rtol=1e-6)
+            check_grads(lambda x: getattr(S, name)(x)[part], [np.float64(7.5)], order=1, atol=1e-6, rtol=1e-6)
+    assert _fallback_steps(lambda x: getattr(S, name)(x), x) == []

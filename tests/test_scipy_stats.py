@@ -153,3 +153,31 @@ def test_log_density_gradients(name, args):
 def test_vmap_agrees_with_a_loop():
     args = [a.reshape(4, 12) for a in _arguments("gamma", "cdf", 4)]
     check_vmap(S.gamma.cdf, args, atol=1e-6, rtol=1e-5)
+
+
+def test_gaussian_kde_as_scipy():
+    rng = np.random.default_rng(2)
+    data, points = rng.standard_normal((2, 30)).astype(np.float32), rng.standard_normal((2, 5)).astype(np.float32)
+    weights = rng.uniform(0.5, 2, 30).astype(np.float32)
+    for bw_method in [None, "silverman", 0.3]:
+        got, want = S.gaussian_kde(data, bw_method, weights), ss.gaussian_kde(data, bw_method, weights)
+        np.testing.assert_allclose(np.asarray(got.covariance), want.covariance, rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(got.evaluate(points)), want.evaluate(points), rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(got.logpdf(points)), want.logpdf(points), rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(got.neff), want.neff, rtol=1e-5)
+    got, want = S.gaussian_kde(data), ss.gaussian_kde(data)
+    np.testing.assert_allclose(np.asarray(got.integrate_kde(S.gaussian_kde(2 * data))),
+                               want.integrate_kde(ss.gaussian_kde(2 * data)), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got.integrate_gaussian(np.zeros(2), np.eye(2))),
+                               want.integrate_gaussian(np.zeros(2), np.eye(2)), rtol=1e-5)
+    one = S.gaussian_kde(data[0])
+    np.testing.assert_allclose(np.asarray(one.integrate_box_1d(-0.5, 1.0)),
+                               ss.gaussian_kde(data[0]).integrate_box_1d(-0.5, 1.0), rtol=1e-5)
+    assert one.resample(jaxlite.random.key(0), (7,)).shape == (1, 7)
+    leaves = jaxlite.tree_util.tree_leaves(got)
+    assert len(leaves) == 5
+    fun = lambda d, p: S.gaussian_kde(d).logpdf(p)   # noqa: E731
+    assert _fallback_steps(fun, data, points) == []
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(fun)(data, points)), want.logpdf(points), rtol=1e-5)
+    with pytest.raises(NotImplementedError):
+        got.set_bandwidth("scott")

@@ -25,7 +25,22 @@ def test_as_jax(name, mode):
     fun, args = CASES[name]
     with np.errstate(all="ignore"):
         got = semantic_cases.run(fun, args, jaxlite.jit if mode == "jit" else None)
-    assert got == RECORDED[name][mode]
+    want = RECORDED[name][mode]
+    assert got[0] == want[0]
+    if got[0] == "raises" or not _is_float(got[0]):
+        assert got == want
+        return
+    # Floats to a few float32 ulps (the transcendentals' last bits are the implementations'),
+    # with zeros, infinities, NaNs and subnormals as they are; the signs of zeros too, except in
+    # gradients, whose zeros' signs are the algorithms' (the adjugate's exact zeros, say).
+    got, want = (np.array([float(v) for v in values]) for values in (got[1], want[1]))
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)
+    if not name.startswith("grad_"):
+        np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[got == 0]))
+
+
+def _is_float(dtype_name):
+    return dtype_name.startswith(("float", "bfloat"))
 
 
 def test_every_recorded_case_runs():

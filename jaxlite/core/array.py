@@ -12,14 +12,16 @@ from jaxlite.core.abstract import ShapedArray
 
 
 class _ArrayType(type):
-    """Makes `isinstance(x, Array)` true for tracers too, as JAX's jax.Array is for its tracers:
-    code written for JAX checks for arrays that way inside transformed functions. jaxlite's own
-    code tells a concrete Array apart with `type(x) is Array`."""
+    """Makes `isinstance(x, Array)` true for tracers and typed PRNG key arrays too, as JAX's
+    jax.Array is for them: code written for JAX checks for arrays that way, inside transformed
+    functions too. jaxlite's own code tells a concrete Array apart with `type(x) is Array`."""
 
-    tracer_types = ()     # set by core.trace, which this module cannot import
+    # Registered by core.trace (Tracer) and random (PRNGKeyArray), which this module cannot import.
+    virtual_instance_types = ()
 
     def __instancecheck__(cls, instance):
-        return type.__instancecheck__(cls, instance) or (cls is Array and isinstance(instance, cls.tracer_types))
+        return type.__instancecheck__(cls, instance) or (
+            cls is Array and isinstance(instance, cls.virtual_instance_types))
 
 
 class Array(metaclass=_ArrayType):

@@ -142,6 +142,28 @@ class TracerArrayConversionError(JaxliteTypeError):
     pass
 
 
+class JaxRuntimeError(RuntimeError):
+    """A computation that cannot run (as jax.errors.JaxRuntimeError), e.g. RESOURCE_EXHAUSTED."""
+
+
+@functools.lru_cache(maxsize=None)
+def memory_bytes():
+    """The machine's physical memory: an array bigger than this cannot be held."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def check_allocation(nbytes, describe):
+    """Raise at once for an allocation the machine cannot satisfy, rather than letting the
+    kernel overcommit it and the first pass over it thrash (jnp.zeros((10**6, 10**6)).sum()
+    would run for hours). describe() names what is allocated (called only to raise)."""
+    if nbytes > memory_bytes():
+        raise JaxRuntimeError(f"RESOURCE_EXHAUSTED: Out of memory allocating {nbytes} bytes for {describe()}; "
+                              f"this machine has {memory_bytes()} bytes of memory")
+
+
 class UnexpectedTracerError(Exception):
     """A tracer outlived the transformation that created it."""
 

@@ -97,7 +97,7 @@ class Tracer:
         return f"Traced({self.aval})"
 
 
-Array.tracer_types = (Tracer,)
+Array.virtual_instance_types += (Tracer,)
 
 
 class EvalTrace(Trace):
@@ -110,6 +110,8 @@ class EvalTrace(Trace):
     def process_primitive(self, primitive, args, params):
         values = [_numpy_value(x, Array) for x in args]
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
+        errors.check_allocation(sum(a.size * a.dtype.itemsize for a in out_avals), lambda: (
+            f"the result of {primitive.name} ({', '.join(a.str_short() for a in out_avals)})"))
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) without numpy's warnings, as in JAX
             outputs = primitive.impl(*values, **params)
         if float_checks.enabled:
@@ -202,6 +204,29 @@ def set_current_trace(trace):
         _context.trace = previous
 
 
-def check_tracer_alive(x):
-    if isinstance(x, Tracer) and not x._trace.alive:
-        raise errors.escaped_tracer_error(x)
+class _CompileTimeEvalTrace(Trace):
+    """Computes at once what depends on no traced value; the rest goes to the trace it
+    interrupted (see ensure_compile_time_eval)."""
+
+    def __init__(self, interrupted):
+        self.parent = interrupted
+
+    def process_primitive(self, primitive, args, params):
+        trace = self.parent if any(isinstance(x, Tracer) for x in args) else EVAL_TRACE
+        with set_current_trace(trace):
+            return trace.process_primitive(primitive, args, params)
+
+    def describe(self):
+        return f"ensure_compile_time_eval inside {self.parent.describe()}"
+
+
+@contextmanager
+def ensure_compile_time_eval():
+    """Inside a traced function, compute operations on concrete values now, to concrete arrays
+    (which Python control flow can then inspect), instead of staging them."""
+    trace = current_trace()
+    if trace is EVAL_TRACE:
+        yield
+        return
+    with set_current_trace(_CompileTimeEvalTrace(trace)):
+        yield

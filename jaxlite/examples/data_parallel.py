@@ -1,8 +1,8 @@
 """Data-parallel training over MPI: `mpiexec -n 2 python -m jaxlite.examples.data_parallel`.
 
 Every process holds the same parameters and its own share of each batch; one jitted
-step computes the local gradient, averages it over the processes (lax.pmean inside
-shard_map: an MPI allreduce inside the step's native code) and applies it, so the
+step differentiates the loss averaged over the processes (lax.pmean inside shard_map;
+its gradient is an MPI allreduce inside the step's native code) and applies it, so the
 parameters stay identical everywhere. Rank 0 prints the progress of every rank.
 Run without mpiexec, it is a job of one process.
 """
@@ -21,8 +21,13 @@ from jaxlite.sharding import PartitionSpec as P
 
 def make_step(mesh, learning_rate):
     def local_step(params, x, labels):
-        loss, grads = jaxlite.value_and_grad(lambda p: mlp.loss(jnp, p, x, labels))(params)
-        return mlp.sgd(params, lax.pmean(grads, "batch"), learning_rate), jnp.reshape(loss, (1,))
+        # The gradient of the mean loss over every rank's batch: replicated parameters, so
+        # (check_vma=True, as JAX) their gradient is summed over the ranks, and equal everywhere.
+        def mean_loss(p):
+            local = mlp.loss(jnp, p, x, labels)
+            return lax.pmean(local, "batch"), local
+        grads, local_loss = jaxlite.grad(mean_loss, has_aux=True)(params)
+        return mlp.sgd(params, grads, learning_rate), jnp.reshape(local_loss, (1,))
     # Parameters replicated (P()); this process's loss is its block of a vector of every rank's.
     sharded = jaxlite.shard_map(local_step, mesh=mesh, in_specs=(P(), P("batch"), P("batch")),
                                 out_specs=(P(), P("batch")))

@@ -5,4 +5,4 @@ tangents to outputs and output tangents, a batching rule maps values and batch
 dims to an output and its dim), so libraries that define primitives register
 into them unchanged.
 """
-from jaxlite.interpreters import ad, batching, mlir, partial_eval
+from jaxlite.interpreters import ad, batching, mlir, partial_eval, xla

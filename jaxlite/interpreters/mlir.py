@@ -3,7 +3,8 @@
 jaxlite has no MLIR: a primitive that JAX code lowers with `lower_fun(fun)` is
 rewritten by jaxlite's compiler into `fun`'s primitives before fusion (the same
 table the lax primitives' own rewrites use), so it compiles natively. A primitive
-with no registered lowering still runs under jit, through its `impl` in Python.
+with no such lowering (none registered, or a rule that builds MLIR itself, as
+equinox's noinline) still runs under jit, through its `impl` in Python.
 """
 from jaxlite.core.primitive import compiler_rewrites
 
@@ -24,9 +25,7 @@ def register_lowering(primitive, rule, platform=None):
     if platform not in (None, "cpu"):
         return rule
     if not isinstance(rule, _LoweringFunction):
-        raise NotImplementedError(
-            f"register_lowering({primitive}): jaxlite has no MLIR; only rules made by "
-            "jax.interpreters.mlir.lower_fun can be registered")
+        return rule     # MLIR-building code cannot apply: the primitive runs through its impl
 
     def rewrite(*operands, memory_orders=None, **params):
         return rule.fun(*operands, **params)

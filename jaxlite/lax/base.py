@@ -91,12 +91,43 @@ def elementwise_aval(name, avals, accepts, out_dtype=None):
     return ShapedArray(elementwise_shape(name, avals), dtype, weak)
 
 
-def unary_primitive(name, numpy_fn, accepts):
+def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False):
+    """`subnormals_as_zero`: eager reads float32/bfloat16/float64 subnormal inputs as signed
+    zeros, as compiled code does (its entry point sets DAZ, as XLA:CPU's does), for the
+    functions whose value at a subnormal is far from their value at zero (log, sqrt, floor,
+    sign, lgamma, ...). The others see subnormals as they are in both: bit operations
+    (abs, neg), and functions equal to x near 0 that JAX passes them through (sin, tanh)."""
     primitive = Primitive(name)
-    primitive.def_impl(numpy_fn)
+    primitive.def_impl(_reading_subnormals_as_zero(numpy_fn) if subnormals_as_zero else numpy_fn)
     primitive.def_abstract_eval(lambda x, **params: elementwise_aval(name, [x], accepts))
     batching.vectorized_rule(primitive)
     return primitive
+
+
+# Float dtypes whose subnormals DAZ reads as zeros -> their smallest normal. float16's are
+# float32 normals once widened.
+_FLUSHED_FLOATS = {np.dtype(t): dtypes.finfo(t).tiny for t in (np.float32, np.float64, dtypes.bfloat16)}
+
+
+def _reading_subnormals_as_zero(numpy_fn):
+    def impl(x, **params):
+        tiny = _FLUSHED_FLOATS.get(x.dtype)
+        if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
+            magnitude = np.abs(x)
+            if magnitude.min() < tiny:                # zeros, or subnormals
+                subnormal = (magnitude < tiny) & (magnitude > 0)
+                if subnormal.any():
+                    x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
+        return numpy_fn(x, **params)
+    return impl
+
+
+def _may_hold_subnormals(x, tiny):
+    """False when x's range shows there are none: the usual inputs of log, sqrt, lgamma are all
+    positive normals, and a min or max costs a tenth of the full check (no temporary array).
+    Measured on 1M float32 (this shared machine, noisy): log 1.05 ms -> 1.2 ms with positive
+    inputs; floor of mixed signs 1.1 ms -> 1.9 ms (|x| and its min)."""
+    return not (x.min() >= tiny or x.max() <= -tiny)
 
 
 def naryop_primitive(name, numpy_fn, accepts, out_dtype=None):

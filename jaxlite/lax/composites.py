@@ -7,37 +7,48 @@ import math
 import numpy as np
 
 from jaxlite.core import dtypes
-from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
-from jaxlite.core.staging import make_jaxpr
+from jaxlite.core.abstract import ShapeDtypeStruct, broadcast_shapes, canonicalize_axis
+from jaxlite.core.staging import eval_shape, make_jaxpr
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.lax.base import as_operand
+from jaxlite.lax.dot import Precision  # noqa: F401 -- listed in __all__ with the other composites
 from jaxlite.lax.control_flow import scan
-from jaxlite.lax.elementwise import eq, integer_pow, rem, select_n
+from jaxlite.lax.convolution import ConvDimensionNumbers, conv_dimension_permutations, conv_general_dilated
+from jaxlite.lax.elementwise import eq, integer_pow, neg, rem, select_n
 from jaxlite.lax.reductions import (
     reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor)
 from jaxlite.lax.shapes import (
     broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, pad, reshape, rev, slice_in_dim,
     squeeze, transpose)
+from jaxlite.lax.slicing import scatter_add
+from jaxlite.lax.sorting import top_k
 
-__all__ = ["Precision", "RoundingMethod", "associative_scan", "broadcast_like", "broadcast_shapes",
-           "broadcast_to_rank", "collapse", "dtype", "optimization_barrier", "padtype_to_pads",
-           "reciprocal", "reduce", "select", "split", "stack", "tile", "unstack"]
-
-
-class Precision(enum.Enum):
-    """Matrix-product precision requests; on a CPU every product is float32-exact."""
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-    def __str__(self):
-        return self.name
+__all__ = ["ConvDimensionNumbers", "Precision", "RoundingMethod", "approx_max_k", "approx_min_k",
+           "associative_scan", "broadcast_like", "broadcast_shapes", "broadcast_to_rank",
+           "collapse", "conv", "conv_dimension_numbers", "conv_general_dilated_patches",
+           "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple",
+           "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "dtype",
+           "empty", "optimization_barrier", "padtype_to_pads", "reciprocal", "reduce",
+           "reduce_window_shape_tuple", "scatter_sub", "select", "split",
+           "stack", "tile", "unstack"]
 
 
 class RoundingMethod(enum.IntEnum):
     """How lax.round breaks ties."""
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of the shape and dtype whose values are unspecified (zeros here)."""
+    return broadcast_in_dim(np.zeros((), dtypes.canonicalize_dtype(dtype)), tuple(shape), ())
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False, mode=None):
+    """operand with updates subtracted at the scattered positions (scatter_add of -updates)."""
+    return scatter_add(operand, scatter_indices, neg(as_operand(updates)), dimension_numbers,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
 
 
 def select(pred, on_true, on_false):
@@ -236,3 +247,164 @@ def _interleave(even, odd, axis):
     spread_even, spread_odd = pad(even, zero, even_gaps), pad(odd, zero, odd_gaps)
     position = broadcasted_iota(np.int32, spread_even.shape, axis)
     return select_n(eq(rem(position, 2), 1), spread_even, spread_odd)
+
+
+# ---------------------------------------------------------------- convolutions
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
+    """dimension_numbers (None, three layout strings, or ConvDimensionNumbers) as ConvDimensionNumbers."""
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} "
+                        f"and {len(rhs_shape)}.")
+    return ConvDimensionNumbers(*conv_dimension_permutations(dimension_numbers, len(lhs_shape)))
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """conv_general_dilated in the default NC.../OI... layouts, without dilation."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
+                                rhs_dilation=rhs_dilation, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+_TRANSPOSE_LAYOUTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
+                      5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
+    """The transposed ("fractionally strided") convolution: lhs dilated by the strides,
+    convolved with stride 1; transpose_kernel flips the kernel and swaps its in/out axes,
+    giving the gradient of conv_general_dilated with respect to its input."""
+    lhs, rhs = as_operand(lhs), as_operand(rhs)
+    if dimension_numbers is None:
+        if lhs.ndim not in _TRANSPOSE_LAYOUTS:
+            raise ValueError("No 4+ dimensional dimension_number defaults.")
+        dimension_numbers = _TRANSPOSE_LAYOUTS[lhs.ndim]
+    dn = conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
+    kernel_spatial = [rhs.shape[a] for a in dn.rhs_spec[2:]]
+    rhs_dilation = tuple(rhs_dilation or (1,) * len(kernel_spatial))
+    if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
+        per_axis = [padding] * len(strides) if isinstance(padding, str) else padding
+        extents = [(k - 1) * d + 1 for k, d in zip(kernel_spatial, rhs_dilation)]
+        padding = tuple(_transpose_padding(k, s, p) for k, s, p in zip(extents, strides, per_axis))
+    if transpose_kernel:
+        rhs = rev(rhs, tuple(dn.rhs_spec[2:]))
+        swapped = list(range(rhs.ndim))
+        swapped[dn.rhs_spec[0]], swapped[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]
+        rhs = transpose(rhs, tuple(swapped))
+    return conv_general_dilated(lhs, rhs, (1,) * len(strides), padding, lhs_dilation=tuple(strides),
+                                rhs_dilation=rhs_dilation, dimension_numbers=dn, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _transpose_padding(extent, stride, padding):
+    """(low, high) padding of the dilated input for one axis of conv_transpose."""
+    if padding == "SAME":
+        total = extent + stride - 2
+        low = extent - 1 if stride > extent - 1 else int(np.ceil(total / 2))
+    elif padding == "VALID":
+        total = extent + stride - 2 + builtins.max(extent - stride, 0)
+        low = extent - 1
+    elif isinstance(padding, tuple):
+        low, total = extent - padding[0] - 1, 2 * extent - 2 - padding[0] - padding[1]
+    else:
+        raise ValueError(f"Invalid padding mode: {padding}")
+    return low, total - low
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None,
+                                 rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """Every window of lhs as features: out feature c * prod(filter_shape) + w holds input
+    channel c at window offset w (row-major), laid out as the convolution's output."""
+    lhs = as_operand(lhs)
+    filter_shape = tuple(filter_shape)
+    dn = conv_dimension_numbers(lhs.shape, (1, 1) + filter_shape, dimension_numbers)
+    taps, channels = math.prod(filter_shape), lhs.shape[dn.lhs_spec[1]]
+    one_hot = np.broadcast_to(np.eye(taps, dtype=lhs.dtype), (channels, taps, taps))
+    kernel = one_hot.reshape((channels * taps, 1) + filter_shape)
+    kernel = np.moveaxis(kernel, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
+    return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation=lhs_dilation,
+                                rhs_dilation=rhs_dilation, dimension_numbers=dn,
+                                feature_group_count=channels, preferred_element_type=preferred_element_type)
+
+
+# ---------------------------------------------------------------- approximate top-k
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True):
+    """The k largest entries along reduction_dimension and their indices. On a CPU, as in JAX,
+    the answer is exact: recall is 1 whatever recall_target asks."""
+    return _top_k_along(as_operand(operand), k, reduction_dimension, largest=True)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True):
+    """The k smallest entries along reduction_dimension and their indices (exact on a CPU)."""
+    return _top_k_along(as_operand(operand), k, reduction_dimension, largest=False)
+
+
+def _top_k_along(x, k, axis, largest):
+    axis = canonicalize_axis(axis, x.ndim)
+    moved = transpose(x, tuple(d for d in range(x.ndim) if d != axis) + (axis,))
+    values, indices = top_k(moved if largest else neg(moved), k)
+    back = tuple(range(axis)) + (x.ndim - 1,) + tuple(range(axis, x.ndim - 1))
+    values = values if largest else neg(values)
+    return transpose(values, back), transpose(indices, back)
+
+
+# ---------------------------------------------------------------- output shapes
+
+
+def _shape_of(fun, *shapes):
+    specs = [ShapeDtypeStruct(tuple(s), np.float32) for s in shapes]
+    return tuple(eval_shape(fun, *specs).shape)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The shape conv_general_dilated gives, in the output layout of dimension_numbers."""
+    return _shape_of(lambda lhs, rhs: conv_general_dilated(lhs, rhs, window_strides, padding,
+                                                           dimension_numbers=dimension_numbers),
+                     lhs_shape, rhs_shape)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The shape conv_transpose gives."""
+    return _shape_of(lambda lhs, rhs: conv_transpose(lhs, rhs, window_strides, padding,
+                                                     dimension_numbers=dimension_numbers),
+                     lhs_shape, rhs_shape)
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+    """The NC... output shape of a convolution with explicit (low, high) pads."""
+    return _shape_of(lambda lhs, rhs: conv_general_dilated(lhs, rhs, strides, pads,
+                                                           batch_group_count=batch_group_count),
+                     lhs_shape, rhs_shape)
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The shape reduce_window gives for explicit (low, high) pads."""
+    ones = (1,) * len(operand_shape)
+    base_dilation, window_dilation = base_dilation or ones, window_dilation or ones
+    shape = []
+    for n, w, s, (low, high), b, d in zip(operand_shape, window_dimensions, window_strides, padding,
+                                         base_dilation, window_dilation):
+        padded, extent = (n - 1) * b + 1 + low + high, (w - 1) * d + 1
+        shape.append(0 if padded < extent else (padded - extent) // s + 1)
+    return tuple(shape)
+
+
+def conv_general_permutations(dimension_numbers):
+    """The (lhs, rhs, out) permutations to the N,C,spatial / O,I,spatial layouts."""
+    return conv_dimension_permutations(dimension_numbers, len(dimension_numbers[0]))
+

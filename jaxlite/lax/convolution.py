@@ -30,6 +30,7 @@ from jaxlite.lax.dot import dot_general
 from jaxlite.lax.elementwise import add
 from jaxlite.lax import shapes
 from jaxlite.lax.shapes import pad, reshape, rev, squeeze, transpose
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
@@ -249,19 +250,9 @@ batching.batch_rules[conv_general_dilated_p] = _conv_batch
 
 # ---------------------------------------------------------------- the public function
 
-class ConvDimensionNumbers(collections.namedtuple("ConvDimensionNumbers", ["lhs_spec", "rhs_spec", "out_spec"])):
-    """Where each operand keeps its batch (out-feature), feature (in-feature) and spatial axes:
-    lhs_spec and out_spec list the positions of N, C, then the spatial axes; rhs_spec of O, I,
-    then the spatial axes (as jax.lax.ConvDimensionNumbers)."""
-
-
-def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
-    """The ConvDimensionNumbers of string specs like ("NHWC", "HWIO", "NHWC"), of None
-    (the N,C,spatial and O,I,spatial layouts), or of ConvDimensionNumbers themselves."""
-    if len(lhs_shape) != len(rhs_shape):
-        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} and "
-                        f"{len(rhs_shape)}.")
-    return ConvDimensionNumbers(*conv_dimension_permutations(dimension_numbers, len(lhs_shape)))
+class ConvDimensionNumbers(collections.namedtuple("ConvDimensionNumbers", "lhs_spec rhs_spec out_spec")):
+    """Where each operand keeps its batch/feature (out/in for the kernel) and spatial axes:
+    lhs_spec[0] is the lhs batch axis, lhs_spec[1] its feature axis, the rest spatial."""
 
 
 def conv_dimension_permutations(dimension_numbers, ndim):
@@ -270,7 +261,7 @@ def conv_dimension_permutations(dimension_numbers, ndim):
         identity = tuple(range(ndim))
         return identity, identity, identity
     if isinstance(dimension_numbers, ConvDimensionNumbers):
-        return tuple(map(tuple, dimension_numbers))
+        return tuple(tuple(int(a) for a in spec) for spec in dimension_numbers)
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if not all(isinstance(s, str) and len(s) == ndim for s in dimension_numbers):
         raise ValueError(f"dimension_numbers {dimension_numbers} must be three strings of length {ndim}")
@@ -302,19 +293,6 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     return transpose(out, tuple(int(i) for i in np.argsort(out_perm)))
 
 
-def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-                              precision=None, preferred_element_type=None):
-    """conv_general_dilated in the N,C,spatial / O,I,spatial layouts."""
-    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-                                precision=precision, preferred_element_type=preferred_element_type)
-
-
-def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
-    """conv_general_dilated in the N,C,spatial / O,I,spatial layouts, with no dilation."""
-    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
-                                preferred_element_type=preferred_element_type)
-
-
 # ---------------------------------------------------------------- im2col for the compiler
 
 def _patches_impl(x, window_shape, window_strides, window_dilation, first_axis):
@@ -337,6 +315,7 @@ def _patches_aval(x, window_shape, window_strides, window_dilation, first_axis):
 # Every window of the axes from `first_axis`: x (lead..., spatial..., trailing...) ->
 # (lead..., out spatial..., window..., trailing...), out[o, k] = x[o * stride + k * dilation].
 conv_patches_p = Primitive("conv_patches")
+fusion_rules.fused(conv_patches_p, fusion_rules.conv_patches_rule)
 conv_patches_p.def_impl(_patches_impl)
 conv_patches_p.def_abstract_eval(_patches_aval)
 

@@ -75,13 +75,16 @@ def _bind_over_names(primitive, x, axis_name):
 
 
 def _mesh_reduce(binder, primitive, x, name):
-    """A reduction across processes; 16-bit floats are reduced in float32."""
     from jaxlite.lax.process_collectives import process_reduce_p
     op = {psum_p: "sum", pmax_p: "max", pmin_p: "min"}[primitive]
-    narrow = x.dtype in (dtypes.bfloat16, dtypes.float16)
-    wide = convert_element_type(x, dtypes.float32) if narrow else x
-    out = binder.collective(process_reduce_p, wide, name, op=op)
-    return convert_element_type(out, x.dtype) if narrow else out
+    return _in_float32(lambda wide: binder.collective(process_reduce_p, wide, name, op=op), x)
+
+
+def _in_float32(reduce, x):
+    """A reduction across processes; 16-bit floats are reduced in float32 (MPI has no such type)."""
+    if x.dtype not in (dtypes.bfloat16, dtypes.float16):
+        return reduce(x)
+    return convert_element_type(reduce(convert_element_type(x, dtypes.float32)), x.dtype)
 
 
 psum_p = _reduction_collective("psum", reduce_sum, lambda x, size: mul(x, size))
@@ -367,7 +370,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                                        scatter_dimension=dimension, tiled=bool(tiled))
         from jaxlite.lax.process_collectives import process_psum_scatter_p
         blocks = _blocks_to_front(leaf, dimension, size, tiled)
-        return binder.collective(process_psum_scatter_p, blocks, axis_name)
+        return _in_float32(lambda wide: binder.collective(process_psum_scatter_p, wide, axis_name), blocks)
     return tree_map(scatter_leaf, x)
 
 

@@ -4,10 +4,20 @@ The builders (normal, glorot_uniform, ...) take the distribution's settings and
 return such an init function; zeros and ones are init functions themselves.
 """
 import math
+from typing import Protocol
+
+import numpy as np
 
 import jaxlite.numpy as jnp
 from jaxlite import random
 from jaxlite.core import dtypes
+from jaxlite.core.namespace import dir_of_all
+
+__all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
+           "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal",
+           "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling", "xavier_normal",
+           "xavier_uniform", "zeros"]
+__dir__ = dir_of_all(globals())
 
 
 def _dtype(dtype):
@@ -130,3 +140,36 @@ he_uniform = _preset(2.0, "fan_in", "uniform", "he_uniform")
 he_normal = _preset(2.0, "fan_in", "truncated_normal", "he_normal")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
+
+
+class Initializer(Protocol):
+    """The type of an init function: init(key, shape, dtype=None) -> array."""
+    def __call__(self, key, shape, dtype=None): ...
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """Haar-random orthogonal matrices (orthonormal rows or columns, whichever are fewer) with
+    the axis column_axis as columns and the other axes flattened into rows, times scale."""
+    def init(key, shape, dtype=dtype):
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols
+        q = random.orthogonal(key, n_rows, (), _dtype(dtype), m=n_cols)
+        q = jnp.reshape(q, tuple(np.delete(np.array(shape), column_axis)) + (n_cols,))
+        return scale * jnp.moveaxis(q, -1, column_axis)
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """Convolution kernels (3-d to 5-d) that are zero but for an orthogonal matrix at the
+    centre tap (Xiao et al., 2018), so the convolution starts as an isometry."""
+    def init(key, shape, dtype=dtype):
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        centre = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+        taps = tuple((k - 1) // 2 for k in shape[:-2])
+        return jnp.zeros(shape, _dtype(dtype)).at[taps].set(centre)
+    return init

@@ -21,7 +21,7 @@ from jaxlite.numpy.math_functions import (acos, acosh, allclose, arccos, arccosh
                                           trunc, where)
 from jaxlite.numpy.statistics import (average, count_nonzero, median, nanmax, nanmean, nanmin,
                                       nanprod, nanstd, nansum, nanvar, percentile, ptp, quantile)
-from jaxlite.numpy.einsum import einsum
+from jaxlite.numpy.einsum import einsum, einsum_path
 from jaxlite.numpy.products import (cross, dot, inner, kron, matmul, outer, tensordot, trace,
                                     vdot)
 from jaxlite.numpy.reductions import (all, amax, amin, any, argmax, argmin, max, mean, min, prod,
@@ -38,10 +38,11 @@ from jaxlite.numpy.ufuncs import (abs, absolute, add, arctan2, around, bitwise_a
                                   minimum, mod, multiply, negative, nextafter, not_equal, positive,
                                   power, reciprocal, remainder, round, sign, sin, sqrt, square,
                                   subtract, tanh, true_divide)
-from jaxlite.numpy.scalar_types import (bfloat16, bool_, complexfloating, finfo, float16, float32,
-                                        float64, floating, generic, iinfo, inexact, int8, int16,
-                                        int32, int64, integer, issubdtype, number, signedinteger,
-                                        uint8, uint16, uint32, uint64, unsignedinteger)
+from jaxlite.numpy.scalar_types import (bfloat16, bool_, complex64, complex128, complexfloating, finfo,
+                                        float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
+                                        float16, float32, float64, floating, generic, iinfo, inexact,
+                                        int8, int16, int32, int64, integer, issubdtype, number,
+                                        signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
 from jaxlite.numpy import linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
@@ -49,10 +50,11 @@ from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take
 from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,
                                    nonzero, searchsorted, sort, unique)
 from jaxlite.numpy.convolve import convolve, correlate
-from jaxlite.numpy.array_api import (astype, bitwise_count, can_cast, concat, cumulative_prod,
-                                     isdtype, isscalar, matrix_transpose, matvec, permute_dims,
-                                     unique_all, unique_counts, unique_inverse, unique_values,
-                                     unstack, vecdot, vecmat)
+from jaxlite.numpy.array_api import (__array_api_version__, __array_namespace_info__, astype,
+                                     bitwise_count, can_cast, concat, cumulative_prod,
+                                     from_dlpack, isdtype, isscalar, matrix_transpose, matvec,
+                                     permute_dims, unique_all, unique_counts, unique_inverse,
+                                     unique_values, unstack, vecdot, vecmat)
 from jaxlite.numpy.cumulative import ediff1d, gradient, trapezoid, unwrap
 from jaxlite.numpy.float_parts import (divmod, fabs, frexp, gcd, isneginf, isposinf, lcm, ldexp,
                                        modf, nan_to_num, spacing)
@@ -77,8 +79,9 @@ from jaxlite.numpy.polynomial import (poly, polyadd, polyder, polydiv, polyfit, 
 from jaxlite.numpy.setops import intersect1d, isin, setdiff1d, setxor1d, union1d
 from jaxlite.numpy.statistics import (corrcoef, cov, nanargmax, nanargmin, nanmedian,
                                       nanpercentile, nanquantile)
-from jaxlite.numpy.vectorize import vectorize
-from jaxlite.numpy.windows import bartlett, blackman, hamming, hanning
+from jaxlite.numpy.custom_ufunc import frompyfunc, ufunc
+from jaxlite.numpy.vectorization import vectorize
+from jaxlite.numpy.windows import bartlett, blackman, hamming, hanning, i0, kaiser
 
 _install_array_methods()
 

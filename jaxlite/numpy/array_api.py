@@ -8,7 +8,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axis
 from jaxlite.numpy import cumulative, products, shape_ops, sorting
-from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_dtypes
+from jaxlite.numpy.util import check_arraylike, check_device, promote_and_broadcast, promote_dtypes
 
 
 def concat(arrays, /, *, axis=0):
@@ -61,6 +61,7 @@ def matvec(x1, x2, /):
 
 def astype(x, dtype, /, *, copy=False, device=None):
     check_arraylike("astype", x)
+    check_device(device)
     dtypes.check_user_dtype(dtype, "astype")
     (x,) = promote_and_broadcast("astype", x)
     if dtype is None:
@@ -160,3 +161,88 @@ def isscalar(element):
     if dtypes.is_python_scalar(element) or isinstance(element, np.generic):
         return True
     return getattr(element, "ndim", None) == 0 and hasattr(element, "dtype")
+
+
+# ---------------------------------------------------------------- namespace metadata and devices
+
+__array_api_version__ = "2024.12"
+
+
+class ArrayNamespaceInfo:
+    """What the array API's __array_namespace_info__() reports for jaxlite.numpy."""
+
+    def capabilities(self):
+        # Data-dependent shapes need size= here, as in JAX; boolean masks index eagerly only.
+        return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 64}
+
+    def default_device(self):
+        from jaxlite._sharding import local_device
+        return local_device()
+
+    def devices(self):
+        from jaxlite._sharding import local_devices
+        return local_devices()
+
+    def default_dtypes(self, *, device=None):
+        check_device(device)
+        integer = dtypes.default_int_dtype()
+        return {"real floating": dtypes.default_float_dtype(), "integral": integer,
+                "indexing": integer}
+
+    def dtypes(self, *, device=None, kind=None):
+        check_device(device)
+        names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float32", "float64"]
+        available = {}
+        for name in names:
+            dtype = np.dtype(name)
+            if dtypes.canonicalize_dtype(dtype) == dtype and (kind is None or isdtype(dtype, kind)):
+                available[name] = dtype
+        return available
+
+
+def __array_namespace_info__():
+    return ArrayNamespaceInfo()
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An array from any object with __dlpack__ (numpy, torch, ...), through numpy."""
+    from jaxlite.numpy.creation import asarray
+    check_device(device)
+    return asarray(np.from_dlpack(x, copy=copy))
+
+
+def _device(self):
+    from jaxlite._sharding import local_device
+    return local_device()
+
+
+def _to_device(self, device, /, *, stream=None):
+    check_device(device)
+    return self
+
+
+def _array_namespace(self, /, *, api_version=None):
+    if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+        raise ValueError(f"Unrecognized array API version: {api_version!r}")
+    import jaxlite.numpy
+    return jaxlite.numpy
+
+
+def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    value = np.asarray(self)
+    if copy is None and (max_version is None or max_version[0] < 1):
+        # The buffer is read-only, which DLPack before 1.0 cannot say: hand out a copy.
+        value, copy = np.array(value), True
+    return value.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                            copy=copy)
+
+
+def _dlpack_device(self, /):
+    return np.asarray(self).__dlpack_device__()
+
+
+# Array API attributes of concrete arrays (attached by jaxlite.numpy's array_methods).
+ARRAY_METHODS = {"device": property(_device), "to_device": _to_device,
+                 "__array_namespace__": _array_namespace, "__dlpack__": _dlpack,
+                 "__dlpack_device__": _dlpack_device}

@@ -4,7 +4,8 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
-from jaxlite.numpy import (cumulative, indexing, joining, math_functions, products, reductions,
+from jaxlite.numpy import (array_api, cumulative, indexing, joining, math_functions, products,
+                           reductions,
                            shape_ops, sorting, ufuncs)
 
 
@@ -50,9 +51,27 @@ def _transpose_method(self, *axes):
     return shape_ops.transpose(self, axes)
 
 
-def _astype(self, dtype):
+def _astype(self, dtype, copy=False, device=None):
     dtypes.check_user_dtype(dtype, "astype")
     return lax.convert_element_type(self, dtype)
+
+
+def _python_round(self, ndigits=None):
+    """round(x): as JAX, an integer array without ndigits, else rounded to ndigits decimals."""
+    if ndigits is None:
+        return lax.convert_element_type(ufuncs.round(self), dtypes.default_int_dtype())
+    return ufuncs.round(self, ndigits)
+
+
+def _without_out(fn):
+    """The method form of a jnp function, taking JAX's `out=None` (arrays are immutable:
+    no other value is accepted)."""
+    def method(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument to {fn.__name__} is not supported.")
+        return fn(self, *args, **kwargs)
+    method.__name__ = fn.__name__
+    return method
 
 
 def _tracer_iter(self):
@@ -84,8 +103,14 @@ _METHODS = {
     "conjugate": math_functions.conj, "real": property(math_functions.real),
     "imag": property(math_functions.imag),
     "sort": sorting.sort, "argsort": sorting.argsort, "searchsorted": sorting.searchsorted,
-    "nonzero": sorting.nonzero, "take": indexing.take,
+    "nonzero": sorting.nonzero, "take": indexing.take, "__round__": _python_round,
 }
+
+
+# JAX's methods take `out=None` where NumPy's have an output argument.
+for _name in ("sum", "prod", "mean", "max", "min", "all", "any", "var", "std", "argmax", "argmin",
+              "round", "cumsum", "cumprod", "trace", "take"):
+    _METHODS[_name] = _without_out(_METHODS[_name])
 
 
 def install():
@@ -99,4 +124,6 @@ def install():
             setattr(cls, f"__{name}__", fn)
         for name, fn in _METHODS.items():
             setattr(cls, name, fn)
+    for name, attribute in array_api.ARRAY_METHODS.items():
+        setattr(Array, name, attribute)
     Tracer.__iter__ = _tracer_iter

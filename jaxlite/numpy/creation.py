@@ -6,10 +6,12 @@ from jaxlite.core import dtypes
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import shape_tuple
+from jaxlite.numpy.util import check_device
 
 
-def asarray(a, dtype=None, copy=None):
+def asarray(a, dtype=None, copy=None, *, device=None):
     """An Array for `a`; numpy inputs of a supported dtype are wrapped without a copy."""
+    check_device(device)
     dtypes.check_user_dtype(dtype, "asarray")
     if isinstance(a, (Array, Tracer)):
         return a if dtype is None else lax.convert_element_type(a, dtype)
@@ -35,24 +37,28 @@ def _flat(items):
             yield x
 
 
-def array(object, dtype=None, copy=True, ndmin=0):
+def array(object, dtype=None, copy=True, ndmin=0, *, device=None):
+    check_device(device)
     out = asarray(object, dtype, copy=copy and not isinstance(object, (Array, Tracer)))
     if out.ndim < ndmin:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, *, device=None):
+    check_device(device)
     dtypes.check_user_dtype(dtype, "zeros")
     return lax.full(shape, 0, dtype or dtypes.default_float_dtype())
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, *, device=None):
+    check_device(device)
     dtypes.check_user_dtype(dtype, "ones")
     return lax.full(shape, 1, dtype or dtypes.default_float_dtype())
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None):
+    check_device(device)
     if np.ndim(fill_value) == 0:
         dtypes.check_user_dtype(dtype, "full")
         return lax.full(shape, fill_value, dtype)
@@ -60,23 +66,28 @@ def full(shape, fill_value, dtype=None):
     return broadcast_to(asarray(fill_value, dtype), shape_tuple(shape))
 
 
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, *, device=None):
+    check_device(device)
     return zeros(shape, dtype)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None):
+    check_device(device)
     return lax.full(np.shape(a) if shape is None else shape, 0, dtype or _dtype(a))
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None):
+    check_device(device)
     return lax.full(np.shape(a) if shape is None else shape, 1, dtype or _dtype(a))
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    check_device(device)
     return full(np.shape(a) if shape is None else shape, fill_value, dtype or _dtype(a))
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a, dtype=None, shape=None, *, device=None):
+    check_device(device)
     return zeros_like(a, dtype, shape)
 
 
@@ -84,8 +95,9 @@ def _dtype(a):
     return a.dtype if hasattr(a, "dtype") else dtypes.dtype_of(a)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values; the bounds must be concrete (the length is static)."""
+    check_device(device)
     for name, bound in (("start", start), ("stop", stop), ("step", step)):
         if isinstance(bound, Tracer) and bound.to_concrete_value() is None:
             raise _arange_error(name, bound)
@@ -111,7 +123,8 @@ def _arange_error(name, tracer):
     return concretization_error(tracer, f"a concrete value for the {name} argument of arange")
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None):
+def linspace(start, stop, num=50, endpoint=True, dtype=None, *, device=None):
+    check_device(device)
     num = int(num)
     dtype = dtypes.canonicalize_dtype(dtype or dtypes.default_float_dtype())
     divisor = (num - 1) if endpoint else num
@@ -125,7 +138,8 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None):
     return out
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    check_device(device)
     M = N if M is None else M
     dtype = dtype or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
@@ -133,7 +147,8 @@ def eye(N, M=None, k=0, dtype=None):
     return lax.convert_element_type(lax.eq(lax.add(rows, k), cols), dtype)
 
 
-def identity(n, dtype=None):
+def identity(n, dtype=None, *, device=None):
+    check_device(device)
     return eye(n, dtype=dtype)
 
 

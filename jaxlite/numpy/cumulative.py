@@ -46,7 +46,12 @@ def nancumprod(a, axis=None, dtype=None):
 
 
 def cumulative_sum(x, axis=None, dtype=None, include_initial=False):
-    return cumulative_accumulation("cumulative_sum", cumsum, 0, x, axis, dtype, include_initial)
+    """Unlike cumsum, this accumulates in sum's dtype (int8 sums to the default integer)."""
+    from jaxlite.numpy.reductions import sum_dtype
+    check_arraylike("cumulative_sum", x)
+    (x,) = promote_and_broadcast("cumulative_sum", x)
+    return cumulative_accumulation("cumulative_sum", cumsum, 0, x, axis, sum_dtype(x, dtype),
+                                   include_initial)
 
 
 def cumulative_accumulation(name, accumulate, identity, x, axis, dtype, include_initial):

@@ -10,6 +10,8 @@ needs them, and contracting dimensions otherwise.
 import itertools
 import math
 
+import numpy as np
+
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.numpy.util import check_arraylike, promote_dtypes
@@ -165,3 +167,18 @@ def einsum(subscripts, *operands, optimize="greedy", precision=None, preferred_e
     (result,) = terms
     result = _sum_unneeded(result, set(output))
     return lax.transpose(result.array, tuple(result.labels.index(l) for l in output))
+
+
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+    """The pairwise contraction order for an einsum, and a report on its cost.
+
+    Only shapes matter, so numpy plans it on zero-strided stand-ins (no data is touched).
+    """
+    stand_ins = [np.broadcast_to(np.zeros((), _dtype_of(x)), np.shape(x)) for x in operands]
+    strategy = "greedy" if optimize in ("auto", True) else optimize
+    steps, report = np.einsum_path(subscripts, *stand_ins, optimize=strategy)
+    return [tuple(step) for step in steps[1:]], report
+
+
+def _dtype_of(x):
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype

@@ -24,7 +24,7 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     if minlength < 0:
         raise ValueError(f"minlength must be non-negative, got {minlength}")
     if length is None:
-        largest = sorting._concrete_or_error(x, "bincount (as length=)")
+        largest = sorting.concrete_or_error(x, "bincount (as length=)")
         length = max(int(minlength), int(largest.max()) + 1 if largest.size else 0)
     if weights is None:
         weights = lax.full(x.shape, 1, dtypes.default_int_dtype())

@@ -353,12 +353,26 @@ def _gather(x, entries, empty_ellipsis_at, mode="clip", fill_value=None):
 
 
 def getitem(x, index):
+    scalar_mask = _scalar_boolean_mask(index)
+    if scalar_mask is not None:
+        # numpy's x[True] is x[None] and x[False] is x[None][:0].
+        return lax.slice_in_dim(lax.expand_dims(x, (0,)), 0, int(scalar_mask), axis=0)
     entries, empty_ellipsis_at = expand_index(index, x.shape)
     if all(_is_static_basic(e) for e in entries):
         return _static_basic_getitem(x, entries)
     if all(_is_static_basic(e) or _is_scalar_array(e) for e in entries):
         return _dynamic_scalar_getitem(x, entries)
     return _gather(x, entries, empty_ellipsis_at)
+
+
+def _scalar_boolean_mask(index):
+    """The value of a lone concrete 0-d boolean index (x[True], x[mask0d]), else None."""
+    entry = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    if isinstance(entry, bool) or (hasattr(entry, "dtype") and dtypes.is_bool(entry.dtype)
+                                   and np.ndim(entry) == 0):
+        value = _concrete(entry)
+        return None if value is None else bool(value)
+    return None
 
 
 # ---------------------------------------------------------------- .at[...] updates

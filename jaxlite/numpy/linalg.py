@@ -10,8 +10,9 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.core.namespace import dir_of_all
 from jaxlite.lax.base import as_operand
-from jaxlite.lax.linalg import identity_like, matrix_transpose, permute_rows, square_factors
+from jaxlite.lax.linalg import identity_like, matmul, matrix_transpose, permute_rows, square_factors
 from jaxlite.numpy import reductions, ufuncs
+from jaxlite.transforms.custom_derivatives import custom_jvp
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes, promote_to_inexact
 
 __all__ = ["cholesky", "det", "inv", "matrix_transpose", "norm", "slogdet", "solve", "svd"]
@@ -83,8 +84,43 @@ def _parity_sign(odd, dtype):
 
 def det(a):
     (a,) = _matrices("det", a)
+    return _det(a)
+
+
+@custom_jvp
+def _det(a):
     diagonal, odd = _lu_diagonal_and_parity(a)
     return lax.mul(_parity_sign(odd, a.dtype), lax.reduce_prod(diagonal, (diagonal.ndim - 1,)))
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    """d det = trace(adj(a) da), with the adjugate even where a is singular (as JAX), where
+    det(a) inv(a) is 0 * inf."""
+    (a,), (a_dot,) = primals, tangents
+    value = _det(a)
+    singular = reductions.any(lax.eq(value, lax.full_like(value, 0)))
+    adjugate = lax.cond(singular, _adjugate_by_svd, _adjugate_by_inverse, a, value)
+    last_two = (a.ndim - 2, a.ndim - 1)
+    return value, lax.reduce_sum(lax.mul(matrix_transpose(adjugate), a_dot), last_two)
+
+
+def _adjugate_by_inverse(a, value):
+    return lax.mul(lax.broadcast_in_dim(value, a.shape, tuple(range(a.ndim - 2))), inv(a))
+
+
+def _adjugate_by_svd(a, value):
+    """a = u diag(s) vt gives adj(a) = det(u) det(vt) v diag(c) u^T, c_i the product of the
+    other singular values: no division, so exact zeros among them are fine."""
+    s, u, vt = lax.svd(a, full_matrices=False)
+    n = s.shape[-1]
+    rows = lax.broadcast_in_dim(s, s.shape[:-1] + (n, n), tuple(range(s.ndim - 1)) + (s.ndim,))
+    diagonal = identity_like(rows)
+    others = lax.select_n(lax.convert_element_type(diagonal, dtypes.bool_), rows, lax.full_like(rows, 1))
+    c = lax.reduce_prod(others, (rows.ndim - 1,))
+    scaled = lax.mul(matrix_transpose(vt), lax.broadcast_in_dim(c, rows.shape, tuple(range(s.ndim - 1)) + (s.ndim,)))
+    sign = lax.mul(_det(u), _det(vt))
+    return lax.mul(lax.broadcast_in_dim(sign, a.shape, tuple(range(a.ndim - 2))), matmul(scaled, matrix_transpose(u)))
 
 
 def slogdet(a):

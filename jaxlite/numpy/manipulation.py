@@ -157,7 +157,7 @@ def trim_zeros(filt, trim="fb", axis=None):
     filt = _operand("trim_zeros", filt)
     if filt.ndim != 1:
         raise ValueError(f"trim_zeros requires a 1-D array, got shape {filt.shape}")
-    nonzero = np.flatnonzero(sorting._concrete_or_error(filt, "trim_zeros"))
+    nonzero = np.flatnonzero(sorting.concrete_or_error(filt, "trim_zeros"))
     start = nonzero[0] if "f" in trim.lower() and nonzero.size else 0
     stop = nonzero[-1] + 1 if "b" in trim.lower() and nonzero.size else filt.shape[0]
     if not nonzero.size:
@@ -286,8 +286,6 @@ def select(condlist, choicelist, default=0):
 
 def _broadcast_all(conditions, choices, default):
     arrays = broadcast_arrays(*conditions, *choices, default)
-    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
-    arrays = [broadcast_to(a, shape) for a in arrays]
     n = len(conditions)
     return (*arrays[:n], arrays[n:2 * n], arrays[-1])
 
@@ -330,7 +328,7 @@ def choose(a, choices, out=None, mode="raise"):
     choices = promote_dtypes(*choices)
     n = len(choices)
     if mode == "raise":
-        value = sorting._concrete_or_error(a, "choose with mode='raise' (pass mode='wrap' or 'clip')")
+        value = sorting.concrete_or_error(a, "choose with mode='raise' (pass mode='wrap' or 'clip')")
         if np.any((value < 0) | (value >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
@@ -340,9 +338,8 @@ def choose(a, choices, out=None, mode="raise"):
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
     *arrays, a = broadcast_arrays(*choices, a)
-    shape = np.broadcast_shapes(*(np.shape(x) for x in arrays), np.shape(a))
-    stacked = shape_ops.stack([broadcast_to(x, shape) for x in arrays])
-    return indexing.take_along_axis(stacked, broadcast_to(a, shape)[None], axis=0)[0]
+    stacked = shape_ops.stack(arrays)
+    return indexing.take_along_axis(stacked, a[None], axis=0)[0]
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):

@@ -1,6 +1,7 @@
 """More elementwise functions: trigonometry, logarithms in other bases, rounding,
 sign manipulation and clipping. Built on lax with NumPy broadcasting and JAX's
 promotion (integers become the default float for the transcendental ones)."""
+import functools
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ from jaxlite.core import dtypes
 from jaxlite.lax.cumulative import logaddexp as _lax_logaddexp
 from jaxlite.core.abstract import broadcast_shapes
 from jaxlite.numpy.ufuncs import _as_bool, _inexact_unary, _numeric, power
+from jaxlite.transforms.custom_derivatives import custom_jvp
 from jaxlite.numpy.util import (broadcast_to, check_arraylike, promote_and_broadcast, promote_dtypes,
                                promote_to_inexact)
 
@@ -81,9 +83,40 @@ def _hypot(x, y):
 
 
 hypot = _inexact_binary("hypot", _hypot)
-logaddexp = _inexact_binary("logaddexp", _lax_logaddexp)
-logaddexp2 = _inexact_binary("logaddexp2", lambda a, b: lax.div(
-    _lax_logaddexp(lax.mul(a, math.log(2)), lax.mul(b, math.log(2))), math.log(2)))
+
+
+@custom_jvp
+def _logaddexp(a, b):
+    return _lax_logaddexp(a, b)
+
+
+@custom_jvp
+def _logaddexp2(a, b):
+    return lax.div(_lax_logaddexp(lax.mul(a, math.log(2)), lax.mul(b, math.log(2))), math.log(2))
+
+
+def _logaddexp_jvp(function, exp):
+    """d out = a_dot exp(a - out) + b_dot exp(b - out), with +inf read as 0 in each exponent,
+    as JAX takes it: at (inf, inf) the gradient is (1, 1), at (inf, 1) it is (1, e), and at
+    (-inf, -inf) NaN."""
+    def jvp(primals, tangents):
+        (a, b), (a_dot, b_dot) = primals, tangents
+        out = function(a, b)
+
+        def weight(x):
+            return exp(lax.sub(_finite_or_zero(x), _finite_or_zero(out)))
+        return out, lax.add(lax.mul(a_dot, weight(a)), lax.mul(b_dot, weight(b)))
+    function.defjvp(jvp)
+
+
+def _finite_or_zero(x):
+    return lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), x, lax.full_like(x, 0))
+
+
+_logaddexp_jvp(_logaddexp, lax.exp)
+_logaddexp_jvp(_logaddexp2, lax.exp2)
+logaddexp = _inexact_binary("logaddexp", _logaddexp)
+logaddexp2 = _inexact_binary("logaddexp2", _logaddexp2)
 
 
 def _copysign(x, y):
@@ -166,11 +199,27 @@ rint = _float_only("rint", lambda x: lax.round(x, rounding_method=1))
 
 @_weak_when_inputs_are
 def sinc(x):
-    """sin(pi x) / (pi x), with its limit 1 at 0 (where the gradient is 0 too)."""
+    """sin(pi x) / (pi x), with its limit 1 at 0, where every derivative is the limit too
+    (grad(grad(sinc))(0.) = -pi**2 / 3, as JAX)."""
     (x,) = promote_to_inexact("sinc", x)
     is_zero = lax.eq(x, lax.full_like(x, 0))
     safe = lax.mul(lax.select_n(is_zero, x, lax.full_like(x, 1)), math.pi)
-    return lax.select_n(is_zero, lax.div(lax.sin(safe), safe), lax.full_like(x, 1))
+    return lax.select_n(is_zero, lax.div(lax.sin(safe), safe), _sinc_derivative_at_zero(0, x))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _sinc_derivative_at_zero(order, x):
+    """The order-th derivative of sinc at 0, at x's shape: from sin t / t = sum (-t^2)^k / (2k+1)!,
+    pi^order (-1)^(order/2) / (order + 1) for even orders, 0 for odd ones. Its JVP is the next
+    order, so every derivative of sinc at 0 is its limit."""
+    value = 0.0 if order % 2 else (-1) ** (order // 2) * math.pi ** order / (order + 1)
+    return lax.full_like(x, value)
+
+
+@_sinc_derivative_at_zero.defjvp
+def _sinc_derivative_at_zero_jvp(order, primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return _sinc_derivative_at_zero(order, x), lax.mul(_sinc_derivative_at_zero(order + 1, x), x_dot)
 
 
 def clip(arr=None, min=None, max=None, a=None, a_min=None, a_max=None):

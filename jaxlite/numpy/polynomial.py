@@ -125,8 +125,10 @@ def poly(seq_of_zeros):
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
-    """Least-squares fit of a degree-`deg` polynomial, solved through the SVD of the scaled
-    Vandermonde matrix."""
+    """Least-squares fit of a degree-`deg` polynomial, solved through the SVD of the
+    column-scaled Vandermonde matrix. full=True adds (residuals, rank, singular values, rcond);
+    cov=True adds the coefficients' covariance (scaled by the residual variance unless
+    cov='unscaled')."""
     from jaxlite.numpy.manipulation import vander
     x, y = _inexact("polyfit", x, y)
     deg = int(deg)
@@ -136,11 +138,8 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         raise TypeError("expected 1D vector for x")
     if y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
         raise TypeError("expected 1D or 2D array for y, with as many rows as x")
-    if full or cov:
-        raise NotImplementedError("polyfit with full=True or cov=True is not supported")
     rcond = x.shape[0] * float(np.finfo(x.dtype).eps) if rcond is None else rcond
-    lhs = vander(x, deg + 1)
-    rhs = y
+    lhs, rhs = vander(x, deg + 1), y
     if w is not None:
         (w,) = _inexact("polyfit", w)
         lhs = lhs * w[:, None]
@@ -149,6 +148,24 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     u, s, vt = linalg.svd(lhs / column_scale, full_matrices=False)
     kept = s > rcond * reductions.max(s)
     inverse_s = lax.select_n(kept, lax.full_like(s, 0), lax.div(lax.full_like(s, 1), s))
-    projected = shape_ops.transpose(u) @ rhs
-    coefficients = shape_ops.transpose(vt) @ (projected * (inverse_s if rhs.ndim == 1 else inverse_s[:, None]))
-    return coefficients / (column_scale if coefficients.ndim == 1 else column_scale[:, None])
+    along_rows = (lambda v: v) if rhs.ndim == 1 else (lambda v: v[:, None])
+    scaled = shape_ops.transpose(vt) @ ((shape_ops.transpose(u) @ rhs) * along_rows(inverse_s))
+    coefficients = scaled / along_rows(column_scale)
+    if not (full or cov):
+        return coefficients
+    residuals = reductions.sum(lax.square(rhs - lhs @ coefficients), axis=0)
+    if full:
+        rank = reductions.sum(kept.astype(dtypes.int32))
+        return coefficients, residuals[None] if residuals.ndim == 0 else residuals, rank, s, \
+            lax.full((), rcond, x.dtype)
+    right = shape_ops.transpose(vt) * inverse_s
+    unscaled = (right @ shape_ops.transpose(right)) / (column_scale[:, None] * column_scale[None, :])
+    if cov == "unscaled":
+        return coefficients, unscaled
+    if x.shape[0] <= deg + 1:
+        raise ValueError("the number of data points must exceed order to scale the covariance "
+                         "matrix")
+    factor = residuals / (x.shape[0] - deg - 1)
+    if rhs.ndim == 1:
+        return coefficients, unscaled * factor
+    return coefficients, unscaled[:, :, None] * factor

@@ -7,6 +7,12 @@ from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_and_broadcast
 
 
+def check_no_out(name, out):
+    """JAX's arrays are immutable: the NumPy `out=` argument exists only to be refused."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
 def _prepare(name, a, axis):
     check_arraylike(name, a)
     (a,) = promote_and_broadcast(name, a)
@@ -26,22 +32,28 @@ def _masked(a, where, fill):
     return lax.select_n(mask, lax.full_like(a, fill), a)
 
 
-def _sum_dtype(a, dtype):
+def sum_dtype(a, dtype):
+    """The accumulation dtype of sum and prod: booleans and narrower integers widen to the
+    default (unsigned) integer, as in JAX."""
     if dtype is not None:
         return dtypes.canonicalize_dtype(dtype)
     if dtypes.is_bool(a.dtype):
         return dtypes.default_int_dtype()
     if dtypes.is_int(a.dtype) and a.dtype.itemsize < dtypes.default_int_dtype().itemsize:
-        # NumPy sums small integers in the platform integer; follow it (as JAX does).
-        return dtypes.uint32 if dtypes.is_unsigned(a.dtype) else dtypes.default_int_dtype()
+        unsigned = dtypes.canonicalize_dtype(dtypes.uint64)
+        return unsigned if dtypes.is_unsigned(a.dtype) else dtypes.default_int_dtype()
     return a.dtype
 
 
 def _accumulation(name, reduce, combine, identity):
     """sum or prod: masked entries count as the identity; `initial` joins the result."""
-    def accumulate(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+    def accumulate(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+                   promote_integers=True):
+        check_no_out(name, out)
         a, axes = _prepare(name, a, axis)
-        a = lax.convert_element_type(_masked(a, where, identity), _sum_dtype(a, dtype))
+        if promote_integers or dtype is not None or dtypes.is_bool(a.dtype):
+            dtype = sum_dtype(a, dtype)
+        a = lax.convert_element_type(_masked(a, where, identity), dtype or a.dtype)
         result = reduce(a, axes)
         if initial is not None:
             result = combine(result, initial)
@@ -68,24 +80,28 @@ def _extremum(name, reducer, combine, a, axis, keepdims, initial, where):
     return _keep(result, a.shape, axes, keepdims)
 
 
-def max(a, axis=None, keepdims=False, initial=None, where=None):
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    check_no_out("max", out)
     return _extremum("max", lax.reduce_max, lax.max, a, axis, keepdims, initial, where)
 
 
-def min(a, axis=None, keepdims=False, initial=None, where=None):
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    check_no_out("min", out)
     return _extremum("min", lax.reduce_min, lax.min, a, axis, keepdims, initial, where)
 
 
 amax, amin = max, min
 
 
-def all(a, axis=None, keepdims=False, where=None):
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    check_no_out("all", out)
     a, axes = _prepare("all", a, axis)
     a = _masked(_to_bool(a), where, True)
     return _keep(lax.reduce_and(a, axes), a.shape, axes, keepdims)
 
 
-def any(a, axis=None, keepdims=False, where=None):
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    check_no_out("any", out)
     a, axes = _prepare("any", a, axis)
     a = _masked(_to_bool(a), where, False)
     return _keep(lax.reduce_or(a, axes), a.shape, axes, keepdims)
@@ -95,14 +111,27 @@ def _to_bool(a):
     return a if dtypes.is_bool(a.dtype) else lax.ne(a, lax.full_like(a, 0))
 
 
-def mean(a, axis=None, dtype=None, keepdims=False, where=None):
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    check_no_out("mean", out)
     a, axes = _prepare("mean", a, axis)
     total = sum(lax.convert_element_type(a, _float_dtype(a, dtype)), axes, keepdims=keepdims,
                 where=where)
     return lax.div(total, _count(a, axes, where, keepdims, total.dtype))
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
+def _degrees_of_freedom(ddof, correction):
+    """The array API's `correction=` is numpy's `ddof=` by another name; not both."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    check_no_out("var", out)
+    ddof = _degrees_of_freedom(ddof, correction)
     a, axes = _prepare("var", a, axis)
     # lax.sub does not broadcast: the kept unit axes of the mean must be widened.
     centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
@@ -113,8 +142,11 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
-    return lax.sqrt(var(a, axis, dtype, ddof, keepdims, where))
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    check_no_out("std", out)
+    return lax.sqrt(var(a, axis, dtype, ddof=_degrees_of_freedom(ddof, correction),
+                        keepdims=keepdims, where=where))
 
 
 def _float_dtype(a, dtype):
@@ -135,6 +167,7 @@ def _count(a, axes, where, keepdims, dtype):
 
 
 def _arg(name, lax_fn, a, axis, keepdims):
+    keepdims = bool(keepdims)
     check_arraylike(name, a)
     (a,) = promote_and_broadcast(name, a)
     if axis is None:
@@ -147,9 +180,11 @@ def _arg(name, lax_fn, a, axis, keepdims):
     return _keep(lax_fn(a, axes[0]), a.shape, axes, keepdims)
 
 
-def argmax(a, axis=None, keepdims=False):
+def argmax(a, axis=None, out=None, keepdims=None):
+    check_no_out("argmax", out)
     return _arg("argmax", lax.argmax, a, axis, keepdims)
 
 
-def argmin(a, axis=None, keepdims=False):
+def argmin(a, axis=None, out=None, keepdims=None):
+    check_no_out("argmin", out)
     return _arg("argmin", lax.argmin, a, axis, keepdims)

@@ -25,9 +25,10 @@ class _ScalarMeta(type):
     def __eq__(cls, other):
         if isinstance(other, _ScalarMeta):
             return cls.dtype == other.dtype
+        # Anything that names no dtype (a string, a tuple, ...) is simply unequal, as in JAX.
         try:
             return cls.dtype == np.dtype(other)
-        except TypeError:
+        except (TypeError, ValueError):
             return False
 
     def __ne__(cls, other):
@@ -56,6 +57,13 @@ uint8, uint16, uint32, uint64 = (_scalar_type(f"uint{8 * d.itemsize}", d)
 float16, float32, float64 = (_scalar_type(f"float{8 * d.itemsize}", d)
                              for d in (dtypes.float16, dtypes.float32, dtypes.float64))
 bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
+# Dtypes jaxlite does not compute with (DESIGN.md lists the ones it does): their names exist, as
+# libraries name them in tables and defaults (TFP's complex dtypes, flax's fp8 modules); making an
+# array of one raises TypeError naming the dtype.
+complex64, complex128 = _scalar_type("complex64", np.complex64), _scalar_type("complex128", np.complex128)
+float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz = (
+    _scalar_type(name, getattr(ml_dtypes, name))
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"))
 
 
 _ABSTRACT = (generic, number, inexact, floating, integer, signedinteger, unsignedinteger,

@@ -40,7 +40,7 @@ def _unique_with_validity(x):
 def _require_size(name, size, *arrays):
     if size is None and any(isinstance(a, Tracer) and a.to_concrete_value() is None
                             for a in arrays):
-        sorting._concrete_or_error(next(a for a in arrays if isinstance(a, Tracer)), name)
+        sorting.concrete_or_error(next(a for a in arrays if isinstance(a, Tracer)), name)
 
 
 def _select(mask, values, size, fill_value):

@@ -11,12 +11,13 @@ def _operand(name, a):
     return promote_and_broadcast(name, a)[0]
 
 
-def reshape(a, newshape=None, order="C", shape=None):
+def reshape(a, shape=None, order="C", *, copy=None):
     a = _operand("reshape", a)
-    newshape = shape if shape is not None else newshape
+    if shape is None:
+        raise TypeError("reshape() missing required argument 'shape'")
     if order != "C":
         raise ValueError(f"reshape only supports order='C', got {order!r}")
-    return lax.reshape(a, _resolve_shape(newshape, a.shape))
+    return lax.reshape(a, _resolve_shape(shape, a.shape))
 
 
 def _resolve_shape(newshape, shape):

@@ -85,7 +85,7 @@ def searchsorted(a, v, side="left", sorter=None):
 
 # ---------------------------------------------------------------- nonzero and friends
 
-def _concrete_or_error(a, name):
+def concrete_or_error(a, name):
     value = a.to_concrete_value() if isinstance(a, Tracer) else np.asarray(a)
     if value is None:
         raise errors.ConcretizationTypeError(
@@ -103,7 +103,7 @@ def nonzero(a, *, size=None, fill_value=None):
         raise ValueError("nonzero of a 0-d array is not supported; use atleast_1d first")
     if size is None:
         return tuple(lax.convert_element_type(np.asarray(i), dtypes.int32)
-                     for i in np.nonzero(_concrete_or_error(a, "nonzero")))
+                     for i in np.nonzero(concrete_or_error(a, "nonzero")))
     flat_positions = _first_nonzero_positions(lax.reshape(a, (a.size,)), int(size))
     return _unravel(flat_positions, a.shape, size, fill_value)
 
@@ -161,7 +161,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     (ar,) = promote_and_broadcast("unique", ar)
     flat = lax.reshape(ar, (ar.size,))
     if size is None:
-        return _concrete_unique(_concrete_or_error(ar, "unique"), ar.dtype, return_index,
+        return _concrete_unique(concrete_or_error(ar, "unique"), ar.dtype, return_index,
                                 return_inverse, return_counts)
     values, perm = _sorted_with_positions(flat, 0, False)
     runs = _runs_of_equal_values(values, int(size))

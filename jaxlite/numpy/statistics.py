@@ -25,14 +25,18 @@ def _without_nan(a, fill):
     return lax.select_n(_is_nan(a), a, lax.full_like(a, fill))
 
 
-def nansum(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    reductions.check_no_out("nansum", out)
     a = _operand("nansum", a)
-    return reductions.sum(_without_nan(a, 0), axis, dtype, keepdims, initial, where)
+    return reductions.sum(_without_nan(a, 0), axis, dtype, keepdims=keepdims, initial=initial,
+                          where=where)
 
 
-def nanprod(a, axis=None, dtype=None, keepdims=False, initial=None, where=None):
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    reductions.check_no_out("nanprod", out)
     a = _operand("nanprod", a)
-    return reductions.prod(_without_nan(a, 1), axis, dtype, keepdims, initial, where)
+    return reductions.prod(_without_nan(a, 1), axis, dtype, keepdims=keepdims, initial=initial,
+                           where=where)
 
 
 def _not_nan_count(a, axis, keepdims, where, dtype):
@@ -40,32 +44,37 @@ def _not_nan_count(a, axis, keepdims, where, dtype):
     return reductions.sum(present, axis, dtype=dtype, keepdims=keepdims, where=where)
 
 
-def nanmean(a, axis=None, dtype=None, keepdims=False, where=None):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    reductions.check_no_out("nanmean", out)
     (a,) = promote_to_inexact("nanmean", _operand("nanmean", a))
-    total = nansum(a, axis, dtype, keepdims, where=where)
+    total = nansum(a, axis, dtype, keepdims=keepdims, where=where)
     return lax.div(total, _not_nan_count(a, axis, keepdims, where, total.dtype))
 
 
-def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    reductions.check_no_out("nanvar", out)
     (a,) = promote_to_inexact("nanvar", _operand("nanvar", a))
     centered = ufuncs.subtract(a, nanmean(a, axis, dtype, keepdims=True, where=where))
-    total = nansum(lax.square(centered), axis, dtype, keepdims, where=where)
+    total = nansum(lax.square(centered), axis, dtype, keepdims=keepdims, where=where)
     count = _not_nan_count(a, axis, keepdims, where, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
 
-def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False, where=None):
-    return lax.sqrt(nanvar(a, axis, dtype, ddof, keepdims, where))
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    reductions.check_no_out("nanstd", out)
+    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where))
 
 
 def _nan_extremum(name, reduce, fill):
     """NaNs are skipped; a slice of only NaNs gives NaN, as in NumPy."""
-    def fn(a, axis=None, keepdims=False, initial=None, where=None):
+    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        reductions.check_no_out(name, out)
         a = _operand(name, a)
         if not dtypes.is_float(a.dtype):
-            return reduce(a, axis, keepdims, initial, where)
-        result = reduce(_without_nan(a, fill), axis, keepdims, initial, where)
-        all_nan = reductions.all(_is_nan(a), axis, keepdims, where)
+            return reduce(a, axis, keepdims=keepdims, initial=initial, where=where)
+        result = reduce(_without_nan(a, fill), axis, keepdims=keepdims, initial=initial,
+                        where=where)
+        all_nan = reductions.all(_is_nan(a), axis, keepdims=keepdims, where=where)
         return lax.select_n(all_nan, result, lax.full_like(result, np.nan))
     fn.__name__ = name
     return fn
@@ -75,9 +84,11 @@ nanmax = _nan_extremum("nanmax", reductions.max, -np.inf)
 nanmin = _nan_extremum("nanmin", reductions.min, np.inf)
 
 
-def ptp(a, axis=None, keepdims=False):
+def ptp(a, axis=None, out=None, keepdims=False):
     """Peak to peak: max - min."""
-    return lax.sub(reductions.max(a, axis, keepdims), reductions.min(a, axis, keepdims))
+    reductions.check_no_out("ptp", out)
+    return lax.sub(reductions.max(a, axis, keepdims=keepdims),
+                   reductions.min(a, axis, keepdims=keepdims))
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -259,10 +270,11 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 def _nan_arg_extremum(name, arg_reduce, fill):
     """argmax/argmin ignoring NaN; an all-NaN slice gives -1 (as JAX)."""
     def fn(a, axis=None, out=None, keepdims=None):
+        reductions.check_no_out(name, out)
         a = _operand(name, a)
         if not dtypes.is_float(a.dtype):
-            return arg_reduce(a, axis=axis, keepdims=bool(keepdims))
-        index = arg_reduce(_without_nan(a, fill), axis=axis, keepdims=bool(keepdims))
+            return arg_reduce(a, axis=axis, keepdims=keepdims)
+        index = arg_reduce(_without_nan(a, fill), axis=axis, keepdims=keepdims)
         all_nan = reductions.all(_is_nan(a), axis=axis, keepdims=bool(keepdims))
         return lax.select_n(all_nan, index, lax.full_like(index, -1))
     fn.__name__ = name

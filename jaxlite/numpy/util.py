@@ -23,6 +23,17 @@ def check_arraylike(name, *args):
                             f"at position {position}")
 
 
+def check_device(device):
+    """A `device=` argument: None, this process's Device, or a sharding onto it."""
+    if device is None:
+        return
+    from jaxlite._sharding import Device, Sharding, _check_target
+    if not isinstance(device, (Device, Sharding)):
+        raise TypeError(f"device= must be a Device (jaxlite.devices()), a Sharding or None, got "
+                        f"{type(device).__name__}")
+    _check_target(device)
+
+
 def promote_dtypes(*args):
     """Convert arguments to their common dtype; Python scalars stay weakly typed."""
     if config.jax_numpy_dtype_promotion == "strict":

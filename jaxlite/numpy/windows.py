@@ -1,8 +1,10 @@
-"""Window functions (hanning, hamming, blackman, bartlett): cosine sums over M points."""
+"""Window functions: hanning, hamming and blackman (cosine sums over M points), bartlett
+(a triangle) and kaiser (through the Bessel function i0, also public here)."""
 import numpy as np
 
 from jaxlite import lax
 from jaxlite.core import dtypes
+from jaxlite.numpy.util import promote_to_inexact
 
 
 def _points(name, M):
@@ -47,3 +49,21 @@ def bartlett(M):
     half = (M - 1) / 2
     return lax.sub(lax.full_like(n, 1), lax.abs(lax.div(lax.sub(n, lax.full_like(n, half)),
                                                          lax.full_like(n, half))))
+
+
+def i0(x):
+    """The modified Bessel function of the first kind of order 0, from lax.bessel_i0e."""
+    (x,) = promote_to_inexact("i0", x)
+    return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
+
+
+def kaiser(M, beta):
+    M, n, dtype = _points("kaiser", M)
+    if M <= 1:
+        return lax.full((max(M, 0),), 1, dtype)
+    beta = lax.convert_element_type(beta, dtype)
+    ratio = lax.sub(lax.div(lax.mul(n, lax.full_like(n, 2.0)), lax.full_like(n, M - 1)),
+                    lax.full_like(n, 1.0))
+    argument = lax.mul(lax.broadcast(beta, n.shape),
+                       lax.sqrt(lax.sub(lax.full_like(n, 1.0), lax.square(ratio))))
+    return lax.div(i0(argument), lax.broadcast(i0(beta), n.shape))

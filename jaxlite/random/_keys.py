@@ -12,6 +12,7 @@ Only JAX's default implementation, threefry2x32, exists here.
 import numpy as np
 
 from jaxlite.core import dtypes
+from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
 from jaxlite.core.tree_util import register_pytree_node
 
@@ -110,3 +111,7 @@ class PRNGKeyArray:
 
 register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), k.dtype.impl),
                      lambda impl, children: PRNGKeyArray(impl, children[0]))
+
+
+# Typed key arrays are jax.Array instances, as in JAX (flax checks rngs that way).
+Array.virtual_instance_types += (PRNGKeyArray,)

@@ -13,20 +13,18 @@ from jaxlite import lax as _lax
 from jaxlite import numpy as _jnp
 from jaxlite.core import dtypes as _dtypes
 from jaxlite.lax.linalg import identity_like as _identity_like
+from jaxlite.scipy._util import as_inexact as _as_inexact
+from jaxlite.transforms.batching import vmap as _vmap
+from jaxlite.transforms.custom_derivatives import custom_jvp as _custom_jvp
+from jaxlite.transforms.jit import jit as _jit
 from jaxlite.lax.linalg import square_factors as _square_factors
 
 
 def _float_matrix(name, a):
-    a = _jnp.asarray(a)
+    (a,) = _as_inexact(a)
     if a.ndim < 2:
         raise ValueError(f"{name}: expected a matrix (at least 2 dimensions), got shape {a.shape}")
-    return a if _dtypes.is_float(a.dtype) else a.astype(_dtypes.default_float_dtype())
-
-
-def _promoted(*arrays):
-    dtype = _dtypes.result_type(*arrays)
-    dtype = dtype if _dtypes.is_float(dtype) else _dtypes.default_float_dtype()
-    return [_jnp.asarray(a).astype(dtype) for a in arrays]
+    return a
 
 
 def _as_columns(b):
@@ -52,7 +50,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """x with a x = b, from cho_factor's (factor, lower)."""
     factor, lower = c_and_lower
-    factor, b = _promoted(factor, b)
+    factor, b = _as_inexact(factor, b)
     b, restore = _as_columns(b)
     lower_factor = factor if lower else _jnp.swapaxes(factor, -1, -2)
     y = _lax.triangular_solve(lower_factor, b, left_side=True, lower=True)
@@ -96,7 +94,7 @@ def _pivots_to_permutation(pivots, m):
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """x with a x = b (trans=0) or a^T x = b (trans=1 or 2), from lu_factor's result."""
     packed, pivots = lu_and_piv
-    packed, b = _promoted(packed, b)
+    packed, b = _as_inexact(packed, b)
     b, restore = _as_columns(b)
     lower, upper = _square_factors(packed)
     permutation = _pivots_to_permutation(_jnp.asarray(pivots), packed.shape[-2])
@@ -122,7 +120,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     """x with op(a) x = b for a triangular a; op is the identity or the transpose (trans)."""
     if trans not in _TRANSPOSES:
         raise ValueError(f"Invalid 'trans' value {trans!r}; expected 0, 1, 2, 'N', 'T' or 'C'")
-    a, b = _promoted(a, b)
+    a, b = _as_inexact(a, b)
     b, restore = _as_columns(b)
     return restore(_lax.triangular_solve(a, b, left_side=True, lower=lower,
                                          transpose_a=_TRANSPOSES[trans], unit_diagonal=unit_diagonal))
@@ -133,7 +131,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False, 
     """x with a x = b; assume_a="pos" solves through the Cholesky factor."""
     if assume_a not in ("gen", "sym", "her", "pos"):
         raise ValueError(f"Expected assume_a to be one of 'gen', 'sym', 'her', 'pos'; got {assume_a!r}")
-    a, b = _promoted(a, b)
+    a, b = _as_inexact(a, b)
     if assume_a == "pos":
         return cho_solve(cho_factor(a, lower=lower), b)
     return _jnp.linalg.solve(a, b)
@@ -213,7 +211,7 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):
     exponential of the block matrix [[A, E], [0, A]], whose upper right block it is."""
     if method not in (None, "SPS", "blockEnlarge"):
         raise ValueError(f"Unknown method {method!r}")
-    a, e = _promoted(A, E)
+    a, e = _as_inexact(A, E)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or e.shape != a.shape:
         raise ValueError("expected A and E to be square matrices of the same shape")
     n = a.shape[0]
@@ -463,7 +461,7 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     """(c @ q, r) for mode "right", (q @ c, r) for mode "left", with the economic q."""
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
-    a, c = _promoted(a, c)
+    a, c = _as_inexact(a, c)
     q, r = qr(a, mode="economic", pivoting=pivoting)
     c_matrix = c if c.ndim > 1 else (c[None, :] if mode == "right" else c[:, None])
     product = _jnp.matmul(c_matrix, q) if mode == "right" else _jnp.matmul(q, c_matrix)
@@ -491,8 +489,146 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
     (exact; its cost grows as (m n)^3, meant for the small systems this is used for)."""
     if method not in ("schur", "eigen"):
         raise ValueError(f"Unknown method {method!r}")
-    a, b, c = _promoted(A, B, C)
+    a, b, c = _as_inexact(A, B, C)
     m, n = c.shape
     system = (_jnp.kron(_jnp.eye(n, dtype=a.dtype), a) + _jnp.kron(_jnp.swapaxes(b, 0, 1), _jnp.eye(m, dtype=a.dtype)))
     flat = _jnp.linalg.solve(system, _jnp.ravel(_jnp.swapaxes(c, 0, 1)))
     return _jnp.swapaxes(flat.reshape(n, m), 0, 1)
+
+
+# ---------------------------------------------------------------- symmetric eigenproblem
+
+def _round_robin(n):
+    """n - 1 rounds of n / 2 disjoint pairs (p < q) of 0 ... n - 1 (n even), together every
+    pair once: the circle method, player 0 fixed while the others rotate."""
+    players, rounds = list(range(n)), []
+    for _ in range(n - 1):
+        rounds.append([sorted((players[i], players[n - 1 - i])) for i in range(n // 2)])
+        players = [players[0], players[-1]] + players[1:-1]
+    return _np.array(rounds, dtype=_np.int32)
+
+
+def _rotate(x, p, q, c, s, axis):
+    """x with its rows (axis 0) or columns (axis 1) p, q replaced by c x_p - s x_q, s x_p + c x_q."""
+    if axis == 1:
+        return _jnp.swapaxes(_rotate(_jnp.swapaxes(x, 0, 1), p, q, c, s, 0), 0, 1)
+    xp, xq = x[p], x[q]
+    return x.at[p].set(c[:, None] * xp - s[:, None] * xq).at[q].set(s[:, None] * xp + c[:, None] * xq)
+
+
+def _jacobi_round(a, v, pairs):
+    """One round of disjoint Jacobi rotations, each zeroing a[p, q] of its pair."""
+    p, q = pairs[:, 0], pairs[:, 1]
+    # both triangles' entry: rounding lets them drift apart, and either alone biases the angle
+    app, aqq, apq = a[p, p], a[q, q], (a[p, q] + a[q, p]) / 2
+    rotate = apq != 0
+    theta = (aqq - app) / (2 * _jnp.where(rotate, apq, 1.0))
+    t = _jnp.where(theta >= 0, 1.0, -1.0) / (_jnp.abs(theta) + _jnp.sqrt(theta * theta + 1))
+    t = _jnp.where(rotate, t, 0.0).astype(a.dtype)
+    c = 1 / _jnp.sqrt(t * t + 1)
+    s = t * c
+    a = _rotate(_rotate(a, p, q, c, s, 0), p, q, c, s, 1)
+    # what the rotation makes of the pair's 2 x 2 block, exactly: the off-diagonal entries
+    # vanish and the diagonal moves by t a_pq (computing these through the products above
+    # leaves rounding behind that later rotations would have to chase)
+    a = a.at[p, q].set(0).at[q, p].set(0).at[p, p].set(app - t * apq).at[q, q].set(aqq + t * apq)
+    return a, _rotate(v, p, q, c, s, 1)
+
+
+_JACOBI_MAX_SWEEPS = 30
+
+
+def _jacobi_eigh(a):
+    """(eigenvalues ascending, eigenvectors as columns) of one symmetric matrix, by cyclic
+    Jacobi rotations in round-robin order (n/2 independent rotations per step), sweeping
+    until the off-diagonal part is negligible."""
+    n = a.shape[-1]
+    size = n + n % 2   # an odd size gets a decoupled extra index, which rotations never touch
+    padded = _jnp.pad(a, ((0, size - n), (0, size - n)))
+    rounds = _jnp.asarray(_round_robin(size)) if size > 1 else None
+    eps = float(_np.finfo(a.dtype).eps)
+
+    off_mask = 1 - _jnp.eye(size, dtype=a.dtype)
+
+    def off_diagonal(x):
+        return _jnp.sum((x * off_mask) ** 2)
+
+    def unconverged(state):
+        sweep, x, _ = state
+        return (sweep < _JACOBI_MAX_SWEEPS) & (off_diagonal(x) > (eps * eps / 4) * _jnp.sum(x * x))
+
+    def sweep(state):
+        count, x, vectors = state
+
+        def one_round(r, carry):
+            return _jacobi_round(*carry, _lax.dynamic_index_in_dim(rounds, r, keepdims=False))
+        x, vectors = _lax.fori_loop(0, size - 1, one_round, (x, vectors))
+        return count + 1, x, vectors
+
+    vectors = _jnp.eye(size, dtype=a.dtype)
+    if rounds is not None:
+        _, padded, vectors = _lax.while_loop(unconverged, sweep, (0, padded, vectors))
+    values = _jnp.einsum("ii->i", padded)[:n]
+    order = _jnp.argsort(values)
+    return values[order], vectors[:n, :n][:, order]
+
+
+@_custom_jvp
+def _symmetric_eigh(a):
+    return _jit(_jacobi_eigh)(a)
+
+
+@_symmetric_eigh.defjvp
+def _symmetric_eigh_jvp(primals, tangents):
+    """dw = diag(V^T dA V); dV = V (F * (V^T dA V)), F_ij = 1 / (w_j - w_i) off the diagonal."""
+    (a,), (a_dot,) = primals, tangents
+    w, v = _symmetric_eigh(a)
+    rotated = _jnp.matmul(_jnp.matmul(v.T, a_dot), v)
+    gaps = w[None, :] - w[:, None]
+    off = 1 - _jnp.eye(w.shape[0], dtype=w.dtype)
+    inverse_gaps = off / _jnp.where(off > 0, gaps, 1.0)
+    return (w, v), (_jnp.einsum("ii->i", rotated), _jnp.matmul(v, inverse_gaps * rotated))
+
+
+def _batched(fun, a):
+    """fun over the leading (batch) axes of a stack of matrices."""
+    for _ in range(a.ndim - 2):
+        fun = _vmap(fun)
+    return fun(a)
+
+
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
+         turbo=True, eigvals=None, type=1, check_finite=True):
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a real symmetric
+    matrix, read from its lower (or upper) triangle."""
+    if b is not None:
+        raise NotImplementedError("Only the b=None case of eigh is implemented")
+    if type != 1:
+        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    if eigvals is not None:
+        raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
+    a = _float_matrix("eigh", a)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"eigh expects square matrices, got shape {a.shape}")
+    triangle = _jnp.tril(a) if lower else _jnp.triu(a)
+    symmetric = triangle + _jnp.swapaxes(triangle, -1, -2) - a * _identity_like(a)
+    w, v = _batched(_symmetric_eigh, symmetric)
+    return w if eigvals_only else (w, v)
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None, key=None):
+    """Eigenvalues (and eigenvectors) of the symmetric tridiagonal matrix with diagonal d and
+    off-diagonal e; select="i" keeps those of indices select_range[0] ... select_range[1]."""
+    d, e = _as_inexact(d, e)
+    if d.ndim != 1 or e.shape != (d.shape[0] - 1,):
+        raise ValueError(f"expected d of shape (n,) and e of shape (n - 1,), got {d.shape} and {e.shape}")
+    if select not in ("a", "i"):
+        raise NotImplementedError(f"select={select!r} is not implemented (only 'a' and 'i')")
+    n = d.shape[0]
+    above = _jnp.eye(n, n, 1, dtype=d.dtype) * _jnp.pad(e, (1, 0))
+    matrix = _jnp.eye(n, dtype=d.dtype) * d + above + above.T
+    w, v = _symmetric_eigh(matrix)
+    if select == "i":
+        low, high = (int(i) for i in select_range)
+        w, v = w[low:high + 1], v[:, low:high + 1]
+    return w if eigvals_only else (w, v)

@@ -28,6 +28,9 @@ from jaxlite.core.tree_util import Partial, register_pytree_node, tree_flatten, 
 
 jvp_rules = {}
 transpose_rules = {}
+# Rules that may change a primitive's (primals, tangents) before its JVP rule sees them:
+# shard_map's check_vma inserts pvary there, so linearization records it (shard_map.py).
+operand_rules = []
 
 
 class Zero:
@@ -226,6 +229,8 @@ class JVPTrace(Trace):
             rule = jvp_rules.get(primitive)
             if rule is None:
                 raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")
+            for adjust in operand_rules:
+                primals, tangents = adjust(primitive, primals, tangents, params)
             primal_out, tangent_out = rule(list(primals), list(tangents), **params)
         if primitive.multiple_results:
             return [self.new_tracer(p, t) for p, t in zip(primal_out, tangent_out)]

@@ -396,8 +396,9 @@ class _FlatVJP:
                 "length equal to the number of arguments to the primal function, but got bwd output "
                 f"structure {tree_flatten(result)[1]} for primal input structure {self.in_tree}.")
         result = tuple(tree_map(_zeros_like, arg) if ct is None else ct for ct, arg in zip(result, diff))
-        result = tree_map(_zeros_like, result, is_leaf=lambda x: isinstance(x, SymbolicZero)) \
-            if self.symbolic_zeros else result
+        if self.symbolic_zeros:
+            result = tree_map(lambda ct: _zeros_like(ct) if isinstance(ct, SymbolicZero) else ct, result,
+                              is_leaf=lambda x: isinstance(x, SymbolicZero))
         flat_cts, ct_tree = tree_flatten(result)
         if ct_tree != self.in_tree:
             raise TypeError(

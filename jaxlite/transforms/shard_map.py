@@ -34,6 +34,7 @@ from jaxlite.core.array import as_array_argument
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 from jaxlite.core.tree_util import broadcast_prefix, tree_flatten, tree_unflatten
 from jaxlite.lax import process_collectives as pc
+from jaxlite.transforms import ad
 from jaxlite.transforms.batching import _flat_in_axes, extend_axis_env, vmap
 
 
@@ -56,16 +57,19 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     @functools.wraps(f)
     def mapped(*args):
         the_mesh = _resolve_mesh(mesh)
+        automatic = {n for n, size in the_mesh.shape.items() if size > 1} - set(axis_names) if axis_names else ()
+        if automatic:
+            raise NotImplementedError(f"shard_map of {where!r}: axis_names={set(axis_names)} leaves mesh axes "
+                                      f"{sorted(automatic)} automatic; jaxlite runs every mesh axis manually")
         flat_args, in_tree = tree_flatten(args)
         flat_args = [as_array_argument(x) for x in flat_args]
         specs = _flat_specs(in_specs, args, "in_specs", the_mesh, where)
         for x, spec in zip(flat_args, specs):
             _check_rank(x, spec, "in_specs", where)
         run = _ShardedRun(the_mesh, check_vma, where)
-        outs, out_tree = run(lambda *flat: tree_flatten(f(*tree_unflatten(in_tree, flat))), flat_args, specs)
-        values = [o[0] for o in outs] if check_vma else outs
+        values, vmas, out_tree = run(lambda *flat: tree_flatten(f(*tree_unflatten(in_tree, flat))), flat_args, specs)
         out_specs_flat = _flat_specs(out_specs, tree_unflatten(out_tree, values), "out_specs", the_mesh, where)
-        return tree_unflatten(out_tree, run.finish(outs, out_specs_flat))
+        return tree_unflatten(out_tree, run.finish(values, vmas, out_specs_flat))
 
     return mapped
 
@@ -108,33 +112,36 @@ class _ShardedRun:
 
     def __init__(self, mesh, check_vma, where):
         self.mesh, self.check_vma, self.where = mesh, check_vma, where
-        self.trace = None
+        self.manual = {name for name, size in mesh.shape.items() if size > 1}
 
     def __call__(self, flat_fun, args, specs):
-        manual = {name for name, size in self.mesh.shape.items() if size > 1}
-        if self.check_vma:
-            self.trace = ShardMapTrace(current_trace(), self)
-            args = [ShardMapTracer(self.trace, x, frozenset(spec.axis_names())) for x, spec in zip(args, specs)]
-        else:
-            args = [self._replicated_input(x, manual - set(spec.axis_names())) for x, spec in zip(args, specs)]
-        with _bound_axes(self.mesh, self):
-            if self.trace is None:
-                return flat_fun(*args)
-            with set_current_trace(self.trace):
+        """(output values, their vmas (None without check_vma), output tree)."""
+        if not self.check_vma:
+            args = [self._replicated_input(x, self.manual - set(spec.axis_names())) for x, spec in zip(args, specs)]
+            with _bound_axes(self.mesh, self):
                 outs, out_tree = flat_fun(*args)
-            return [self.trace.lift(o) for o in outs], out_tree
+            return outs, [None] * len(outs), out_tree
+        trace = ShardMapTrace(current_trace(), self)
+        try:
+            tracers = [ShardMapTracer(trace, x, frozenset(spec.axis_names())) for x, spec in zip(args, specs)]
+            with _bound_axes(self.mesh, self), set_current_trace(trace):
+                outs, out_tree = flat_fun(*tracers)
+            lifted = [trace.lift(o) for o in outs]
+        finally:
+            trace.finish()
+        return [value for value, _ in lifted], [vma for _, vma in lifted], out_tree
 
-    def finish(self, outs, specs):
-        manual = {name for name, size in self.mesh.shape.items() if size > 1}
+    def finish(self, values, vmas, specs):
         results = []
-        for index, ((value, vma), spec) in enumerate(zip(outs if self.trace else [(o, None) for o in outs], specs)):
+        for index, (value, vma, spec) in enumerate(zip(values, vmas, specs)):
             _check_rank(value, spec, "out_specs", self.where)
             replicated = set(self.mesh.axis_names) - set(spec.axis_names())
-            if self.trace is not None and vma & replicated:
+            if vma is None:
+                results.append(self._replicated_output(value, self.manual & replicated))
+            elif vma & replicated:
                 raise ValueError(_replication_error(self.where, self.mesh, spec, index, sorted(vma & replicated)))
-            results.append(value if self.trace is not None else self._replicated_output(value, manual & replicated))
-        if self.trace is not None:
-            self.trace.finish()
+            else:
+                results.append(value)
         return results
 
     def _replicated_input(self, x, axes):
@@ -152,7 +159,18 @@ class _ShardedRun:
 
     def collective(self, primitive, x, axis_name, **params):
         axes = tuple(axis_name) if isinstance(axis_name, tuple) else (axis_name,)
+        if pc.axes_size(self.mesh, axes) > 1:
+            self._check_spans_the_job(axes)
         return primitive.bind(*([] if x is None else [x]), **params, **self.params(axes))
+
+    def _check_spans_the_job(self, axes):
+        """Collectives run on the job's communicator: the group must be every process, in order."""
+        in_order = [d.process_index for d in self.mesh.devices.flat] == list(range(self.mesh.size))
+        if pc.axes_size(self.mesh, axes) != _sharding.process_count() or not in_order:
+            raise NotImplementedError(
+                f"shard_map of {self.where!r}: a collective over mesh axes {axes} of {self.mesh} must span every "
+                f"process of the job, on a mesh in process order (jaxlite.make_mesh's order); collectives over "
+                f"a part of the processes are not supported yet")
 
 
 def _replication_error(where, mesh, spec, index, axes):
@@ -219,6 +237,25 @@ class ShardMapTrace(Trace):
             return [ShardMapTracer(self, o, vma) for o in out]
         return ShardMapTracer(self, out, vma)
 
+    def vary_differentiated(self, primitive, primals, tangents, params):
+        """Under a JVP inside the body: pvary the operands that ShardMapTrace would, primal and
+        tangent alike, so linearization records the pvary and reverse mode sums the cotangent."""
+        vmas = [p.vma if isinstance(p, ShardMapTracer) and p._trace is self else None for p in primals]
+        known = [v for v in vmas if v is not None]
+        if not known:
+            return primals, tangents
+        target = set(params["axes"]) if primitive in pc.NEEDS_VARYING else frozenset().union(*known)
+        primals, tangents = list(primals), list(tangents)
+        for i, vma in enumerate(vmas):
+            missing = tuple(sorted(set(target) - (vma or frozenset())))
+            if vma is None and primitive not in pc.NEEDS_VARYING or not missing:
+                continue
+            vary = self.run.params(missing)
+            primals[i] = pc.pvary_p.bind(primals[i], **vary)
+            if not ad.is_zero(tangents[i]):
+                tangents[i] = pc.pvary_p.bind(tangents[i], **vary)
+        return primals, tangents
+
     def _vary(self, val, vma, axes):
         missing = tuple(sorted(set(axes) - vma))
         if not missing:
@@ -233,6 +270,25 @@ class ShardMapTrace(Trace):
         if primitive in pc.ALL or primitive is pc.pvary_p:
             return vma | set(params["axes"])
         return vma
+
+
+def _vary_differentiated(primitive, primals, tangents, params):
+    for trace in _active_traces():
+        primals, tangents = trace.vary_differentiated(primitive, primals, tangents, params)
+    return primals, tangents
+
+
+def _active_traces():
+    """The check_vma ShardMapTraces below the current trace."""
+    trace, found = current_trace(), []
+    while trace is not None:
+        if isinstance(trace, ShardMapTrace) and trace.alive:
+            found.append(trace)
+        trace = getattr(trace, "parent", None)
+    return found
+
+
+ad.operand_rules.append(_vary_differentiated)
 
 
 # ---------------------------------------------------------------- pmap

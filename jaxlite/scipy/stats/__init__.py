@@ -4,4 +4,5 @@ from jaxlite.scipy.stats import (bernoulli, beta, betabinom, binom, cauchy, chi2
                                  gamma, gennorm, geom, gumbel_l, gumbel_r, laplace, logistic,
                                  multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
                                  truncnorm, uniform, vonmises, wrapcauchy)
+from jaxlite.scipy.stats._kde import gaussian_kde
 from jaxlite.scipy.stats._statistics import mode, rankdata, sem

@@ -2,19 +2,13 @@
 import numpy as np
 
 from jaxlite import numpy as jnp
-from jaxlite.core import dtypes
+from jaxlite.scipy._util import inexact_dtype as float_dtype  # noqa: F401 (shared with the modules)
 from jaxlite.numpy.util import promote_to_inexact
 
 
 def promote(name, *args):
     """Arguments promoted to one float dtype (integers become the default float) and broadcast."""
     return promote_to_inexact(name, *args)
-
-
-def float_dtype(*args):
-    """The dtype the arguments promote to, integers and bools going to the default float."""
-    dtype = dtypes.result_type(*args)
-    return dtype if dtypes.is_float(dtype) else dtypes.default_float_dtype()
 
 
 def standardized(name, x, loc, scale, *shape_args):

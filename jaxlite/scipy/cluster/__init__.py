@@ -1,0 +1,2 @@
+"""jaxlite.scipy.cluster: vector quantization."""
+from jaxlite.scipy.cluster import vq

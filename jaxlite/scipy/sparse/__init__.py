@@ -1,0 +1,2 @@
+"""jaxlite.scipy.sparse: the iterative linear solvers of jax.scipy.sparse.linalg."""
+from jaxlite.scipy.sparse import linalg
