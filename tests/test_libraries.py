@@ -89,15 +89,17 @@ def test_distrax_normal_and_categorical_log_prob_sample_grad():
     _run("distrax_distributions", "distrax")
 
 
-def _has_scipy_stats_kde():
-    return importlib.util.find_spec("jaxlite.scipy.stats._kde") is not None
-
-
-@_lands_with("scipy.stats.gaussian_kde and scipy.optimize (the scipy work)", _has_scipy_stats_kde())
 def test_numpyro_nuts_on_a_tiny_model():
-    # A few hundred NUTS transitions: float32 rounding differences may grow along the chain,
-    # so the summary statistics are compared at a looser tolerance than the single steps.
-    _run("numpyro_nuts", "numpyro", rtol=1e-3, atol=1e-4)
+    # A chain is chaotic: rounding differences (jaxlite's exp/log are not XLA's to the last ulp)
+    # grow along it until an accept decision flips. A short chain matches JAX's samples closely;
+    # over a few hundred samples the posterior's mean and spread are compared at the precision a
+    # few hundred samples give (the exact posterior here has mean ~0.89 and sd 0.11).
+    _installed_as_jax()
+    _import_library("numpyro")
+    import library_quickstarts
+    result, recorded = library_quickstarts.numpyro_nuts(), RECORDED["results"]["numpyro_nuts"]
+    assert_close(result["short_chain"], recorded["short_chain"], "short_chain", rtol=1e-3, atol=1e-4)
+    assert_close(result["posterior"], recorded["posterior"], "posterior", rtol=0.0, atol=0.03)
 
 
 def test_blackjax_nuts_under_jit_on_a_2d_gaussian():
