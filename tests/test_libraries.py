@@ -3,10 +3,7 @@ runs after jaxlite.install_as_jax() and gives the numbers real JAX gave
 (tests/data/library_quickstarts.json, recorded by tests/data/record_library_quickstarts.py).
 
 The libraries are test dependencies installed without real JAX (requirements-libraries.txt,
-installed with --no-deps by .ci/run): a missing one fails here, it never skips. A quickstart
-that needs a piece another part of the work has not landed yet is an expected failure naming
-that piece, decided by looking for the piece itself, so it runs for real as soon as the piece
-exists (and `strict` turns an unexpected pass into a failure).
+installed with --no-deps by .ci/run): a missing one fails here, it never skips.
 """
 import importlib
 import json
@@ -37,11 +34,6 @@ def _import_library(name):
         if error.name and error.name.split(".")[0] == name.split(".")[0]:
             pytest.fail(f"{name} is not installed: pip install --no-deps -r {REQUIREMENTS.name}")
         raise
-
-
-def _lands_with(piece, present):
-    """Expected to fail until `piece` (another engineer's) exists."""
-    return pytest.mark.xfail(not present, reason=f"needs {piece}, not landed yet", strict=True)
 
 
 def assert_close(actual, expected, path="result", rtol=2e-5, atol=2e-6):
@@ -76,7 +68,6 @@ def test_equinox_mlp_trains_with_filter_jit_and_filter_grad():
     _run("equinox_mlp", "equinox")
 
 
-@_lands_with("lax.ConvDimensionNumbers (the laxrand work)", hasattr(jaxlite.lax, "ConvDimensionNumbers"))
 def test_flax_linen_conv_and_dense_init_apply_grad():
     _run("flax_linen_cnn", "flax")
 
