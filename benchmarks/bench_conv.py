@@ -123,7 +123,7 @@ def profile_step():
     flat = params + [images, labels]
     executable(flat)
     spent = collections.Counter()
-    for cls in (runtime._PythonStep, runtime._NativeKernel):
+    for cls in (runtime.PythonStep, runtime._NativeKernel):
         def timed(self, *args, call=cls.__call__):
             start = time.perf_counter()
             call(self, *args)

@@ -9,6 +9,7 @@ import time
 import numpy as np
 from llvmlite import ir
 
+from jaxlite import test_util
 from jaxlite.lower import llvm_math, llvm_target
 
 SIZE = 4 * 1024 * 1024
@@ -19,7 +20,7 @@ CASES = {"exp": np.exp, "tanh": np.tanh, "log": np.log, "sin": np.sin, "erf": No
 def compile_loops(names):
     module = ir.Module()
     for name in names:
-        llvm_math.define_map_kernel(module, name, llvm_math.EMITTERS[name], ir.FloatType())
+        test_util.define_map_kernel(module, name, llvm_math.EMITTERS[name], ir.FloatType())
     compiled = llvm_target.compile_ir(module)
     signature = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
     return compiled, {name: signature(compiled.address(name)) for name in names}

@@ -3,9 +3,9 @@
     python benchmarks/bench_threads.py [--repeats N]
 
 Two workloads: a 1024^3 float32 GEMM (GEMM row tiles split over threads, read per
-call from runtime.GEMM_THREADS) and a fused kernel doing many transcendentals per
+call from step_policy.GEMM_THREADS) and a fused kernel doing many transcendentals per
 element on 4M floats (its parallel loop split over the kernel pool when it has at
-least runtime.PARALLEL_MIN_POINTS points; raising that bound compiles a one-thread
+least entry_points.PARALLEL_MIN_POINTS points; raising that bound compiles a one-thread
 version). Times are medians; the load average is printed because the machine may be
 shared, and a busy core makes the speedup look smaller than it is.
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jaxlite  # noqa: E402
 import jaxlite.numpy as jnp  # noqa: E402
-from jaxlite.lower import runtime  # noqa: E402
+from jaxlite.lower import entry_points, step_policy  # noqa: E402
 from jaxlite.transforms.jit import clear_caches  # noqa: E402
 
 
@@ -50,28 +50,28 @@ def gemm_times(repeats):
     b = jnp.asarray(rng.standard_normal((1024, 1024)).astype(np.float32))
     matmul = jaxlite.jit(lambda x, y: x @ y)
     times = {}
-    default = runtime.GEMM_THREADS
+    default = step_policy.GEMM_THREADS
     try:
         for threads in (1, default):
-            runtime.GEMM_THREADS = threads
+            step_policy.GEMM_THREADS = threads
             clear_caches()      # the plan is chosen when the program compiles
             times[threads] = median_time(matmul, (a, b), repeats)
     finally:
-        runtime.GEMM_THREADS = default
+        step_policy.GEMM_THREADS = default
     return times, 2 * 1024 ** 3
 
 
 def fused_times(repeats):
     x = jnp.asarray(np.random.default_rng(1).uniform(-2, 2, 4 * 1024 * 1024).astype(np.float32))
     times = {}
-    default = runtime.PARALLEL_MIN_POINTS
+    default = entry_points.PARALLEL_MIN_POINTS
     try:
         for threads, bound in ((1, 1 << 62), (os.cpu_count() or 1, default)):
-            runtime.PARALLEL_MIN_POINTS = bound
+            entry_points.PARALLEL_MIN_POINTS = bound
             clear_caches()      # compile anew under the new bound
             times[threads] = median_time(jaxlite.jit(heavy), (x,), repeats)
     finally:
-        runtime.PARALLEL_MIN_POINTS = default
+        entry_points.PARALLEL_MIN_POINTS = default
     return times, None
 
 

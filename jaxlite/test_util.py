@@ -220,3 +220,35 @@ def jit_twice_through_the_disk_cache(fun, args, cache_dir):
         config.update("jax_compilation_cache_dir", previous)
         jit_module.clear_caches()
     return first, second
+
+
+def define_map_kernel(module, name, emitter, in_type, out_type=None, arity=1):
+    """Define `void name(in_type* in_0, ..., out_type* out, i64 n)` computing
+    out[i] = emitter(builder, in_0[i], ...); the types may be scalars or vectors (a loop the
+    tests and benchmarks run llvm_math's emitters in)."""
+    from llvmlite import ir
+    from jaxlite.lower import llvm_target
+    from jaxlite.lower.llvm_helpers import I64, emit_loop
+    out_type = out_type or in_type
+    pointer_types = [ir.PointerType(in_type)] * arity + [ir.PointerType(out_type)]
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), pointer_types + [I64]), name)
+    llvm_target.add_function_attributes(function)
+    for argument in function.args[:-1]:
+        argument.add_attribute("noalias")
+    *inputs, output, n = function.args
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+
+    def element(index):
+        # Element alignment only: numpy buffers are not aligned to whole vectors.
+        values = [builder.load(builder.gep(pointer_in, [index], inbounds=True),
+                               align=_element_bytes(in_type)) for pointer_in in inputs]
+        builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True),
+                      align=_element_bytes(out_type))
+    emit_loop(builder, 0, n, element)
+    builder.ret_void()
+    return function
+
+
+def _element_bytes(ty):
+    element = getattr(ty, "element", ty)      # a vector's element type
+    return {"float": 4, "double": 8}.get(str(element)) or element.width // 8

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import jaxlite
 import jaxlite.numpy as jnp
-from jaxlite.lower import autotune, gemm, runtime
+from jaxlite.lower import autotune, gemm, step_policy
 from jaxlite.transforms import jit as jit_module
 
 
@@ -89,7 +89,7 @@ def test_switching_measurement_off_gives_the_model_plan_every_time(fresh_plans):
     with option("jaxlite_autotune", False):
         plans = [jaxlite.jit(f).lower(*_ARGS).compile().executable.gemm_plans for f in (_layer, _scaled_layer)]
     assert autotune.stats == before
-    model = gemm.compile_gemm(40, 24, 56, epilogue=gemm.BIAS).model_plan(runtime.GEMM_THREADS)
+    model = gemm.compile_gemm(40, 24, 56, epilogue=gemm.BIAS).model_plan(step_policy.GEMM_THREADS)
     assert plans[0] == plans[1] == {"native 0": model}
     assert plans[0]["native 0"].origin == "model"
 

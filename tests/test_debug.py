@@ -7,7 +7,7 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core.ir import typecheck
-from jaxlite.lower import passes
+from jaxlite.lower import pipeline
 
 
 def printed(capsys):
@@ -63,7 +63,7 @@ def test_passes_keep_and_never_merge_effects():
         jaxlite.debug.print("{}", x)
         return x
     closed = jaxlite.make_jaxpr(f)(jnp.ones(3))
-    optimized = passes.run_passes(closed)
+    optimized = pipeline.run_stages(closed, pipeline.CLEANUP)
     assert [e.primitive.name for e in optimized.eqns] == ["debug_callback"] * 2
 
 

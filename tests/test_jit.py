@@ -270,13 +270,14 @@ def _every_primitive():
 
 
 def test_every_primitive_has_a_lowering_or_an_explained_fallback():
-    from jaxlite.lower import runtime
+    from jaxlite.lower import fusion_rules, step_policy
     primitives = _every_primitive()
     assert len(primitives) > 50, "found too few primitives"
-    handled = (set(fusion.LOWERINGS) | set(runtime.FALLBACKS) | set(runtime.CONTROL_FLOW)
-               | set(runtime.NATIVE_ROUTINES) | set(runtime.GEMM_PRIMITIVES) | set(NEVER_LOWERED)
-               | {p.name for p in compiler_rewrites}        # computed with simpler primitives
-               | {p.name for p in call_primitives})         # inlined
+    declared = (set(fusion_rules.LOWERINGS) | set(step_policy.FALLBACKS) | set(step_policy.CONTROL_FLOW)
+                | set(step_policy.NATIVE_ROUTINES) | set(step_policy.GEMM_PRIMITIVES)
+                | set(compiler_rewrites)            # computed with simpler primitives
+                | set(call_primitives))             # inlined
+    handled = {p.name for p in declared} | set(NEVER_LOWERED)
     missing = sorted(primitives - handled)
     assert not missing, f"primitives with neither a jit lowering nor a FALLBACKS entry: {missing}"
 
@@ -604,14 +605,14 @@ def test_primitive_without_lowering_falls_back_with_a_warning(caplog):
 
 
 def test_big_kernels_split_across_threads_agree():
-    from jaxlite.lower import runtime
+    from jaxlite.lower import entry_points
     rng = np.random.default_rng(1)
     x = rng.standard_normal((700, 512)).astype(np.float32)
     softmax = lambda a: (lambda e: e / lax.reduce_sum(e, (1,))[:, None])(jnp.exp(a - lax.reduce_max(a, (1,))[:, None]))
     assert_agree(softmax, x, rtol=1e-5, atol=1e-7)
     assert_agree(lambda a: jnp.tanh(a) * 2 + a, x, rtol=1e-5, atol=1e-6)
     assert_agree(lambda a: lax.reduce_sum(a * a, (0,)), x, rtol=1e-4)
-    assert x.size >= runtime.PARALLEL_MIN_POINTS
+    assert x.size >= entry_points.PARALLEL_MIN_POINTS
 
 
 # ---------------------------------------------------------------- double -> half conversions

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
+from jaxlite import test_util
 from jaxlite.lower import llvm_math, llvm_target
 
 FLOAT, DOUBLE = ir.FloatType(), ir.DoubleType()
@@ -22,7 +23,7 @@ class Kernels:
         module = ir.Module()
         self.lanes = {}
         for name, (emitter, in_type, out_type, arity) in specs.items():
-            llvm_math.define_map_kernel(module, name, emitter, in_type, out_type, arity)
+            test_util.define_map_kernel(module, name, emitter, in_type, out_type, arity)
             self.lanes[name] = in_type.count if isinstance(in_type, ir.VectorType) else 1
         self.compiled = llvm_target.compile_ir(module)
 
@@ -370,7 +371,7 @@ def test_bfloat16_to_float32_is_exact(kernels, kernel):
 @pytest.mark.skipif(not llvm_target.host_has("avx512f"), reason="needs AVX-512")
 def test_exp_loop_vectorizes_to_512_bit_registers():
     module = ir.Module()
-    llvm_math.define_map_kernel(module, "exp_loop", llvm_math.emit_exp, FLOAT)
+    test_util.define_map_kernel(module, "exp_loop", llvm_math.emit_exp, FLOAT)
     assembly = llvm_target.compile_ir(module).asm()
     assert "zmm" in assembly
     assert "call" not in assembly.split("exp_loop:")[1]

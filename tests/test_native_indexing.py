@@ -11,7 +11,7 @@ import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
-from jaxlite.lower import fusion
+from jaxlite.lower import fusion, fusion_rules
 from jaxlite.lower.fusion import EqnStep
 from jaxlite.lower.kernel_ir import Reduce
 
@@ -147,8 +147,8 @@ def test_big_scatters_split_their_rows_across_threads(count, seed, op, mode, dty
     """Each thread copies its share of the rows, then applies (in order) the updates that
     land there: duplicates on either side of the split and out-of-bounds indices in
     every mode give eager's values exactly."""
-    from jaxlite.lower import runtime
-    rows = runtime.PARALLEL_MIN_POINTS // 64 + 3
+    from jaxlite.lower import entry_points
+    rows = entry_points.PARALLEL_MIN_POINTS // 64 + 3
     rng = np.random.default_rng(seed)
     x = jnp.asarray(floats(rng, (rows, 64), dtype))
     i = random_indices(rng, (count,), rows)
@@ -160,13 +160,13 @@ def test_big_scatters_split_their_rows_across_threads(count, seed, op, mode, dty
         return getattr(a.at[k], op)(u, mode=mode) + 1
     assert_native_and_agree(update, x, jnp.asarray(i), updates)
     [kernel] = scatter_kernels(update, x, jnp.asarray(i), updates)
-    assert kernel.owned is not None and runtime._splits(kernel) == (runtime.gemm.available_cpus() > 1)
+    assert kernel.owned is not None and entry_points.splits(kernel) == (entry_points.gemm.available_cpus() > 1)
 
 
 def test_split_scatter_windows_straddle_the_shares():
     """Windows along the split axis: a window's rows may belong to both threads."""
-    from jaxlite.lower import runtime
-    rows = runtime.PARALLEL_MIN_POINTS // 16 + 1
+    from jaxlite.lower import entry_points
+    rows = entry_points.PARALLEL_MIN_POINTS // 16 + 1
     rng = np.random.default_rng(3)
     x = jnp.asarray(floats(rng, (rows, 16)))
     middle = rows // 2
@@ -185,9 +185,9 @@ def test_split_scatter_windows_straddle_the_shares():
 
 def test_split_scatter_under_vmap_shares_the_batch_axis():
     """vmap's operand batching axis leads the output: threads own whole batch entries."""
-    from jaxlite.lower import runtime
+    from jaxlite.lower import entry_points
     rng = np.random.default_rng(4)
-    x = jnp.asarray(floats(rng, (40, runtime.PARALLEL_MIN_POINTS // 320 + 1, 8)))
+    x = jnp.asarray(floats(rng, (40, entry_points.PARALLEL_MIN_POINTS // 320 + 1, 8)))
     i = jnp.asarray(random_indices(rng, (40, 50), x.shape[1]))
     updates = jnp.asarray(floats(rng, (40, 50, 8)))
     for mode in SCATTER_MODES:
@@ -363,8 +363,8 @@ def test_no_fallback_warning_is_logged(caplog):
 def test_long_scan_is_not_split_across_threads():
     """A 1-D scan is one ordered loop: splitting it over threads would start a share
     before the element it reads back exists."""
-    from jaxlite.lower import runtime
-    x = jnp.asarray(np.ones(runtime.PARALLEL_MIN_POINTS + 3, np.int32))
+    from jaxlite.lower import entry_points
+    x = jnp.asarray(np.ones(entry_points.PARALLEL_MIN_POINTS + 3, np.int32))
     for reverse in [False, True]:
         assert_native_and_agree(lambda a: lax.cumsum(a, reverse=reverse), x)
 
@@ -390,4 +390,4 @@ def test_small_windows_unroll_and_large_ones_reduce(window):
     assert_native_and_agree(pool, x)
     kernels = [step.kernel for step in jaxlite.jit(pool).lower(x).program.steps if hasattr(step, "kernel")]
     has_stage = any(isinstance(stage, Reduce) for kernel in kernels for stage in kernel.stages)
-    assert has_stage == (np.prod(window) > fusion.UNROLLED_WINDOW)
+    assert has_stage == (np.prod(window) > fusion_rules.UNROLLED_WINDOW)

@@ -135,13 +135,13 @@ def test_blas_triangular_solve_variants(batch, m, rhs, flags, dtype, seed):
 @pytest.fixture
 def chosen_specs(monkeypatch):
     """The routine specs jit picks for cholesky and triangular_solve, as they are picked."""
-    from jaxlite.lower import runtime
+    from jaxlite.lower import primitives, step_policy
     specs = []
-    for name in ("cholesky", "triangular_solve"):
-        def recording(eqn, spec_for=runtime.NATIVE_ROUTINES[name]):
+    for primitive in (primitives.cholesky_p, primitives.triangular_solve_p):
+        def recording(eqn, spec_for=step_policy.NATIVE_ROUTINES[primitive]):
             specs.append(spec_for(eqn))
             return specs[-1]
-        monkeypatch.setitem(runtime.NATIVE_ROUTINES, name, recording)
+        monkeypatch.setitem(step_policy.NATIVE_ROUTINES, primitive, recording)
     return specs
 
 

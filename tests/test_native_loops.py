@@ -331,8 +331,8 @@ def test_exception_in_a_nested_loop_ends_the_whole_call(capsys):
 
 def test_no_python_runs_per_iteration(monkeypatch):
     calls = []
-    original = runtime._PythonStep.run_on
-    monkeypatch.setattr(runtime._PythonStep, "run_on", lambda self, view: calls.append(1) or original(self, view))
+    original = runtime.PythonStep.run_on
+    monkeypatch.setattr(runtime.PythonStep, "run_on", lambda self, view: calls.append(1) or original(self, view))
     bridge_calls = []
     original_step = native_flow.HostBridge._run_step
     monkeypatch.setattr(native_flow.HostBridge, "_run_step",

@@ -6,7 +6,7 @@ import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core.ir import typecheck
 from jaxlite.core.staging import eval_jaxpr
-from jaxlite.lower import passes
+from jaxlite.lower import passes, pipeline
 
 
 def primitive_names(closed):
@@ -94,7 +94,7 @@ def test_transpose_and_reshape_chains():
         r = lax.reshape(lax.reshape(x, (6,)), (3, 2))
         return t, r
     closed = jaxlite.make_jaxpr(f)(X)
-    simplified = passes.dce(passes.run_passes(closed))
+    simplified = passes.dce(pipeline.run_stages(closed, pipeline.CLEANUP))
     assert primitive_names(simplified) == ["reshape"]
     check_same(closed, simplified, X)
 
@@ -113,11 +113,11 @@ def test_dump_passes_logs_every_pass(caplog):
     config.update("jaxlite_dump_passes", True)
     try:
         with caplog.at_level(logging.INFO, logger="jaxlite.jit"):
-            passes.run_passes(closed)
+            pipeline.run_stages(closed, pipeline.CLEANUP)
     finally:
         config.update("jaxlite_dump_passes", False)
-    for graph_pass in passes.PIPELINE:
-        assert f"after {graph_pass.__name__}" in caplog.text
+    for stage in pipeline.CLEANUP:
+        assert f"after {stage.name}" in caplog.text
 
 
 def test_dump_passes_shows_the_fused_kernels(caplog):

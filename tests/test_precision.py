@@ -93,10 +93,10 @@ def test_int8_dot_matches_a_numpy_reference():
 def test_big_eager_products_run_compiled_once_per_shape(lowering, key, monkeypatch):
     """Eagerly, a product above EAGER_COMPILE_MIN_WORK runs as a compiled program (on the
     low-precision GEMMs) cached by shape; it agrees with the numpy path."""
-    from jaxlite.lower import runtime
+    from jaxlite.lower import step_policy
     compiled = []
-    original = runtime._LOW_PRECISION_GEMMS[key]
-    monkeypatch.setitem(runtime._LOW_PRECISION_GEMMS, key,
+    original = step_policy.LOW_PRECISION_GEMMS[key]
+    monkeypatch.setitem(step_policy.LOW_PRECISION_GEMMS, key,
                         lambda *shape, **options: compiled.append(shape) or original(*shape, **options))
     x, w = normal(37, 66), normal(66, 51)
     on_numpy = lowering(jnp.matmul)(x, w)
@@ -586,10 +586,10 @@ def test_int8_quantizer_and_dequantizing_epilogue_match_the_transform(portable):
 @pytest.mark.parametrize("lowering, key", [(precision.bf16, ("bfloat16", "float32")),
                                            (precision.int8, ("int8", "int32"))])
 def test_jit_runs_lowered_products_on_the_low_precision_gemms(lowering, key, monkeypatch):
-    from jaxlite.lower import runtime
+    from jaxlite.lower import step_policy
     compiled = []
-    original = runtime._LOW_PRECISION_GEMMS[key]
-    monkeypatch.setitem(runtime._LOW_PRECISION_GEMMS, key,
+    original = step_policy.LOW_PRECISION_GEMMS[key]
+    monkeypatch.setitem(step_policy.LOW_PRECISION_GEMMS, key,
                         lambda *shape, **options: compiled.append(shape) or original(*shape, **options))
     x, w = normal(64, 96), normal(96, 40)
     f = lambda x, w: jnp.maximum(x @ w, 0.0)
@@ -686,7 +686,7 @@ def test_products_run_inside_one_native_call(lowering, weights_closed_over, k, m
     original = gemm_lowp.LowPrecisionGemm.prepare_b
     monkeypatch.setattr(gemm_lowp.LowPrecisionGemm, "prepare_b",
                         lambda self, b, **options: prepared.append(b.shape) or original(self, b, **options))
-    monkeypatch.setattr(runtime._PythonStep, "run_on", lambda *a: pytest.fail("a step ran from Python"))
+    monkeypatch.setattr(runtime.PythonStep, "run_on", lambda *a: pytest.fail("a step ran from Python"))
     monkeypatch.setattr(native_flow.HostBridge, "_run_step", lambda *a: pytest.fail("native code called back"))
     x, w, b = normal(64, k), normal(k, 40), normal(40)
     layer = lambda x, w: jnp.tanh(jnp.maximum(x @ w + b, 0.0) @ w.T)

@@ -118,7 +118,7 @@ MISSING = {
             ppermute_p precv psend
             ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general
             real real_p
-            reduce_p reduce_precision_p
+            reduce_p
             reduce_window_p
             regularized_incomplete_beta_p
             rng_bit_generator rng_bit_generator_p rng_uniform rng_uniform_p

@@ -9,7 +9,7 @@ import numpy as np
 import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite.core.array import Array
-from jaxlite.lower import runtime
+from jaxlite.lower import entry_points, runtime
 from jaxlite.transforms import jit as jit_module
 
 THREADS = 6
@@ -36,7 +36,7 @@ def _run_threads(work, count=THREADS):
 
 def test_big_split_kernels_from_many_threads():
     f = jaxlite.jit(lambda x, s: jnp.tanh(x * s) + x)
-    size = 2 * runtime.PARALLEL_MIN_POINTS
+    size = 2 * entry_points.PARALLEL_MIN_POINTS
     inputs = [np.linspace(-2, 2, size, dtype=np.float32) * (i + 1) for i in range(THREADS)]
     f(Array(inputs[0]), Array(np.float32(1.0)))
     executable = f._entry((Array(inputs[0]), Array(np.float32(1.0))), {})[0].executable
@@ -136,7 +136,7 @@ def test_creating_jitted_functions_while_caches_are_cleared():
 
 def test_donated_buffer_written_by_a_split_kernel():
     f = jaxlite.jit(lambda x: jnp.sin(x) * 2 + x, donate_argnums=0)
-    value = np.linspace(-3, 3, 2 * runtime.PARALLEL_MIN_POINTS, dtype=np.float32)
+    value = np.linspace(-3, 3, 2 * entry_points.PARALLEL_MIN_POINTS, dtype=np.float32)
     for _ in range(2):
         x = Array(value) + 0
         address = x._value.__array_interface__["data"][0]
@@ -155,7 +155,7 @@ def test_big_kernels_between_python_steps_hand_their_shares_to_the_pool():
         jaxlite.debug.callback(lambda v: seen.append(float(v[0])), y)
         return jnp.exp(-y) * 2.0
 
-    x = np.linspace(-3, 3, 4 * runtime.PARALLEL_MIN_POINTS, dtype=np.float32)
+    x = np.linspace(-3, 3, 4 * entry_points.PARALLEL_MIN_POINTS, dtype=np.float32)
     executable = jaxlite.jit(f).lower(x).compile().executable
     kernels = [r for r in executable._runners if isinstance(r, runtime._NativeKernel)]
     assert kernels and all(r.share is not None for r in kernels)

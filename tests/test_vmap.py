@@ -166,6 +166,7 @@ CASES = {
        ["acos", "asin", "atanh", "erf_inv"]},
     "acosh": unary(lax.acosh, above_one),
     "polygamma": unary(lambda x: lax.polygamma(1, x), positive),
+    "reduce_precision": unary(lambda x: lax.reduce_precision(x, 5, 3)),
     "clz": unary(lax.clz, ints),
     "population_count": unary(lax.population_count, ints),
     **{name: binary(getattr(lax, name), ints, shifts) for name in

@@ -230,8 +230,3 @@ def ensure_compile_time_eval():
         return
     with set_current_trace(_CompileTimeEvalTrace(trace)):
         yield
-
-
-def check_tracer_alive(x):
-    if isinstance(x, Tracer) and not x._trace.alive:
-        raise errors.escaped_tracer_error(x)

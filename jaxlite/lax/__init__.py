@@ -7,7 +7,7 @@ from jaxlite.lax.elementwise import (
     acos, acosh, asin, asinh, atan, atanh, clz, cosh, population_count, shift_left,
     shift_right_arithmetic, shift_right_logical, sinh, tan,
     full_like, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, max, min, mul, ne, neg,
-    nextafter, pow, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
+    nextafter, pow, reduce_precision, rem, round, rsqrt, select_n, sign, sin, sqrt, square, sub, tanh)
 from jaxlite.lax.parallel import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute,
                                   pshuffle, psum, psum_scatter, pswapaxes)
 from jaxlite.lax.reductions import (
@@ -38,7 +38,7 @@ from jaxlite.lax.composites import (
     broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, conv, conv_dimension_numbers,
     conv_general_dilated_patches, conv_general_permutations, conv_general_shape_tuple,
     conv_shape_tuple, conv_transpose, conv_transpose_shape_tuple, conv_with_general_padding, dtype,
-    empty, optimization_barrier, padtype_to_pads, reciprocal, reduce, reduce_precision,
+    empty, optimization_barrier, padtype_to_pads, reciprocal, reduce,
     reduce_window_shape_tuple, scatter_sub, select, split, stack, tile, unstack)
 
 # JAX exports its primitives (jax.lax.add_p, ...) for code that inspects jaxprs.
@@ -57,7 +57,7 @@ from jaxlite.lax.elementwise import (
     bitcast_convert_type_p, cbrt_p, ceil_p, clz_p, convert_element_type_p, cos_p, cosh_p, div_p,
     eq_p, exp2_p, exp_p, expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p,
     log_p, logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p,
-    population_count_p, pow_p, rem_p, round_p, rsqrt_p, select_n_p, shift_left_p,
+    population_count_p, pow_p, reduce_precision_p, rem_p, round_p, rsqrt_p, select_n_p, shift_left_p,
     shift_right_arithmetic_p, shift_right_logical_p, sign_p, sin_p, sinh_p, sqrt_p, square_p,
     sub_p, tan_p, tanh_p, xor_p)
 from jaxlite.lax.gradients import (

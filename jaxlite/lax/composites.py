@@ -14,9 +14,7 @@ from jaxlite.lax.base import as_operand
 from jaxlite.lax.dot import Precision  # noqa: F401 -- listed in __all__ with the other composites
 from jaxlite.lax.control_flow import scan
 from jaxlite.lax.convolution import ConvDimensionNumbers, conv_dimension_permutations, conv_general_dilated
-from jaxlite.lax.elementwise import (
-    add, bitcast_convert_type, bitwise_and, bitwise_or, eq, gt, integer_pow, le, ne, neg, rem, select_n,
-    shift_right_logical)
+from jaxlite.lax.elementwise import eq, integer_pow, neg, rem, select_n
 from jaxlite.lax.reductions import (
     reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum, reduce_xor)
 from jaxlite.lax.shapes import (
@@ -24,7 +22,6 @@ from jaxlite.lax.shapes import (
     squeeze, transpose)
 from jaxlite.lax.slicing import scatter_add
 from jaxlite.lax.sorting import top_k
-from jaxlite.transforms.custom_derivatives import custom_vjp
 
 __all__ = ["ConvDimensionNumbers", "Precision", "RoundingMethod", "approx_max_k", "approx_min_k",
            "associative_scan", "broadcast_like", "broadcast_shapes", "broadcast_to_rank",
@@ -32,7 +29,7 @@ __all__ = ["ConvDimensionNumbers", "Precision", "RoundingMethod", "approx_max_k"
            "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple",
            "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "dtype",
            "empty", "optimization_barrier", "padtype_to_pads", "reciprocal", "reduce",
-           "reduce_precision", "reduce_window_shape_tuple", "scatter_sub", "select", "split",
+           "reduce_window_shape_tuple", "scatter_sub", "select", "split",
            "stack", "tile", "unstack"]
 
 
@@ -411,59 +408,3 @@ def conv_general_permutations(dimension_numbers):
     """The (lhs, rhs, out) permutations to the N,C,spatial / O,I,spatial layouts."""
     return conv_dimension_permutations(dimension_numbers, len(dimension_numbers[0]))
 
-
-# ---------------------------------------------------------------- reduce_precision
-
-_UINT_OF_WIDTH = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def reduce_precision(operand, exponent_bits, mantissa_bits):
-    """operand rounded to a float format with the given exponent and mantissa widths (and
-    kept in its own dtype), as XLA does it: the mantissa rounds to nearest even, then
-    magnitudes beyond the format's range become inf and those below its smallest normal
-    number become 0 (signs kept); NaN stays NaN. Its gradient is the cotangent rounded the
-    same way, as JAX defines it."""
-    return _reduce_precision(as_operand(operand), int(exponent_bits), int(mantissa_bits))
-
-
-def _rounded(x, exponent_bits, mantissa_bits):
-    if not dtypes.is_float(x.dtype):
-        raise TypeError(f"reduce_precision requires a floating-point operand, got {x.dtype}")
-    info = dtypes.finfo(x.dtype)
-    own_mantissa, own_exponent = int(info.nmant), int(info.nexp)
-    if not (exponent_bits >= 1 and mantissa_bits >= 0):
-        raise ValueError(f"reduce_precision needs exponent_bits >= 1 and mantissa_bits >= 0, got "
-                         f"{exponent_bits} and {mantissa_bits}")
-    uint = np.dtype(_UINT_OF_WIDTH[x.dtype.itemsize])
-    bits = bitcast_convert_type(x, uint)
-    if mantissa_bits < own_mantissa:
-        dropped = own_mantissa - mantissa_bits
-        last_kept = bitwise_and(shift_right_logical(bits, _u(dropped, uint)), _u(1, uint))
-        half_minus_one = _u((1 << (dropped - 1)) - 1, uint)
-        rounded = add(bits, add(half_minus_one, last_kept))
-        bits = bitwise_and(rounded, _u(~((1 << dropped) - 1) & ((1 << 8 * uint.itemsize) - 1), uint))
-    if exponent_bits < own_exponent:
-        bits = _clamp_exponent(bits, uint, own_mantissa, own_exponent, exponent_bits)
-    return select_n(ne(x, x), bitcast_convert_type(bits, x.dtype), x)
-
-
-_reduce_precision = custom_vjp(_rounded, nondiff_argnums=(1, 2))
-_reduce_precision.defvjp(lambda x, e, m: (_rounded(x, e, m), None),
-                         lambda e, m, _, ct: (_rounded(ct, e, m),))
-
-
-def _clamp_exponent(bits, uint, own_mantissa, own_exponent, exponent_bits):
-    width = 8 * uint.itemsize
-    sign_mask = 1 << (width - 1)
-    exponent_mask = ((1 << own_exponent) - 1) << own_mantissa
-    own_bias, reduced_bias = (1 << (own_exponent - 1)) - 1, (1 << (exponent_bits - 1)) - 1
-    exponent = bitwise_and(bits, _u(exponent_mask, uint))
-    overflows = gt(exponent, _u((own_bias + reduced_bias) << own_mantissa, uint))
-    underflows = le(exponent, _u((own_bias - reduced_bias) << own_mantissa, uint))
-    signed_zero = bitwise_and(bits, _u(sign_mask, uint))
-    signed_inf = bitwise_or(signed_zero, _u(exponent_mask, uint))
-    return select_n(overflows, select_n(underflows, bits, signed_zero), signed_inf)
-
-
-def _u(value, uint):
-    return np.array(value, dtype=uint)

@@ -30,6 +30,7 @@ from jaxlite.lax.dot import dot_general
 from jaxlite.lax.elementwise import add
 from jaxlite.lax import shapes
 from jaxlite.lax.shapes import pad, reshape, rev, squeeze, transpose
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
@@ -314,6 +315,7 @@ def _patches_aval(x, window_shape, window_strides, window_dilation, first_axis):
 # Every window of the axes from `first_axis`: x (lead..., spatial..., trailing...) ->
 # (lead..., out spatial..., window..., trailing...), out[o, k] = x[o * stride + k * dilation].
 conv_patches_p = Primitive("conv_patches")
+fusion_rules.fused(conv_patches_p, fusion_rules.conv_patches_rule)
 conv_patches_p.def_impl(_patches_impl)
 conv_patches_p.def_abstract_eval(_patches_aval)
 

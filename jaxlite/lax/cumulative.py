@@ -16,6 +16,7 @@ from jaxlite.lax.base import FLOAT, NUMBER, as_operand, check_dtype
 from jaxlite.lax.elementwise import (add, convert_element_type, eq, exp, log1p, max, min, mul,
                                      select_n, sub)
 from jaxlite.lax.shapes import full, pad, rev, slice_in_dim
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 
 
@@ -108,16 +109,21 @@ def _highest(dtype):
 
 
 cumsum_p, cumsum = _cumulative_primitive("cumsum", np.add, NUMBER)
+fusion_rules.cumulative(cumsum_p, fusion_rules.combine_with("add"))
 ad.deflinear(cumsum_p, lambda ct, x, axis, reverse: [cumsum(ct, axis, not reverse)])
 
 cumprod_p, cumprod = _cumulative_primitive("cumprod", np.multiply, NUMBER)
+fusion_rules.cumulative(cumprod_p, fusion_rules.combine_with("mul"))
 _scan_jvp(cumprod_p, mul, lambda dtype: 1)
 
 cummax_p, cummax = _cumulative_primitive("cummax", np.maximum, NUMBER)
+fusion_rules.cumulative(cummax_p, fusion_rules.combine_with("max"))
 _scan_jvp(cummax_p, max, _lowest)
 
 cummin_p, cummin = _cumulative_primitive("cummin", np.minimum, NUMBER)
+fusion_rules.cumulative(cummin_p, fusion_rules.combine_with("min"))
 _scan_jvp(cummin_p, min, _highest)
 
 cumlogsumexp_p, cumlogsumexp = _cumulative_primitive("cumlogsumexp", np.logaddexp, FLOAT)
+fusion_rules.cumulative(cumlogsumexp_p, fusion_rules.logaddexp)
 _scan_jvp(cumlogsumexp_p, logaddexp, lambda dtype: -np.inf)

@@ -9,6 +9,7 @@ from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
 from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.shapes import transpose
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
@@ -73,6 +74,7 @@ def _exact_in_float64(lhs_dtype, rhs_dtype, out_dtype, k):
 
 
 dot_general_p = Primitive("dot_general")
+fusion_rules.fused(dot_general_p, fusion_rules.dot_general_rule, domain="dot")
 dot_general_p.def_impl(_dot_general_impl)
 dot_general_p.def_abstract_eval(_dot_general_aval)
 

@@ -1,5 +1,6 @@
 """Elementwise primitives. Each block declares a primitive and registers its rules."""
 import builtins
+import operator
 
 import numpy as np
 
@@ -8,6 +9,7 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import (ANY, FLOAT, INTEGER, INTEGRAL, NUMBER, as_operand, as_operands,
                               check_dtype, naryop_primitive, unary_primitive)
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
 
@@ -43,22 +45,26 @@ def _broadcast_tangent(t, x, y):
 # ---------------------------------------------------------------- arithmetic
 
 add_p = naryop_primitive("add", np.add, NUMBER)
+fusion_rules.elementwise(add_p, "add")
 add = _bind_nary(add_p)
 ad.deflinear(add_p, lambda ct, x, y: [unbroadcast(ct, x.aval) if ad.is_undefined(x) else None,
                                       unbroadcast(ct, y.aval) if ad.is_undefined(y) else None])
 
 # add_any sums tangents and cotangents; unlike add it never sees Python scalars.
 add_any_p = naryop_primitive("add_any", np.add, NUMBER)
+fusion_rules.elementwise(add_any_p, "add")
 add_any = _bind_nary(add_any_p)
 ad.deflinear(add_any_p, lambda ct, x, y: [ct, ct])
 
 sub_p = naryop_primitive("sub", np.subtract, NUMBER)
+fusion_rules.elementwise(sub_p, "sub")
 sub = _bind_nary(sub_p)
 ad.deflinear(sub_p, lambda ct, x, y: [
     unbroadcast(ct, x.aval) if ad.is_undefined(x) else None,
     unbroadcast(neg(ct), y.aval) if ad.is_undefined(y) else None])
 
 mul_p = naryop_primitive("mul", np.multiply, NUMBER)
+fusion_rules.elementwise(mul_p, "mul")
 mul = _bind_nary(mul_p)
 ad.defbilinear(mul_p,
                lambda ct, x, y: unbroadcast(mul(ct, y), x.aval),
@@ -78,6 +84,7 @@ def _divide(x, y):
 
 
 div_p = naryop_primitive("div", _divide, NUMBER)
+fusion_rules.elementwise(div_p, "div")
 div = _bind_nary(div_p)
 defjvp(div_p,
        lambda t, x, y: div(t, y),
@@ -92,12 +99,14 @@ def _remainder(x, y):
 
 
 rem_p = naryop_primitive("rem", _remainder, NUMBER)
+fusion_rules.elementwise(rem_p, "rem")
 rem = _bind_nary(rem_p)
 defjvp(rem_p,
        _broadcast_tangent,
        lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
 
 pow_p = naryop_primitive("pow", np.power, FLOAT)
+fusion_rules.elementwise(pow_p, "pow")
 pow = _bind_nary(pow_p)
 
 
@@ -127,9 +136,11 @@ def _signed_zeros_ordered(extremum, zero_of):
 
 max_p = naryop_primitive("max", _signed_zeros_ordered(
     np.maximum, lambda x, y: np.where(np.signbit(x), y, x)), NUMBER)
+fusion_rules.elementwise(max_p, "max")
 max = _bind_nary(max_p)
 min_p = naryop_primitive("min", _signed_zeros_ordered(
     np.minimum, lambda x, y: np.where(np.signbit(x), x, y)), NUMBER)
+fusion_rules.elementwise(min_p, "min")
 min = _bind_nary(min_p)
 
 
@@ -149,10 +160,12 @@ defjvp(min_p,
        lambda t, x, y: mul(t, _balanced_share(y, x, lt)))
 
 nextafter_p = naryop_primitive("nextafter", np.nextafter, FLOAT)
+fusion_rules.elementwise(nextafter_p, "nextafter")
 nextafter = _bind_nary(nextafter_p)
 defjvp_zero(nextafter_p)
 
 atan2_p = naryop_primitive("atan2", np.arctan2, FLOAT)
+fusion_rules.elementwise(atan2_p, "atan2")
 atan2 = _bind_nary(atan2_p)
 defjvp(atan2_p,
        lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
@@ -161,6 +174,7 @@ defjvp(atan2_p,
 # ---------------------------------------------------------------- unary arithmetic
 
 neg_p = unary_primitive("neg", np.negative, NUMBER)
+fusion_rules.elementwise(neg_p, "neg")
 neg = _bind_unary(neg_p)
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
@@ -170,14 +184,17 @@ def _sign(x):
 
 
 sign_p = unary_primitive("sign", _sign, NUMBER, subnormals_as_zero=True)
+fusion_rules.elementwise(sign_p, "sign")
 sign = _bind_unary(sign_p)
 defjvp_zero(sign_p)
 
 floor_p = unary_primitive("floor", np.floor, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(floor_p, "floor")
 floor = _bind_unary(floor_p)
 defjvp_zero(floor_p)
 
 ceil_p = unary_primitive("ceil", np.ceil, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(ceil_p, "ceil")
 ceil = _bind_unary(ceil_p)
 defjvp_zero(ceil_p)
 
@@ -191,6 +208,7 @@ def _round_half_away(x):
 
 
 round_p = Primitive("round")
+fusion_rules.elementwise(round_p, "round")
 round_p.def_impl(lambda x, rounding_method=0: _round_half_away(x) if rounding_method == 0 else np.round(x))
 round_p.def_abstract_eval(lambda x, rounding_method=0: _unary_float_aval("round", x))
 batching.vectorized_rule(round_p)
@@ -207,17 +225,157 @@ def _unary_float_aval(name, x):
     return x
 
 
+# ---------------------------------------------------------------- reduce_precision
+# x rounded to a narrower float format (`exponent_bits`, `mantissa_bits`) and kept in its
+# dtype, as XLA does it, on the bits: the mantissa rounds to nearest even, a value past
+# the format's range becomes an infinity and one below its smallest normal a zero (of
+# its sign), NaN stays NaN. One algorithm serves eager (numpy arrays) and jit (kernel-IR
+# expressions built from existing kernel ops, so codegen needs nothing new).
+
+def _reduce_precision_bits(ops, x, exponent_bits, mantissa_bits):
+    info = dtypes.finfo(x.dtype)
+    bits = ops.to_bits(x)
+    if mantissa_bits < info.nmant:
+        dropped = info.nmant - mantissa_bits
+        last_kept_bit = ops.and_(ops.shift_right(bits, dropped), 1)
+        rounded = ops.add(bits, ops.add(last_kept_bit, (1 << (dropped - 1)) - 1))
+        bits = ops.and_(rounded, ~((1 << dropped) - 1) & ((1 << info.bits) - 1))
+    if exponent_bits < info.nexp:
+        exponent_mask = ((1 << info.nexp) - 1) << info.nmant
+        bias, reduced_bias = (1 << (info.nexp - 1)) - 1, (1 << (exponent_bits - 1)) - 1
+        exponent = ops.and_(bits, exponent_mask)
+        signed_zero = ops.and_(bits, 1 << (info.bits - 1))
+        bits = ops.where(ops.le(exponent, (bias - reduced_bias) << info.nmant), signed_zero, bits)
+        overflows = ops.gt(exponent, (bias + reduced_bias) << info.nmant)
+        bits = ops.where(overflows, ops.or_(signed_zero, exponent_mask), bits)
+    return ops.where(ops.isnan(x), x, ops.from_bits(bits))
+
+
+class _ArrayBits:
+    """_reduce_precision_bits's operations on numpy arrays (at least 1-d: no scalar overflow warnings)."""
+
+    def __init__(self, dtype):
+        self.dtype, self.bits_dtype = np.dtype(dtype), np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+    def to_bits(self, x):
+        return x.view(self.bits_dtype)
+
+    def from_bits(self, bits):
+        return bits.view(self.dtype)
+
+    def and_(self, a, b):
+        return np.bitwise_and(a, self.bits_dtype.type(b))
+
+    def or_(self, a, b):
+        return np.bitwise_or(a, b)
+
+    def add(self, a, b):
+        return np.add(a, b if isinstance(b, np.ndarray) else self.bits_dtype.type(b))
+
+    def shift_right(self, a, n):
+        return np.right_shift(a, self.bits_dtype.type(n))
+
+    def le(self, a, b):
+        return a <= self.bits_dtype.type(b)
+
+    def gt(self, a, b):
+        return a > self.bits_dtype.type(b)
+
+    def where(self, condition, then, otherwise):
+        return np.where(condition, then, otherwise)
+
+    def isnan(self, x):
+        return np.isnan(x)
+
+
+class _KernelBits(_ArrayBits):
+    """The same operations as kernel-IR nodes (lower/kernel_ir.py), for the fused kernel."""
+
+    def __init__(self, eb, dtype):
+        super().__init__(dtype)
+        self.eb = eb
+
+    def _bits(self, a):
+        return a if not isinstance(a, int) else self.eb.const(a, self.bits_dtype)
+
+    def _node(self, op, dtype, *args):
+        return self.eb.node(op, dtype, tuple(self._bits(a) for a in args))
+
+    def to_bits(self, x):
+        return self._node("bitcast", self.bits_dtype, x)
+
+    def from_bits(self, bits):
+        return self._node("bitcast", self.dtype, bits)
+
+    def and_(self, a, b):
+        return self._node("and", self.bits_dtype, a, b)
+
+    def or_(self, a, b):
+        return self._node("or", self.bits_dtype, a, b)
+
+    def add(self, a, b):
+        return self._node("add", self.bits_dtype, a, b)
+
+    def shift_right(self, a, n):
+        return self._node("shift_right_logical", self.bits_dtype, a, n)
+
+    def le(self, a, b):
+        return self._node("le", dtypes.bool_, a, b)
+
+    def gt(self, a, b):
+        return self._node("gt", dtypes.bool_, a, b)
+
+    def where(self, condition, then, otherwise):
+        return self._node("select_n", then.dtype, condition, otherwise, then)
+
+    def isnan(self, x):
+        return self._node("ne", dtypes.bool_, x, x)
+
+
+def _reduce_precision_impl(x, exponent_bits, mantissa_bits):
+    flat = np.asarray(x).reshape(-1)
+    out = _reduce_precision_bits(_ArrayBits(flat.dtype), flat, exponent_bits, mantissa_bits)
+    return out.reshape(np.shape(x))
+
+
+def _reduce_precision_rule(lw, eqn, index):
+    x = lw.operand(eqn.inputs[0], index)
+    return _reduce_precision_bits(_KernelBits(lw.eb, x.dtype), x, **eqn.params)
+
+
+reduce_precision_p = Primitive("reduce_precision")
+reduce_precision_p.def_impl(_reduce_precision_impl)
+reduce_precision_p.def_abstract_eval(lambda x, **params: _unary_float_aval("reduce_precision", x))
+batching.vectorized_rule(reduce_precision_p)
+ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+fusion_rules.fused(reduce_precision_p, _reduce_precision_rule, elementwise=True)
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+    """`operand` rounded to a float format with `exponent_bits` exponent and `mantissa_bits`
+    mantissa bits, in its own dtype."""
+    exponent_bits, mantissa_bits = operator.index(exponent_bits), operator.index(mantissa_bits)
+    if exponent_bits < 1:
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+    if mantissa_bits < 0:
+        raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}")
+    return reduce_precision_p.bind(as_operand(operand), exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)
+
+
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT)
+fusion_rules.elementwise(is_finite_p, "is_finite")
 is_finite_p.def_abstract_eval(lambda x: ShapedArray(_unary_float_aval("is_finite", x).shape, dtypes.bool_))
 is_finite = _bind_unary(is_finite_p)
 defjvp_zero(is_finite_p)
 
 abs_p = unary_primitive("abs", np.abs, NUMBER)
+fusion_rules.elementwise(abs_p, "abs")
 abs = _bind_unary(abs_p)
 # The derivative at 0 (and -0) is 1, as JAX takes it (so grad(hypot)(0, 0) is (1/2, 1/2)).
 defjvp(abs_p, lambda t, x: select_n(ge(x, full_like(x, 0)), neg(t), t))
 
 square_p = unary_primitive("square", np.square, NUMBER)
+fusion_rules.elementwise(square_p, "square")
 square = _bind_unary(square_p)
 defjvp(square_p, lambda t, x: mul(t, mul(x, 2)))
 
@@ -227,6 +385,7 @@ def _integer_pow(x, y):
 
 
 integer_pow_p = Primitive("integer_pow")
+fusion_rules.fused(integer_pow_p, fusion_rules.integer_pow_rule)
 integer_pow_p.def_impl(_integer_pow)
 integer_pow_p.def_abstract_eval(lambda x, y: _integer_pow_aval(x, y))
 batching.vectorized_rule(integer_pow_p)
@@ -256,26 +415,32 @@ def integer_pow(x, y):
 # ---------------------------------------------------------------- transcendental
 
 exp_p = unary_primitive("exp", np.exp, FLOAT)
+fusion_rules.elementwise(exp_p, "exp")
 exp = _bind_unary(exp_p)
 defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 
 exp2_p = unary_primitive("exp2", np.exp2, FLOAT)
+fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
 defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
 
 log_p = unary_primitive("log", np.log, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(log_p, "log")
 log = _bind_unary(log_p)
 defjvp(log_p, lambda t, x: div(t, x))
 
 log1p_p = unary_primitive("log1p", np.log1p, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(log1p_p, "log1p")
 log1p = _bind_unary(log1p_p)
 defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
 
 expm1_p = unary_primitive("expm1", np.expm1, FLOAT)
+fusion_rules.elementwise(expm1_p, "expm1")
 expm1 = _bind_unary(expm1_p)
 defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, 1)))
 
 sqrt_p = unary_primitive("sqrt", np.sqrt, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(sqrt_p, "sqrt")
 sqrt = _bind_unary(sqrt_p)
 defjvp_with_output(sqrt_p, lambda ts, out, x: div(ts[0], mul(out, 2)))
 
@@ -288,14 +453,17 @@ def _rsqrt(x):
 
 
 rsqrt_p = unary_primitive("rsqrt", _rsqrt, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
 defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
 
 cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(cbrt_p, "cbrt")
 cbrt = _bind_unary(cbrt_p)
 defjvp_with_output(cbrt_p, lambda ts, out, x: div(ts[0], mul(square(out), 3)))
 
 tanh_p = unary_primitive("tanh", np.tanh, FLOAT)
+fusion_rules.elementwise(tanh_p, "tanh")
 tanh = _bind_unary(tanh_p)
 defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(1, square(out))))
 
@@ -311,18 +479,22 @@ def _logistic(x):
 
 
 logistic_p = unary_primitive("logistic", _logistic, FLOAT)
+fusion_rules.elementwise(logistic_p, "logistic")
 logistic = _bind_unary(logistic_p)
 defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(1, out))))
 
 sin_p = unary_primitive("sin", np.sin, FLOAT)
+fusion_rules.elementwise(sin_p, "sin")
 sin = _bind_unary(sin_p)
 defjvp(sin_p, lambda t, x: mul(t, cos(x)))
 
 cos_p = unary_primitive("cos", np.cos, FLOAT)
+fusion_rules.elementwise(cos_p, "cos")
 cos = _bind_unary(cos_p)
 defjvp(cos_p, lambda t, x: mul(neg(t), sin(x)))
 
 tan_p = unary_primitive("tan", np.tan, FLOAT)
+fusion_rules.elementwise(tan_p, "tan")
 tan = _bind_unary(tan_p)
 defjvp_with_output(tan_p, lambda ts, out, x: mul(ts[0], add(square(out), 1)))
 
@@ -333,52 +505,64 @@ def _one_minus_square(x):
 
 
 asin_p = unary_primitive("asin", np.arcsin, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(asin_p, "asin")
 asin = _bind_unary(asin_p)
 defjvp(asin_p, lambda t, x: mul(t, rsqrt(_one_minus_square(x))))
 
 acos_p = unary_primitive("acos", np.arccos, FLOAT)
+fusion_rules.elementwise(acos_p, "acos")
 acos = _bind_unary(acos_p)
 defjvp(acos_p, lambda t, x: mul(neg(t), rsqrt(_one_minus_square(x))))
 
 atan_p = unary_primitive("atan", np.arctan, FLOAT)
+fusion_rules.elementwise(atan_p, "atan")
 atan = _bind_unary(atan_p)
 defjvp(atan_p, lambda t, x: div(t, add(square(x), 1)))
 
 sinh_p = unary_primitive("sinh", np.sinh, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(sinh_p, "sinh")
 sinh = _bind_unary(sinh_p)
 defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 
 cosh_p = unary_primitive("cosh", np.cosh, FLOAT)
+fusion_rules.elementwise(cosh_p, "cosh")
 cosh = _bind_unary(cosh_p)
 defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 
 asinh_p = unary_primitive("asinh", np.arcsinh, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(asinh_p, "asinh")
 asinh = _bind_unary(asinh_p)
 defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1))))
 
 acosh_p = unary_primitive("acosh", np.arccosh, FLOAT)
+fusion_rules.elementwise(acosh_p, "acosh")
 acosh = _bind_unary(acosh_p)
 defjvp(acosh_p, lambda t, x: mul(t, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
 
 atanh_p = unary_primitive("atanh", np.arctanh, FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(atanh_p, "atanh")
 atanh = _bind_unary(atanh_p)
 defjvp(atanh_p, lambda t, x: div(t, _one_minus_square(x)))
 
 # ---------------------------------------------------------------- logic and comparison
 
 not_p = unary_primitive("not", np.invert, INTEGRAL)
+fusion_rules.elementwise(not_p, "not")
 bitwise_not = _bind_unary(not_p)
 defjvp_zero(not_p)
 
 and_p = naryop_primitive("and", np.bitwise_and, INTEGRAL)
+fusion_rules.elementwise(and_p, "and")
 bitwise_and = _bind_nary(and_p)
 defjvp_zero(and_p)
 
 or_p = naryop_primitive("or", np.bitwise_or, INTEGRAL)
+fusion_rules.elementwise(or_p, "or")
 bitwise_or = _bind_nary(or_p)
 defjvp_zero(or_p)
 
 xor_p = naryop_primitive("xor", np.bitwise_xor, INTEGRAL)
+fusion_rules.elementwise(xor_p, "xor")
 bitwise_xor = _bind_nary(xor_p)
 defjvp_zero(xor_p)
 
@@ -417,13 +601,17 @@ def _shift_primitive(name, shift, keeps_sign=False):
 
 
 shift_left_p, shift_left = _shift_primitive("shift_left", np.left_shift)
+fusion_rules.elementwise(shift_left_p, "shift_left")
 shift_right_logical_p, shift_right_logical = _shift_primitive("shift_right_logical",
                                                               _shift_right_logical)
+fusion_rules.elementwise(shift_right_logical_p, "shift_right_logical")
 shift_right_arithmetic_p, shift_right_arithmetic = _shift_primitive(
     "shift_right_arithmetic", _shift_right_arithmetic, keeps_sign=True)
+fusion_rules.elementwise(shift_right_arithmetic_p, "shift_right_arithmetic")
 
 population_count_p = unary_primitive(
     "population_count", lambda x: np.bitwise_count(_unsigned_view(x)).astype(x.dtype), INTEGER)
+fusion_rules.elementwise(population_count_p, "population_count")
 population_count = _bind_unary(population_count_p)
 defjvp_zero(population_count_p)
 
@@ -442,6 +630,7 @@ def _count_leading_zeros(x):
 
 
 clz_p = unary_primitive("clz", _count_leading_zeros, INTEGER)
+fusion_rules.elementwise(clz_p, "clz")
 clz = _bind_unary(clz_p)
 defjvp_zero(clz_p)
 
@@ -453,11 +642,17 @@ def _comparison(name, numpy_fn):
 
 
 eq_p, eq = _comparison("eq", np.equal)
+fusion_rules.elementwise(eq_p, "eq")
 ne_p, ne = _comparison("ne", np.not_equal)
+fusion_rules.elementwise(ne_p, "ne")
 lt_p, lt = _comparison("lt", np.less)
+fusion_rules.elementwise(lt_p, "lt")
 le_p, le = _comparison("le", np.less_equal)
+fusion_rules.elementwise(le_p, "le")
 gt_p, gt = _comparison("gt", np.greater)
+fusion_rules.elementwise(gt_p, "gt")
 ge_p, ge = _comparison("ge", np.greater_equal)
+fusion_rules.elementwise(ge_p, "ge")
 
 # ---------------------------------------------------------------- select
 
@@ -488,6 +683,7 @@ def _select_n_aval(which, *cases):
 
 
 select_n_p = Primitive("select_n")
+fusion_rules.elementwise(select_n_p, "select_n")
 select_n_p.def_impl(_select_n)
 select_n_p.def_abstract_eval(_select_n_aval)
 
@@ -557,6 +753,7 @@ def _convert(x, new_dtype, weak_type=False):
 
 
 convert_element_type_p = Primitive("convert_element_type")
+fusion_rules.fused(convert_element_type_p, fusion_rules.convert_rule, elementwise=True)
 convert_element_type_p.def_impl(_convert)
 convert_element_type_p.def_abstract_eval(_convert_aval)
 batching.vectorized_rule(convert_element_type_p)
@@ -600,6 +797,7 @@ def _bitcast_aval(x, new_dtype):
 
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
+fusion_rules.fused(bitcast_convert_type_p, fusion_rules.bitcast_rule)
 bitcast_convert_type_p.def_impl(lambda x, new_dtype: x.view(new_dtype))
 bitcast_convert_type_p.def_abstract_eval(_bitcast_aval)
 batching.vectorized_rule(bitcast_convert_type_p)

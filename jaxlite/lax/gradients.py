@@ -2,10 +2,12 @@
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.tree_util import tree_map
 from jaxlite.lax.base import as_operand
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 
 # The identity whose derivative is zero: the value is kept, the dependence forgotten.
 stop_gradient_p = Primitive("stop_gradient")
+fusion_rules.fused(stop_gradient_p, fusion_rules.identity_rule)
 stop_gradient_p.def_impl(lambda x: x)
 stop_gradient_p.def_abstract_eval(lambda x: x)
 ad.defjvp_zero(stop_gradient_p)

@@ -16,6 +16,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, FLOAT, as_operand, as_operands, elementwise_aval, naryop_primitive
 from jaxlite.lax.elementwise import mul
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp
 
@@ -58,6 +59,7 @@ def _threefry2x32_aval(key1, key2, count1, count2):
 
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
+fusion_rules.fused(threefry2x32_p, fusion_rules.threefry2x32_rule)
 threefry2x32_p.def_impl(_threefry2x32)
 threefry2x32_p.def_abstract_eval(_threefry2x32_aval)
 batching.broadcasting_rule(threefry2x32_p)
@@ -112,6 +114,7 @@ def _split_halves(x):
 # would round twice; this primitive reproduces those bits eagerly, and a code
 # generator lowers it to the hardware instruction.
 fma_p = naryop_primitive("fma", _fma, FLOAT)
+fusion_rules.elementwise(fma_p, "fma")
 defjvp(fma_p,
        lambda t, x, y, z: mul(t, y),
        lambda t, x, y, z: mul(x, t),

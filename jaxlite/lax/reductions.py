@@ -6,6 +6,7 @@ from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_a
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, as_operand, check_dtype
 from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 
 
@@ -49,10 +50,12 @@ def _expand_reduced(x, shape, axes):
 
 
 reduce_sum_p = _reduction_primitive("reduce_sum", np.sum, NUMBER)
+fusion_rules.reduction(reduce_sum_p, "sum")
 reduce_sum = _binder(reduce_sum_p)
 ad.deflinear(reduce_sum_p, lambda ct, x, axes: [_expand_reduced(ct, x.aval.shape, axes)])
 
 reduce_prod_p = _reduction_primitive("reduce_prod", np.prod, NUMBER)
+fusion_rules.reduction(reduce_prod_p, "prod")
 reduce_prod = _binder(reduce_prod_p)
 
 
@@ -118,23 +121,28 @@ def _extremum_with_ordered_zeros(numpy_fn, preferred_zero_is_negative):
 
 
 reduce_max_p = _reduction_primitive("reduce_max", _extremum_with_ordered_zeros(np.max, False), ANY)
+fusion_rules.reduction(reduce_max_p, "max")
 reduce_max = _binder(reduce_max_p)
 _extremum_jvp(reduce_max_p)
 
 reduce_min_p = _reduction_primitive("reduce_min", _extremum_with_ordered_zeros(np.min, True), ANY)
+fusion_rules.reduction(reduce_min_p, "min")
 reduce_min = _binder(reduce_min_p)
 _extremum_jvp(reduce_min_p)
 
 # Bitwise on integers, as JAX's (on booleans that is "all"/"any").
 reduce_and_p = _reduction_primitive("reduce_and", np.bitwise_and.reduce, INTEGRAL)
+fusion_rules.reduction(reduce_and_p, "and")
 reduce_and = _binder(reduce_and_p)
 ad.defjvp_zero(reduce_and_p)
 
 reduce_or_p = _reduction_primitive("reduce_or", np.bitwise_or.reduce, INTEGRAL)
+fusion_rules.reduction(reduce_or_p, "or")
 reduce_or = _binder(reduce_or_p)
 ad.defjvp_zero(reduce_or_p)
 
 reduce_xor_p = _reduction_primitive("reduce_xor", np.bitwise_xor.reduce, INTEGRAL)
+fusion_rules.reduction(reduce_xor_p, "xor")
 reduce_xor = _binder(reduce_xor_p)
 ad.defjvp_zero(reduce_xor_p)
 
@@ -168,5 +176,7 @@ def _arg_primitive(name, numpy_fn):
 
 
 argmax_p, argmax = _arg_primitive("argmax", np.argmax)
+fusion_rules.reduction(argmax_p, "argmax")
 argmin_p, argmin = _arg_primitive("argmin", np.argmin)
+fusion_rules.reduction(argmin_p, "argmin")
 

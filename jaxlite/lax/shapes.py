@@ -9,6 +9,7 @@ from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, as_operand, as_operands, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.reductions import reduce_sum
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
 
@@ -45,6 +46,7 @@ def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p = _primitive("broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_aval)
+fusion_rules.fused(broadcast_in_dim_p, fusion_rules.broadcast_in_dim_rule, recomputed=True)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
@@ -123,6 +125,7 @@ def _reshape_impl(x, new_sizes, dimensions=None):
 
 
 reshape_p = _primitive("reshape", _reshape_impl, _reshape_aval)
+fusion_rules.fused(reshape_p, fusion_rules.reshape_rule)
 
 
 def reshape(x, new_sizes, dimensions=None):
@@ -167,6 +170,7 @@ def _transpose_aval(x, permutation):
 
 
 transpose_p = _primitive("transpose", lambda x, permutation: np.transpose(x, permutation), _transpose_aval)
+fusion_rules.fused(transpose_p, fusion_rules.transpose_rule)
 
 
 def transpose(x, permutation):
@@ -199,6 +203,7 @@ def _squeeze_aval(x, dimensions):
 
 
 squeeze_p = _primitive("squeeze", lambda x, dimensions: np.squeeze(x, dimensions), _squeeze_aval)
+fusion_rules.fused(squeeze_p, fusion_rules.squeeze_rule)
 
 
 def squeeze(x, dimensions):
@@ -227,6 +232,7 @@ def _rev_aval(x, dimensions):
 
 
 rev_p = _primitive("rev", lambda x, dimensions: np.flip(x, dimensions), _rev_aval)
+fusion_rules.fused(rev_p, fusion_rules.rev_rule)
 
 
 def rev(x, dimensions):
@@ -266,6 +272,7 @@ def _slice_impl(x, start_indices, limit_indices, strides=None):
 
 
 slice_p = _primitive("slice", _slice_impl, _slice_aval)
+fusion_rules.fused(slice_p, fusion_rules.slice_rule)
 
 
 def slice(x, start_indices, limit_indices, strides=None):
@@ -344,6 +351,7 @@ def _pad_impl(x, padding_value, padding_config):
 
 
 pad_p = _primitive("pad", _pad_impl, _pad_aval)
+fusion_rules.fused(pad_p, fusion_rules.pad_rule)
 
 
 def pad(x, padding_value, padding_config):
@@ -407,6 +415,7 @@ def _concatenate_aval(*xs, dimension):
 
 concatenate_p = _primitive("concatenate", lambda *xs, dimension: np.concatenate(xs, dimension),
                            _concatenate_aval)
+fusion_rules.fused(concatenate_p, fusion_rules.concatenate_rule)
 
 
 def concatenate(operands, dimension):
@@ -457,6 +466,7 @@ def _iota_impl(dtype, shape, dimension):
 
 
 iota_p = _primitive("iota", _iota_impl, _iota_aval)
+fusion_rules.fused(iota_p, fusion_rules.iota_rule, recomputed=True)
 
 
 def iota(dtype, size):

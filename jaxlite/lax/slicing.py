@@ -29,6 +29,7 @@ from jaxlite.lax.base import INTEGER, as_operand, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import (add, clamp, convert_element_type, div, eq, full_like, lt, mul,
                                      ne, select_n)
 from jaxlite.lax.shapes import concatenate, full, iota, pad, reshape, rev, slice_in_dim
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front, move_dim
 
@@ -215,6 +216,7 @@ def _gather_aval(operand, indices, dimension_numbers, slice_sizes, mode, fill_va
 
 
 gather_p = Primitive("gather")
+fusion_rules.fused(gather_p, fusion_rules.gather_rule)
 gather_p.def_impl(_gather_impl)
 gather_p.def_abstract_eval(_gather_aval)
 
@@ -294,7 +296,7 @@ batching.batch_rules[gather_p] = _gather_batch
 
 # ---------------------------------------------------------------- scatter family
 
-def _scatter_slice_sizes(operand_shape, updates_shape, dnums):
+def scatter_slice_sizes(operand_shape, updates_shape, dnums):
     """The window size of a scatter in each operand axis (1 for inserted/batching axes)."""
     dropped = set(dnums.inserted_window_dims) | set(dnums.operand_batching_dims)
     window_sizes = iter(updates_shape[p] for p in dnums.update_window_dims)
@@ -303,7 +305,7 @@ def _scatter_slice_sizes(operand_shape, updates_shape, dnums):
 
 def _scatter_impl(combine, operand, indices, updates, dimension_numbers, mode):
     gather_dnums = _scatter_to_gather_dnums(dimension_numbers)
-    sizes = _scatter_slice_sizes(operand.shape, updates.shape, dimension_numbers)
+    sizes = scatter_slice_sizes(operand.shape, updates.shape, dimension_numbers)
     points, in_bounds = _point_indices(operand.shape, indices, sizes, gather_dnums)
     windows = dimension_numbers.update_window_dims
     batch_positions = [p for p in range(updates.ndim) if p not in windows]
@@ -329,7 +331,7 @@ def _scatter_aval(operand, indices, updates, dimension_numbers, mode):
     windows = d.update_window_dims
     batch_shape = tuple(n for p, n in enumerate(updates.shape) if p not in windows)
     n_windows = operand.ndim - len(set(d.inserted_window_dims) | set(d.operand_batching_dims))
-    sizes = _scatter_slice_sizes(operand.shape, updates.shape, d)
+    sizes = scatter_slice_sizes(operand.shape, updates.shape, d)
     if batch_shape != indices.shape[:-1] or len(windows) != n_windows or any(
             s > n for s, n in zip(sizes, operand.shape)):
         raise TypeError(f"scatter: updates of shape {updates.shape} with update_window_dims "
@@ -375,15 +377,20 @@ def _set_at(out, points, updates):
 
 
 scatter_p, scatter = _scatter_primitive("scatter", _set_at)
+fusion_rules.scatter(scatter_p, None)
 scatter_add_p, scatter_add = _scatter_primitive("scatter-add", np.add.at)
+fusion_rules.scatter(scatter_add_p, "add")
 scatter_mul_p, scatter_mul = _scatter_primitive("scatter-mul", np.multiply.at)
+fusion_rules.scatter(scatter_mul_p, "mul")
 scatter_min_p, scatter_min = _scatter_primitive("scatter-min", np.minimum.at)
+fusion_rules.scatter(scatter_min_p, "min")
 scatter_max_p, scatter_max = _scatter_primitive("scatter-max", np.maximum.at)
+fusion_rules.scatter(scatter_max_p, "max")
 
 
 def _gather_updates(ct, indices, updates_aval, dimension_numbers, mode):
     """The part of ct (operand-shaped) each update window lands on; dropped windows read 0."""
-    sizes = _scatter_slice_sizes(ct.shape, updates_aval.shape, dimension_numbers)
+    sizes = scatter_slice_sizes(ct.shape, updates_aval.shape, dimension_numbers)
     fill = 0 if mode is GatherScatterMode.FILL_OR_DROP else None
     return gather(ct, indices, _scatter_to_gather_dnums(dimension_numbers), sizes, mode=mode,
                   fill_value=fill)
@@ -593,6 +600,7 @@ def _dynamic_slice_aval(operand, *starts, slice_sizes):
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
+fusion_rules.fused(dynamic_slice_p, fusion_rules.dynamic_slice_rule)
 dynamic_slice_p.def_impl(_dynamic_slice_impl)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_aval)
 
@@ -690,6 +698,7 @@ def _dynamic_update_slice_aval(operand, update, *starts):
 
 
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
+fusion_rules.fused(dynamic_update_slice_p, fusion_rules.dynamic_update_slice_rule)
 dynamic_update_slice_p.def_impl(_dynamic_update_slice_impl)
 dynamic_update_slice_p.def_abstract_eval(_dynamic_update_slice_aval)
 

@@ -23,6 +23,7 @@ from numpy.polynomial import chebyshev
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import FLOAT, as_operand, elementwise_aval, unary_primitive
 from jaxlite.lax.elementwise import _bind_unary, exp, mul, neg, square
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output
 
@@ -115,10 +116,12 @@ def _erf_derivative(x):
 
 
 erf_p = unary_primitive("erf", _in_float64(_erf64), FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(erf_p, "erf")
 erf = _bind_unary(erf_p)
 defjvp(erf_p, lambda t, x: mul(t, _erf_derivative(x)))
 
 erfc_p = unary_primitive("erfc", _in_float64(_erfc64), FLOAT)
+fusion_rules.elementwise(erfc_p, "erfc")
 erfc = _bind_unary(erfc_p)
 defjvp(erfc_p, lambda t, x: mul(neg(t), _erf_derivative(x)))
 
@@ -157,6 +160,7 @@ def _erf_inv64(y):
 
 
 erf_inv_p = unary_primitive("erf_inv", _in_float64(_erf_inv64), FLOAT)
+fusion_rules.elementwise(erf_inv_p, "erf_inv")
 erf_inv = _bind_unary(erf_inv_p)
 defjvp_with_output(erf_inv_p, lambda ts, out, y: mul(ts[0], mul(exp(square(out)), _SQRT_PI / 2)))
 
@@ -265,13 +269,24 @@ def _polygamma64(x, m):
 
 
 lgamma_p = unary_primitive("lgamma", _in_float64(_lgamma64), FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(lgamma_p, "lgamma")
 lgamma = _bind_unary(lgamma_p)
 
 digamma_p = unary_primitive("digamma", _in_float64(_digamma64), FLOAT, subnormals_as_zero=True)
+fusion_rules.elementwise(digamma_p, "digamma")
 digamma = _bind_unary(digamma_p)
 defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 
 polygamma_p = Primitive("polygamma")
+
+
+def _polygamma_fusible(eqn):
+    """Orders the native series covers; higher ones run numpy's loop (as good there)."""
+    from jaxlite.lower.llvm_math import POLYGAMMA_MAX_ORDER     # loads llvmlite: only when jit compiles
+    return eqn.params["m"] <= POLYGAMMA_MAX_ORDER
+
+
+fusion_rules.elementwise(polygamma_p, "polygamma", fusible=_polygamma_fusible)
 polygamma_p.def_impl(_in_float64(_polygamma64))
 polygamma_p.def_abstract_eval(lambda x, m: elementwise_aval("polygamma", [x], FLOAT))
 batching.vectorized_rule(polygamma_p)

@@ -19,6 +19,7 @@ from jaxlite.lax.elementwise import (add, convert_element_type, max as lax_max, 
 from jaxlite.lax.reductions import reduce_max_p, reduce_min_p
 from jaxlite.lax.shapes import broadcasted_iota, concatenate, full, pad, reshape, slice
 from jaxlite.lax.slicing import GatherDimensionNumbers, gather
+from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 
 
@@ -82,8 +83,11 @@ def _insert(entries, position, value):
 
 
 reduce_window_sum_p = _reduce_window_primitive("reduce_window_sum", np.sum, lambda dtype: 0, NUMBER)
+fusion_rules.window_reduction(reduce_window_sum_p, "sum")
 reduce_window_max_p = _reduce_window_primitive("reduce_window_max", np.max, _lowest, ANY)
+fusion_rules.window_reduction(reduce_window_max_p, "max")
 reduce_window_min_p = _reduce_window_primitive("reduce_window_min", np.min, _highest, ANY)
+fusion_rules.window_reduction(reduce_window_min_p, "min")
 
 
 def _reduce_window_sum_transpose(ct, x, window_dimensions, window_strides, padding, base_dilation,

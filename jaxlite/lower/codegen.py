@@ -22,11 +22,10 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core import dtypes
-from jaxlite.lower import gemm, llvm_math, llvm_target, transposed_reads
+from jaxlite.lower import kernel_ir, llvm_math, llvm_target, transposed_reads
 from jaxlite.lower.kernel_ir import Reduce
-
-I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
-PTR = ir.PointerType()
+from jaxlite.lower.llvm_helpers import (I1, I8, I16, I32, I64, PTR, VOID, as_i64, call_intrinsic, emit_loop,
+                                        transpose_square)
 _FAST = ("contract",)
 _REDUCE_FAST = ("reassoc", "contract")
 
@@ -65,20 +64,12 @@ def _is_signed(dtype):
     return np.dtype(dtype).kind == "i"
 
 
-def _intrinsic(builder, name, ret_type, args):
-    module = builder.module
-    function = module.globals.get(name)
-    if function is None:
-        function = ir.Function(module, ir.FunctionType(ret_type, [a.type for a in args]), name)
-    return builder.call(function, args)
-
-
 def _suffix(ty):
     return ty.intrinsic_name
 
 
 def _float_intrinsic(builder, name, x):
-    return _intrinsic(builder, f"llvm.{name}.{_suffix(x.type)}", x.type, [x])
+    return call_intrinsic(builder, f"llvm.{name}.{_suffix(x.type)}", x.type, [x])
 
 
 # ---------------------------------------------------------------- bfloat16 rounding
@@ -128,7 +119,7 @@ class ExprEmitter:
             value = self.b.load(self.accumulators[e.attr])
             return round_to_bf16(self.b, value) if _is_bf16(e.dtype) else value
         value = OPS[e.op](self.b, e, args)
-        if _is_bf16(e.dtype) and e.op not in _EXACT_IN_BF16:
+        if _is_bf16(e.dtype) and not kernel_ir.OPS[e.op].exact_in_bf16:
             value = round_to_bf16(self.b, value)
         return value
 
@@ -140,10 +131,6 @@ class ExprEmitter:
         return from_memory(self.b, raw, buffer.dtype)
 
 
-# Operations whose bf16 result needs no rounding (exact, or not a bf16 value at all).
-_EXACT_IN_BF16 = frozenset({"neg", "abs", "sign", "floor", "ceil", "round", "select_n", "max",
-                            "min", "eq", "ne", "lt", "le", "gt", "ge", "is_finite", "bitcast",
-                            "fma", "nextafter"})
 
 
 def from_memory(builder, raw, dtype):
@@ -275,7 +262,7 @@ def _elementwise_extremum(kind, predicate):
     """Floats through llvm.maximum/minimum: NaN wins and -0 < +0, as XLA defines max/min."""
     def emit(b, e, args):
         if _is_float(e.dtype):
-            return _intrinsic(b, f"llvm.{kind}.{_suffix(args[0].type)}", args[0].type, args)
+            return call_intrinsic(b, f"llvm.{kind}.{_suffix(args[0].type)}", args[0].type, args)
         return _extremum(b, e.dtype, *args, predicate)
     return emit
 
@@ -351,9 +338,9 @@ def _half_in_float32(b, emitter, args):
     return emitter(b, *args)
 
 
-for _name in ("exp", "exp2", "log", "log1p", "expm1", "cos", "cbrt",
-              "pow", "atan2", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-              "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"):
+# Their own emitters below: sin and tanh (subnormals kept), logistic (16-bit floats as XLA
+# rounds them), polygamma (its order).
+for _name in kernel_ir.ops_in(kernel_ir.MATH) - {"sin", "tanh", "logistic", "polygamma"}:
     OPS[_name] = _math(_name)
 
 
@@ -465,7 +452,7 @@ def _fma(b, e, args):
     """One rounding: the hardware FMA, or for narrow formats double arithmetic (whose
     product of two narrow values is exact) rounded once to the format."""
     if e.dtype in (np.float32, np.float64):
-        return _intrinsic(b, f"llvm.fma.{_suffix(args[0].type)}", args[0].type, list(args))
+        return call_intrinsic(b, f"llvm.fma.{_suffix(args[0].type)}", args[0].type, list(args))
     wide = [convert(b, a, e.dtype, np.float64) for a in args]
     total = b.fadd(b.fmul(wide[0], wide[1]), wide[2])
     return convert(b, total, np.float64, e.dtype)
@@ -474,7 +461,7 @@ def _fma(b, e, args):
 def _bit_intrinsic(name, *extra):
     def emit(b, e, args):
         x = args[0]
-        return _intrinsic(b, f"llvm.{name}.{_suffix(x.type)}", x.type, [x, *extra])
+        return call_intrinsic(b, f"llvm.{name}.{_suffix(x.type)}", x.type, [x, *extra])
     return emit
 
 
@@ -549,7 +536,7 @@ def convert(b, x, source, target):
     if _is_float(source):
         kind = "fptosi" if _is_signed(target) else "fptoui"
         # Saturating conversion: NaN -> 0 and out-of-range values clamp, like the eager impl.
-        return _intrinsic(b, f"llvm.{kind}.sat.{_suffix(target_type)}.{_suffix(x.type)}", target_type, [x])
+        return call_intrinsic(b, f"llvm.{kind}.sat.{_suffix(target_type)}.{_suffix(x.type)}", target_type, [x])
     if _is_float(target):
         return b.sitofp(x, target_type) if _is_signed(source) else b.uitofp(x, target_type)
     if target_type.width < x.type.width:
@@ -633,7 +620,7 @@ def _combine(b, kind, dtype, acc, value):
     if _is_float(dtype):
         # llvm.maximum/minimum propagate NaN like numpy and vectorize as reductions.
         name = "maximum" if kind == "max" else "minimum"
-        return _intrinsic(b, f"llvm.{name}.{_suffix(acc.type)}", acc.type, [acc, value])
+        return call_intrinsic(b, f"llvm.{name}.{_suffix(acc.type)}", acc.type, [acc, value])
     return _extremum(b, dtype, value, acc, ">" if kind == "max" else "<")
 
 
@@ -655,7 +642,9 @@ class KernelEmitter:
         self.module, self.kernel = module, kernel
         self.parallel = kernel.parallel_loop()
         types = [PTR] * len(kernel.params) + [I64, I64] * (self.parallel is not None)
-        self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), types), kernel.name)
+        # Control-flow bodies are partitioned apart, so their kernels may share names: each
+        # function gets a name unique in the module.
+        self.function = ir.Function(module, ir.FunctionType(VOID, types), module.get_unique_name(kernel.name))
         self.function.linkage = "internal"
         llvm_target.add_function_attributes(self.function)
         for argument in self.function.args[:len(kernel.params)]:
@@ -707,32 +696,13 @@ class KernelEmitter:
         """`for loop in range(start, stop, step): body()`, the counter in loop_values[loop]
         (or handed to body when `loop` is None); bounds are ints or i64 values, `hints`
         (name, value) pairs of loop metadata."""
-        start, stop = _as_i64(start), _as_i64(stop)
-        constant = isinstance(start, ir.Constant) and isinstance(stop, ir.Constant)
-        if constant and start.constant >= stop.constant:
-            return
-        name = name or loop.name
-        done = self.function.append_basic_block(name + ".done")
-        header = self.function.append_basic_block(name)
-        if constant:
-            self.b.branch(header)
-        else:
-            self.b.cbranch(self.b.icmp_unsigned("<", start, stop), header, done)
-        before = self.b.block
-        self.b.position_at_end(header)
-        counter = self.b.phi(I64, name=name)
-        counter.add_incoming(start, before)
-        if loop is None:
-            body(counter)
-        else:
-            self.loop_values[loop] = counter
-            body()
-        following = self.b.add(counter, ir.Constant(I64, step), flags=("nuw", "nsw"))
-        counter.add_incoming(following, self.b.block)
-        latch = self.b.cbranch(self.b.icmp_unsigned("<", following, stop), header, done)
-        if hints:
-            latch.set_metadata("llvm.loop", _loop_id(self.module, *hints))
-        self.b.position_at_end(done)
+        def iteration(counter):
+            if loop is None:
+                body(counter)
+            else:
+                self.loop_values[loop] = counter
+                body()
+        emit_loop(self.b, start, stop, iteration, step=step, name=name or loop.name, hints=hints)
 
     def _stages(self):
         for stage in self.kernel.stages:
@@ -789,8 +759,8 @@ class KernelEmitter:
 
         def one_block(start):
             self.b.store(ir.Constant(value_type, 0.0), block)
-            end = self.b.add(start, _as_i64(SUM_BLOCK))
-            stop = self.b.select(self.b.icmp_unsigned("<", end, _as_i64(loop.extent)), end, _as_i64(loop.extent))
+            end = self.b.add(start, as_i64(SUM_BLOCK))
+            stop = self.b.select(self.b.icmp_unsigned("<", end, as_i64(loop.extent)), end, as_i64(loop.extent))
             self._counted_loop(loop, start, stop, lambda: body(block), hints=interleave)
             partial = self.b.fpext(self.b.load(block), wide)
             self.b.store(self.b.fadd(self.b.load(total), partial), total)
@@ -815,8 +785,8 @@ class KernelEmitter:
         """Whole tiles where they fit; the edges (a partial tile of rows or columns)
         run the plain loops, so no vector reaches past an operand's rows."""
         rows, columns, tile = tiles.rows, tiles.columns, tiles.tile
-        start, stop = self.bounds if rows is self.parallel else (_as_i64(0), _as_i64(rows.extent))
-        rows_end = self.b.add(start, self.b.and_(self.b.sub(stop, start), _as_i64(-tile)))
+        start, stop = self.bounds if rows is self.parallel else (as_i64(0), as_i64(rows.extent))
+        rows_end = self.b.add(start, self.b.and_(self.b.sub(stop, start), as_i64(-tile)))
         columns_end = columns.extent // tile * tile
 
         def point():
@@ -830,7 +800,7 @@ class KernelEmitter:
             self._counted_loop(None, 0, columns_end, lambda column: self._tile(stage, tiles, row, column),
                                step=tile, name=columns.name + ".tiles")
             if columns_end < columns.extent:
-                edge(rows, row, self.b.add(row, _as_i64(tile)),
+                edge(rows, row, self.b.add(row, as_i64(tile)),
                      lambda: edge(columns, columns_end, columns.extent, point))
         self._counted_loop(None, start, rows_end, row_of_tiles, step=tile, name=rows.name + ".tiles")
         edge(rows, rows_end, stop, lambda: edge(columns, 0, columns.extent, point))
@@ -848,7 +818,7 @@ class KernelEmitter:
             self.loop_values[tiles.rows] = self.b.add(row, r)
             self.loop_values[tiles.columns] = self.b.add(column, c)
             emitter = self._emitter()
-            position = self.b.add(self.b.mul(r, _as_i64(tile)), c)
+            position = self.b.add(self.b.mul(r, as_i64(tile)), c)
             for load, buffer in staged.items():
                 memory = memory_type(load.dtype)
                 pointer = self.b.gep(buffer, [position], inbounds=True, source_etype=memory)
@@ -866,11 +836,11 @@ class KernelEmitter:
         source = self.buffers[load.attr]
         rows = []
         for c in range(tile):
-            pointer = self.b.gep(source, [self.b.add(offset, _as_i64(c * step))], inbounds=True,
+            pointer = self.b.gep(source, [self.b.add(offset, as_i64(c * step))], inbounds=True,
                                  source_etype=memory)
             rows.append(self.b.load(pointer, typ=vector, align=load.attr.dtype.itemsize))
-        for r, values in enumerate(gemm.transpose_square(self.b, rows)):
-            self.b.store(values, self.b.gep(slot, [_as_i64(r)], inbounds=True, source_etype=vector))
+        for r, values in enumerate(transpose_square(self.b, rows)):
+            self.b.store(values, self.b.gep(slot, [as_i64(r)], inbounds=True, source_etype=vector))
         return self.allocas.bitcast(slot, memory.as_pointer())
 
     def _emit_guarded_writes(self, emitter, stage):
@@ -907,19 +877,6 @@ def _sums_in_blocks(stage):
 _SCALAR = (("llvm.loop.vectorize.width", 1),)
 
 
-def _as_i64(value):
-    return ir.Constant(I64, value) if isinstance(value, int) else value
-
-
-def _loop_id(module, *hints):
-    """A fresh loop ID (`!{!self, !{hint, value}...}`): each loop needs its own node."""
-    operands = [module.add_metadata([ir.MetaDataString(module, name), ir.Constant(I32, value)])
-                for name, value in hints]
-    loop_id = ir.values.MDValue(module, operands, name=str(len(module.metadata)))
-    loop_id.operands = (loop_id,) + loop_id.operands
-    return loop_id
-
-
 # ---------------------------------------------------------------- entry points
 
 def save_and_flush_denormals(b):
@@ -943,14 +900,14 @@ _FTZ_DAZ = 0x8040
 
 def _save_and_update_mxcsr(b, update, allocas=None):
     saved, updated = (allocas or b).alloca(I32), (allocas or b).alloca(I32)
-    _intrinsic(b, "llvm.x86.sse.stmxcsr", ir.VoidType(), [saved])
+    call_intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [saved])
     b.store(update(b.load(saved)), updated)
-    _intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [updated])
+    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [updated])
     return saved
 
 
 def restore_mxcsr(b, saved):
-    _intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [saved])
+    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [saved])
 
 
 def new_module(name):

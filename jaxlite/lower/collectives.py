@@ -42,12 +42,11 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from jaxlite.lax import process_collectives as pc
 from jaxlite.lower import llvm_target
-from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
+from jaxlite.lower.llvm_helpers import I1, I8, I32, I64, PTR, VOID, as_i64, declare, emit_loop
 from jaxlite.lower.native_call import _call_address, _global_text
 from jaxlite.lower.native_routines import Routine, compile_routine, define_routine
-
-I8, I32 = ir.IntType(8), ir.IntType(32)
 
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float32", "float64", "complex64", "complex128", "bool")
@@ -93,11 +92,11 @@ class CollectiveSpec:
         if self.kind == "axis_index":
             b.store(ir.Constant(I32, 0), pointers[0])
         elif self.kind == "ppermute" and (0, 0) not in self.perm:
-            b.call(_intrinsic(b.module, "llvm.memset.p0.i64", [PTR, I8, I64, ir.IntType(1)]),
-                   [pointers[1], ir.Constant(I8, 0), as_i64(self.nbytes), ir.Constant(ir.IntType(1), 0)])
+            b.call(_declare(b.module, "llvm.memset.p0.i64", [PTR, I8, I64, I1]),
+                   [pointers[1], ir.Constant(I8, 0), as_i64(self.nbytes), ir.Constant(I1, 0)])
         else:
-            b.call(_intrinsic(b.module, "llvm.memcpy.p0.p0.i64", [PTR, PTR, I64, ir.IntType(1)]),
-                   [pointers[1], pointers[0], as_i64(self.nbytes), ir.Constant(ir.IntType(1), 0)])
+            b.call(_declare(b.module, "llvm.memcpy.p0.p0.i64", [PTR, PTR, I64, I1]),
+                   [pointers[1], pointers[0], as_i64(self.nbytes), ir.Constant(I1, 0)])
 
     def _emit_mpi(self, b, pointers):
         module, desc = b.module, _global_text(b.module, "description", self.description)
@@ -134,12 +133,8 @@ def _perm_tables(perm, group):
     return destinations, sources
 
 
-def _intrinsic(module, name, argument_types):
-    return module.globals.get(name) or ir.Function(module, ir.FunctionType(ir.VoidType(), argument_types), name)
-
-
-def _declare(module, name, argument_types, result=ir.VoidType()):
-    return module.globals.get(name) or ir.Function(module, ir.FunctionType(result, argument_types), name)
+def _declare(module, name, argument_types, result=VOID):
+    return declare(module, name, result, argument_types)
 
 
 def _i64_table(module, name, values):
@@ -151,16 +146,17 @@ def _i64_table(module, name, values):
 
 # ---------------------------------------------------------------- from equations and operands
 
-_KINDS = {"process_reduce": "reduce", "process_all_gather": "all_gather", "process_psum_scatter": "psum_scatter",
-          "process_all_to_all": "all_to_all", "process_ppermute": "ppermute", "process_axis_index": "axis_index"}
-PRIMITIVE_NAMES = tuple(_KINDS)
+_KINDS = {pc.process_reduce_p: "reduce", pc.process_all_gather_p: "all_gather",
+          pc.process_psum_scatter_p: "psum_scatter", pc.process_all_to_all_p: "all_to_all",
+          pc.process_ppermute_p: "ppermute", pc.process_axis_index_p: "axis_index"}
+PRIMITIVES = tuple(_KINDS)
 _USER_NAMES = {"reduce": "p{op}", "all_gather": "all_gather", "psum_scatter": "psum_scatter",
                "all_to_all": "all_to_all", "ppermute": "ppermute", "axis_index": "axis_index"}
 
 
-def spec_of(name, in_avals, params):
+def spec_of(primitive, in_avals, params):
     """The CollectiveSpec of a mesh collective on operands of these avals."""
-    kind = _KINDS[name]
+    kind = _KINDS[primitive]
     mesh, axes = params["mesh"], params["axes"]
     group = math.prod(mesh.shape[a] for a in axes)
     aval = in_avals[0] if in_avals else None
@@ -193,7 +189,7 @@ def _count_per_call(spec):
 
 
 def eqn_spec(eqn):
-    return spec_of(eqn.primitive.name, [v.aval for v in eqn.inputs], eqn.params)
+    return spec_of(eqn.primitive, [v.aval for v in eqn.inputs], eqn.params)
 
 
 def run_eagerly(primitive, operands, params):
@@ -201,7 +197,7 @@ def run_eagerly(primitive, operands, params):
     from jaxlite.core.abstract import ShapedArray
     in_avals = [ShapedArray(np.shape(x), np.asarray(x).dtype) for x in operands]
     out_aval = primitive.abstract_eval_list(in_avals, params)[0]
-    spec = spec_of(primitive.name, in_avals, params)
+    spec = spec_of(primitive, in_avals, params)
     if spec.group > 1:
         _check_ranks_agree(spec.description)
     operand = np.ascontiguousarray(operands[0]) if operands else None
@@ -306,7 +302,7 @@ class _ShimBuilder:
     def define_reduction(self, name, mpi_name, per_rank_blocks):
         """name(send, recv, count, dtype, op, desc): pieces of MAX_COUNT elements each. For a
         reduce-scatter (`per_rank_blocks` ranks) `count` is per rank and goes whole."""
-        function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64, I64, PTR]), name)
+        function = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64, I64, I64, PTR]), name)
         send, recv, count, dtype, op, desc = function.args
         b = ir.IRBuilder(function.append_basic_block("entry"))
         self.begin(b, desc)
@@ -336,7 +332,7 @@ class _ShimBuilder:
     def define_bytes(self, name, mpi_name):
         """name(send, recv, bytes, desc): `bytes` from each rank, as one element of a
         contiguous type when they are more than MPI_BYTE's count can say."""
-        function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, PTR]), name)
+        function = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64, PTR]), name)
         send, recv, nbytes, desc = function.args
         b = ir.IRBuilder(function.append_basic_block("entry"))
         self.begin(b, desc)
@@ -349,7 +345,7 @@ class _ShimBuilder:
     def define_sendrecv(self):
         """jaxlite_mpi_sendrecv(send, recv, bytes, destinations, sources, desc): this rank's
         block to destinations[rank], its result from sources[rank]; zeros when none."""
-        function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, PTR, PTR, PTR]),
+        function = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64, PTR, PTR, PTR]),
                                "jaxlite_mpi_sendrecv")
         send, recv, nbytes, destinations, sources, desc = function.args
         b = ir.IRBuilder(function.append_basic_block("entry"))
@@ -361,8 +357,8 @@ class _ShimBuilder:
         dst32 = b.select(b.icmp_signed("<", dst, as_i64(0)), none, b.trunc(dst, I32))
         src32 = b.select(b.icmp_signed("<", src, as_i64(0)), none, b.trunc(src, I32))
         with b.if_then(b.icmp_signed("<", src, as_i64(0))):
-            b.call(_intrinsic(self.module, "llvm.memset.p0.i64", [PTR, I8, I64, ir.IntType(1)]),
-                   [recv, ir.Constant(I8, 0), nbytes, ir.Constant(ir.IntType(1), 0)])
+            b.call(_declare(self.module, "llvm.memset.p0.i64", [PTR, I8, I64, I1]),
+                   [recv, ir.Constant(I8, 0), nbytes, ir.Constant(I1, 0)])
         byte, comm = self.handle(self.mpi.handles["byte"]), self.handle(self.mpi.handles["comm"])
         count, tag = b.trunc(nbytes, I32), ir.Constant(I32, 7)
         status = ir.Constant(I64, self.mpi.status.ctypes.data).inttoptr(PTR)
@@ -450,7 +446,7 @@ def program_collectives(jaxpr):
     from jaxlite.core.ir import sub_jaxprs
     found = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name in _KINDS:
+        if eqn.primitive in _KINDS:
             spec = eqn_spec(eqn)
             if spec.group > 1:
                 found.append(spec.description)

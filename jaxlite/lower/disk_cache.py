@@ -57,7 +57,7 @@ from jaxlite.core.config import config
 logger = logging.getLogger("jaxlite.jit")
 
 MAGIC = b"JXLC"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3     # 3: the Executable's parts moved to buffers, step_policy, gemm_calls, entry_points
 KEY_FILE = ".hmac-key"
 _KEY_BYTES = 32
 _ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")

@@ -21,6 +21,7 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
+from jaxlite.lower import primitives as P
 
 
 def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_element_type=None, rounded=()):
@@ -83,7 +84,7 @@ def fuse_epilogues(closed, is_gemm):
     outputs = {v for v in jaxpr.outvars if isinstance(v, Var)}
     absorbed, replacements = set(), {}
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name != "dot_general" or not _plain_matrix_product(eqn) or not is_gemm(eqn):
+        if eqn.primitive is not P.dot_general_p or not _plain_matrix_product(eqn) or not is_gemm(eqn):
             continue
         chain, extra, names, result = [], [], [], eqn.outputs[0]
         while result not in outputs and result in consumer and not _claimed(consumer[result], absorbed, replacements):
@@ -122,8 +123,8 @@ def swap_transposed_products(closed):
     producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outputs}
     swapped, replacements = set(), {}
     for eqn in jaxpr.eqns:
-        product = producers.get(eqn.inputs[0]) if eqn.primitive.name == "transpose" else None
-        if product is None or product.primitive.name != "dot_general" or uses[eqn.inputs[0]] != 1:
+        product = producers.get(eqn.inputs[0]) if eqn.primitive is P.transpose_p else None
+        if product is None or product.primitive is not P.dot_general_p or uses[eqn.inputs[0]] != 1:
             continue
         if eqn.params["permutation"] == _operand_swap(product):
             swapped.add(id(product))
@@ -173,23 +174,23 @@ def _plain_matrix_product(eqn):
 
 def _epilogue_step(eqn, acc, producers):
     """(epilogue name, its array argument or None) if `eqn` applies one to `acc`, else None."""
-    name = eqn.primitive.name
+    primitive = eqn.primitive
     others = [v for v in eqn.inputs if v is not acc]
     out = eqn.outputs[0].aval
-    if name == "convert_element_type" and acc.aval.dtype == np.float32 and out.dtype == bfloat16:
+    if primitive is P.convert_element_type_p and acc.aval.dtype == np.float32 and out.dtype == bfloat16:
         return ROUND_BF16, None
     if len(others) != 1 or out.shape != acc.aval.shape or out.dtype != acc.aval.dtype:
         return None
     other = others[0]
-    if name == "max" and _is_literal(other, 0, producers):
+    if primitive is P.max_p and _is_literal(other, 0, producers):
         return "relu", None
-    if name == "mul" and other.aval.ndim == 0:
+    if primitive is P.mul_p and other.aval.ndim == 0:
         return "scale", other
-    if name == "mul" and _relu_derivative_of(other, producers) is not None:
+    if primitive is P.mul_p and _relu_derivative_of(other, producers) is not None:
         return "relu_grad", _relu_derivative_of(other, producers)
-    if name not in ("add", "sub") or not isinstance(other, Var) or other.aval.shape != acc.aval.shape:
+    if primitive not in (P.add_p, P.sub_p) or not isinstance(other, Var) or other.aval.shape != acc.aval.shape:
         return None
-    if name == "sub":
+    if primitive is P.sub_p:
         return ("subtract" if eqn.inputs[0] is acc else "subtract_from"), other
     bias = _column_vector(other, producers)
     if bias is not None:
@@ -199,29 +200,29 @@ def _epilogue_step(eqn, acc, producers):
 
 def _is_literal(atom, value, producers):
     """`atom` is the literal `value`, or a broadcast of it."""
-    broadcast = _producer(atom, producers, "broadcast_in_dim")
+    broadcast = _producer(atom, producers, P.broadcast_in_dim_p)
     if broadcast is not None:
         atom = broadcast.inputs[0]
     return isinstance(atom, Literal) and np.asarray(atom.val) == value
 
 
-def _producer(atom, producers, name):
+def _producer(atom, producers, primitive):
     eqn = producers.get(atom) if isinstance(atom, Var) else None
-    return eqn if eqn is not None and eqn.primitive.name == name else None
+    return eqn if eqn is not None and eqn.primitive is primitive else None
 
 
 def _relu_derivative_of(atom, producers):
     """x, when `atom` is the derivative of max(x, 0) as its JVP writes it:
     select_n(x > 0, select_n(x == 0, 0, 0.5), 1)."""
-    outer = _producer(atom, producers, "select_n")
+    outer = _producer(atom, producers, P.select_n_p)
     if outer is None or len(outer.inputs) != 3:
         return None
     positive, inner_atom, one = outer.inputs
-    greater, inner = _producer(positive, producers, "gt"), _producer(inner_atom, producers, "select_n")
+    greater, inner = _producer(positive, producers, P.gt_p), _producer(inner_atom, producers, P.select_n_p)
     if greater is None or inner is None or len(inner.inputs) != 3:
         return None
     tie, zero, half = inner.inputs
-    equal, x = _producer(tie, producers, "eq"), greater.inputs[0]
+    equal, x = _producer(tie, producers, P.eq_p), greater.inputs[0]
     literals = [(one, 1), (zero, 0), (half, 0.5), (greater.inputs[1], 0)]
     if equal is None or equal.inputs[0] is not x or not _is_literal(equal.inputs[1], 0, producers) or \
             not all(_is_literal(a, value, producers) for a, value in literals):
@@ -232,7 +233,7 @@ def _relu_derivative_of(atom, producers):
 def _column_vector(atom, producers):
     """The (n,) vector that `atom` broadcasts along the rows, if it is one."""
     eqn = producers.get(atom)
-    if eqn is None or eqn.primitive.name != "broadcast_in_dim":
+    if eqn is None or eqn.primitive is not P.broadcast_in_dim_p:
         return None
     source = eqn.inputs[0]
     columns = eqn.params["shape"][1]

@@ -38,11 +38,10 @@ import llvmlite.ir as ir
 import numpy as np
 
 from jaxlite.lower import llvm_target, native_call, native_pool
+from jaxlite.lower.llvm_helpers import (F32, F64, I1, I32, I64, PTR, VOID, as_i64, declare, emit_choice, emit_loop,
+                                        smax, smin, splat, transpose_square)
 
-I1 = ir.IntType(1)
-I64 = ir.IntType(64)
-PTR = ir.PointerType()
-_ELEMENT_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType(), "int32": ir.IntType(32)}
+_ELEMENT_TYPES = {"float32": F32, "float64": F64, "int32": I32}
 _WORKSPACE_ALIGN = 64
 # A worker of the native pool takes a unit within a microsecond when it is spinning, but
 # a sleeping one wakes in ~50 us; a unit must repay both the hand-off and the second
@@ -132,8 +131,8 @@ class EpilogueContext:
         address = builder.gep(pointer, [offset], source_etype=vector.type.element)
         element_bytes = vector.type.element.width // 8
         store = self._emitter.intrinsic(f"llvm.masked.store.v{vector.type.count}i{8 * element_bytes}.p0",
-                                        ir.VoidType(), [vector.type, PTR, ir.IntType(32), self._mask.type])
-        builder.call(store, [vector, address, ir.Constant(ir.IntType(32), element_bytes), self._mask])
+                                        VOID, [vector.type, PTR, I32, self._mask.type])
+        builder.call(store, [vector, address, ir.Constant(I32, element_bytes), self._mask])
 
     def with_args(self, args):
         return EpilogueContext(self._emitter, self.builder, self.row, self.col, self.row_stride,
@@ -237,103 +236,6 @@ class OperandSource:
     convert: Callable
 
 
-# ----------------------------------------------------------------------------- IR helpers
-
-def declare(module, name, return_type, arg_types):
-    """The declaration of an LLVM intrinsic (or external function), made once per module."""
-    existing = module.globals.get(name)
-    return existing or ir.Function(module, ir.FunctionType(return_type, arg_types), name)
-
-
-def as_i64(value):
-    return ir.Constant(I64, value) if isinstance(value, int) else value
-
-
-def splat(builder, scalar, vector_type):
-    lanes = vector_type.count
-    single = builder.insert_element(ir.Constant(vector_type, None), scalar, as_i64(0))
-    zeros = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
-    return builder.shuffle_vector(single, ir.Constant(vector_type, None), zeros)
-
-
-def smin(builder, x, y):
-    return builder.select(builder.icmp_signed("<", x, y), x, y)
-
-
-def smax(builder, x, y):
-    return builder.select(builder.icmp_signed(">", x, y), x, y)
-
-
-def transpose_square(builder, rows):
-    """Transpose n vectors of n lanes (n a power of two) in log2(n) shuffle stages.
-
-    The stage with half-width h swaps, between rows j and j + h (bit h of j clear), the
-    lane blocks of width h that sit on the wrong side of the diagonal.
-    """
-    rows, n = list(rows), len(rows)
-    index_type = ir.VectorType(ir.IntType(32), n)
-    h = n // 2
-    while h:
-        low = [i if not i & h else n + i - h for i in range(n)]
-        high = [i + h if not i & h else n + i for i in range(n)]
-        for j in range(n):
-            if not j & h:
-                x, y = rows[j], rows[j + h]
-                rows[j] = builder.shuffle_vector(x, y, ir.Constant(index_type, low))
-                rows[j + h] = builder.shuffle_vector(x, y, ir.Constant(index_type, high))
-        h //= 2
-    return rows
-
-
-def emit_loop(builder, start, stop, body, step=1, carried=(), name="i"):
-    """Emit `for i in range(start, stop, step)`.
-
-    `body(i, *carried)` emits one iteration and returns the next carried values (loop
-    phis: accumulators stay in registers instead of going through memory). Returns the
-    carried values after the loop.
-    """
-    start, stop, step = as_i64(start), as_i64(stop), as_i64(step)
-    preheader = builder.block
-    head = builder.append_basic_block(name + ".head")
-    loop = builder.append_basic_block(name + ".body")
-    done = builder.append_basic_block(name + ".done")
-    builder.branch(head)
-    builder.position_at_end(head)
-    index = builder.phi(I64, name)
-    index.add_incoming(start, preheader)
-    phis = []
-    for value in carried:
-        phi = builder.phi(value.type)
-        phi.add_incoming(value, preheader)
-        phis.append(phi)
-    builder.cbranch(builder.icmp_signed("<", index, stop), loop, done)
-    builder.position_at_end(loop)
-    updated = body(index, *phis)
-    latch = builder.block
-    index.add_incoming(builder.add(index, step), latch)
-    for phi, value in zip(phis, updated or ()):
-        phi.add_incoming(value, latch)
-    builder.branch(head)
-    builder.position_at_end(done)
-    return phis
-
-
-def emit_choice(builder, condition, if_true, if_false):
-    """The values of `if_true()` where `condition` holds, else of `if_false()`."""
-    with builder.if_else(condition) as (then, otherwise):
-        with then:
-            true_values, true_block = if_true(), builder.block
-        with otherwise:
-            false_values, false_block = if_false(), builder.block
-    merged = []
-    for true_value, false_value in zip(true_values, false_values):
-        phi = builder.phi(true_value.type)
-        phi.add_incoming(true_value, true_block)
-        phi.add_incoming(false_value, false_block)
-        merged.append(phi)
-    return merged
-
-
 # ----------------------------------------------------------------------------- the generator
 
 @dataclass(frozen=True)
@@ -406,9 +308,9 @@ class GemmEmitter:
         # The i32 alignment operand is the older form; newer LLVMs upgrade it on parsing.
         self.mask_type = ir.VectorType(I1, blocking.lanes)
         self.masked_load = self.intrinsic(f"llvm.masked.load.{suffix}.p0", self.vec,
-                                          [PTR, ir.IntType(32), self.mask_type, self.vec])
-        self.masked_store = self.intrinsic(f"llvm.masked.store.{suffix}.p0", ir.VoidType(),
-                                           [self.vec, PTR, ir.IntType(32), self.mask_type])
+                                          [PTR, I32, self.mask_type, self.vec])
+        self.masked_store = self.intrinsic(f"llvm.masked.store.{suffix}.p0", VOID,
+                                           [self.vec, PTR, I32, self.mask_type])
         self._functions = {}
 
     def intrinsic(self, name, return_type, arg_types):
@@ -435,16 +337,16 @@ class GemmEmitter:
         address = self.gep(builder, pointer, offset)
         if mask is None:
             return builder.load(address, typ=self.vec, align=self.spec.itemsize)
-        return builder.call(self.masked_load, [address, ir.Constant(ir.IntType(32), self.spec.itemsize),
+        return builder.call(self.masked_load, [address, ir.Constant(I32, self.spec.itemsize),
                                                mask, ir.Constant(self.vec, None)])
 
     def store_vector(self, builder, vector, pointer, offset, mask):
         """Store the lanes in `mask`; the others leave memory untouched."""
         builder.call(self.masked_store, [vector, self.gep(builder, pointer, offset),
-                                         ir.Constant(ir.IntType(32), self.spec.itemsize), mask])
+                                         ir.Constant(I32, self.spec.itemsize), mask])
 
     def new_function(self, name, arg_types, internal=True):
-        function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name)
+        function = ir.Function(self.module, ir.FunctionType(VOID, arg_types), name)
         if internal:
             # One copy of each piece, called where needed: inlining the packing routines
             # into every call site doubled the code and the compile time.
@@ -709,17 +611,17 @@ class GemmEmitter:
         """Set FTZ and DAZ for this call, as XLA:CPU runs: subnormal operands slow FMAs ~14x.
         MXCSR is per thread, so each thread running a range sets its own. Returns the slot
         holding the caller's MXCSR, to restore before returning."""
-        saved, flushed = builder.alloca(ir.IntType(32)), builder.alloca(ir.IntType(32))
+        saved, flushed = builder.alloca(I32), builder.alloca(I32)
         builder.call(self._mxcsr_intrinsic("st"), [saved])
         flush_to_zero, denormals_are_zero = 0x8000, 0x0040
-        builder.store(builder.or_(builder.load(saved, typ=ir.IntType(32)),
-                                  ir.Constant(ir.IntType(32), flush_to_zero | denormals_are_zero)),
+        builder.store(builder.or_(builder.load(saved, typ=I32),
+                                  ir.Constant(I32, flush_to_zero | denormals_are_zero)),
                       flushed)
         builder.call(self._mxcsr_intrinsic("ld"), [flushed])
         return saved
 
     def _mxcsr_intrinsic(self, direction):
-        return self.intrinsic(f"llvm.x86.sse.{direction}mxcsr", ir.VoidType(), [PTR])
+        return self.intrinsic(f"llvm.x86.sse.{direction}mxcsr", VOID, [PTR])
 
     def _aligned(self, builder, pointer):
         address = builder.ptrtoint(pointer, I64)

@@ -27,11 +27,11 @@ import llvmlite.ir as ir
 import numpy as np
 
 from jaxlite.core.dtypes import bfloat16
-from jaxlite.lower import gemm, llvm_math, llvm_target, native_pool
+from jaxlite.lower import gemm, llvm_helpers, llvm_math, llvm_target, native_pool
 from jaxlite.lower.gemm import Epilogue, InnerProduct
+from jaxlite.lower.llvm_helpers import I8, I16, I32, VOID
 from jaxlite.lower.native_call import array_data
 
-I32 = ir.IntType(32)
 _ACTIVATION_OFFSET = 128
 _INT8_MAX = 127
 # The quantizing/rounding passes are memory-bound. Handed to the native pool (a worker
@@ -57,8 +57,8 @@ def _dpbf16ps(emitter, builder, a, b, acc):
 def _bf16_halves(emitter, builder, vector):
     """(high, low) bf16 values of each word, widened to float32 (exact: bf16 is float32's top half)."""
     words = _words(emitter, builder, vector)
-    high = builder.and_(words, gemm.splat(builder, ir.Constant(I32, -0x10000), words.type))
-    low = builder.shl(words, gemm.splat(builder, ir.Constant(I32, 16), words.type))
+    high = builder.and_(words, llvm_helpers.splat(builder, ir.Constant(I32, -0x10000), words.type))
+    low = builder.shl(words, llvm_helpers.splat(builder, ir.Constant(I32, 16), words.type))
     return [builder.bitcast(half, emitter.vec) for half in (high, low)]
 
 
@@ -76,7 +76,7 @@ def _vpdpbusd(emitter, builder, a, b, acc):
 
 def _int8_bytes(builder, words):
     """The four bytes of each word as sign-extended int32 lanes."""
-    splat = lambda count: gemm.splat(builder, ir.Constant(I32, count), words.type)
+    splat = lambda count: llvm_helpers.splat(builder, ir.Constant(I32, count), words.type)
     return [builder.ashr(builder.shl(words, splat(24 - 8 * j)), splat(24)) for j in range(4)]
 
 
@@ -136,7 +136,7 @@ def _rounded_pair(emitter, builder, values):
     vector = isinstance(values[0].type, ir.VectorType)
     words = ir.VectorType(I32, emitter.blk.lanes) if vector else I32
     low, high = (builder.zext(llvm_math.emit_f32_to_bf16_bits(builder, value), words) for value in values)
-    sixteen = gemm.splat(builder, ir.Constant(I32, 16), words) if vector else ir.Constant(I32, 16)
+    sixteen = llvm_helpers.splat(builder, ir.Constant(I32, 16), words) if vector else ir.Constant(I32, 16)
     return builder.bitcast(builder.or_(low, builder.shl(high, sixteen)), emitter.vec if vector else emitter.elem)
 
 
@@ -362,7 +362,7 @@ class LowPrecisionGemm:
         return out
 
     # -- as jobs of a native_pool.JobList: how a jitted program runs the product, operands
-    # and scratch given as context words (see runtime._LowPrecisionCall)
+    # and scratch given as context words (see gemm_calls.LowPrecisionCall)
 
     def quantize_a_job(self, jobs, x, threads):
         """Quantize float32 activations x (m x k) per row into A's words: (words, row scales)."""
@@ -426,15 +426,15 @@ def _quantizer_module(name, pointers, sizes=0):
     call(name, *args) calls the float32 LLVM intrinsic llvm.<name>.f32."""
     module = ir.Module(name=name)
     f32 = ir.FloatType()
-    arguments = [gemm.PTR] * pointers + [gemm.I64] * (sizes + 2)
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), arguments), name)
+    arguments = [llvm_helpers.PTR] * pointers + [llvm_helpers.I64] * (sizes + 2)
+    function = ir.Function(module, ir.FunctionType(VOID, arguments), name)
     for pointer in function.args[:pointers]:
         # Inputs and outputs never overlap: without this, LLVM checks at every entry to a
         # vectorized loop, which costs as much as a panel row's 48 words.
         pointer.add_attribute("noalias")
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     call = lambda intrinsic, *args: builder.call(
-        gemm.declare(module, f"llvm.{intrinsic}.f32", f32, [f32] * len(args)), list(args), fastmath=("nnan", "nsz"))
+        llvm_helpers.declare(module, f"llvm.{intrinsic}.f32", f32, [f32] * len(args)), list(args), fastmath=("nnan", "nsz"))
     return module, function, builder, call
 
 
@@ -493,14 +493,14 @@ def _compile_quantizer(offset):
     do. Scalar loops: LLVM vectorizes them."""
     module, function, builder, call = _quantizer_module("quantize", 3, sizes=2)
     x, q, scales, k, k_padded, row_start, row_end = function.args
-    f32, i8 = ir.FloatType(), ir.IntType(8)
+    f32, i8 = ir.FloatType(), I8
     fill = ir.Constant(i8, _ACTIVATION_OFFSET if offset else 0)
 
     def row(r):
         x_row = builder.gep(x, [builder.mul(r, k)], source_etype=f32)
         q_row = builder.gep(q, [builder.mul(r, k_padded)], source_etype=i8)
         element = lambda j: builder.load(builder.gep(x_row, [j], source_etype=f32), typ=f32)
-        (amax,) = gemm.emit_loop(builder, 0, k, lambda j, m: [call("maxnum", m, call("fabs", element(j)))],
+        (amax,) = llvm_helpers.emit_loop(builder, 0, k, lambda j, m: [call("maxnum", m, call("fabs", element(j)))],
                                  carried=[ir.Constant(f32, 0.0)], name="j")
         scale = _scale_of(builder, call, amax)
         builder.store(scale, builder.gep(scales, [r], source_etype=f32))
@@ -508,19 +508,19 @@ def _compile_quantizer(offset):
         def quantize(j):
             byte = builder.xor(builder.trunc(_quantized(builder, call, element(j), scale), i8), fill)
             builder.store(byte, builder.gep(q_row, [j], source_etype=i8))
-        gemm.emit_loop(builder, 0, k, quantize, name="jq")
+        llvm_helpers.emit_loop(builder, 0, k, quantize, name="jq")
         def pad(j):
             builder.store(fill, builder.gep(q_row, [j], source_etype=i8))
-        gemm.emit_loop(builder, k, k_padded, pad, name="jp")
-    gemm.emit_loop(builder, row_start, row_end, row, name="r")
+        llvm_helpers.emit_loop(builder, k, k_padded, pad, name="jp")
+    llvm_helpers.emit_loop(builder, row_start, row_end, row, name="r")
     builder.ret_void()
     return _compiled_quantizer(module, "quantize", 3, sizes=2)
 
 
 def _tile_columns(builder, n, panel_width, tile_start, tile_end):
     """The columns [start, stop) of w in the column tiles [tile_start, tile_end)."""
-    start = builder.mul(tile_start, gemm.as_i64(panel_width))
-    stop = gemm.smin(builder, builder.mul(tile_end, gemm.as_i64(panel_width)), gemm.as_i64(n))
+    start = builder.mul(tile_start, llvm_helpers.as_i64(panel_width))
+    stop = llvm_helpers.smin(builder, builder.mul(tile_end, llvm_helpers.as_i64(panel_width)), llvm_helpers.as_i64(n))
     return start, stop
 
 
@@ -531,7 +531,7 @@ def _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start,
     Loops run down the rows with the columns innermost, so LLVM vectorizes across columns."""
     correction_at = lambda j: builder.gep(correction, [j], source_etype=I32)
     start, stop = _tile_columns(builder, n, panel_width, tile_start, tile_end)
-    gemm.emit_loop(builder, start, stop, _storing(builder, ir.Constant(I32, 0), correction_at), name="j0")
+    llvm_helpers.emit_loop(builder, start, stop, _storing(builder, ir.Constant(I32, 0), correction_at), name="j0")
     word_at = _panel_word_address(builder, words, -(-k // 4), panel_width)
 
     def pack_word(tile, p, rows):
@@ -540,30 +540,30 @@ def _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start,
         def column(j):
             word, total = ir.Constant(I32, 0), ir.Constant(I32, 0)
             for g in range(rows):
-                q = value(builder.add(builder.mul(p, gemm.as_i64(4)), gemm.as_i64(g)), j)
+                q = value(builder.add(builder.mul(p, llvm_helpers.as_i64(4)), llvm_helpers.as_i64(g)), j)
                 byte = builder.and_(q, ir.Constant(I32, 0xFF))
                 word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * g)))
                 total = builder.add(total, q)
             builder.store(word, word_of_column(j))
             offset_sum = builder.mul(total, ir.Constant(I32, _ACTIVATION_OFFSET))
             builder.store(builder.add(builder.load(correction_at(j), typ=I32), offset_sum), correction_at(j))
-        _emit_panel_columns(builder, builder.mul(tile, gemm.as_i64(panel_width)), panel_width, gemm.as_i64(n),
+        _emit_panel_columns(builder, builder.mul(tile, llvm_helpers.as_i64(panel_width)), panel_width, llvm_helpers.as_i64(n),
                             column, _storing(builder, ir.Constant(I32, 0), word_of_column))
 
     def pack_tile(tile):
-        gemm.emit_loop(builder, 0, k // 4, lambda p: pack_word(tile, p, 4), name="p")
+        llvm_helpers.emit_loop(builder, 0, k // 4, lambda p: pack_word(tile, p, 4), name="p")
         if k % 4:
-            pack_word(tile, gemm.as_i64(k // 4), k % 4)
-    gemm.emit_loop(builder, tile_start, tile_end, pack_tile, name="t")
+            pack_word(tile, llvm_helpers.as_i64(k // 4), k % 4)
+    llvm_helpers.emit_loop(builder, tile_start, tile_end, pack_tile, name="t")
 
 
 def _panel_word_address(builder, words, k_words, panel_width):
     """word_at(tile, p)(j): the address of word [p, j] (j a column of w) in the micro-panels."""
-    width = gemm.as_i64(panel_width)
+    width = llvm_helpers.as_i64(panel_width)
 
     def word_at(tile, p):
         # The word of column j goes to panel_row + j: row p of the tile's panel.
-        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, gemm.as_i64(k_words)), p), width),
+        panel_row = builder.sub(builder.mul(builder.add(builder.mul(tile, llvm_helpers.as_i64(k_words)), p), width),
                                 builder.mul(tile, width))
         return lambda j: builder.gep(words, [builder.add(panel_row, j)], source_etype=I32)
     return word_at
@@ -581,18 +581,18 @@ def _compile_weight_quantizer(k, n, panel_width):
     f32 = ir.FloatType()
     element = lambda i, j: builder.load(builder.gep(w, [_row_major(builder, i, n, j)], source_etype=f32), typ=f32)
     scale_at = lambda j: builder.gep(scales, [j], source_etype=f32)
-    gemm.emit_loop(builder, start, stop, _storing(builder, ir.Constant(f32, 0.0), scale_at), name="j0")
+    llvm_helpers.emit_loop(builder, start, stop, _storing(builder, ir.Constant(f32, 0.0), scale_at), name="j0")
 
     def column_max(i):
         def update(j):
             amax = call("maxnum", builder.load(scale_at(j), typ=f32), call("fabs", element(i, j)))
             builder.store(amax, scale_at(j))
-        gemm.emit_loop(builder, start, stop, update, name="jm")
-    gemm.emit_loop(builder, 0, k, column_max, name="i")
+        llvm_helpers.emit_loop(builder, start, stop, update, name="jm")
+    llvm_helpers.emit_loop(builder, 0, k, column_max, name="i")
 
     def finish_scale(j):
         builder.store(_scale_of(builder, call, builder.load(scale_at(j), typ=f32)), scale_at(j))
-    gemm.emit_loop(builder, start, stop, finish_scale, name="js")
+    llvm_helpers.emit_loop(builder, start, stop, finish_scale, name="js")
     quantized = lambda i, j: _quantized(builder, call, element(i, j), builder.load(scale_at(j), typ=f32))
     _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start, tile_end, quantized)
     builder.ret_void()
@@ -606,7 +606,7 @@ def _compile_int8_packer(k, n, panel_width):
     micro-panels with their correction, exactly as prepare_b returns them."""
     module, function, builder, _ = _quantizer_module("pack_int8", 3)
     w, words, correction, tile_start, tile_end = function.args
-    i8 = ir.IntType(8)
+    i8 = I8
     value = lambda i, j: builder.sext(builder.load(
         builder.gep(w, [_row_major(builder, i, n, j)], source_etype=i8), typ=i8), I32)
     _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start, tile_end, value)
@@ -623,7 +623,7 @@ def _storing(builder, value, address_of):
 
 def _row_major(builder, i, n, j):
     """The index of [i, j] in a row-major array n wide."""
-    return builder.add(builder.mul(gemm.as_i64(i), gemm.as_i64(n)), j)
+    return builder.add(builder.mul(llvm_helpers.as_i64(i), llvm_helpers.as_i64(n)), j)
 
 
 _PACK_BLOCK_ROWS = 4
@@ -634,13 +634,13 @@ def _emit_panel_columns(builder, first, width, n, column, past_n):
     past_n(j) for its columns from n on (a last panel's zero columns).
     A whole panel loops a constant count, which LLVM vectorizes with no remainder loop or
     trip-count checks: those cost as much as the 48 words of a panel row."""
-    end = builder.add(first, gemm.as_i64(width))
+    end = builder.add(first, llvm_helpers.as_i64(width))
     with builder.if_else(builder.icmp_signed("<=", end, n)) as (whole, part):
         with whole:
-            gemm.emit_loop(builder, first, end, column, name="j")
+            llvm_helpers.emit_loop(builder, first, end, column, name="j")
         with part:
-            gemm.emit_loop(builder, first, n, column, name="j_edge")
-            gemm.emit_loop(builder, n, end, past_n, name="j_zero")
+            llvm_helpers.emit_loop(builder, first, n, column, name="j_edge")
+            llvm_helpers.emit_loop(builder, n, end, past_n, name="j_zero")
 
 
 def _float32_as_bf16_bits(builder, w, index):
@@ -649,7 +649,7 @@ def _float32_as_bf16_bits(builder, w, index):
 
 
 def _bf16_bits(builder, w, index):
-    i16 = ir.IntType(16)
+    i16 = I16
     return builder.load(builder.gep(w, [index], source_etype=i16), typ=i16)
 
 
@@ -669,15 +669,15 @@ def _compile_bf16_packer(panel_width, source):
     module, function, builder, _ = _quantizer_module("pack_bf16", 2, sizes=2)
     w, words, k, n, start, stop = function.args
     read = _BF16_SOURCES[source]
-    width = gemm.as_i64(panel_width)
-    last_row = builder.sub(k, gemm.as_i64(1))
-    k_words = builder.udiv(builder.add(k, gemm.as_i64(1)), gemm.as_i64(2))
-    tiles = builder.udiv(builder.add(n, gemm.as_i64(panel_width - 1)), width)
+    width = llvm_helpers.as_i64(panel_width)
+    last_row = builder.sub(k, llvm_helpers.as_i64(1))
+    k_words = builder.udiv(builder.add(k, llvm_helpers.as_i64(1)), llvm_helpers.as_i64(2))
+    tiles = builder.udiv(builder.add(n, llvm_helpers.as_i64(panel_width - 1)), width)
     word_at = _panel_word_address(builder, words, k_words, panel_width)
 
     def word_row(tile, p):
-        low_row = builder.mul(p, gemm.as_i64(2))
-        high_row = builder.add(low_row, gemm.as_i64(1))
+        low_row = builder.mul(p, llvm_helpers.as_i64(2))
+        high_row = builder.add(low_row, llvm_helpers.as_i64(1))
         has_high = builder.icmp_signed("<", high_row, k)
         high_row = builder.select(has_high, high_row, last_row)    # stay inside w
         bits = lambda row, j: builder.zext(read(builder, w, _row_major(builder, row, n, j)), I32)
@@ -692,10 +692,10 @@ def _compile_bf16_packer(panel_width, source):
     def row_block(block_start):
         # A block of word rows (16 rows of w, read from L1/L2) goes out panel by panel:
         # reads and writes both run through memory in order.
-        block_end = gemm.smin(builder, builder.add(block_start, gemm.as_i64(_PACK_BLOCK_ROWS)), stop)
-        gemm.emit_loop(builder, 0, tiles, lambda tile: gemm.emit_loop(
+        block_end = llvm_helpers.smin(builder, builder.add(block_start, llvm_helpers.as_i64(_PACK_BLOCK_ROWS)), stop)
+        llvm_helpers.emit_loop(builder, 0, tiles, lambda tile: llvm_helpers.emit_loop(
             builder, block_start, block_end, lambda p: word_row(tile, p), name="p"), name="t")
-    gemm.emit_loop(builder, start, stop, row_block, _PACK_BLOCK_ROWS, name="pb")
+    llvm_helpers.emit_loop(builder, start, stop, row_block, _PACK_BLOCK_ROWS, name="pb")
     builder.ret_void()
     return _compiled_quantizer(module, "pack_bf16", 2, sizes=2)
 
@@ -710,7 +710,7 @@ def _compile_row_padder():
     LLVM vectorizes; only the given rows are read or written."""
     module, function, builder, _ = _quantizer_module("pad_rows", 2, sizes=3)
     src, dst, row_bytes, padded_row_bytes, xor_byte, row_start, row_end = function.args
-    i8 = ir.IntType(8)
+    i8 = I8
     fill = builder.trunc(xor_byte, i8)
 
     def row(r):
@@ -721,9 +721,9 @@ def _compile_row_padder():
         def copy(j):
             byte = builder.load(builder.gep(src_row, [j], source_etype=i8), typ=i8)
             builder.store(builder.xor(byte, fill), dst_at(j))
-        gemm.emit_loop(builder, 0, row_bytes, copy, name="j")
-        gemm.emit_loop(builder, row_bytes, padded_row_bytes, _storing(builder, fill, dst_at), name="jp")
-    gemm.emit_loop(builder, row_start, row_end, row, name="r")
+        llvm_helpers.emit_loop(builder, 0, row_bytes, copy, name="j")
+        llvm_helpers.emit_loop(builder, row_bytes, padded_row_bytes, _storing(builder, fill, dst_at), name="jp")
+    llvm_helpers.emit_loop(builder, row_start, row_end, row, name="r")
     builder.ret_void()
     return _compiled_quantizer(module, "pad_rows", 2, sizes=3)
 

@@ -27,6 +27,60 @@ from jaxlite.core import dtypes
 INDEX = np.dtype(np.int64)
 
 
+# ---------------------------------------------------------------- the op vocabulary
+# Every op an Expr may carry, declared once with its group. Fusion rules build Exprs of
+# these ops; codegen has one emitter per op (codegen.OPS) and takes the groups' properties
+# from here. The MATH group (transcendental functions) is declared by llvm_math, which
+# emits them: a new polynomial there is a new kernel op.
+
+STRUCTURE = "structure"      # const, loop index, load, accumulator, thread ownership
+CONVERSION = "conversion"
+ARITHMETIC = "arithmetic"
+COMPARISON = "comparison"
+BITWISE = "bitwise"          # logical ops on bool, bit ops on integers
+SELECTION = "selection"
+MATH = "math"
+
+
+class KernelOp:
+    """`exact_in_bf16`: its bfloat16 result needs no rounding (exact, or not a bf16 value);
+    `flop`: counted by cost analysis (structure, conversions and selection are free)."""
+
+    __slots__ = ("name", "group", "exact_in_bf16", "flop")
+
+    def __init__(self, name, group, exact_in_bf16, flop):
+        self.name, self.group, self.exact_in_bf16, self.flop = name, group, exact_in_bf16, flop
+
+
+OPS = {}        # op name -> KernelOp
+
+
+def declare_ops(group, names, exact_in_bf16=False):
+    for name in names:
+        if name in OPS:
+            raise ValueError(f"kernel op {name!r} is declared twice")
+        OPS[name] = KernelOp(name, group, exact_in_bf16, flop=group not in (STRUCTURE, CONVERSION, SELECTION))
+
+
+def ops_in(group):
+    return frozenset(name for name, op in OPS.items() if op.group == group)
+
+
+declare_ops(STRUCTURE, ("const", "loop", "load", "acc", "owns"))
+declare_ops(CONVERSION, ("convert",))
+declare_ops(CONVERSION, ("bitcast",), exact_in_bf16=True)
+declare_ops(ARITHMETIC, ("add", "sub", "mul", "div", "rem", "sqrt", "rsqrt", "square"))
+declare_ops(ARITHMETIC, ("neg", "abs", "sign", "floor", "ceil", "round", "max", "min", "is_finite", "fma",
+                         "nextafter"), exact_in_bf16=True)
+declare_ops(COMPARISON, ("eq", "ne", "lt", "le", "gt", "ge"), exact_in_bf16=True)
+declare_ops(BITWISE, ("not", "and", "or", "xor", "shift_left", "shift_right_logical", "shift_right_arithmetic",
+                      "clz", "population_count"))
+declare_ops(SELECTION, ("select_n",), exact_in_bf16=True)
+
+# The kinds of a Reduce stage.
+REDUCTION_KINDS = ("sum", "prod", "max", "min", "and", "or", "xor", "argmax", "argmin")
+
+
 class Expr:
     """One scalar operation. `attr` holds the static part (a constant's value, a loop, ...)."""
 

@@ -24,13 +24,10 @@ from llvmlite import ir
 
 from jaxlite.core import numpy_blas
 from jaxlite.lower import codegen, lapack
-from jaxlite.lower.gemm import I64, PTR, as_i64, declare, emit_loop
+from jaxlite.lower.llvm_helpers import F32, F64, I1, I8, I32, I64, PTR, VOID, as_i64, declare, emit_loop
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
-I1 = ir.IntType(1)
-I8 = ir.IntType(8)
-I32 = ir.IntType(32)
-_FLOAT_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+_FLOAT_TYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 _CONTRACT = ("contract",)
 _SUM = ("reassoc", "contract")
 
@@ -86,11 +83,11 @@ def _call_lapack(b, routine, arguments, characters, one_thread=False):
     convention). It runs as in numpy, with IEEE subnormals (a caller may have set FTZ/DAZ);
     on one OpenBLAS thread if asked (as core.numpy_blas.single_threaded does it)."""
     saved = codegen.save_and_keep_denormals(b, _entry_builder(b))
-    function = declare(b.module, lapack.symbol(routine), ir.VoidType(), [PTR] * len(arguments) + [I64] * characters)
+    function = declare(b.module, lapack.symbol(routine), VOID, [PTR] * len(arguments) + [I64] * characters)
     if one_thread:
         threads = b.call(declare(b.module, lapack.GET_THREADS_SYMBOL, I32, []), [])
         changes = b.icmp_signed("!=", threads, ir.Constant(I32, 1))
-        set_threads = declare(b.module, lapack.SET_THREADS_SYMBOL, ir.VoidType(), [I32])
+        set_threads = declare(b.module, lapack.SET_THREADS_SYMBOL, VOID, [I32])
         with b.if_then(changes):
             b.call(set_threads, [ir.Constant(I32, 1)])
     b.call(function, list(arguments) + [as_i64(1)] * characters)
@@ -241,7 +238,7 @@ def _fill_identity(b, matrix):
 def _unary_intrinsic(module, name, element):
     """llvm.<name>.f32 or .f64, declared once per module."""
     name = f"llvm.{name}." + ("f32" if isinstance(element, ir.FloatType) else "f64")
-    return module.globals.get(name) or ir.Function(module, ir.FunctionType(element, [element]), name)
+    return declare(module, name, element, [element])
 
 
 def cholesky_spec(eqn):
@@ -602,7 +599,7 @@ class SvdSpec:
         b.store(ir.Constant(I8, ord("A" if self.full_matrices else "S")), base)
         vt_rows = self._factor_shapes[1][0]
         values = dict(m=self.m, n=self.n, ld=max(self.m, 1), ld_vt=max(vt_rows, 1), lwork=self.lwork, info=0)
-        pointers = {name: gep(b, base, 1 + slot, ir.IntType(64)) for slot, name in enumerate(_GESDD_INTS)}
+        pointers = {name: gep(b, base, 1 + slot, I64) for slot, name in enumerate(_GESDD_INTS)}
         for name, value in values.items():
             b.store(ir.Constant(integer, value), pointers[name])
         return pointers

@@ -29,7 +29,8 @@ import numpy as np
 from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
-from jaxlite.lower import llvm_target
+from jaxlite.lower import kernel_ir
+from jaxlite.lower.llvm_helpers import I16, I32
 
 _FAST = ("contract",)
 
@@ -589,7 +590,7 @@ def _libm(builder, name, *args):
         return builder.call(function, args)
     result = ir.Constant(e.ty, ir.Undefined)
     for lane in range(e.lanes):
-        index = ir.Constant(ir.IntType(32), lane)
+        index = ir.Constant(I32, lane)
         lane_args = [builder.extract_element(arg, index) for arg in args]
         result = builder.insert_element(result, builder.call(function, lane_args), index)
     return result
@@ -774,7 +775,7 @@ def emit_f32_to_bf16_bits(builder, x):
     rounded = builder.add(bits, builder.add(e.i(0x7FFF), lowest_kept_bit))
     quiet_nan = builder.or_(bits, e.i(0x00400000))
     kept = e.select(e.isnan(x), quiet_nan, rounded)
-    return builder.trunc(builder.lshr(kept, e.i(16)), e.shaped(ir.IntType(16)))
+    return builder.trunc(builder.lshr(kept, e.i(16)), e.shaped(I16))
 
 
 def emit_bf16_bits_to_f32(builder, bits16):
@@ -827,40 +828,7 @@ EMITTERS = {
 }
 BINARY_PRIMITIVES = frozenset(_LIBM_BINARY)
 
-
-# ---------------------------------------------------------------------------------------------
-# A reference elementwise loop, used by the tests and benchmarks
-
-def define_map_kernel(module, name, emitter, in_type, out_type=None, arity=1):
-    """Define `void name(in_type* in_0, ..., out_type* out, i64 n)` computing
-    out[i] = emitter(builder, in_0[i], ...); the types may be scalars or vectors."""
-    out_type = out_type or in_type
-    i64 = ir.IntType(64)
-    pointer_types = [ir.PointerType(in_type)] * arity + [ir.PointerType(out_type)]
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), pointer_types + [i64]), name)
-    llvm_target.add_function_attributes(function)
-    for argument in function.args[:-1]:
-        argument.add_attribute("noalias")
-    *inputs, output, n = function.args
-    entry, loop, done = (function.append_basic_block(label) for label in ("entry", "loop", "done"))
-    builder = ir.IRBuilder(entry)
-    builder.cbranch(builder.icmp_signed("<=", n, ir.Constant(i64, 0)), done, loop)
-    builder.position_at_end(loop)
-    index = builder.phi(i64)
-    index.add_incoming(ir.Constant(i64, 0), entry)
-    # Element alignment only: numpy buffers are not aligned to whole vectors.
-    values = [builder.load(builder.gep(pointer_in, [index], inbounds=True),
-                           align=_element_bytes(in_type)) for pointer_in in inputs]
-    builder.store(emitter(builder, *values), builder.gep(output, [index], inbounds=True),
-                  align=_element_bytes(out_type))
-    following = builder.add(index, ir.Constant(i64, 1))
-    index.add_incoming(following, loop)
-    builder.cbranch(builder.icmp_signed("==", following, n), done, loop)
-    builder.position_at_end(done)
-    builder.ret_void()
-    return function
-
-
-def _element_bytes(ty):
-    element = ty.element if isinstance(ty, ir.VectorType) else ty
-    return {"float": 4, "double": 8}.get(str(element)) or element.width // 8
+# The kernel ops codegen computes with these emitters (nextafter has an exact one of its
+# own in codegen; log2 serves other emitters), and polygamma (emit_polygamma, its order m
+# a static attribute).
+kernel_ir.declare_ops(kernel_ir.MATH, [name for name in EMITTERS if name not in ("nextafter", "log2")] + ["polygamma"])

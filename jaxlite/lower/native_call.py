@@ -24,9 +24,9 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
+from jaxlite.lower.llvm_helpers import I8, I32, I64, PTR, VOID, emit_loop
 
 # (not codegen's: codegen imports gemm, which imports this module)
-I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 
 DATA_OFFSET = 16          # offsetof(PyArrayObject_fields, data): right after PyObject_HEAD
 
@@ -65,13 +65,13 @@ def _call_address(b, address, function_type, args):
 
 
 def _load_at(b, base, offset, typ):
-    address = b.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=ir.IntType(8))
+    address = b.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=I8)
     return b.load(address, typ=typ)
 
 
 def _global_text(module, name, text):
     data = bytearray(text.encode() + b"\0")
-    constant = ir.Constant(ir.ArrayType(ir.IntType(8), len(data)), data)
+    constant = ir.Constant(ir.ArrayType(I8, len(data)), data)
     variable = ir.GlobalVariable(module, constant.type, name)
     variable.global_constant, variable.initializer, variable.linkage = True, constant, "internal"
     return variable
@@ -91,23 +91,11 @@ class _Emitter:
     def argument(self, b, index):
         return b.load(b.gep(self.args, [index], source_etype=PTR), typ=PTR)
 
-    def loop(self, b, start, end, body):
-        """for (i = start; i < end; i++) body(builder, i); returns the builder after."""
-        head, step, after = self.block("head"), self.block("step"), self.block("after")
-        b.branch(head.block)
-        index = head.phi(I64)
-        index.add_incoming(start, b.block)
-        head.cbranch(head.icmp_signed("<", index, end), step.block, after.block)
-        step = body(step, index) or step
-        index.add_incoming(step.add(index, ir.Constant(I64, 1)), step.block)
-        step.branch(head.block)
-        return after
-
     def fail(self, text):
         b = self.block("fail")
         message = _global_text(self.module, f"message{len(self.module.globals)}", text)
         _call_address(b, _address_of(ctypes.pythonapi.PyErr_SetString),
-                      ir.FunctionType(ir.VoidType(), [PTR, PTR]),
+                      ir.FunctionType(VOID, [PTR, PTR]),
                       [b.inttoptr(ir.Constant(I64, id(TypeError)), PTR), message])
         b.ret(ir.Constant(PTR, None))
         return b.block
@@ -122,19 +110,21 @@ class _Emitter:
                   self.fail("a compiled function's entry point got the wrong number of buffers"))
         not_array = self.fail("a compiled function's entry point takes numpy ndarrays only")
 
-        def check_type(step, index):
-            is_array = step.icmp_unsigned("==", _load_at(step, self.argument(step, index), _TYPE_OFFSET, I64),
-                                          ir.Constant(I64, id(np.ndarray)))
-            ok = self.block("is_array")
-            step.cbranch(is_array, ok.block, not_array)
-            return ok
-        b = self.loop(checked, ir.Constant(I64, 0), self.nargs, check_type)
+        b = checked
+
+        def check_type(index):
+            is_array = b.icmp_unsigned("==", _load_at(b, self.argument(b, index), _TYPE_OFFSET, I64),
+                                       ir.Constant(I64, id(np.ndarray)))
+            ok = self.function.append_basic_block("is_array")
+            b.cbranch(is_array, ok, not_array)
+            b.position_at_end(ok)
+        emit_loop(b, 0, self.nargs, check_type)
         releases = b.icmp_signed("!=", release, ir.Constant(I64, 0))
         state = b.select(releases, self._save_thread(b, releases), ir.Constant(PTR, None))
-        entry_type = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+        entry_type = ir.FunctionType(VOID, [PTR, I64, I64])
         b.call(b.inttoptr(entry, entry_type.as_pointer()), [self.args, ir.Constant(I64, 0), ir.Constant(I64, 0)])
         b = self._restore_thread(b, releases, state)
-        b = self.loop(b, first_output, end_output, self._seal)
+        emit_loop(b, first_output, end_output, lambda index: self._seal(b, index))
         none = b.inttoptr(ir.Constant(I64, id(None)), PTR)
         if sys.version_info < (3, 12):      # from 3.12 None is immortal: no count to keep
             b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)     # Py_INCREF(None)
@@ -156,13 +146,13 @@ class _Emitter:
         restore, after = self.block("restore_thread"), self.block("restored")
         b.cbranch(releases, restore.block, after.block)
         _call_address(restore, _address_of(ctypes.pythonapi.PyEval_RestoreThread),
-                      ir.FunctionType(ir.VoidType(), [PTR]), [state])
+                      ir.FunctionType(VOID, [PTR]), [state])
         restore.branch(after.block)
         return after
 
     def _seal(self, step, index):
         flags = step.gep(self.argument(step, index), [ir.Constant(I64, _FLAGS_OFFSET)], inbounds=True,
-                         source_etype=ir.IntType(8))
+                         source_etype=I8)
         step.store(step.and_(step.load(flags, typ=I32), ir.Constant(I32, ~_WRITEABLE)), flags)
 
 

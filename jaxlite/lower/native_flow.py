@@ -39,8 +39,10 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 # runtime imports this module; it is only read from inside functions, once both are loaded.
-from jaxlite.lower import codegen, gemm, kernel_ir, llvm_target, native_call, native_pool, native_routines, runtime
-from jaxlite.lower.codegen import I1, I8, I32, I64, PTR
+from jaxlite.lower import (buffers, codegen, entry_points, gemm_calls, kernel_ir, llvm_target, native_call, native_pool,
+                           native_routines, step_policy)
+from jaxlite.lower import primitives as P
+from jaxlite.lower.llvm_helpers import I1, I8, I32, I64, PTR, VOID, declare, emit_loop, smax, smin
 from jaxlite.lower.fusion import KernelStep
 
 HOST_STEP = ir.FunctionType(I32, [I64, PTR])
@@ -49,9 +51,9 @@ HOST_STEP = ir.FunctionType(I32, [I64, PTR])
 def control_programs(eqn):
     """(role, closed jaxpr) for each program a control-flow equation runs, in a fixed order."""
     params = eqn.params
-    if eqn.primitive.name == "while":
+    if eqn.primitive is P.while_p:
         return [("cond", params["cond_jaxpr"]), ("body", params["body_jaxpr"])]
-    if eqn.primitive.name == "scan":
+    if eqn.primitive is P.scan_p:
         return [("body", params["jaxpr"])]
     return [(f"branch {k}", branch) for k, branch in enumerate(params["branches"])]
 
@@ -121,12 +123,12 @@ class _Function:
         return self._cached[key]
 
     def slot_word(self, slot):
-        return self._once(("word", slot), lambda b: runtime.emit_slot_object(b, self.objects, slot))
+        return self._once(("word", slot), lambda b: entry_points.emit_slot_object(b, self.objects, slot))
 
     def slot_data(self, slot):
         """The data pointer of the numpy array in `slot`."""
         obj = self.slot_word(slot)
-        return self._once(("data", slot), lambda b: runtime.emit_array_data(b, obj))
+        return self._once(("data", slot), lambda b: entry_points.emit_array_data(b, obj))
 
     def workspace(self, offset):
         base = self.slot_data(0)
@@ -151,7 +153,7 @@ class _Function:
         array_type = ir.ArrayType(I8, len(data))
         constant = ir.GlobalVariable(self.code.module, array_type, self.code.module.get_unique_name("literal"))
         constant.initializer = ir.Constant(array_type, bytearray(data))
-        constant.global_constant, constant.linkage, constant.align = True, "internal", runtime.ALIGNMENT
+        constant.global_constant, constant.linkage, constant.align = True, "internal", buffers.ALIGNMENT
         return constant
 
     def pointer(self, var, env):
@@ -159,7 +161,7 @@ class _Function:
 
     def copy(self, destination, source, nbytes):
         if nbytes:
-            memcpy = gemm.declare(self.code.module, "llvm.memcpy.p0.p0.i64", ir.VoidType(), [PTR, PTR, I64, I1])
+            memcpy = declare(self.code.module, "llvm.memcpy.p0.p0.i64", VOID, [PTR, PTR, I64, I1])
             self.b.call(memcpy, [destination, source, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
 
@@ -190,7 +192,7 @@ def _emit_program(fn, program, inputs, outputs, region):
         else:
             copies.append((var, destination))
     intermediates = {v for step in program.steps for v in step.outputs} - set(env)
-    plan = runtime.MemoryPlan(program.steps, intermediates)
+    plan = buffers.MemoryPlan(program.steps, intermediates)
     env.update((v, fn.workspace(region + offset)) for v, offset in plan.offsets.items())
     scratch = region + plan.size
     used = max([_emit_step(fn, step, env, scratch) for step in program.steps], default=0)
@@ -211,7 +213,7 @@ def _emit_step(fn, step, env, scratch):
     if step.kind == "control":
         inputs = [fn.pointer(v, env) for v in step.eqn.inputs]
         outputs = [env[v] for v in step.eqn.outputs]
-        return _CONTROL_EMITTERS[step.eqn.primitive.name](fn, step, inputs, outputs, scratch)
+        return _CONTROL_EMITTERS[step.eqn.primitive](fn, step, inputs, outputs, scratch)
     if runs_natively(step):
         return _emit_native_call(fn, step.eqn, env, scratch)
     return _emit_host_call(fn, step, env)
@@ -227,7 +229,7 @@ class _Carry:
         offsets, self.nbytes = [], 0
         for size in self.sizes * 2:
             offsets.append(region + self.nbytes)
-            self.nbytes += runtime.aligned(size)
+            self.nbytes += buffers.aligned(size)
         self.first = [fn.workspace(o) for o in offsets[:len(avals)]]
         self.second = [fn.workspace(o) for o in offsets[len(avals):]]
 
@@ -260,7 +262,7 @@ def _emit_while(fn, step, inputs, outputs, region):
     cond_consts, body_consts, init = _split(inputs, params["cond_nconsts"], params["body_nconsts"])
     carry = _Carry(fn, [v.aval for v in step.eqn.outputs], region)
     predicate = fn.workspace(region + carry.nbytes)
-    base = region + carry.nbytes + runtime.ALIGNMENT
+    base = region + carry.nbytes + buffers.ALIGNMENT
     carry.initialize(init)
     before = b.block
     head, loop, done = (b.append_basic_block(f"while.{part}") for part in ("cond", "body", "done"))
@@ -303,7 +305,7 @@ def _emit_scan(fn, step, inputs, outputs, region):
                                 carry.following(parity) + sliced(ys, y_slices), base)
         return [b.not_(parity)]
 
-    parity, = gemm.emit_loop(b, 0, length, iteration, carried=[ir.Constant(I1, 0)], name="scan")
+    parity, = emit_loop(b, 0, length, iteration, carried=[ir.Constant(I1, 0)], name="scan")
     carry.finish(parity, carry_outputs)
     return base - region + used[0]
 
@@ -317,7 +319,7 @@ def _emit_cond(fn, step, inputs, outputs, region):
     index = b.load(inputs[0], typ=I32)
     last = ir.Constant(I32, len(branches) - 1)
     # Clamped as lax.switch does, so no index can leave the table of branches.
-    index = gemm.smax(b, gemm.smin(b, index, last), ir.Constant(I32, 0))
+    index = smax(b, smin(b, index, last), ir.Constant(I32, 0))
     blocks = [b.append_basic_block(f"cond.branch{k}") for k in range(len(branches))]
     done = b.append_basic_block("cond.done")
     switch = b.switch(index, blocks[-1])
@@ -332,7 +334,7 @@ def _emit_cond(fn, step, inputs, outputs, region):
     return used
 
 
-_CONTROL_EMITTERS = {"while": _emit_while, "scan": _emit_scan, "cond": _emit_cond}
+_CONTROL_EMITTERS = {P.while_p: _emit_while, P.scan_p: _emit_scan, P.cond_p: _emit_cond}
 
 
 # ---------------------------------------------------------------- GEMMs, routines and Python callbacks
@@ -341,25 +343,25 @@ def runs_natively(step):
     """Whether native code calls this step's compiled code as is: a GEMM (float, or a
     bf16/int8 product's jobs) whose operands it reads as stored, or a native routine
     (sort, factorizations); decided without compiling anything."""
-    return step.kind == "gemm" and runtime.gemm_reads_in_place(step.eqn) or step.kind == "native"
+    return step.kind == "gemm" and step_policy.gemm_reads_in_place(step.eqn) or step.kind == "native"
 
 
 def native_callee(eqn, plan=None, constants=None):
     """The compiled code native code calls for an equation runs_natively accepts: the
     runtime's GEMM call (compiled, planned), a low-precision product's jobs (`constants`
     maps the program's constant variables to their values), or the routine."""
-    if eqn.primitive.name in runtime.GEMM_PRIMITIVES:
-        if runtime.runs_as_jobs(eqn):
-            return runtime._LowPrecisionCall(eqn, constants or {})
-        return runtime._GemmCall(eqn, plan=plan)
-    return native_routines.compile_routine(runtime.native_spec(eqn))
+    if eqn.primitive in step_policy.GEMM_PRIMITIVES:
+        if step_policy.runs_as_jobs(eqn):
+            return gemm_calls.LowPrecisionCall(eqn, constants or {})
+        return gemm_calls.GemmCall(eqn, plan=plan)
+    return native_routines.compile_routine(step_policy.native_spec(eqn))
 
 
 # A native call's table words: the pool's task, the callee's entry point, its unit table
 # (a GEMM) or batch count (a routine), the number of units, and bytes of scratch per thread;
 # for a job list, jaxlite_run_jobs, the list, 0, 1 and its bytes of scratch.
 CALL_WORDS = 5
-JOBS_FUNCTION = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64])
+JOBS_FUNCTION = ir.FunctionType(VOID, [PTR, PTR, I64])
 
 
 def _emit_native_call(fn, eqn, env, scratch):
@@ -379,13 +381,13 @@ def _emit_native_call(fn, eqn, env, scratch):
     outputs = [env[v] for v in eqn.outputs]
     # (64-byte aligned: routines' vector loops may assume it; the reservation allows for it)
     aligned = b.and_(b.add(b.ptrtoint(fn.workspace(scratch), I64), ir.Constant(I64, 63)), ir.Constant(I64, -64))
-    if eqn.primitive.name in runtime.GEMM_PRIMITIVES and runtime.runs_as_jobs(eqn):
+    if eqn.primitive in step_policy.GEMM_PRIMITIVES and step_policy.runs_as_jobs(eqn):
         operands = fn.entry.alloca(PTR, size=ir.Constant(I64, len(inputs) + len(outputs)))
         for index, pointer in enumerate(inputs + outputs):
             b.store(pointer, b.gep(operands, [ir.Constant(I64, index)], inbounds=True, source_etype=PTR))
         b.call(b.inttoptr(task, JOBS_FUNCTION.as_pointer()), [b.inttoptr(callee, PTR), operands, aligned])
         return 0
-    if eqn.primitive.name in runtime.GEMM_PRIMITIVES:
+    if eqn.primitive in step_policy.GEMM_PRIMITIVES:
         words = [callee, *inputs[:2], *outputs, aligned, stride, table_or_count, *inputs[2:]]
     else:
         words = [callee, table_or_count, units, aligned, stride, *inputs, *outputs]
@@ -393,7 +395,7 @@ def _emit_native_call(fn, eqn, env, scratch):
     for index, value in enumerate(words):
         word = value if value.type == I64 else b.ptrtoint(value, I64)
         b.store(word, b.gep(context, [ir.Constant(I64, index)], inbounds=True, source_etype=I64))
-    run = gemm.declare(fn.code.module, "jaxlite_pool_run", ir.VoidType(), [PTR, PTR, I64])
+    run = declare(fn.code.module, "jaxlite_pool_run", VOID, [PTR, PTR, I64])
     b.call(run, [b.inttoptr(task, PTR), context, units])
     return 0
 
@@ -428,7 +430,7 @@ class HostBridge:
     `scratch_end` is the workspace their scratch needs (one per thread of the pool)."""
 
     def __init__(self, host_steps, callees, scratch):
-        self.steps = [runtime._PythonStep(step) for step in host_steps]
+        self.steps = [buffers.PythonStep(step) for step in host_steps]
         # Native code calls back on the thread that called it: an error belongs to that call.
         self._raised = threading.local()
         self.callback = _HOST_PROTOTYPE(self._run_step)
@@ -445,7 +447,7 @@ class HostBridge:
 
     @property
     def gemm_calls(self):
-        kinds = (runtime._GemmCall, runtime._LowPrecisionCall)
+        kinds = (gemm_calls.GemmCall, gemm_calls.LowPrecisionCall)
         return [callee for callee in self.callees if isinstance(callee, kinds)]
 
     def _run_step(self, number, pointers):
@@ -484,9 +486,9 @@ def _job_words(call):
 
 
 def _call_words(callee):
-    if isinstance(callee, runtime._GemmCall):
+    if isinstance(callee, gemm_calls.GemmCall):
         return _gemm_words(callee)
-    return _job_words(callee) if isinstance(callee, runtime._LowPrecisionCall) else _routine_words(callee)
+    return _job_words(callee) if isinstance(callee, gemm_calls.LowPrecisionCall) else _routine_words(callee)
 
 
 def _view(address, aval):

@@ -18,7 +18,7 @@ import os
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
-from jaxlite.lower.gemm import I64, PTR, as_i64, emit_loop
+from jaxlite.lower.llvm_helpers import I64, PTR, VOID, as_i64, emit_loop
 
 # A batch entry handed to another thread must repay the hand-off (under a microsecond to a
 # spinning worker of the native pool, ~50 us to a sleeping one).
@@ -42,13 +42,13 @@ def define_routine(name, pointer_count, batch, emit_entry):
     """A module holding `name` and `name_range` over `batch` entries. `emit_entry(b, pointers,
     scratch, index)` emits the work of batch entry `index` (an i64 value)."""
     module = ir.Module(name=name)
-    ranged = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (pointer_count + 1) + [I64, I64]),
+    ranged = ir.Function(module, ir.FunctionType(VOID, [PTR] * (pointer_count + 1) + [I64, I64]),
                          name + "_range")
     b = ir.IRBuilder(ranged.append_basic_block("entry"))
     *pointers, scratch, start, stop = ranged.args
     emit_loop(b, start, stop, lambda index: emit_entry(b, pointers, scratch, index), name="entry")
     b.ret_void()
-    whole = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * (pointer_count + 1)), name)
+    whole = ir.Function(module, ir.FunctionType(VOID, [PTR] * (pointer_count + 1)), name)
     b = ir.IRBuilder(whole.append_basic_block("entry"))
     b.call(ranged, list(whole.args) + [as_i64(0), as_i64(batch)])
     b.ret_void()

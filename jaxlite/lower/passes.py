@@ -1,9 +1,9 @@
 """Graph passes: named ClosedJaxpr -> ClosedJaxpr functions run before fusion.
 
 Each pass rebuilds the equation list through a substitution map (`env`) from old
-variables to the atoms replacing them, so a pass never mutates its input. With
-config "jaxlite_dump_passes" set, the jaxpr is logged (logger "jaxlite.jit", at warning
-level so it shows without configuring logging) after every pass.
+variables to the atoms replacing them, so a pass never mutates its input. The pipeline
+(pipeline.STAGES) runs them as named stages; with config "jaxlite_dump_passes" set, the
+jaxpr is logged after every one.
 
   inline_calls   nested jit calls become the inner equations
   dce            equations whose results are unused disappear, unless they have an
@@ -25,17 +25,14 @@ level so it shows without configuring logging) after every pass.
   widen_narrow_floats  (run by the pipeline for the cumulative ops and linear algebra)
                  chosen equations on float16/bfloat16 compute in float32 between conversions
 """
-import logging
-
 import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.config import config
-from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects, pretty_print
+from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, has_effects
 from jaxlite.core.primitive import call_primitives
-
-logger = logging.getLogger("jaxlite.jit")
+from jaxlite.lower import primitives as P
+from jaxlite.lower.fusion_rules import LOWERINGS
 
 SMALL_CONSTANT = 1      # elements: folded results up to this size become literals
 
@@ -70,11 +67,10 @@ def widen_narrow_floats(closed, applies, float32_to_float64=lambda eqn: False):
     and float64); those `float32_to_float64(eqn)` accepts run on float64 copies of their
     float32 ones (cumsum, whose sequential sum would lose digits like n eps). Other operands
     and results (integers: lu's pivots) stay as they are."""
-    from jaxlite.lax.elementwise import convert_element_type_p
     rewriter = Rewriter(closed)
 
     def convert(x, out):
-        return Eqn(convert_element_type_p, [x], {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}, [out])
+        return Eqn(P.convert_element_type_p, [x], {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}, [out])
 
     def widened(v, eqn):
         dtype = v.aval.dtype
@@ -104,10 +100,9 @@ def transpose_gemm_operands(closed, operand_permutations):
     the GEMM cannot read as stored) a transpose of that operand, and read it as stored:
     fusion writes the copy in a kernel (often the producer's), and the GEMM then runs
     inside the program's native code instead of copying from Python."""
-    from jaxlite.lax.shapes import transpose_p
     rewriter = Rewriter(closed)
     for eqn in closed.jaxpr.eqns:
-        permutations = operand_permutations(eqn) if eqn.primitive.name == "dot_general" else None
+        permutations = operand_permutations(eqn) if eqn.primitive is P.dot_general_p else None
         if not permutations or permutations == (None, None):
             rewriter.emit(eqn)
             continue
@@ -119,7 +114,7 @@ def transpose_gemm_operands(closed, operand_permutations):
                 continue
             x = inputs[side]
             moved = Var(ShapedArray(tuple(x.aval.shape[a] for a in permutation), x.aval.dtype, x.aval.weak_type))
-            rewriter.emit(Eqn(transpose_p, [x], {"permutation": tuple(permutation)}, [moved]))
+            rewriter.emit(Eqn(P.transpose_p, [x], {"permutation": tuple(permutation)}, [moved]))
             contracting, batch = axes[side]
             axes[side] = [tuple(permutation.index(a) for a in contracting), tuple(permutation.index(a) for a in batch)]
             inputs[side] = moved
@@ -287,7 +282,7 @@ def _expose(var, values, folded, rewriter, exposed):
         return
     exposed.add(var)
     producer = next((e for e in folded if var in e.outputs), None)
-    if producer is not None and producer.primitive.name == "broadcast_in_dim":
+    if producer is not None and producer.primitive is P.broadcast_in_dim_p:
         for v in producer.inputs:
             if isinstance(v, Var):
                 _expose(v, values, folded, rewriter, exposed)
@@ -343,16 +338,17 @@ def simplify(closed):
     return rewriter.result()
 
 
-_ELEMENTWISE_BINARY = {"add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "and",
-                       "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "atan2", "nextafter"}
+def _is_elementwise_binary(eqn):
+    lowering = LOWERINGS.get(eqn.primitive)
+    return lowering is not None and lowering.kernel_op is not None and len(eqn.inputs) == 2
 
 
 def _scalar_literal_operand(atom, producers, consumer):
     """broadcast_in_dim of a scalar literal feeding an elementwise op: use the literal."""
-    if consumer.primitive.name not in _ELEMENTWISE_BINARY or not isinstance(atom, Var):
+    if not _is_elementwise_binary(consumer) or not isinstance(atom, Var):
         return atom
     producer = producers.get(atom)
-    if producer is None or producer.primitive.name != "broadcast_in_dim":
+    if producer is None or producer.primitive is not P.broadcast_in_dim_p:
         return atom
     source = producer.inputs[0]
     others = [v for v in consumer.inputs if v is not atom]
@@ -369,41 +365,39 @@ def _is_literal(atom, value):
 
 def _identity(eqn, producers):
     """An existing atom equal to the equation's result, or None."""
-    name, inputs = eqn.primitive.name, eqn.inputs
-    if name == "mul" and any(_is_literal(a, 1) for a in inputs):
+    primitive, inputs = eqn.primitive, eqn.inputs
+    if primitive is P.mul_p and any(_is_literal(a, 1) for a in inputs):
         return _other_if(inputs, lambda a: _is_literal(a, 1))
-    if name in ("add", "add_any"):
+    if primitive in (P.add_p, P.add_any_p):
         return _other_if(inputs, lambda a: _is_additive_identity(a))
-    if name == "sub" and _is_zero_literal(inputs[1]):
+    if primitive is P.sub_p and _is_zero_literal(inputs[1]):
         return inputs[0]
-    if name == "neg" and _produced_by(inputs[0], producers, "neg"):
+    if primitive is P.neg_p and _produced_by(inputs[0], producers, P.neg_p):
         return producers[inputs[0]].inputs[0]
-    if getattr(eqn.primitive, "value_is_operand", None) is not None:   # identities with a derivative of their own
-        return inputs[eqn.primitive.value_is_operand]
+    if getattr(primitive, "value_is_operand", None) is not None:
+        # An identity with a derivative of its own (precision's straight_through, shard_map's
+        # pvary): differentiation is over by the time jit lowers.
+        return inputs[primitive.value_is_operand]
     # Inverse pairs XLA also cancels (users rely on it: log(exp(x)) under jit is x even where
     # exp overflows, and its derivative (1/e)*e is 1, not inf*0).
-    if name == "log" and _produced_by(inputs[0], producers, "exp"):
+    if primitive is P.log_p and _produced_by(inputs[0], producers, P.exp_p):
         return producers[inputs[0]].inputs[0]
-    if name in ("mul", "div"):
-        return _cancelled_by(name, inputs, producers)
-    if name == "straight_through":
-        # precision.int8's quantized product: its value is its third operand (only its
-        # derivative differs, and differentiation is over by the time jit lowers).
-        return inputs[2]
+    if primitive in (P.mul_p, P.div_p):
+        return _cancelled_by(primitive, inputs, producers)
     return None
 
 
-def _cancelled_by(name, inputs, producers):
+def _cancelled_by(primitive, inputs, producers):
     """a for (a / b) * b, b * (a / b) and (a * b) / b (either factor order), else None."""
-    inverse = "div" if name == "mul" else "mul"
-    candidates = [(inputs[0], inputs[1]), (inputs[1], inputs[0])] if name == "mul" else [tuple(inputs)]
+    inverse = P.div_p if primitive is P.mul_p else P.mul_p
+    candidates = [(inputs[0], inputs[1]), (inputs[1], inputs[0])] if primitive is P.mul_p else [tuple(inputs)]
     for operand, other in candidates:
         if not _produced_by(operand, producers, inverse):
             continue
         a, b = producers[operand].inputs
-        if inverse == "div" and b is other:
+        if inverse is P.div_p and b is other:
             return a
-        if inverse == "mul" and other in (a, b):
+        if inverse is P.mul_p and other in (a, b):
             return b if a is other else a
     return None
 
@@ -429,8 +423,8 @@ def _is_additive_identity(atom):
     return _is_zero_literal(atom)
 
 
-def _produced_by(atom, producers, name):
-    return isinstance(atom, Var) and atom in producers and producers[atom].primitive.name == name
+def _produced_by(atom, producers, primitive):
+    return isinstance(atom, Var) and atom in producers and producers[atom].primitive is primitive
 
 
 def _same_aval(atom, var):
@@ -441,18 +435,18 @@ def _same_aval(atom, var):
 def _merge_chain(eqn, producers):
     """transpose(transpose x) and reshape(reshape x) become one equation on x; a
     transposed dot_general operand becomes dimension numbers on the original."""
-    name, x = eqn.primitive.name, eqn.inputs[0] if eqn.inputs else None
-    if name == "dot_general":
+    primitive, x = eqn.primitive, eqn.inputs[0] if eqn.inputs else None
+    if primitive is P.dot_general_p:
         return _fold_transposes_into_dot(eqn, producers)
-    if name == "transpose" and _produced_by(x, producers, "transpose"):
+    if primitive is P.transpose_p and _produced_by(x, producers, P.transpose_p):
         inner = producers[x]
         first, second = inner.params["permutation"], eqn.params["permutation"]
         composed = tuple(first[p] for p in second)
         return eqn.replace(inputs=[inner.inputs[0]], params={"permutation": composed})
-    if name == "reshape" and _produced_by(x, producers, "reshape") and eqn.params.get("dimensions") is None \
+    if primitive is P.reshape_p and _produced_by(x, producers, P.reshape_p) and eqn.params.get("dimensions") is None \
             and producers[x].params.get("dimensions") is None:
         return eqn.replace(inputs=[producers[x].inputs[0]])
-    if name == "reshape" and _produced_by(x, producers, "transpose") and eqn.params.get("dimensions") is None \
+    if primitive is P.reshape_p and _produced_by(x, producers, P.transpose_p) and eqn.params.get("dimensions") is None \
             and _moves_only_unit_axes(producers[x]):
         return eqn.replace(inputs=[producers[x].inputs[0]])
     return eqn
@@ -471,7 +465,7 @@ def _fold_transposes_into_dot(eqn, producers):
     inputs = list(eqn.inputs)
     for side in (0, 1):
         x = inputs[side]
-        if not _produced_by(x, producers, "transpose"):
+        if not _produced_by(x, producers, P.transpose_p):
             continue
         permutation = producers[x].params["permutation"]
         contracting, batch = axes[side]
@@ -507,10 +501,10 @@ def _drop_identity_reshapes(closed):
 
 
 def _is_identity_reshape(eqn):
-    if eqn.primitive.name == "transpose":
+    if eqn.primitive is P.transpose_p:
         permutation = eqn.params["permutation"]
         return permutation == tuple(range(len(permutation)))
-    if eqn.primitive.name == "reshape":
+    if eqn.primitive is P.reshape_p:
         return eqn.params.get("dimensions") is None and eqn.inputs[0].aval.shape == eqn.outputs[0].aval.shape
     return False
 
@@ -523,14 +517,5 @@ def _simplify_all(closed):
 
 _simplify_all.__name__ = "simplify"
 
+# The cleanup passes, in order (pipeline.CLEANUP runs them as stages).
 PIPELINE = (inline_calls, fold_constants, _simplify_all, cse, dce)
-
-
-def run_passes(closed, passes=PIPELINE):
-    if config.jaxlite_dump_passes:
-        logger.warning("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
-    for graph_pass in passes:
-        closed = graph_pass(closed)
-        if config.jaxlite_dump_passes:
-            logger.warning("after %s:\n%s", graph_pass.__name__, pretty_print(closed.jaxpr))
-    return closed

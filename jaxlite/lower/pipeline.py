@@ -1,12 +1,32 @@
-"""From a ClosedJaxpr to machine code: graph passes, fusion, code generation."""
+"""From a ClosedJaxpr to machine code: the compiler's stages, one named list (STAGES).
+
+    jaxpr passes   inline calls, fold constants, simplify, CSE, DCE      passes.py
+    rewrites       primitives computed with simpler ones                 rewrites.py
+    GEMM passes    transposed products, operand layouts, epilogues, low-precision
+                   products, 16-bit floats widened where eager widens    epilogues.py, quantized.py, passes.py
+    fusion         kernels and the steps between them                    fusion.py, fusion_rules.py, step_policy.py
+    memory plan    workspace offsets by liveness, donated buffers        buffers.py, donation.py
+    codegen        LLVM IR, entry points, machine code: the Executable   codegen.py, entry_points.py, runtime.py
+
+`lower_jaxpr` runs the stages up to fusion (what `jit(f).lower()` shows), and
+`compile_program` the rest. With config "jaxlite_dump_passes" set, the result of every
+stage is logged (logger "jaxlite.jit", at warning level so it shows without configuring
+logging); `run_stages` runs any slice of STAGES (notebook 05 steps through them).
+"""
+import logging
+
 import numpy as np
 
 from jaxlite.core.config import config
 from jaxlite.core.ir import pretty_print
-from jaxlite.lower import epilogues, fusion, passes, quantized, rewrites, runtime
+from jaxlite.lower import epilogues, fusion, fusion_rules, kernel_ir, passes, quantized, rewrites, runtime, step_policy
+from jaxlite.lower import primitives as P
+from jaxlite.lower.buffers import BufferPlan
 from jaxlite.lower.fusion import EqnStep, KernelStep
 from jaxlite.lower.native_flow import control_programs
 from jaxlite.lower.kernel_ir import Reduce
+
+logger = logging.getLogger("jaxlite.jit")
 
 
 class LoweredProgram:
@@ -33,7 +53,7 @@ def _describe(step):
     roles = [role for role, _ in control_programs(step.eqn)]
     for role, program in zip(roles, step.programs):
         body = program.as_text().replace("\n", "\n    ")
-        text += f"\n  native {step.eqn.primitive.name} {role}:\n    {body}"
+        text += f"\n  native {step.eqn.primitive} {role}:\n    {body}"
     return text
 
 
@@ -41,58 +61,128 @@ def _is_control(step):
     return isinstance(step, EqnStep) and step.kind == "control"
 
 
-def lower_jaxpr(closed):
-    optimized = passes.run_passes(closed)
-    rewritten = rewrites.apply_rewrites(optimized)
-    if rewritten is not optimized:    # (the passes merge the rewrites' transposes with their neighbours')
-        optimized = passes.run_passes(rewritten)
-    optimized = passes.run_passes(optimized, (epilogues.swap_transposed_products, _transpose_gemm_operands,
-                                              _fuse_gemm_epilogues, _fold_low_precision_weights,
-                                              _fuse_int8_matmuls, _round_bf16_operands_in_gemms,
-                                              _widen_narrow_floats, passes.dce))
-    steps = fusion.partition(optimized.jaxpr, runtime.eqn_step_kind)
-    runtime.log_fallbacks(steps)
+# ---------------------------------------------------------------- the stages
+
+class Stage:
+    """One named step of the compiler: `run(value, options)` -> the next value, and
+    `text(value)`, what the dump shows after it."""
+
+    def __init__(self, name, run, text):
+        self.name, self.run, self.text = name, run, text
+
+    def __repr__(self):
+        return f"Stage({self.name})"
+
+
+class Options:
+    """What the last stages need besides the program: the entry points' name, and per
+    argument whether the caller donates its buffer (donation.py)."""
+
+    def __init__(self, name="jit_fn", donated=()):
+        self.name, self.donated = _symbol(name), tuple(donated)
+
+
+def _jaxpr_text(closed):
+    return pretty_print(closed.jaxpr)
+
+
+def _jaxpr_pass(graph_pass, name=None):
+    return Stage(name or graph_pass.__name__, lambda closed, options: graph_pass(closed), _jaxpr_text)
+
+
+# The jaxpr passes that clean a program up (passes.PIPELINE), as stages.
+CLEANUP = tuple(_jaxpr_pass(graph_pass) for graph_pass in passes.PIPELINE)
+
+
+def _rewrite(closed, options):
+    """Primitives computed with simpler ones (rewrites.py), then the cleanup again over what
+    they made (it merges the rewrites' transposes with their neighbours')."""
+    rewritten = rewrites.apply_rewrites(closed)
+    return closed if rewritten is closed else run_stages(rewritten, CLEANUP, options)
+
+
+def _fuse(closed, options):
+    steps = fusion.partition(closed.jaxpr, step_policy.eqn_step_kind)
+    step_policy.log_fallbacks(steps)
     for step in filter(_is_control, steps):     # bodies run as native code inside the step
         step.programs = [lower_jaxpr(body) for _, body in control_programs(step.eqn)]
-    program = LoweredProgram(optimized, steps)
-    if config.jaxlite_dump_passes:
-        passes.logger.warning("after fusion:\n%s", program.as_text())
-    return program
+    return LoweredProgram(closed, steps)
 
 
-def _transpose_gemm_operands(closed):
-    return passes.transpose_gemm_operands(closed, runtime.gemm_operand_permutations)
+def _plan_memory(program, options):
+    return program, BufferPlan(program.closed.jaxpr, program.steps, options.donated)
 
 
-def _fuse_gemm_epilogues(closed):
-    return epilogues.fuse_epilogues(closed, runtime.epilogue_fusable)
+def _memory_text(planned):
+    program, plan = planned
+    lines = [f"workspace {plan.workspace_size} bytes"]
+    lines += [f"  {step_number}: {var} at {plan.offsets[var]}" for step_number, step in enumerate(program.steps)
+              for var in step.outputs if var in plan.offsets]
+    return "\n".join(lines)
 
 
-def _fold_low_precision_weights(closed):
-    return passes.fold_constant_operands(closed, runtime.is_low_precision_gemm)
+def _generate_code(planned, options):
+    program, plan = planned
+    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, plan, options.name)
 
 
-def _fuse_int8_matmuls(closed):
-    return quantized.fuse_int8_matmuls(closed, runtime.is_int8_gemm)
+# The compiler, from a traced program to an Executable, in order. With config
+# "jaxlite_dump_passes" set, each stage's result is logged (logger "jaxlite.jit").
+STAGES = (
+    *CLEANUP,
+    Stage("rewrites", _rewrite, _jaxpr_text),
+    _jaxpr_pass(epilogues.swap_transposed_products),
+    _jaxpr_pass(lambda closed: passes.transpose_gemm_operands(closed, step_policy.gemm_operand_permutations),
+                "transpose_gemm_operands"),
+    _jaxpr_pass(lambda closed: epilogues.fuse_epilogues(closed, step_policy.epilogue_fusable), "fuse_gemm_epilogues"),
+    _jaxpr_pass(lambda closed: passes.fold_constant_operands(closed, step_policy.is_low_precision_gemm),
+                "fold_low_precision_weights"),
+    _jaxpr_pass(lambda closed: quantized.fuse_int8_matmuls(closed, step_policy.is_int8_gemm), "fuse_int8_matmuls"),
+    _jaxpr_pass(lambda closed: quantized.round_bf16_operands_in_gemms(closed, step_policy.is_bf16_gemm),
+                "round_bf16_operands_in_gemms"),
+    _jaxpr_pass(lambda closed: passes.widen_narrow_floats(closed, _computes_widened, _scans_in_float64),
+                "widen_narrow_floats"),
+    _jaxpr_pass(passes.dce, "final_dce"),
+    Stage("fusion", _fuse, lambda program: program.as_text()),
+    Stage("memory plan", _plan_memory, _memory_text),
+    Stage("codegen", _generate_code, lambda executable: executable.llvm_ir),
+)
+_FUSION = next(k for k, stage in enumerate(STAGES) if stage.name == "fusion")
 
 
 # Scans of float32 run in float64: a sequential sum of n terms loses digits like n eps.
-WIDENED_FLOAT32_SCANS = frozenset({"cumsum"})
+WIDENED_FLOAT32_SCANS = frozenset({P.cumsum_p})
 
 
-def _widen_narrow_floats(closed):
-    return passes.widen_narrow_floats(
-        closed, lambda eqn: eqn.primitive.name in fusion.CUMULATIVE or runtime.computes_widened(eqn),
-        lambda eqn: eqn.primitive.name in WIDENED_FLOAT32_SCANS)
+def _scans_in_float64(eqn):
+    return eqn.primitive in WIDENED_FLOAT32_SCANS
 
 
-def _round_bf16_operands_in_gemms(closed):
-    return quantized.round_bf16_operands_in_gemms(closed, runtime.is_bf16_gemm)
+def _computes_widened(eqn):
+    """The cumulative ops accumulate in float32 as eager does; linear algebra as the routines do."""
+    return fusion_rules.domain_of(eqn) == "scan" or step_policy.computes_widened(eqn)
+
+
+def run_stages(value, stages, options=None):
+    options = options or Options()
+    for stage in stages:
+        value = stage.run(value, options)
+        if config.jaxlite_dump_passes:
+            logger.warning("after %s:\n%s", stage.name, stage.text(value))
+    return value
+
+
+def lower_jaxpr(closed):
+    """The stages up to fusion: the optimized jaxpr and its steps."""
+    if config.jaxlite_dump_passes:
+        logger.warning("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
+    return run_stages(closed, STAGES[:_FUSION + 1])
 
 
 def compile_program(program, name="jit_fn", donated=()):
-    """`donated`: per argument, whether the caller gives its buffer up (see donation.py)."""
-    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, _symbol(name), donated)
+    """The stages after fusion: memory plan and code generation. `donated`: per argument,
+    whether the caller gives its buffer up (see donation.py)."""
+    return run_stages(program, STAGES[_FUSION + 1:], Options(name, donated))
 
 
 def _symbol(name):
@@ -100,9 +190,6 @@ def _symbol(name):
 
 
 # ---------------------------------------------------------------- cost analysis
-
-_FREE_OPS = frozenset({"const", "loop", "load", "acc", "convert", "bitcast", "select_n"})
-
 
 def cost_analysis(program):
     """Floating-point operations and bytes read and written, summed over the steps."""
@@ -117,16 +204,16 @@ def _program_flops(program):
 def _step_flops(step):
     if isinstance(step, KernelStep):
         return _kernel_flops(step.kernel)
-    name = step.eqn.primitive.name
-    if name in runtime.GEMM_PRIMITIVES:
-        m, n, k, batch = runtime._gemm_sizes(step.eqn)
+    primitive = step.eqn.primitive
+    if primitive in step_policy.GEMM_PRIMITIVES:
+        m, n, k, batch = step_policy.gemm_sizes(step.eqn)
         return 2 * m * n * k * batch
     if not _is_control(step):
         return 0
     bodies = [_program_flops(body) for body in step.programs]
-    if name == "scan":
+    if primitive is P.scan_p:
         return step.eqn.params["length"] * bodies[0]
-    if name == "while":     # one trip: the count is known only at run time
+    if primitive is P.while_p:     # one trip: the count is known only at run time
         return sum(bodies)
     return max(bodies)      # cond: the costliest branch
 
@@ -148,6 +235,6 @@ def _count_ops(roots):
         if id(e) in seen:
             continue
         seen.add(id(e))
-        count += e.op not in _FREE_OPS and e.dtype != np.int64
+        count += kernel_ir.OPS[e.op].flop and e.dtype != np.int64
         stack.extend(e.args)
     return count

@@ -25,6 +25,7 @@ import numpy as np
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
+from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import (_column_vector, _epilogue_step, _plain_matrix_product, _use_counts,
                                      dot_epilogue_p)
 
@@ -72,7 +73,7 @@ def fuse_int8_matmuls(closed, is_int8_gemm):
     outputs = {v for v in jaxpr.outvars if isinstance(v, Var)}
     replacements = {}
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "dot_general" and is_int8_gemm(eqn):
+        if eqn.primitive is P.dot_general_p and is_int8_gemm(eqn):
             match = _match(eqn, producers, consumer, outputs)
             if match is not None:
                 last, fused = match
@@ -103,7 +104,7 @@ def _rounding_operands(gemm, producers, uses):
     odd_k = gemm.inputs[0].aval.shape[lhs_contracting[0]] % 2
     inputs, rounded = list(gemm.inputs), []
     for index in (1,) if odd_k else (0, 1):
-        convert = _producer(inputs[index], producers, "convert_element_type")
+        convert = _producer(inputs[index], producers, P.convert_element_type_p)
         if convert is not None and uses[inputs[index]] == 1 and convert.inputs[0].aval.dtype == np.float32:
             inputs[index] = convert.inputs[0]
             rounded.append(index)
@@ -151,9 +152,9 @@ def _next_epilogue(eqn, consumer, producers, outputs):
     return None if step is None else (consumer[result], step)
 
 
-def _producer(atom, producers, name, **params):
+def _producer(atom, producers, primitive, **params):
     eqn = producers.get(atom) if isinstance(atom, Var) else None
-    if eqn is None or eqn.primitive.name != name:
+    if eqn is None or eqn.primitive is not primitive:
         return None
     return eqn if all(eqn.params.get(k) == v for k, v in params.items()) else None
 
@@ -173,15 +174,15 @@ _ROWS, _COLUMNS = 1, 0        # the axis a matrix is quantized along (one scale 
 
 def _quantized_source(qx, producers, axis):
     """(x, scale var) when qx = precision.quantize(x, (axis,))[0] for a matrix x, else (None, None)."""
-    convert = _producer(qx, producers, "convert_element_type")
-    clamped = convert and _with_literal(_producer(convert.inputs[0], producers, "min"), _INT8_MAX)
-    rounded = clamped and _with_literal(_producer(clamped, producers, "max"), -_INT8_MAX)
-    divided = rounded and _producer(rounded, producers, "round", rounding_method=1)
-    division = divided and _producer(divided.inputs[0], producers, "div")
+    convert = _producer(qx, producers, P.convert_element_type_p)
+    clamped = convert and _with_literal(_producer(convert.inputs[0], producers, P.min_p), _INT8_MAX)
+    rounded = clamped and _with_literal(_producer(clamped, producers, P.max_p), -_INT8_MAX)
+    divided = rounded and _producer(rounded, producers, P.round_p, rounding_method=1)
+    division = divided and _producer(divided.inputs[0], producers, P.div_p)
     if not division:
         return None, None
     x, broadcast = division.inputs
-    broadcast = _producer(broadcast, producers, "broadcast_in_dim", broadcast_dimensions=(1 - axis,))
+    broadcast = _producer(broadcast, producers, P.broadcast_in_dim_p, broadcast_dimensions=(1 - axis,))
     if not broadcast or not _is_scale_of(broadcast.inputs[0], x, axis, producers):
         return None, None
     return x, broadcast.inputs[0]
@@ -189,27 +190,27 @@ def _quantized_source(qx, producers, axis):
 
 def _is_scale_of(scale, x, axis, producers):
     """scale = max(reduce_max(abs(x), axis), floor) / 127."""
-    floored = _with_literal(_producer(scale, producers, "div"), _INT8_MAX)
-    amax = floored and _with_literal(_producer(floored, producers, "max"), _SCALE_FLOOR)
-    reduced = amax and _producer(amax, producers, "reduce_max", axes=(axis,))
-    absolute = reduced and _producer(reduced.inputs[0], producers, "abs")
+    floored = _with_literal(_producer(scale, producers, P.div_p), _INT8_MAX)
+    amax = floored and _with_literal(_producer(floored, producers, P.max_p), _SCALE_FLOOR)
+    reduced = amax and _producer(amax, producers, P.reduce_max_p, axes=(axis,))
+    absolute = reduced and _producer(reduced.inputs[0], producers, P.abs_p)
     return bool(absolute) and absolute.inputs[0] is x and x.aval.ndim == 2
 
 
 def _dequantize(acc, consumer, producers):
     """(last eqn, row scale, column scale) when float32(acc) * (rows[:, None] * cols[None, :])."""
     convert = consumer.get(acc)
-    if convert is None or convert.primitive.name != "convert_element_type" or \
+    if convert is None or convert.primitive is not P.convert_element_type_p or \
             convert.outputs[0].aval.dtype != np.float32:
         return None
     product = consumer.get(convert.outputs[0])
-    if product is None or product.primitive.name != "mul":
+    if product is None or product.primitive is not P.mul_p:
         return None
     scales = [v for v in product.inputs if v is not convert.outputs[0]]
-    outer = _producer(scales[0], producers, "mul") if len(scales) == 1 else None
+    outer = _producer(scales[0], producers, P.mul_p) if len(scales) == 1 else None
     if outer is None:
         return None
-    rows = _producer(outer.inputs[0], producers, "broadcast_in_dim", broadcast_dimensions=(0,))
+    rows = _producer(outer.inputs[0], producers, P.broadcast_in_dim_p, broadcast_dimensions=(0,))
     columns = _column_vector(outer.inputs[1], producers)
     if rows is None or columns is None:
         return None

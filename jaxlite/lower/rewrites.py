@@ -15,11 +15,11 @@ import numpy as np
 from jaxlite.core.ir import Var
 from jaxlite.core.primitive import compiler_rewrites
 from jaxlite.core.staging import trace_to_jaxpr
-from jaxlite.lower import fusion
+from jaxlite.lower import primitives as P
+from jaxlite.lower.fusion_rules import LOWERINGS
 from jaxlite.lower.passes import Rewriter, splice
 
 _WIDENED = {("bfloat16", "float32"), ("int8", "int32")}
-_LAYOUT_PRESERVING = set(fusion._ELEMENTWISE) | {"convert_element_type"}
 
 
 def apply_rewrites(closed):
@@ -57,7 +57,7 @@ def _narrow_sources(operands, out_dtype, producers):
     sources = []
     for v in operands:
         eqn = producers.get(v) if isinstance(v, Var) else None
-        if eqn is None or eqn.primitive.name != "convert_element_type":
+        if eqn is None or eqn.primitive is not P.convert_element_type_p:
             return None
         sources.append(eqn.inputs[0])
     narrow = {s.aval.dtype.name for s in sources}
@@ -71,15 +71,21 @@ def _memory_order(var, producers):
     order = list(range(var.aval.ndim))
     while isinstance(var, Var) and var in producers:
         eqn = producers[var]
-        if eqn.primitive.name == "transpose":
+        if eqn.primitive is P.transpose_p:
             order = [eqn.params["permutation"][a] for a in order]
             var = eqn.inputs[0]
             continue
-        source = _same_shape_operand(eqn, producers) if eqn.primitive.name in _LAYOUT_PRESERVING else None
+        source = _same_shape_operand(eqn, producers) if _preserves_layout(eqn) else None
         if source is None:
             break
         var = source
     return tuple(order)
+
+
+def _preserves_layout(eqn):
+    """An elementwise equation, which fusion inlines: its result is laid out as its operands."""
+    lowering = LOWERINGS.get(eqn.primitive)
+    return lowering is not None and lowering.elementwise
 
 
 def _same_shape_operand(eqn, producers):
@@ -87,6 +93,6 @@ def _same_shape_operand(eqn, producers):
     for v in eqn.inputs:
         if not isinstance(v, Var) or v.aval.shape != eqn.outputs[0].aval.shape:
             continue
-        if v not in producers or producers[v].primitive.name != "broadcast_in_dim":
+        if v not in producers or producers[v].primitive is not P.broadcast_in_dim_p:
             return v
     return None

@@ -24,10 +24,9 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core import dtypes
-from jaxlite.lower.gemm import I64, as_i64, emit_choice, emit_loop, smin
+from jaxlite.lower.llvm_helpers import I8, I32, I64, as_i64, emit_choice, emit_loop, smin
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
-I32 = ir.IntType(32)
 # From this length on, a lane is radix sorted: its 4 (or 8) linear passes, 256 counts each,
 # beat log2(length) merge passes (measured on 1M float32 in rows of 16 to 256: the merge
 # wins at 16, the radix sort from 64 on, 3.7x at 256).
@@ -39,7 +38,7 @@ def bits_type(dtype):
 
 
 def key_type(dtype):
-    return ir.IntType(64) if np.dtype(dtype).itemsize == 8 else I32
+    return I64 if np.dtype(dtype).itemsize == 8 else I32
 
 
 def _infinity_bits(dtype):
@@ -143,7 +142,7 @@ def _fits_positions(length):
 
 def _digit_slot(b, key, byte):
     """Where byte `byte` of `key` is counted: 256 counts per byte position."""
-    digit = b.zext(b.trunc(b.lshr(key, ir.Constant(key.type, 8 * byte)), ir.IntType(8)), I64)
+    digit = b.zext(b.trunc(b.lshr(key, ir.Constant(key.type, 8 * byte)), I8), I64)
     return b.add(digit, as_i64(256 * byte))
 
 
@@ -185,7 +184,7 @@ class _SortEmitter:
         """keys_a, keys_b, positions_a, positions_b and the radix sort's counts in the scratch area."""
         entries = self.spec.length + 1
         offsets = [0, 8 * entries, 16 * entries, 20 * entries, 24 * entries]
-        return [gep(b, scratch, offset, ir.IntType(8)) for offset in offsets]
+        return [gep(b, scratch, offset, I8) for offset in offsets]
 
     def _element(self, b, operand, dtype, in_base, position):
         offset = b.add(in_base, b.mul(b.zext(position, I64), as_i64(self.spec.inner)))

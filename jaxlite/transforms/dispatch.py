@@ -68,9 +68,10 @@ def delete_donated(flat_args, paired):
 
 def make_call(entry, executable, in_signatures):
     """The call function of a compiled signature: args -> the output pytree."""
-    if executable._native is None or entry.extra_args:
+    native = executable.native_entry()
+    if native is None or entry.extra_args:
         return _general_call(entry)
-    return _generated_call(entry, executable, in_signatures)
+    return _generated_call(entry, executable, native, in_signatures)
 
 
 def _general_call(entry):
@@ -101,40 +102,41 @@ def numpy_argument(x, aval):
     return np.asarray(x, aval.dtype)
 
 
-def _generated_call(entry, executable, in_signatures):
-    """Straight-line Python for one native program (see the module docstring)."""
+def _generated_call(entry, executable, native, in_signatures):
+    """Straight-line Python for one native program (see the module docstring); `native`
+    describes its entry point (lower.runtime.NativeEntry)."""
     jaxpr = executable.jaxpr
-    names = {"empty": np.empty, "native": executable._native, "new_array": _new_array, "Array": Array,
+    names = {"empty": np.empty, "native": native.entry, "new_array": _new_array, "Array": Array,
              "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer,
              "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8)}
     arguments = [f"a{i}" for i in range(len(jaxpr.invars))]
     lines = ["def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
     lines += _donation_checks(executable, in_signatures)
-    values = _argument_values(executable, in_signatures, lines)
-    outputs = _output_buffers(executable, names, lines)
+    values = _argument_values(native, in_signatures, lines)
+    outputs = _output_buffers(native, names, lines)
     consts = []
-    for j, const in enumerate(executable.consts):
+    for j, const in enumerate(native.consts):
         names[f"CONST{j}"] = const
         consts.append(f"CONST{j}")
     workspace = "NO_WORKSPACE"
-    if executable._kept_workspace:
-        names["KEPT"] = executable._kept_workspace
+    if native.kept_workspace:
+        names["KEPT"] = native.kept_workspace
         lines.append("    workspace = KEPT.take()")
         workspace = "workspace"
-    elif executable.workspace_size:   # (the planned buffers and the loop bodies' regions)
-        names["WORKSPACE_SIZE"], names["uint8"] = executable.workspace_size, np.uint8
+    elif native.workspace_size:   # (the planned buffers and the loop bodies' regions)
+        names["WORKSPACE_SIZE"], names["uint8"] = native.workspace_size, np.uint8
         workspace = "empty(WORKSPACE_SIZE, uint8)"
     tail = []       # the native control flow's table and its bodies' constants
-    for j, array in enumerate(executable._tail):
+    for j, array in enumerate(native.tail):
         names[f"TAIL{j}"] = array
         tail.append(f"TAIL{j}")
     lines.append(f"    native({', '.join([workspace] + consts + values + outputs + tail)})")
-    if executable._host_steps:      # a Python callback inside may have raised
-        names["BRIDGE"] = executable._bridge
+    if native.bridge is not None:      # a Python callback inside may have raised
+        names["BRIDGE"] = native.bridge
         lines.append("    BRIDGE.raise_pending()")
-    if executable._kept_workspace:
+    if native.kept_workspace:
         lines.append("    KEPT.give_back(workspace)")
-    lines += _wrap_outputs(executable, entry.out_weak_types, names, len(consts), len(values))
+    lines += _wrap_outputs(native, entry.out_weak_types, names, len(consts), len(values))
     lines += [f"    a{i}.delete()" for i in executable.donation.paired]
     results = [f"r{k}" for k in range(len(jaxpr.outvars))]
     if entry.out_tree.kind is None:
@@ -145,11 +147,11 @@ def _generated_call(entry, executable, in_signatures):
     return names["call"]
 
 
-def _argument_values(executable, in_signatures, lines):
+def _argument_values(native, in_signatures, lines):
     """The expression of each argument's buffer (adding the lines that prepare reused ones)."""
     values = [f"a{i}._value" if signature.contiguous else f"ascontiguousarray(a{i}._value)"
               for i, signature in enumerate(in_signatures)]
-    for i in set(dict(executable._reuse).values()):
+    for i in set(native.reused.values()):
         # The code may write the output through the argument's pointer: a buffer the Array
         # does not own alone is copied first (a non-contiguous one already is).
         private = f"a{i}._value if owns_buffer(a{i}) else a{i}._value.copy()"
@@ -158,13 +160,13 @@ def _argument_values(executable, in_signatures, lines):
     return values
 
 
-def _output_buffers(executable, names, lines):
+def _output_buffers(native, names, lines):
     """Lines giving each computed output its buffer: fresh, or a donated argument's."""
-    reused = dict(executable._reuse)
-    for k, (shape, dtype) in enumerate(executable._out_specs):
+    reused = native.reused
+    for k, (shape, dtype) in enumerate(native.out_specs):
         names[f"SHAPE{k}"], names[f"DTYPE{k}"] = shape, dtype
         lines.append(f"    o{k} = v{reused[k]}" if k in reused else f"    o{k} = empty(SHAPE{k}, DTYPE{k})")
-    return [f"o{k}" for k in range(len(executable._out_specs))]
+    return [f"o{k}" for k in range(len(native.out_specs))]
 
 
 def _donation_checks(executable, in_signatures):
@@ -178,11 +180,11 @@ def _donated_twice(position):
             f"{position}); pass a copy, or do not donate it.")
 
 
-def _wrap_outputs(executable, weak_types, names, nconsts, nargs):
+def _wrap_outputs(native, weak_types, names, nconsts, nargs):
     """An Array per jaxpr output: fresh outputs wrapped directly, anything else (an argument
     or constant passed through, a literal) through Array's constructor."""
     lines = []
-    for k, (source, weak) in enumerate(zip(executable._out_sources, weak_types)):
+    for k, (source, weak) in enumerate(zip(native.out_sources, weak_types)):
         names[f"WEAK{k}"] = weak
         if type(source) is not int:
             names[f"LITERAL{k}"] = source
@@ -193,7 +195,7 @@ def _wrap_outputs(executable, weak_types, names, nconsts, nargs):
             lines.append(f"    r{k} = Array(a{source - nconsts}._value, WEAK{k})")
         else:
             out = source - nconsts - nargs
-            shape, dtype = executable._out_specs[out]
+            shape, dtype = native.out_specs[out]
             names[f"SIGNATURE{k}"] = intern_signature(shape, dtype, weak)
             lines.append(f"    r{k} = new_array(Array)")
             lines.append(f"    r{k}._value, r{k}.weak_type, r{k}._signature = o{out}, WEAK{k}, SIGNATURE{k}")

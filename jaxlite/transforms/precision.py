@@ -336,6 +336,7 @@ def _compiled_dot(lowering, dimension_numbers, static):
 straight_through_p = Primitive("straight_through")
 straight_through_p.def_impl(lambda x, w, quantized, **params: quantized)
 straight_through_p.def_abstract_eval(lambda x, w, quantized, **params: quantized)
+straight_through_p.value_is_operand = 2     # compiled, it is the quantized product (lower/passes.simplify)
 
 
 def straight_through(x, w, quantized, product, params):
