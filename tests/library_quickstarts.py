@@ -157,7 +157,8 @@ def distrax_distributions():
 
 
 def numpyro_nuts():
-    """NUTS on a tiny model (a normal mean with a known scale), a couple hundred samples."""
+    """NUTS on a tiny model (a normal mean with a known scale): a short chain's samples, and the
+    posterior mean and spread from a few hundred samples."""
     import jax
     import jax.numpy as jnp
     import numpyro
@@ -169,10 +170,14 @@ def numpyro_nuts():
         mu = numpyro.sample("mu", dist.Normal(0.0, 2.0))
         numpyro.sample("obs", dist.Normal(mu, 0.5), obs=data)
 
-    mcmc = MCMC(NUTS(model), num_warmup=100, num_samples=100, progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(0), data)
-    mu = mcmc.get_samples()["mu"]
-    return {"mu_mean": float(jnp.mean(mu)), "mu_std": float(jnp.std(mu)), "first_samples": np.asarray(mu[:5]).tolist()}
+    def samples(num_warmup, num_samples):
+        mcmc = MCMC(NUTS(model), num_warmup=num_warmup, num_samples=num_samples, progress_bar=False)
+        mcmc.run(jax.random.PRNGKey(0), data)
+        return mcmc.get_samples()["mu"]
+
+    mu = samples(200, 300)
+    return {"short_chain": np.asarray(samples(20, 3)).tolist(),
+            "posterior": {"mean": float(jnp.mean(mu)), "std": float(jnp.std(mu))}}
 
 
 def blackjax_nuts():

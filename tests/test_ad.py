@@ -75,6 +75,7 @@ PRIMITIVE_CASES = {
     "min": (lax.min, [distinct((3,)), distinct((3,), seed=1) + 0.02]),
     "atan2": (lax.atan2, [uniform(0.5, 2), uniform(0.5, 2, seed=1)]),
     "neg": (lax.neg, [normal()]),
+    "conj": (lax.conj, [normal()]),
     "sign": (lax.sign, [uniform(0.5, 1) * np.array([1, -1, 1])]),
     "floor": (lax.floor, [uniform(0.2, 0.8)]),
     "ceil": (lax.ceil, [uniform(0.2, 0.8)]),

@@ -156,7 +156,7 @@ def _scan_loop(x, xs):
 # name -> (function of the operands, [(operand shape from the base shape, value generator)])
 CASES = {
     **{name: unary(getattr(lax, name)) for name in
-       ["abs", "ceil", "cos", "exp", "exp2", "expm1", "floor", "is_finite", "logistic", "neg",
+       ["abs", "ceil", "conj", "cos", "exp", "exp2", "expm1", "floor", "is_finite", "logistic", "neg",
         "round", "sign", "sin", "square", "tanh", "cbrt", "stop_gradient"]},
     **{name: unary(getattr(lax, name), positive) for name in
        ["log", "log1p", "rsqrt", "sqrt", "lgamma", "digamma"]},
