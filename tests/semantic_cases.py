@@ -56,7 +56,9 @@ def _arithmetic(jnp, lax):
         ("bool_mul", lambda a, b: a * b, (a, b)),
         ("bool_add_int", lambda a: a + 1, (a,)),
         ("bool_add_true", lambda a: a + True, (a,)),
-    ]
+    ] + [(f"float32_to_{dtype}_saturates", lambda x, dtype=dtype: x.astype(dtype),
+          (np.float32([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 2147483520.0, 65535.5]),))
+         for dtype in ("int32", "uint32", "int8", "uint8", "int16")]
 
 
 def _cumulative(jnp, lax):

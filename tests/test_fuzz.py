@@ -185,3 +185,12 @@ def test_kernel_ir_of_a_grad_program_stays_proportional_to_it(program):
     equations = len(jaxlite.make_jaxpr(grad)(*program.inputs).jaxpr.eqns)
     compiled = jaxlite.jit(grad).lower(*program.inputs).compile()
     assert _kernel_ir_nodes(compiled.executable) <= 6 * equations + 200
+
+
+def test_float_to_int_conversion_saturates_at_the_top_eagerly():
+    """seed 20079: eager clipped inf to float32(2**31 - 1), which is 2**31, and astype wrapped
+    it to INT_MIN (jit and JAX give INT_MAX)."""
+    x = np.float32([np.inf, 3e9, np.nan])
+    for fun in (lambda v: jnp.asarray(v).astype(jnp.int32), jaxlite.jit(lambda v: v.astype(jnp.int32))):
+        np.testing.assert_array_equal(fun(x), [2 ** 31 - 1, 2 ** 31 - 1, 0])
+    np.testing.assert_array_equal(jnp.asarray(x).astype(jnp.uint32), [2 ** 32 - 1, 3000000000, 0])

@@ -142,10 +142,6 @@ class TracerArrayConversionError(JaxliteTypeError):
     pass
 
 
-class JaxRuntimeError(RuntimeError):
-    """A computation that cannot run (as jax.errors.JaxRuntimeError), e.g. RESOURCE_EXHAUSTED."""
-
-
 @functools.lru_cache(maxsize=None)
 def memory_bytes():
     """The machine's physical memory: an array bigger than this cannot be held."""
