@@ -102,8 +102,12 @@ class _CustomFunction:
         name = getattr(self.fun, "__name__", "fun")
         self._check_defined(name)
         split = _Split(_resolve_args(self.fun, args, kwargs), self.nondiff_argnums)
-        if _evaluated_now(split):
+        trace = current_trace()
+        if trace is EVAL_TRACE:
             return self.fun(*split.merge(split.diff))
+        if _known_in_partial_eval(trace, split):
+            with set_current_trace(trace.parent):
+                return self(*args, **kwargs)
         differentiated = self._differentiate_directly(split)
         if differentiated is not None:
             return differentiated
@@ -131,13 +135,11 @@ class _CustomFunction:
         return tree_unflatten(rule.out_tree, [trace.new_tracer(p, t) for p, t in zip(outs, out_dots)])
 
 
-def _evaluated_now(split):
-    """Eager evaluation (also the known side of reverse mode): as JAX, the function itself runs
-    on the concrete values, so it may branch on them in Python."""
+def _known_in_partial_eval(trace, split):
+    """On the known side of reverse mode the call belongs to the parent trace, as a primitive's
+    does: run eagerly there, the function itself runs on concrete values (so it may branch on
+    them in Python, as in JAX); under an outer transformation its custom rule still applies."""
     from jaxlite.transforms.partial_eval import PartialEvalTrace
-    trace = current_trace()
-    if trace is EVAL_TRACE:
-        return True
     return isinstance(trace, PartialEvalTrace) and not any(
         trace.is_unknown(x) for x in tree_flatten(split.diff)[0])
 
