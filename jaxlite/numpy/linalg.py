@@ -10,7 +10,8 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.core.namespace import dir_of_all
 from jaxlite.lax.base import as_operand
-from jaxlite.lax.linalg import identity_like, matmul, matrix_transpose, permute_rows, square_factors
+from jaxlite.lax.linalg import identity_like, matrix_transpose, permute_rows, square_factors
+from jaxlite.lax.linalg import matmul as _batched_matmul  # not jnp.linalg.matmul: issue 16
 from jaxlite.numpy import reductions, ufuncs
 from jaxlite.transforms.custom_derivatives import custom_jvp
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes, promote_to_inexact
@@ -120,7 +121,7 @@ def _adjugate_by_svd(a, value):
     c = lax.reduce_prod(others, (rows.ndim - 1,))
     scaled = lax.mul(matrix_transpose(vt), lax.broadcast_in_dim(c, rows.shape, tuple(range(s.ndim - 1)) + (s.ndim,)))
     sign = lax.mul(_det(u), _det(vt))
-    return lax.mul(lax.broadcast_in_dim(sign, a.shape, tuple(range(a.ndim - 2))), matmul(scaled, matrix_transpose(u)))
+    return lax.mul(lax.broadcast_in_dim(sign, a.shape, tuple(range(a.ndim - 2))), _batched_matmul(scaled, matrix_transpose(u)))
 
 
 def slogdet(a):
