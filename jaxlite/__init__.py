@@ -30,8 +30,7 @@ from jaxlite._sharding import (Device, default_backend, device_count, device_get
                                local_device_count, local_devices, make_mesh, process_count, process_index)
 from jaxlite.transforms.shard_map import pmap, shard_map
 from jaxlite.compat import JAX_API_VERSION as jax_api_version, install_as_jax
-from jaxlite import (api_util, custom_batching, custom_derivatives, experimental, extend, flatten_util,
-                     interpreters)
+from jaxlite import api_util, custom_batching, custom_derivatives, extend, flatten_util, interpreters
 
 # `from jaxlite.precision import bf16` and `import jaxlite.precision` work, like any submodule.
 _sys.modules[__name__ + ".precision"] = precision

@@ -17,11 +17,8 @@ JAX_NAMES = json.loads(
 
 SCIPY = "owned by the scipy work: issue 17 item 1"
 LAXRAND_LAX = "owned by the laxrand work: issue 17 item 3"
-LAXRAND_RANDOM = "owned by the laxrand work: issue 17 item 4"
 LAXRAND_ITEM5 = "owned by the laxrand work: issue 17 item 5"
-LAXRAND_HYGIENE = "owned by the laxrand work: issue 17 item 7 (module imports and helpers)"
 LIBS = "owned by the libs work: issue 21"
-LIBS_HYGIENE = "owned by the libs work: issue 21 (issue 17 item 7: module imports and helpers)"
 MPI = "owned by the mpi work: issue 18 (devices, sharding, multi-process)"
 TRANSFORMS = "owned by the transforms work: issue 22"
 TRANSFORMS_HYGIENE = "owned by the transforms work: issue 22 (issue 17 item 7 for jax.debug)"
@@ -37,10 +34,6 @@ ABSENT_NAMESPACES = {
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
 MISSING = {
-    "jax.scipy": {
-        LINALG_FFT: """
-        """,
-    },
     "jax.scipy.linalg": {
         COMPLEX: """
             dft funm rsf2csf sqrtm
@@ -83,7 +76,6 @@ MISSING = {
             transfer_guard_host_to_device
         """,
         LIBS: "lib",
-        SCIPY: "",
         "array API interchange, with from_dlpack: issue 17 item 2": "dlpack",
         "the package version lives in __version__; JAX's jax.version module has no counterpart":
             "version",
@@ -154,18 +146,10 @@ MISSING = {
             vecdot vector_norm
         """,
     },
-    "jax.random": {
-        LAXRAND_RANDOM: """
-        """,
-    },
     "jax.sharding": {
         MPI: """
             AbstractDevice ManualAxisType auto_axes explicit_axes get_abstract_mesh
             get_mesh make_single_device_sharding reshard set_mesh use_abstract_mesh
-        """,
-    },
-    "jax.tree": {
-        LIBS: """
         """,
     },
     "jax.tree_util": {
