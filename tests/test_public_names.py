@@ -96,20 +96,19 @@ MISSING = {
             batch_matmul
             bessel_i0e_p bessel_i1e_p
             clamp_p
-            complex complex_p composite
+            composite
             conv_general_dilated_local
             copy_p create_token create_token_p
             custom_linear_solve custom_root dce_sink
             dce_sink_p device_put_p
             eq_to_p
             fft fft_p igamma_grad_a_p igamma_p
-            igammac_p imag imag_p index_take le_to_p
+            igammac_p index_take le_to_p
             linear_solve_p lt_to_p mulhi
             mulhi_p optimization_barrier_p
             pbroadcast pcast platform_dependent
             ppermute_p precv psend
             ragged_all_to_all ragged_all_to_all_p ragged_dot ragged_dot_general
-            real real_p
             reduce_p
             reduce_window_p
             regularized_incomplete_beta_p
@@ -130,7 +129,7 @@ MISSING = {
         """,
     },
     "jax.numpy": {
-        COMPLEX: "ComplexWarning angle cdouble complex_ csingle roots sort_complex",
+        COMPLEX: "ComplexWarning roots sort_complex",
         LINALG_FFT: "fft",
         "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
         "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """

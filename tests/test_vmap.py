@@ -66,6 +66,10 @@ def positive(rng, shape):
     return rng.uniform(0.5, 2.0, shape).astype(np.float32)
 
 
+def complexes(rng, shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
 def ints(rng, shape):
     return rng.integers(-8, 8, shape).astype(np.int32)
 
@@ -165,6 +169,8 @@ CASES = {
     **{name: unary(getattr(lax, name), unit_interval) for name in
        ["acos", "asin", "atanh", "erf_inv"]},
     "acosh": unary(lax.acosh, above_one),
+    **{name: unary(getattr(lax, name), complexes) for name in ["real", "imag"]},
+    "complex": binary(lax.complex),
     "polygamma": unary(lambda x: lax.polygamma(1, x), positive),
     "reduce_precision": unary(lambda x: lax.reduce_precision(x, 5, 3)),
     "clz": unary(lax.clz, ints),

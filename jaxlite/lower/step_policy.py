@@ -36,6 +36,8 @@ FALLBACKS = {
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
     # Not lowered:
+    **{primitive: "complex values: the compiler computes with real numbers only so far"
+       for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
     **{primitive: _COLLECTIVE for primitive in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p, P.axis_index_p,

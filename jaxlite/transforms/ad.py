@@ -327,8 +327,8 @@ def tangents_out(outs, nonzeros, avals):
 
 
 def is_differentiable(aval):
-    """Only floating-point values carry tangents; integer and boolean ones are constant."""
-    return dtypes.is_float(aval.dtype)
+    """Only floating-point and complex values carry tangents; integer and boolean ones are constant."""
+    return dtypes.is_inexact(aval.dtype)
 
 
 # ---------------------------------------------------------------- call primitives
