@@ -377,9 +377,11 @@ abs = _bind_unary(abs_p)
 
 def _abs_jvp(t, x):
     if dtypes.is_complex(x.dtype):
-        # d|x| = Re(conj(x) dx) / |x|, and sign(x) is x / |x| (0 at 0, where JAX's is 0 too).
+        # d|x| = Re(conj(x) dx) / |x|, taken as 0 at 0 (as JAX: |x| replaced by 1 there).
         from jaxlite.lax.complex_parts import conj, real
-        return real(mul(conj(sign(x)), t))
+        magnitude = abs(x)
+        safe = select_n(eq(magnitude, full_like(magnitude, 0)), magnitude, full_like(magnitude, 1))
+        return div(real(mul(conj(x), t)), safe)
     # The derivative at 0 (and -0) is 1, as JAX takes it (so grad(hypot)(0, 0) is (1/2, 1/2)).
     return select_n(ge(x, full_like(x, 0)), neg(t), t)
 
