@@ -6,6 +6,7 @@ batching rules only move the vmapped axis to the front. The derivatives are
 the standard matrix identities, written with triangular solves and matmuls.
 """
 import enum
+import math
 
 import numpy as np
 
@@ -244,7 +245,7 @@ def _lu_impl(a):
     m, n = a.shape[-2:]
     lu = np.array(a, dtype=np.promote_types(a.dtype, np.float32))
     batch = lu.shape[:-2]
-    flat = lu.reshape((-1, m, n))
+    flat = lu.reshape((math.prod(batch), m, n))
     rows = np.arange(flat.shape[0])
     perm = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
     pivots = np.zeros((flat.shape[0], min(m, n)), np.int32)
@@ -603,7 +604,7 @@ def _qr_pivoted_impl(x, full_matrices):
     """Householder QR choosing at each step the remaining column of largest norm (LAPACK's
     geqp3 strategy; numpy has no geqp3), in float64 as numpy's linalg, over the whole batch."""
     m, n = x.shape[-2:]
-    a = np.array(x, dtype=np.promote_types(x.dtype, np.float64)).reshape((-1, m, n))
+    a = np.array(x, dtype=np.promote_types(x.dtype, np.float64)).reshape((math.prod(x.shape[:-2]), m, n))
     batch = np.arange(a.shape[0])
     permutation = np.tile(np.arange(n), (a.shape[0], 1))
     q = np.tile(np.eye(m, dtype=a.dtype), (a.shape[0], 1, 1))
