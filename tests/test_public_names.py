@@ -99,12 +99,12 @@ MISSING = {
             complex complex_p composite
             conv_general_dilated_local
             copy_p create_token create_token_p
-            custom_linear_solve custom_root dce_sink
+            dce_sink
             dce_sink_p device_put_p
             eq_to_p
             fft fft_p igamma_grad_a_p igamma_p
             igammac_p imag imag_p index_take le_to_p
-            linear_solve_p lt_to_p mulhi
+            lt_to_p mulhi
             mulhi_p optimization_barrier_p
             pbroadcast pcast platform_dependent
             ppermute_p precv psend

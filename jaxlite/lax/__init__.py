@@ -1,6 +1,7 @@
 """jaxlite.lax: the primitives, each declared once with all its rules."""
 from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
-from jaxlite.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
+from jaxlite.lax.control_flow import (cond, custom_linear_solve, custom_root, fori_loop, linear_solve_p, map,
+                                      scan, switch, while_loop)
 from jaxlite.lax.elementwise import (
     abs, add, add_any, atan2, bitcast_convert_type, bitwise_and, bitwise_not, bitwise_or,
     bitwise_xor, cbrt, ceil, clamp, convert_element_type, cos, div, eq, exp, exp2, expm1, floor,
