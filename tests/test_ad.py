@@ -167,6 +167,8 @@ PRIMITIVE_CASES = {
     "conv_patches": (lambda x: lax.convolution.conv_patches(x, (2, 2), (1, 2), (2, 1), 1),
                      [normal((2, 6, 5, 3))]),
     "cholesky": (lax.cholesky, [spd()]),
+    "ragged_dot_general": (lambda a, b: lax.ragged_dot(a, b, np.array([2, 1], np.int32)),
+                           [normal((4, 3)), normal((2, 3, 2), seed=1)]),
     "custom_linear_solve": (lambda a, b: lax.custom_linear_solve(
         lambda x: a @ x, b, lambda m, x: jnp.linalg.solve(a, x), lambda m, x: jnp.linalg.solve(a.T, x)),
         [spd() + normal((3, 3), seed=2), normal()]),

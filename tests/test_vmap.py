@@ -192,6 +192,8 @@ CASES = {
         lambda x: a @ x, b, lambda m, x: jnp.linalg.solve(a, x), symmetric=True),
         [(_square, spd), (lambda s: (s[0],), floats)]),
     "mulhi": binary(lax.mulhi, ints),
+    "ragged_dot_general": (lambda a, b: lax.ragged_dot(a, b, np.array([1, 1], np.int32)),
+                           [(lambda s: (3, s[0]), floats), (lambda s: (2, s[0], 2), floats)]),
     "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), algorithm=1), [(lambda s: (4,), words)]),
     "svd": (lambda a: lax.svd(a)[0], [(_square, spd)]),
     "lu": (lax.lu, [(_square, spd)]),
