@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from jaxlite.core.dtypes import bfloat16
-from jaxlite.lower import collectives, gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.lower import collectives, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -65,6 +65,7 @@ NATIVE_ROUTINES = {
     P.eigh_p: linalg_kernels.eigh_spec,
     P.qr_p: linalg_kernels.qr_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
+    P.fft_p: fft_kernels.fft_spec,
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 
