@@ -208,3 +208,30 @@ def test_jit_of_grad_and_vmap_against_a_loop():
                atol=1e-5, rtol=1e-5)
     check_vmap(jaxlite.jit(lambda v: jnp.fft.fft2(v)), [_signal(rng, (3, 4, 6), "fft")], in_axes=2,
                atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- the spectral example (jaxlite/examples/spectral.py)
+
+def test_spectral_poisson_solver():
+    from jaxlite.examples import spectral
+    x = np.linspace(0, 2 * np.pi, 64, endpoint=False).astype(np.float32)
+    _assert_close(spectral.solve_poisson(-np.sin(3 * x) + 0.5, 2 * np.pi), np.sin(3 * x) / 9, rtol=1e-5)
+
+
+def test_spectral_filter_gradient_is_jax_conjugate_covector_and_fit_converges():
+    from jaxlite.examples import spectral
+    signal, target, true_response = spectral.demo_problem(n=16, batch=4)
+    response = (np.random.default_rng(5).standard_normal(9) * (1 + 1j)).astype(np.complex64)
+    grad = np.asarray(jaxlite.grad(spectral.filter_loss)(response, signal, target))
+    eps, k = 1e-2, 3
+    step = np.zeros(9, np.complex64)
+    step[k] = eps
+
+    def loss_at(r):
+        return float(spectral.filter_loss(r, signal, target))
+    d_re = (loss_at(response + step) - loss_at(response - step)) / (2 * eps)
+    d_im = (loss_at(response + 1j * step) - loss_at(response - 1j * step)) / (2 * eps)
+    np.testing.assert_allclose([grad[k].real, grad[k].imag], [d_re, -d_im], rtol=2e-3, atol=1e-5)
+    fitted, loss = spectral.fit_filter(signal, target, steps=100)
+    assert loss < 1e-8
+    _assert_close(np.asarray(fitted)[:-1], true_response[:-1], rtol=1e-3)

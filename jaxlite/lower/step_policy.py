@@ -38,6 +38,7 @@ FALLBACKS = {
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
+    P.fft_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     **{primitive: "complex values: the compiler computes with real numbers only so far"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
