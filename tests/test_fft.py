@@ -235,3 +235,20 @@ def test_spectral_filter_gradient_is_jax_conjugate_covector_and_fit_converges():
     fitted, loss = spectral.fit_filter(signal, target, steps=100)
     assert loss < 1e-8
     _assert_close(np.asarray(fitted)[:-1], true_response[:-1], rtol=1e-3)
+
+
+@settings(deadline=None, max_examples=20)
+@given(st.lists(st.sampled_from([1, 2, 3, 5]), min_size=1, max_size=2),
+       st.lists(st.sampled_from([1, 2, 4]), min_size=2, max_size=2), st.sampled_from(["full", "same", "valid"]),
+       st.booleans(), st.integers(0, 2 ** 16))
+def test_scipy_signal_fftconvolve_matches_scipy(shape, kernel_sizes, mode, complex_input, seed):
+    import scipy.signal
+    import jaxlite.scipy.signal as jsignal
+    rng = np.random.default_rng(seed)
+    kernel_shape = tuple(kernel_sizes[:len(shape)])
+    if mode == "valid" and not all(a >= b for a, b in zip(shape, kernel_shape)):
+        kernel_shape = tuple(shape)
+    x = _signal(rng, tuple(shape), "fft" if complex_input else "rfft")
+    k = rng.standard_normal(kernel_shape).astype(np.float32)
+    wide = x.astype(np.complex128 if complex_input else np.float64)
+    _assert_close(jsignal.fftconvolve(x, k, mode), scipy.signal.fftconvolve(wide, k, mode), rtol=1e-5)

@@ -43,7 +43,7 @@ MISSING = {
     },
     "jax.scipy.signal": {
         LINALG_FFT: """
-            csd fftconvolve istft stft welch
+            csd istft stft welch
         """,
     },
     "jax.scipy.special": {

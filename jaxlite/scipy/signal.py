@@ -1,5 +1,5 @@
 """jaxlite.scipy.signal: N-d convolve and correlate (as conv_general_dilated), their 2-d
-forms, and detrend. fftconvolve, stft, istft, csd and welch need an FFT (not yet in jaxlite)."""
+forms, detrend, and fftconvolve (on jnp.fft). stft, istft, csd and welch are not written yet."""
 import numpy as _np
 
 from jaxlite import lax as _lax
@@ -117,3 +117,48 @@ def _minus_line(segment):
     spread = _jnp.sum(t_centered * t_centered)
     slope = _jnp.sum(t_centered * (segment - y_mean), -1, keepdims=True) / _jnp.where(spread > 0, spread, 1)
     return segment - y_mean - slope * t_centered
+
+
+def fftconvolve(in1, in2, mode="full", axes=None):
+    """The convolution of in1 and in2 along `axes` (default all) by FFTs: real inputs by
+    rfftn/irfftn, complex ones by fftn/ifftn; the other axes must match and are mapped over."""
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {sorted(_MODES)}")
+    in1, in2 = _jnp.asarray(in1), _jnp.asarray(in2)
+    if in1.ndim != in2.ndim:
+        raise ValueError("in1 and in2 should have the same dimensionality")
+    dtype = _jnp.result_type(in1, in2)
+    if not _jnp.issubdtype(dtype, _jnp.inexact):
+        dtype = _jnp.result_type(dtype, 1.0)
+    in1, in2 = in1.astype(dtype), in2.astype(dtype)
+    axes = tuple(range(in1.ndim)) if axes is None else tuple(a % in1.ndim for a in _np.atleast_1d(axes))
+    mapped = tuple(a for a in range(in1.ndim) if a not in axes)
+    if any(in1.shape[a] != in2.shape[a] for a in mapped):
+        raise ValueError(f"mapped axes must have same shape; got in1.shape={in1.shape} in2.shape={in2.shape} "
+                         f"axes={mapped}")
+    full = [in1.shape[a] + in2.shape[a] - 1 for a in axes]
+    if _jnp.issubdtype(dtype, _jnp.complexfloating):
+        out = _jnp.fft.ifftn(_jnp.fft.fftn(in1, full, axes) * _jnp.fft.fftn(in2, full, axes), full, axes)
+    else:
+        out = _jnp.fft.irfftn(_jnp.fft.rfftn(in1, full, axes) * _jnp.fft.rfftn(in2, full, axes), full, axes)
+    return _centered(out.astype(dtype), axes, _fft_mode_lengths(in1, in2, mode, axes))
+
+
+def _fft_mode_lengths(in1, in2, mode, axes):
+    """The result's lengths along `axes` in `mode`: n1 + n2 - 1, n1, or |n1 - n2| + 1."""
+    if mode == "full":
+        return [in1.shape[a] + in2.shape[a] - 1 for a in axes]
+    if mode == "same":
+        return [in1.shape[a] for a in axes]
+    first, second = [in1.shape[a] for a in axes], [in2.shape[a] for a in axes]
+    if not (all(a >= b for a, b in zip(first, second)) or all(b >= a for a, b in zip(first, second))):
+        raise ValueError("For 'valid' mode, One input must be at least as large as the other in every dimension.")
+    return [abs(a - b) + 1 for a, b in zip(first, second)]
+
+
+def _centered(x, axes, lengths):
+    """The centred window of `lengths` along `axes` (starting at (n - length) // 2, as scipy)."""
+    for axis, length in zip(axes, lengths):
+        start = (x.shape[axis] - length) // 2
+        x = _lax.slice_in_dim(x, start, start + length, axis=axis)
+    return x
