@@ -36,7 +36,9 @@ FALLBACKS = {
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
     # Not lowered:
-    **{primitive: "complex values: the compiler computes with real numbers only so far"
+    # complex_split computes every complex value with real ones; these remain only around an
+    # operation it has no rule for (reduce_prod, reduce_max, cumprod, ... of complex values).
+    **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
