@@ -127,10 +127,40 @@ def _adjugate_by_svd(a, value):
 def slogdet(a):
     """(sign, log|det|): a sum of logs, so it neither overflows nor underflows."""
     (a,) = _matrices("slogdet", a)
+    return _slogdet(a)
+
+
+@custom_jvp
+def _slogdet(a):
     diagonal, odd = _lu_diagonal_and_parity(a)
     last = (diagonal.ndim - 1,)
     sign = lax.mul(_parity_sign(odd, a.dtype), lax.reduce_prod(lax.sign(diagonal), last))
     return sign, lax.reduce_sum(lax.log(lax.abs(diagonal)), last)
+
+
+@_slogdet.defjvp
+def _slogdet_jvp(primals, tangents):
+    """d log|det a| = trace(solve(a, da)) as JAX: through a's LU, and for 1x1 and 2x2 matrices
+    (which JAX writes out) trace(adj(a) da) / det(a). At a singular matrix the zero pivot or
+    determinant then gives JAX's infinities and NaNs, where the LU's own JVP gave NaN throughout."""
+    (a,), (a_dot,) = primals, tangents
+    sign, logabsdet = _slogdet(a)
+    if a.shape[-1] <= 2:
+        determinant, adjugate_t = _small_determinant_and_adjugate_t(a)
+        derivative = lax.div(reductions.sum(lax.mul(adjugate_t, a_dot), axis=(-2, -1)), determinant)
+    else:
+        derivative = reductions.sum(lax.mul(solve(a, a_dot), identity_like(a)), axis=(-2, -1))
+    return (sign, logabsdet), (lax.full_like(sign, 0), derivative)
+
+
+def _small_determinant_and_adjugate_t(a):
+    """det(a) and adj(a)^T written out for a 1x1 or 2x2 matrix."""
+    if a.shape[-1] == 1:
+        return a[..., 0, 0], lax.full_like(a, 1)
+    p, q, r, s = a[..., 0, 0], a[..., 0, 1], a[..., 1, 0], a[..., 1, 1]
+    entries = [lax.expand_dims(e, (e.ndim,)) for e in (s, lax.neg(r), lax.neg(q), p)]
+    adjugate_t = lax.reshape(lax.concatenate(entries, a.ndim - 2), a.shape)
+    return lax.sub(lax.mul(p, s), lax.mul(q, r)), adjugate_t
 
 
 # ---------------------------------------------------------------- norm
