@@ -263,10 +263,27 @@ _slogdet = custom_jvp(_slogdet_value, nondiff_argnums=(1,))
 
 @_slogdet.defjvp
 def _slogdet_jvp(method, primals, tangents):
-    """d log|det a| = trace(a^-1 da); the sign is piecewise constant."""
+    """d log|det a| = trace(solve(a, da)) as JAX: through a's LU, and for 1x1 and 2x2 matrices
+    (which JAX writes out) trace(adj(a) da) / det(a). At a singular matrix the zero pivot or
+    determinant then gives JAX's infinities and NaNs; the sign is piecewise constant."""
     (a,), (a_dot,) = primals, tangents
     sign, log_abs = _slogdet(a, method)
-    return (sign, log_abs), (lax.full_like(sign, 0), trace(lu_solve(a, a_dot)))
+    if a.shape[-1] <= 2:
+        determinant, adjugate_t = _small_determinant_and_adjugate_t(a)
+        derivative = lax.div(reductions.sum(lax.mul(adjugate_t, a_dot), axis=(-2, -1)), determinant)
+    else:
+        derivative = trace(lu_solve(a, a_dot))
+    return (sign, log_abs), (lax.full_like(sign, 0), derivative)
+
+
+def _small_determinant_and_adjugate_t(a):
+    """det(a) and adj(a)^T written out for a 1x1 or 2x2 matrix."""
+    if a.shape[-1] == 1:
+        return a[..., 0, 0], lax.full_like(a, 1)
+    p, q, r, s = a[..., 0, 0], a[..., 0, 1], a[..., 1, 0], a[..., 1, 1]
+    entries = [lax.expand_dims(e, (e.ndim,)) for e in (s, lax.neg(r), lax.neg(q), p)]
+    adjugate_t = lax.reshape(lax.concatenate(entries, a.ndim - 2), a.shape)
+    return lax.sub(lax.mul(p, s), lax.mul(q, r)), adjugate_t
 
 
 def _lu_diagonal_and_sign(a):
