@@ -163,3 +163,42 @@ def shape_tuple(shape, name="shape"):
         raise ValueError(f"{name} must be non-negative, got {result}")
     return result
 
+
+
+def composite_primitive(name, compute, multiple_results=False):
+    """A primitive that JAX has, computed by `compute(*operands, **params)` from other lax
+    operations: the jaxpr shows one equation, as JAX's does, while evaluation, jit (a compiler
+    rewrite), JVP and vmap all run the composition, so its rules are those of its parts."""
+    from jaxlite.core.primitive import compiler_rewrites
+    from jaxlite.core.staging import trace_to_jaxpr
+    from jaxlite.transforms import ad
+
+    def impl(*args, **params):
+        outs = compute(*[Array(a) for a in args], **params)
+        return [np.asarray(o) for o in outs] if multiple_results else np.asarray(outs)
+
+    def abstract_eval(*avals, **params):
+        closed = trace_to_jaxpr(lambda *xs: _as_list(compute(*xs, **params), multiple_results),
+                                list(avals), f"the abstract evaluation of {name}")
+        return closed.out_avals if multiple_results else closed.out_avals[0]
+
+    def jvp(primals, tangents, **params):
+        outs, out_dots = ad.jvp_flat(lambda *xs: _as_list(compute(*xs, **params), multiple_results),
+                                     primals, tangents)
+        return (outs, out_dots) if multiple_results else (outs[0], out_dots[0])
+
+    def batch(args, dims, **params):
+        outs = batching.vmap(lambda *xs: compute(*xs, **params), in_axes=tuple(dims))(*args)
+        return (outs, [0] * len(outs)) if multiple_results else (outs, 0)
+
+    primitive = Primitive(name, multiple_results=multiple_results)
+    primitive.def_impl(impl)
+    primitive.def_abstract_eval(abstract_eval)
+    ad.jvp_rules[primitive] = jvp
+    batching.batch_rules[primitive] = batch
+    compiler_rewrites[primitive] = lambda *args, memory_orders, **params: compute(*args, **params)
+    return primitive
+
+
+def _as_list(outs, multiple_results):
+    return list(outs) if multiple_results else [outs]
