@@ -28,7 +28,6 @@ LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
 ABSENT_NAMESPACES = {
-    "jax.numpy.fft": LINALG_FFT,
     **{"jax.scipy." + name: SCIPY for name in "spatial spatial.transform".split()},
 }
 
@@ -89,11 +88,11 @@ MISSING = {
     "jax.lax": {
         LAXRAND_LAX: """
             AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm DotAlgorithmPreset
-            DotDimensionNumbers FftType PrecisionLike
+            DotDimensionNumbers PrecisionLike
             Tolerance after_all after_all_p all_to_all_p approx_top_k_p batch_matmul bessel_i0e_p
             bessel_i1e_p clamp_p composite conv_general_dilated_local copy_p
             create_token create_token_p dce_sink dce_sink_p
-            device_put_p eq_to_p fft fft_p igamma_grad_a_p igamma_p igammac_p index_take
+            device_put_p eq_to_p igamma_grad_a_p igamma_p igammac_p index_take
             le_to_p lt_to_p optimization_barrier_p pbroadcast pcast
             platform_dependent ppermute_p precv psend ragged_all_to_all ragged_all_to_all_p
             reduce_p reduce_window_p
@@ -111,7 +110,6 @@ MISSING = {
     },
     "jax.numpy": {
         COMPLEX: "ComplexWarning roots sort_complex",
-        LINALG_FFT: "fft",
         "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
         "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """
             float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz

@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from jaxlite.core.dtypes import bfloat16
-from jaxlite.lower import collectives, gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.lower import collectives, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -38,6 +38,7 @@ FALLBACKS = {
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
+    P.fft_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     # complex_split computes every complex value with real ones; these remain only around an
     # operation it has no rule for (reduce_prod, reduce_max, cumprod, ... of complex values).
@@ -67,6 +68,7 @@ NATIVE_ROUTINES = {
     P.eigh_p: linalg_kernels.eigh_spec,
     P.qr_p: linalg_kernels.qr_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
+    P.fft_p: fft_kernels.fft_spec,
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 

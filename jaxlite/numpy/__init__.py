@@ -44,7 +44,7 @@ from jaxlite.numpy.scalar_types import (bfloat16, bool_, complex64, complex128, 
                                         int8, int16, int32, int64, integer, issubdtype, number,
                                         signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
-from jaxlite.numpy import linalg
+from jaxlite.numpy import fft, linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
                                     unravel_index)
 from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,
