@@ -255,3 +255,30 @@ def test_eig_derivatives():
     check_grads(lambda x: lax_linalg.eig(x, enable_eigvec_derivs=True)[1:], [a], order=1, modes=("fwd",),
                 atol=1e-5, rtol=1e-5)
     check_vmap(lambda x: lax_linalg.eig(x), [np.random.default_rng(5).standard_normal((3, 4, 4))])
+
+
+@pytest.mark.usefixtures("enable_x64")
+def test_lax_linalg_compositions():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((3, 5, 5))
+    _, pivots, permutation = lax_linalg.lu(a)
+    np.testing.assert_array_equal(lax_linalg.lu_pivots_to_permutation(pivots, 5), permutation)
+    np.testing.assert_array_equal(lax_linalg.lu_pivots_to_permutation(np.array([2, 2, 2], np.int32), 4), [2, 0, 1, 3])
+    tall, c = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    h, taus = lax_linalg.geqrf(tall)
+    q = np.linalg.qr(tall, mode="complete")[0]
+    np.testing.assert_allclose(lax_linalg.ormqr(h, taus, c, transpose=True), q.T @ c, atol=1e-12)
+    np.testing.assert_allclose(lax_linalg.ormqr(h, taus, c.T, left=False), c.T @ q, atol=1e-12)
+    r, w = np.linalg.cholesky(tall.T @ tall).T, rng.standard_normal(3)
+    np.testing.assert_allclose(lax_linalg.cholesky_update(r, w), np.linalg.cholesky(r.T @ r + np.outer(w, w)).T,
+                               atol=1e-12)
+    np.testing.assert_allclose(lax_linalg.symmetric_product(tall, np.eye(5), alpha=2.0, beta=3.0),
+                               2 * tall @ tall.T + 3 * np.eye(5), atol=1e-12)
+    m = 6
+    dl, d, du = rng.standard_normal((2, m)), rng.standard_normal((2, m)) + 4, rng.standard_normal((2, m))
+    dl[:, 0], du[:, -1] = 0, 0
+    b = rng.standard_normal((2, m, 3))
+    dense = np.stack([np.diag(d[i]) + np.diag(dl[i, 1:], -1) + np.diag(du[i, :-1], 1) for i in range(2)])
+    for solve in (lax_linalg.tridiagonal_solve, jaxlite.jit(lax_linalg.tridiagonal_solve)):
+        np.testing.assert_allclose(solve(dl, d, du, b), np.linalg.solve(dense, b), atol=1e-12)
+    check_grads(lambda d, b: lax_linalg.tridiagonal_solve(dl, d, du, b), [d, b], order=2, atol=1e-5, rtol=1e-5)

@@ -14,7 +14,7 @@ from jaxlite.core import dtypes, numpy_blas
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.namespace import dir_of_all
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import INEXACT, as_operand, check_dtype
+from jaxlite.lax.base import INEXACT, INTEGER, as_operand, check_dtype
 from jaxlite.lax.complex_parts import complex as make_complex, conj, imag, real
 from jaxlite.lax.reductions import argmax, reduce_sum
 from jaxlite.lax.dot import dot_general
@@ -26,10 +26,10 @@ from jaxlite.lax.slicing import take_along_axis
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front
 
-__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p", "eig", "eig_p",
-           "eigh", "eigh_p", "geqrf", "geqrf_p",
-           "householder_product", "lu", "lu_p", "qr", "qr_p", "svd", "svd_p", "symmetrize", "triangular_solve",
-           "triangular_solve_p"]
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p", "cholesky_update",
+           "eig", "eig_p", "eigh", "eigh_p", "geqrf", "geqrf_p", "householder_product", "lu", "lu_p",
+           "lu_pivots_to_permutation", "ormqr", "qr", "qr_p", "svd", "svd_p", "symmetric_product", "symmetrize",
+           "triangular_solve", "triangular_solve_p", "tridiagonal_solve"]
 __dir__ = dir_of_all(globals())
 
 
@@ -870,3 +870,102 @@ def _eigenvector_jvp(w, v, projected):
 
 ad.jvp_rules[eig_p] = _eig_jvp
 _batch_all_to_front(eig_p)
+
+
+# ---------------------------------------------------------------- compositions: pivots, products, updates, tridiagonal
+
+def _last_entries(x, k):
+    """x[..., k:k+1]."""
+    return slice(x, (0,) * (x.ndim - 1) + (k,), x.shape[:-1] + (k + 1,))
+
+
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The permutation the row swaps k <-> pivots[..., k] make of range(permutation_size)."""
+    pivots = as_operand(pivots)
+    check_dtype("lu_pivots_to_permutation", pivots, INTEGER)
+    if pivots.ndim < 1 or pivots.shape[-1] > permutation_size:
+        raise ValueError(f"lu_pivots_to_permutation needs pivots of shape [..., k] with k <= permutation_size, "
+                         f"got {pivots.shape} and {permutation_size}")
+    shape = pivots.shape[:-1] + (int(permutation_size),)
+    last = len(shape) - 1
+    positions = broadcasted_iota(pivots.dtype, shape, last)
+    permutation = positions
+    for k in range(pivots.shape[-1]):
+        pivot = _spread(_last_entries(pivots, k), shape)
+        here = _spread(_last_entries(permutation, k), shape)
+        there = take_along_axis(permutation, pivot, last, mode="clip")
+        swapped = select_n(eq(positions, pivot), permutation, here)
+        permutation = select_n(eq(positions, full(shape, k, pivots.dtype)), swapped, there)
+    return permutation
+
+
+def _spread(x, shape):
+    """x (size 1 in its last axis) broadcast along it to shape."""
+    return broadcast_in_dim(x, shape, tuple(range(len(shape))))
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+    """alpha a a^T + beta c (c symmetric); with symmetrize_output the upper triangle is the
+    transpose of the lower one."""
+    a, c = as_operand(a_matrix), as_operand(c_matrix)
+    product = add(mul(convert_element_type(alpha, a.dtype), matmul(a, matrix_transpose(a))),
+                  mul(convert_element_type(beta, c.dtype), c))
+    if not symmetrize_output:
+        return product
+    return add(triangle(product, lower=True), matrix_transpose(triangle(product, lower=True, strict=True)))
+
+
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """Q c, Q^H c (left, transpose), c Q or c Q^H, Q the m x m product of geqrf's reflectors in a."""
+    a, taus, c = as_operand(a), as_operand(taus), as_operand(c)
+    m, n = a.shape[-2:]
+    square = a if n == m else (_block(a, cols=(0, m)) if n > m else
+                               pad(a, convert_element_type(0, a.dtype), [(0, 0, 0)] * (a.ndim - 1) + [(0, m - n, 0)]))
+    q = householder_product(square, taus)
+    q = adjoint(q) if transpose else q
+    return matmul(q, c) if left else matmul(c, q)
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of r^T r + w w^T, for upper-triangular r (refactorized: O(n^3),
+    where JAX's rotations take O(n^2); the same factor up to rounding)."""
+    r, w = as_operand(r_matrix), as_operand(w_vector)
+    column = broadcast_in_dim(w, w.shape + (1,), tuple(range(w.ndim)))
+    updated = add(matmul(matrix_transpose(r), r), matmul(column, matrix_transpose(column)))
+    return matrix_transpose(cholesky(updated))
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    """x with A x = b for tridiagonal A (lower diagonal dl, dl[0] = 0; diagonal d; upper du,
+    du[-1] = 0) over the batch axes, by forward elimination and back substitution (the Thomas
+    algorithm: no pivoting, so A should be diagonally dominant or positive definite; a zero
+    pivot gives infs and NaNs, and perturb_singular is accepted for JAX's signature)."""
+    from jaxlite.lax.control_flow.loops import scan
+    dl, d, du, b = (as_operand(x) for x in (dl, d, du, b))
+    m = d.shape[-1]
+    if not (dl.shape == d.shape == du.shape == b.shape[:-1]):
+        raise ValueError(f"tridiagonal_solve: dl, d and du need shape [..., m] and b [..., m, n], got "
+                         f"{dl.shape}, {d.shape}, {du.shape} and {b.shape}")
+    if m == 0:
+        return b
+    to_front = lambda x, axis: transpose(x, (axis,) + tuple(i for i in range(x.ndim) if i != axis))
+    diagonals = [to_front(x, x.ndim - 1) for x in (dl, d, du)]
+    rhs = to_front(b, b.ndim - 2)
+    along_rhs = lambda x: broadcast_in_dim(x, x.shape + (b.shape[-1],), tuple(range(x.ndim)))
+
+    def eliminate(carry, row):
+        upper_prev, rhs_prev = carry
+        lower, diagonal, upper, value = row
+        pivot = sub(diagonal, mul(lower, upper_prev))
+        upper_new = div(upper, pivot)
+        rhs_new = div(sub(value, mul(along_rhs(lower), rhs_prev)), along_rhs(pivot))
+        return (upper_new, rhs_new), (upper_new, rhs_new)
+    zeros = (full_like(diagonals[1][0], 0), full_like(rhs[0], 0))
+    _, (uppers, rhss) = scan(eliminate, zeros, (*diagonals, rhs))
+
+    def substitute(x_next, row):
+        upper, value = row
+        x = sub(value, mul(along_rhs(upper), x_next))
+        return x, x
+    _, x = scan(substitute, zeros[1], (uppers, rhss), reverse=True)
+    return transpose(x, tuple(range(1, x.ndim - 1)) + (0, x.ndim - 1))
