@@ -282,3 +282,9 @@ def test_lax_linalg_compositions():
     for solve in (lax_linalg.tridiagonal_solve, jaxlite.jit(lax_linalg.tridiagonal_solve)):
         np.testing.assert_allclose(solve(dl, d, du, b), np.linalg.solve(dense, b), atol=1e-12)
     check_grads(lambda d, b: lax_linalg.tridiagonal_solve(dl, d, du, b), [d, b], order=2, atol=1e-5, rtol=1e-5)
+
+
+def test_vecdot_conjugates_its_first_argument():
+    x = np.array([[1 + 2j, 3j], [1j, 2]], np.complex64)
+    np.testing.assert_allclose(jnp.linalg.vecdot(x, x[0]), np.vecdot(x, x[0]))
+    np.testing.assert_allclose(jnp.vecdot(x, x, axis=0), np.vecdot(x, x, axis=0))
