@@ -35,6 +35,7 @@ FALLBACKS = {
     **{primitive: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)"
        for primitive in (P.eigh_p, P.qr_p, P.geqrf_p)},
     P.qr_pivoted_p: "numpy's LAPACK has no geqp3 that numpy calls: its numpy Householder loop runs",
+    P.eig_p: "complex results (numpy's geev runs between kernels until complex values are lowered)",
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
