@@ -14,10 +14,13 @@ program spends building its data and defining its functions, then does the timed
     cold_after_pause  the same 0.3 s after the import
     warm              the same with a warm persistent compilation cache (filled by an
                       earlier process), at once
+    warm_after_pause  the same 0.3 s after the import
     matmul            a first 16x32x64 float32 product
     einsum            a first small einsum ("bij,bjk->bik", 4x16x32 by 4x32x8)
     hessian           a first jit(hessian(f)) of f: R^16 -> R
     mlp_grad          a first jit(grad(loss)) of a 2-layer MLP (32-64-10, batch 16)
+    *_after_jit       matmul, hessian: after a first jit (untimed), so that the library's
+                      start-up (JAX's backend, jaxlite's warm-up) is out of the figure
     session           40 functions (10 kinds, 4 sizes), each compiled and called once
     session_warm      the same 40 with a warm persistent compilation cache
 jaxlite keeps its own shape-independent machine code (GEMM families, the trampoline,
@@ -54,6 +57,8 @@ else:
         J.config.update("jax_compilation_cache_dir", {cache_dir!r})
 _import = time.process_time() - _cpu0
 time.sleep({pause})
+if {after_jit}:
+    J.jit(lambda x: x + 1.0)(1.0).block_until_ready()
 rng = np.random.default_rng(0)
 def data(*shape):
     return jnp.asarray(rng.standard_normal(shape).astype(np.float32))
@@ -107,26 +112,29 @@ _WORK = {
     "session": _SESSION,
 }
 
-# name -> (work, pause before it, warm persistent cache?)
+# name -> (work, pause before it, warm persistent cache?, after a first jit?)
 SCENARIOS = {
-    "import": ("import", 0.0, False),
-    "cold": ("cold", 0.0, False),
-    "cold_after_pause": ("cold", 0.3, False),
-    "warm": ("cold", 0.0, True),
-    "matmul": ("matmul", 0.3, False),
-    "einsum": ("einsum", 0.3, False),
-    "hessian": ("hessian", 0.3, False),
-    "mlp_grad": ("mlp_grad", 0.3, False),
-    "session": ("session", 0.3, False),
-    "session_warm": ("session", 0.3, True),
+    "import": ("import", 0.0, False, False),
+    "cold": ("cold", 0.0, False, False),
+    "cold_after_pause": ("cold", 0.3, False, False),
+    "warm": ("cold", 0.0, True, False),
+    "warm_after_pause": ("cold", 0.3, True, False),
+    "matmul": ("matmul", 0.3, False, False),
+    "matmul_after_jit": ("matmul", 0.3, False, True),
+    "einsum": ("einsum", 0.3, False, False),
+    "hessian": ("hessian", 0.3, False, False),
+    "hessian_after_jit": ("hessian", 0.3, False, True),
+    "mlp_grad": ("mlp_grad", 0.3, False, False),
+    "session": ("session", 0.3, False, False),
+    "session_warm": ("session", 0.3, True, False),
 }
 # Also run with an empty kernel directory (jaxlite's first run on a machine).
-FIRST_EVER = ("cold", "matmul", "session")
+FIRST_EVER = ("cold", "matmul", "matmul_after_jit", "session")
 
 
 def _program(name, jax, cache_dir):
-    work, pause, _ = SCENARIOS[name]
-    return _PRELUDE.format(jax=jax, cache_dir=cache_dir, pause=pause) + _WORK[work] + _EPILOGUE
+    work, pause, _, after_jit = SCENARIOS[name]
+    return _PRELUDE.format(jax=jax, cache_dir=cache_dir, pause=pause, after_jit=after_jit) + _WORK[work] + _EPILOGUE
 
 
 def _run(python, program, env):
