@@ -117,9 +117,6 @@ MISSING = {
             int4 uint1 uint2 uint4
         """,
     },
-    "jax.numpy.linalg": {
-        COMPLEX: "eig eigvals",
-    },
     "jax.sharding": {
         MPI: """
             AbstractDevice ManualAxisType auto_axes explicit_axes get_abstract_mesh
