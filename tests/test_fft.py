@@ -252,3 +252,14 @@ def test_scipy_signal_fftconvolve_matches_scipy(shape, kernel_sizes, mode, compl
     k = rng.standard_normal(kernel_shape).astype(np.float32)
     wide = x.astype(np.complex128 if complex_input else np.float64)
     _assert_close(jsignal.fftconvolve(x, k, mode), scipy.signal.fftconvolve(wide, k, mode), rtol=1e-5)
+
+
+def test_jit_runs_the_native_fft_routine(caplog):
+    """Under jit every transform is the native routine on the interleaved parts: nothing is
+    logged as running with its numpy implementation."""
+    x = _signal(np.random.default_rng(6), (2, 12, 10), "rfft")
+    functions = [jnp.fft.rfft2, lambda v: jnp.fft.irfft(jnp.fft.fft(v), 12, axis=1), jnp.fft.ifftn]
+    with caplog.at_level("WARNING", logger="jaxlite.jit"):
+        for fun in functions:
+            _assert_close(jaxlite.jit(fun)(x), fun(x))
+    assert not [r.getMessage() for r in caplog.records if "numpy implementation" in r.getMessage()]

@@ -36,7 +36,6 @@ class FftType(enum.IntEnum):
     IRFFT = 3
 
 
-_INVERSE = (FftType.IFFT, FftType.IRFFT)
 _COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64): np.dtype(np.complex128)}
 _REAL_OF = {c: r for r, c in _COMPLEX_OF.items()}
 
@@ -61,7 +60,7 @@ def fft(x, fft_type: "FftType | str", fft_lengths: Sequence[int]):
     if fft_type is FftType.RFFT:
         if dtypes.is_complex(x.dtype):
             raise ValueError("only real valued inputs supported for rfft")
-        x = convert_element_type(x, _real_dtype(x.dtype))
+        x = convert_element_type(x, _computing_float(x.dtype))
     else:
         x = convert_element_type(x, _complex_dtype(x.dtype))
     fft_lengths = tuple(int(n) for n in fft_lengths)
@@ -70,14 +69,14 @@ def fft(x, fft_type: "FftType | str", fft_lengths: Sequence[int]):
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)
 
 
-def _real_dtype(dtype):
+def _computing_float(dtype):
     """The real dtype a transform of `dtype` computes in: float64 for 64-bit values (x64),
     float32 for the rest (16-bit floats widen, as the complex64 JAX gives them shows)."""
     return np.dtype(np.float64) if np.dtype(dtype).itemsize == 8 else np.dtype(np.float32)
 
 
 def _complex_dtype(dtype):
-    return np.dtype(dtype) if dtypes.is_complex(dtype) else _COMPLEX_OF[_real_dtype(dtype)]
+    return complex_dtype(dtype if dtypes.is_complex(dtype) else _computing_float(dtype))
 
 
 # ---------------------------------------------------------------- the primitive
@@ -100,10 +99,20 @@ def _fft_impl(x, fft_type, fft_lengths):
 
 def _result_dtype(dtype, fft_type):
     if fft_type is FftType.RFFT:
-        return _COMPLEX_OF[np.dtype(dtype)]
+        return complex_dtype(dtype)
     if fft_type is FftType.IRFFT:
-        return _REAL_OF[np.dtype(dtype)]
+        return real_dtype(dtype)
     return np.dtype(dtype)
+
+
+def complex_dtype(dtype):
+    """complex64 for float32, complex128 for float64 (and each complex dtype for itself)."""
+    return np.dtype(dtype) if dtypes.is_complex(dtype) else _COMPLEX_OF[np.dtype(dtype)]
+
+
+def real_dtype(dtype):
+    """The dtype of a complex dtype's parts (float32 for complex64, float64 for complex128)."""
+    return _REAL_OF[np.dtype(dtype)]
 
 
 def _fft_aval(x, fft_type, fft_lengths):

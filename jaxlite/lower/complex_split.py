@@ -28,6 +28,8 @@ from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lax import complex_parts, cumulative, elementwise as ew, gradients, reductions, shapes, slicing, sorting
 from jaxlite.lax import windowed
 from jaxlite.lax.dot import dot_general_p
+from jaxlite.lax.fft import fft_p
+from jaxlite.lower.fft_kernels import fft_pairs_p
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -479,6 +481,13 @@ def _select_n(eqn, which, *cases):
                 lax.select_n(which, *[_full(c.im, shape) for c in cases]))
 
 
+def _fft(eqn, x):
+    """lax.fft on the interleaved parts, which the native FFT reads and writes (fft_kernels)."""
+    operand = _pack(x, eqn.inputs[0].aval) if isinstance(x, Pair) else x
+    out = fft_pairs_p.bind(operand, **eqn.params)
+    return _unpack(out) if dtypes.is_complex(eqn.outputs[0].aval.dtype) else out
+
+
 def _sort(eqn, *operands):
     """Complex operands sort by their parts, real first (numpy's and JAX's order): each
     becomes two operands, a complex key two keys."""
@@ -493,6 +502,7 @@ def _sort(eqn, *operands):
 
 RULES = {
     sorting.sort_p: _sort,
+    fft_p: _fft,
     complex_parts.real_p: lambda eqn, x: x.re,
     complex_parts.imag_p: lambda eqn, x: x.im,
     complex_parts.complex_p: _complex,

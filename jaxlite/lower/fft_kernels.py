@@ -20,6 +20,10 @@ inverse); odd lengths go through the complex transform of length n.
 
 Multidimensional transforms run one axis after another on each batch entry: the last axis
 straight from the operand, the others line by line through a contiguous line buffer.
+
+Under jit complex values are real pairs (complex_split.py); its rule for lax.fft makes an
+`fft_pairs` equation on the interleaved parts (a complex array of shape S as the real array
+S + (2,): numpy's bytes), which is what the routine reads and writes.
 """
 import math
 from dataclasses import dataclass
@@ -27,6 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.primitive import Primitive
+from jaxlite.lax.fft import FftType, complex_dtype, fft_p, real_dtype
 from jaxlite.lower.llvm_helpers import F32, F64, I32, I64, PTR, VOID, as_i64, call_intrinsic, declare, emit_loop
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
@@ -579,21 +586,58 @@ def _block_sizes(kind, lengths):
     return 2 * math.prod(lengths), 2 * math.prod(lengths)
 
 
-_PRECISIONS = {np.dtype(np.complex64): "float32", np.dtype(np.complex128): "float64",
-               np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+# ---------------------------------------------------------------- the primitive complex_split makes
+
+def _as_complex(x):
+    return np.ascontiguousarray(x).view(complex_dtype(x.dtype))[..., 0]
+
+
+def _as_pairs(z):
+    return np.ascontiguousarray(z).view(z.real.dtype).reshape(z.shape + (2,))
+
+
+def _reads_pairs(fft_type):
+    return FftType(fft_type) is not FftType.RFFT
+
+
+def _writes_pairs(fft_type):
+    return FftType(fft_type) is not FftType.IRFFT
+
+
+def _fft_pairs_impl(x, fft_type, fft_lengths):
+    out = fft_p.impl(_as_complex(x) if _reads_pairs(fft_type) else x, fft_type=fft_type,
+                             fft_lengths=fft_lengths)
+    return _as_pairs(out) if _writes_pairs(fft_type) else out
+
+
+def _fft_pairs_aval(x, fft_type, fft_lengths):
+    shape, dtype = tuple(x.shape), np.dtype(x.dtype)
+    if _reads_pairs(fft_type):
+        shape, dtype = shape[:-1], complex_dtype(dtype)
+    out = fft_p.abstract_eval(ShapedArray(shape, dtype), fft_type=fft_type, fft_lengths=fft_lengths)
+    if _writes_pairs(fft_type):
+        return ShapedArray(tuple(out.shape) + (2,), real_dtype(out.dtype))
+    return out
+
+
+# lax.fft on complex values given as their interleaved real parts (only inside compiled programs).
+fft_pairs_p = Primitive("fft_pairs")
+fft_pairs_p.def_impl(_fft_pairs_impl)
+fft_pairs_p.def_abstract_eval(_fft_pairs_aval)
+
+
+_PRECISIONS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 
 
 def fft_spec(eqn):
-    """The routine of an fft equation, or None (zero-sized, or a dtype it does not handle)."""
+    """The routine of an fft_pairs equation, or None (zero-sized: nothing to transform)."""
     aval = eqn.inputs[0].aval
     precision = _PRECISIONS.get(np.dtype(aval.dtype))
     lengths = tuple(int(n) for n in eqn.params["fft_lengths"])
     shape = tuple(map(int, aval.shape))
+    if _reads_pairs(eqn.params["fft_type"]):
+        shape = shape[:-1]
     if precision is None or not lengths or 0 in shape or 0 in lengths:
         return None
     batch = math.prod(shape[:len(shape) - len(lengths)])
-    return FftSpec(_type_name(eqn.params["fft_type"]), precision, batch, lengths)
-
-
-def _type_name(fft_type):
-    return getattr(fft_type, "name", str(fft_type)).upper()
+    return FftSpec(FftType(eqn.params["fft_type"]).name, precision, batch, lengths)

@@ -39,7 +39,7 @@ FALLBACKS = {
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
-    P.fft_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
+    fft_kernels.fft_pairs_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     # complex_split computes every complex value with real ones; these remain only around an
     # operation it has no rule for (reduce_prod, reduce_max, cumprod, ... of complex values).
@@ -69,7 +69,7 @@ NATIVE_ROUTINES = {
     P.eigh_p: linalg_kernels.eigh_spec,
     P.qr_p: linalg_kernels.qr_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
-    P.fft_p: fft_kernels.fft_spec,
+    fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 
