@@ -110,12 +110,6 @@ MISSING = {
     "jax.numpy": {
         COMPLEX: "ComplexWarning angle cdouble complex_ csingle roots sort_complex",
         LINALG_FFT: "fft",
-        "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
-        "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """
-            float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz
-            float8_e8m0fnu int1 int2
-            int4 uint1 uint2 uint4
-        """,
     },
     "jax.numpy.linalg": {
         LINALG_FFT: """

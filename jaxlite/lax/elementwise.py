@@ -749,7 +749,7 @@ def _convert(x, new_dtype, weak_type=False):
         # Out-of-range and NaN values are undefined in C; clamp them as XLA does (NaN to 0).
         # The top can round up in x's format (float32(2**31 - 1) is 2**31, which astype
         # wraps to INT_MIN), so values at or past it take the maximum directly.
-        info = np.iinfo(new_dtype)
+        info = dtypes.iinfo(new_dtype)
         x = np.nan_to_num(x, nan=0)
         clamped = np.clip(x, info.min, info.max).astype(new_dtype)
         return np.where(x >= info.max, np.array(info.max, new_dtype), clamped)
