@@ -26,6 +26,10 @@ def normal(shape=(3,), seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
+def complex_normal(shape=(3,), seed=0):
+    return normal(shape, seed) + 1j * normal(shape, seed + 1)
+
+
 def distinct(shape=(2, 3), seed=0):
     """Values at least 0.1 apart, so max/min and sorting are differentiable there."""
     values = np.random.default_rng(seed).permutation(int(np.prod(shape))) * 0.1 + 0.05
@@ -75,7 +79,10 @@ PRIMITIVE_CASES = {
     "min": (lax.min, [distinct((3,)), distinct((3,), seed=1) + 0.02]),
     "atan2": (lax.atan2, [uniform(0.5, 2), uniform(0.5, 2, seed=1)]),
     "neg": (lax.neg, [normal()]),
-    "conj": (lax.conj, [normal()]),
+    "conj": (lax.conj, [complex_normal()]),
+    "real": (lax.real, [complex_normal()]),
+    "imag": (lax.imag, [complex_normal()]),
+    "complex": (lax.complex, [normal(), normal(seed=1)]),
     "sign": (lax.sign, [uniform(0.5, 1) * np.array([1, -1, 1])]),
     "floor": (lax.floor, [uniform(0.2, 0.8)]),
     "ceil": (lax.ceil, [uniform(0.2, 0.8)]),
@@ -181,6 +188,7 @@ PRIMITIVE_CASES = {
 
 # More parameters of the primitives above: modes, layouts, dilations, batch axes.
 VARIANT_CASES = {
+    "conj_of_real": (lax.conj, [normal()]),
     "gather_fill_out_of_bounds": (lambda x: lax.gather(x, OUT_OF_BOUNDS_ROWS, GATHER_ROWS, (1, 2),
                                                        mode="fill", fill_value=0.0), [normal((3, 2))]),
     "gather_clip": (lambda x: lax.gather(x, OUT_OF_BOUNDS_ROWS, GATHER_ROWS, (1, 2), mode="clip"),

@@ -68,6 +68,10 @@ def positive(rng, shape):
     return rng.uniform(0.5, 2.0, shape).astype(np.float32)
 
 
+def complexes(rng, shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
 def ints(rng, shape):
     return rng.integers(-8, 8, shape).astype(np.int32)
 
@@ -167,6 +171,8 @@ CASES = {
     **{name: unary(getattr(lax, name), unit_interval) for name in
        ["acos", "asin", "atanh", "erf_inv"]},
     "acosh": unary(lax.acosh, above_one),
+    **{name: unary(getattr(lax, name), complexes) for name in ["real", "imag"]},
+    "complex": binary(lax.complex),
     "polygamma": unary(lambda x: lax.polygamma(1, x), positive),
     "reduce_precision": unary(lambda x: lax.reduce_precision(x, 5, 3)),
     "clz": unary(lax.clz, ints),
@@ -195,7 +201,7 @@ CASES = {
     "ragged_dot_general": (lambda a, b: lax.ragged_dot(a, b, np.array([1, 1], np.int32)),
                            [(lambda s: (3, s[0]), floats), (lambda s: (2, s[0], 2), floats)]),
     "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), algorithm=1), [(lambda s: (4,), words)]),
-    "svd": (lambda a: lax.svd(a)[0], [(_square, spd)]),
+    "svd": (lambda a: lax.linalg.svd(a, compute_uv=False), [(_square, spd)]),
     "lu": (lax.lu, [(_square, spd)]),
     "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
                          [(_square, spd), (lambda s: (s[0], 2), floats)]),

@@ -17,7 +17,7 @@ from jaxlite.lax.shapes import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, index_in_dim,
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
 from jaxlite.lax.dot import Precision, dot, dot_general
-from jaxlite.lax.complex_parts import conj, conj_p
+from jaxlite.lax.complex_parts import complex, complex_p, conj, conj_p, imag, imag_p, real, real_p
 
 from jaxlite.lax.gradients import stop_gradient
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
