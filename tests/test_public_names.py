@@ -50,9 +50,6 @@ MISSING = {
         COMPLEX: """
             sph_harm_y wofz
         """,
-        SCIPY: """
-            hyp2f1
-        """,
     },
     "jax": {
         MPI: """
