@@ -777,7 +777,7 @@ def _convert(x, new_dtype, weak_type=False):
         # Out-of-range and NaN values are undefined in C; clamp them as XLA does (NaN to 0).
         # The top can round up in x's format (float32(2**31 - 1) is 2**31, which astype
         # wraps to INT_MIN), so values at or past it take the maximum directly.
-        info = np.iinfo(new_dtype)
+        info = dtypes.iinfo(new_dtype)
         if x.dtype.itemsize < 4:
             x = x.astype(np.float32)      # exact; numpy's NaN tests do not see 16-bit NaNs
         x = np.nan_to_num(x, nan=0)
