@@ -113,11 +113,6 @@ MISSING = {
             get_mesh make_single_device_sharding reshard set_mesh use_abstract_mesh
         """,
     },
-    "jax.tree_util": {
-        LIBS: """
-            default_registry
-        """,
-    },
 }
 
 # JAX namespace -> {reason: names jaxlite's module shows in dir() beyond JAX's}.
