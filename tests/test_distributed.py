@@ -85,8 +85,20 @@ def test_devices_and_host_utilities(ranks):
     for rank, got in enumerate(ranks):
         np.testing.assert_array_equal(got["devices"], [rank, 2])
         np.testing.assert_array_equal(got["allgather"], [0.5, 1.5])
-        assert got["broadcast"] == 5 and got["unequal_raises"] and got["reversed_mesh_raises"]
+        assert got["broadcast"] == 5 and got["unequal_raises"]
         assert got["disagreeing_size_raises"]
+
+
+def test_collectives_on_a_mesh_in_reverse_process_order(ranks):
+    """Mesh position 0 is process 1: positions, gathers and ppermute follow the mesh, not ranks."""
+    for rank, got in enumerate(ranks):
+        for mode in ("eager", "jit"):
+            def want(name):
+                return got[f"reversed_{mode}_{name}"]
+            np.testing.assert_array_equal(want("index"), [1 - rank] * 2)
+            np.testing.assert_array_equal(want("gather"), [[2, 20], [1, 10]])
+            np.testing.assert_array_equal(want("ppermute"), [2, 20] if rank == 0 else [0, 0])
+            np.testing.assert_array_equal(want("psum"), [3, 30])
 
 
 def test_the_data_parallel_example(tmp_path):
