@@ -22,7 +22,7 @@ try:
 except ValueError:
     DISAGREEING_SIZE_RAISES = True
 jaxlite.distributed.initialize(collective_deadline=float(os.environ.get("DEADLINE", 60)))
-RANK, MESH = jaxlite.process_index(), jaxlite.make_mesh((2,), ("i",))
+RANK, MESH = jaxlite.process_index(), jaxlite.make_mesh((jaxlite.process_count(),), ("i",))
 
 
 def block(x):
@@ -124,6 +124,22 @@ def reversed_mesh():
     """A mesh whose axis runs from the last process to the first: a communicator in that order."""
     out = on_a_mesh(jaxlite.sharding.Mesh(np.array(jaxlite.devices()[::-1]), ("i",)))
     return {"reversed_" + k: v for k, v in out.items()}
+
+
+def groups():
+    """4 processes: collectives over rows and columns of a 2-d mesh, over axis_index_groups, and
+    over a mesh of processes 3 and 1 that processes 0 and 2 are not on (mpi_group_functions.py)."""
+    import mpi_group_functions as cases
+    out = {}
+    for name, (make, shape, axes, processes) in cases.CASES.items():
+        if RANK not in processes:
+            continue
+        mesh = jaxlite.sharding.Mesh(np.array([jaxlite.devices()[p] for p in processes]).reshape(shape), axes)
+        f = jaxlite.shard_map(make(lax, jnp), mesh=mesh, in_specs=P(axes), out_specs=P(axes), check_vma=False)
+        x = jnp.float32([RANK + 1, 10 * (RANK + 1)])
+        for mode, run in (("eager", f), ("jit", jaxlite.jit(f))):
+            out.update({f"{name}/{mode}/{key}": value for key, value in run(x).items()})
+    return out
 
 
 def correctness():

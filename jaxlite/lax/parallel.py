@@ -16,7 +16,7 @@ from jaxlite.core.abstract import ShapedArray, canonicalize_axis
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.tree_util import tree_map
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
-from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
+from jaxlite.lax.elementwise import add, convert_element_type, div, eq, mul
 from jaxlite.lax.reductions import reduce_max, reduce_min, reduce_sum
 from jaxlite.lax.shapes import concatenate, full, index_in_dim, iota, reshape
 from jaxlite.transforms import ad, batching
@@ -232,7 +232,13 @@ batching.axis_batch_rules[axis_index_p] = _axis_index_batch
 
 
 def axis_index(axis_name):
-    """The position of the current element along the vmapped axis named axis_name."""
+    """The position of the current element along the vmapped axis named axis_name; for a tuple
+    of names, the position in their product (row-major, in the order named)."""
+    if isinstance(axis_name, (tuple, list)):
+        position = full((), 0, dtypes.int32)
+        for name in axis_name:
+            position = add(mul(position, full((), batching.bound_axis_size(name), dtypes.int32)), axis_index(name))
+        return position
     batching.bound_axis_size(axis_name)
     binder = batching.axis_binder(axis_name)
     if binder is not None:

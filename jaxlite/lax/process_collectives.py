@@ -167,7 +167,7 @@ def _leading_blocks(what):
 
 def _scatter_aval(x, mesh, axes, **params):
     check_dtype("psum_scatter", x, NUMBER)
-    return _leading_blocks("psum_scatter")(x, mesh, axes).update(shape=tuple(x.shape[1:]))
+    return _leading_blocks("psum_scatter")(x, mesh, axes, **params).update(shape=tuple(x.shape[1:]))
 
 
 process_all_gather_p = _collective("process_all_gather", _gather_aval)
