@@ -13,7 +13,7 @@ import logging
 
 import numpy as np
 
-from jaxlite.core.dtypes import bfloat16
+from jaxlite.core.dtypes import bfloat16, is_narrow
 from jaxlite.lower import collectives, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
@@ -105,9 +105,19 @@ def eqn_step_kind(eqn):
 def log_fallbacks(steps):
     for step in steps:
         if isinstance(step, EqnStep) and step.kind == "fallback" and not getattr(step.eqn.primitive, "runs_python", False):
+            if _on_narrow_dtypes(step.eqn):     # by design, as eager computes them: not worth a warning
+                logger.debug("jit: running %s on ml_dtypes' kernels between kernels (a float8/int4 "
+                             "operand)", step.eqn.primitive)
+                continue
             reason = FALLBACKS.get(step.eqn.primitive, "no lowering for this primitive yet")
             logger.warning("jit: running %s with its numpy implementation between kernels (%s)",
                            step.eqn.primitive, reason)
+
+
+def _on_narrow_dtypes(eqn):
+    """float8/6/4 and int4/2/1 values are computed by ml_dtypes' numpy kernels under jit too
+    (the fused kernels hold numpy's own types and bfloat16)."""
+    return any(is_narrow(v.aval.dtype) for v in eqn.inputs + eqn.outputs)
 
 
 # Narrow operands with a wide accumulator (what precision.bf16/int8 produce) run on the
