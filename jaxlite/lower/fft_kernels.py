@@ -34,6 +34,7 @@ from llvmlite import ir
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.fft import FftType, complex_dtype, fft_p, real_dtype
+from jaxlite.lower import llvm_target
 from jaxlite.lower.llvm_helpers import F32, F64, I32, I64, PTR, VOID, as_i64, call_intrinsic, declare, emit_loop
 from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
 
@@ -218,7 +219,7 @@ class _MixedRadix:
         function.linkage = "internal"
         for arg in function.args:
             arg.add_attribute("noalias")
-        _add_target_attributes(function)
+        llvm_target.add_function_attributes(function)
         b = ir.IRBuilder(function.append_basic_block("entry"))
         src, dst = function.args
         r, m, s, element = stage.radix, stage.m, stage.stride, self.element
@@ -362,11 +363,6 @@ def _global_table(module, element, complex_entries, name):
     table.align = 64
     zero = ir.Constant(I32, 0)
     return table.gep([zero, zero])      # (its first element: indexed like any other buffer)
-
-
-def _add_target_attributes(function):
-    from jaxlite.lower import llvm_target
-    llvm_target.add_function_attributes(function)
 
 
 # ---------------------------------------------------------------- the routine
