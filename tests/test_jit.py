@@ -258,6 +258,7 @@ NEVER_LOWERED = {
     "custom_lin": "linearize's stand-in for a custom_vjp call: transposed away, else the eager error",
     "pvary": "passes._identity replaces it by its operand (only its transpose does something)",
     "replicated_output": "passes._identity replaces it by its operand (only its transpose does something)",
+    "fft": "its operands or results are complex: complex_split makes it fft_pairs (the native routine, fft_kernels)",
 }
 
 
