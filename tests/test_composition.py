@@ -25,7 +25,8 @@ from test_vmap import CASES as VMAP_CASES
 # transcendentals, so results agree with numpy to a few ulps times the depth of the
 # computation, not bit for bit.
 TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4,
-             np.dtype(np.float16): 2e-2, np.dtype(dtypes.bfloat16): 5e-2}
+             np.dtype(np.float16): 2e-2, np.dtype(dtypes.bfloat16): 5e-2,
+             np.dtype(np.complex128): 1e-9, np.dtype(np.complex64): 2e-4}
 
 # case name -> why jit disagrees with eager there (strict: a fix makes the test fail,
 # so the entry is removed with the fix). See the report for the owners of these bugs.
@@ -42,8 +43,8 @@ def assert_same(actual, expected, what):
         assert a.dtype == e.dtype and a.shape == e.shape, \
             f"{what}: {a.dtype}{list(a.shape)} vs {e.dtype}{list(e.shape)}"
         tol = TOLERANCE.get(e.dtype, 0)
-        np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=tol, atol=tol,
-                                   err_msg=what)
+        wide = np.complex128 if e.dtype.kind == "c" else np.float64     # (complex: both parts compared)
+        np.testing.assert_allclose(a.astype(wide), e.astype(wide), rtol=tol, atol=tol, err_msg=what)
 
 
 def mark_bugs(names, bugs=None):
