@@ -2,6 +2,7 @@
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import broadcast_shapes, canonicalize_axes
+from jaxlite.lax.base import scalar_like
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes
 
 
@@ -108,7 +109,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     axis1, axis2 = canonicalize_axes((axis1, axis2), a.ndim)
     rows = lax.broadcasted_iota(dtypes.int32, a.shape, axis1)
     cols = lax.broadcasted_iota(dtypes.int32, a.shape, axis2)
-    on_diagonal = lax.eq(lax.add(rows, offset), cols)
+    on_diagonal = lax.eq(lax.add(rows, scalar_like(rows, offset)), cols)
     return sum(lax.select_n(on_diagonal, lax.full_like(a, 0), a), (axis1, axis2), dtype=dtype)
 
 
