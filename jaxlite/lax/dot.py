@@ -69,9 +69,9 @@ def _exact_in_float64(lhs_dtype, rhs_dtype, out_dtype, k):
     fits out_dtype, so that a float64 matmul gives the integer result."""
     if not all(dtypes.is_int(d) for d in (lhs_dtype, rhs_dtype, out_dtype)):
         return False
-    magnitude = lambda dtype: max(-int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    magnitude = lambda dtype: max(-int(dtypes.iinfo(dtype).min), int(dtypes.iinfo(dtype).max))
     bound = k * magnitude(lhs_dtype) * magnitude(rhs_dtype)
-    return bound < min(2 ** 53, int(np.iinfo(out_dtype).max))
+    return bound < min(2 ** 53, int(dtypes.iinfo(out_dtype).max))
 
 
 dot_general_p = Primitive("dot_general")
