@@ -148,12 +148,25 @@ def test_differentiation_convention_matches_jax(name):
             CASES[name](jaxlite, jnp)
         assert str(caught.value).split(". For")[0] == recorded["message"].split(". For")[0]
         return
-    leaves = jaxlite.tree_util.tree_leaves(CASES[name](jaxlite, jnp))
-    assert len(leaves) == len(recorded["values"])
-    for got, want in zip(leaves, recorded["values"]):
+    _assert_recorded(CASES[name](jaxlite, jnp), recorded["values"])
+
+
+def _assert_recorded(out, recorded):
+    leaves = jaxlite.tree_util.tree_leaves(out)
+    assert len(leaves) == len(recorded)
+    for got, want in zip(leaves, recorded):
         expected = (np.array(want["real"]) + 1j * np.array(want["imag"])).reshape(want["shape"])
         assert np.asarray(got).dtype.name == want["dtype"]
         np.testing.assert_allclose(np.asarray(got), expected, rtol=2e-5, atol=2e-5)
+
+
+NUMPY_RECORD = json.loads((pathlib.Path(__file__).parent / "data" / "jax_complex_numpy.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_RECORD))
+def test_numpy_functions_on_complex_match_jax(name):
+    from complex_numpy_cases import CASES
+    _assert_recorded(CASES[name](jnp, jaxlite.random), NUMPY_RECORD[name]["values"])
 
 
 def _complex_point(shape=(3,), seed=0, shift=0.0):

@@ -395,9 +395,14 @@ def _elementwise(fn):
 
 def _each_part(eqn, *values):
     """Operations linear in their complex operands and applied to each part alike (shape
-    changes, indexing, sums): the same operation on the real parts and on the imaginary ones."""
-    parts = [_bind(eqn, [x.re if isinstance(x, Pair) else x for x in values], eqn.params),
-             _bind(eqn, [x.im if isinstance(x, Pair) else x for x in values], eqn.params)]
+    changes, indexing, sums): the same operation on the real parts and on the imaginary ones
+    (a gather's complex fill value split likewise)."""
+    fill = eqn.params.get("fill_value")
+    params = [eqn.params, eqn.params]
+    if isinstance(fill, complex):
+        params = [dict(eqn.params, fill_value=part) for part in (fill.real, fill.imag)]
+    parts = [_bind(eqn, [x.re if isinstance(x, Pair) else x for x in values], params[0]),
+             _bind(eqn, [x.im if isinstance(x, Pair) else x for x in values], params[1])]
     outs = [Pair(re, im) if dtypes.is_complex(v.aval.dtype) else re
             for re, im, v in zip(parts[0], parts[1], eqn.outputs)]
     return outs if eqn.primitive.multiple_results else outs[0]
