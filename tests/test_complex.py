@@ -278,3 +278,13 @@ def test_complex_matmul_on_the_gemm(size):
     want = a.astype(np.complex128) @ b
     got = np.asarray(jaxlite.jit(jnp.matmul)(jnp.asarray(a), jnp.asarray(b)))
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
+
+
+def test_complex_only_names():
+    np.testing.assert_array_equal(jnp.sort_complex(jnp.array([3, 1 + 1j, 1])), [1, 1 + 1j, 3])
+    assert jnp.sort_complex(jnp.array([3, 1])).dtype == np.complex64
+    assert jnp.ComplexWarning is np.exceptions.ComplexWarning
+    from jaxlite.scipy.linalg import dft
+    n = 5
+    np.testing.assert_allclose(dft(n) @ jnp.arange(n).astype(jnp.complex64), np.fft.fft(np.arange(n)), atol=1e-5)
+    np.testing.assert_allclose(dft(n, "sqrtn"), np.fft.fft(np.eye(n), norm="ortho"), atol=1e-6)

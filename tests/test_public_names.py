@@ -36,7 +36,7 @@ ABSENT_NAMESPACES = {
 MISSING = {
     "jax.scipy.linalg": {
         COMPLEX: """
-            dft funm rsf2csf sqrtm
+            funm rsf2csf sqrtm
         """,
         SCIPY: """
             schur
@@ -110,7 +110,7 @@ MISSING = {
         """,
     },
     "jax.numpy": {
-        COMPLEX: "ComplexWarning roots sort_complex",
+        "roots: the companion matrix's eigenvalues need jnp.linalg.eigvals (the linalg engineer's)": "roots",
         LINALG_FFT: "fft",
         "ml_dtypes' narrow types: jaxlite's dtype lattice and compiler carry only the dtypes "
         "DESIGN.md lists (float8/float6/float4/int4 arrays are not supported)": """
