@@ -34,7 +34,7 @@ ABSENT_NAMESPACES = {
 MISSING = {
     "jax.scipy.linalg": {
         COMPLEX: """
-            dft funm rsf2csf sqrtm
+            funm rsf2csf sqrtm
         """,
         SCIPY: """
             schur
@@ -105,7 +105,7 @@ MISSING = {
         """,
     },
     "jax.numpy": {
-        COMPLEX: "ComplexWarning roots sort_complex",
+        COMPLEX: "roots",
     },
     "jax.sharding": {
         MPI: """

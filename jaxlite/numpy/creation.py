@@ -127,9 +127,9 @@ def _arange_error(name, tracer):
 def linspace(start, stop, num=50, endpoint=True, dtype=None, *, device=None):
     check_device(device)
     num = int(num)
-    dtype = dtypes.canonicalize_dtype(dtype or dtypes.default_float_dtype())
+    dtype = dtypes.canonicalize_dtype(dtype or dtypes.result_type(start, stop, dtypes.default_float_dtype()))
     divisor = (num - 1) if endpoint else num
-    steps = lax.convert_element_type(lax.iota(dtype, num), dtype)
+    steps = lax.convert_element_type(lax.iota(dtypes.real_dtype(dtype), num), dtype)
     start, stop = asarray(start, dtype), asarray(stop, dtype)
     delta = lax.div(lax.sub(stop, start), lax.convert_element_type(max(divisor, 1), dtype))
     out = lax.add(lax.mul(steps, delta), start)

@@ -175,9 +175,10 @@ def fmod(x1, x2):
 
 @_weak_when_inputs_are
 def float_power(x1, x2):
-    """x1 ** x2 in the widest float type available (float64 with x64 enabled)."""
+    """x1 ** x2 in the widest inexact type available (float64 or complex128 with x64 enabled)."""
     check_arraylike("float_power", x1, x2)
-    wide = dtypes.canonicalize_dtype(np.float64)
+    complex_operand = any(dtypes.is_complex(dtypes.result_type(x)) for x in (x1, x2))
+    wide = dtypes.canonicalize_dtype(np.complex128 if complex_operand else np.float64)
     return power(*[lax.convert_element_type(x, wide) for x in promote_and_broadcast("float_power", x1, x2)])
 
 

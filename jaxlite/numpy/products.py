@@ -55,9 +55,14 @@ def _operands(name, *args):
     return promote_dtypes(*args)
 
 
+def _conjugated(x):
+    return lax.conj(x) if dtypes.is_complex(x.dtype) else x
+
+
 def vdot(a, b, precision=None, preferred_element_type=None):
-    """The dot product of the flattened arrays."""
+    """The dot product of the flattened arrays, conjugating a's complex entries."""
     a, b = _operands("vdot", a, b)
+    a = _conjugated(a)
     if a.size != b.size:
         raise ValueError(f"vdot: arrays of sizes {a.size} and {b.size} differ")
     return dot(lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,)),

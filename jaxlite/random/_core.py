@@ -256,9 +256,17 @@ def _unit_floats(key, shape, dtype):
 
 
 def normal(key, shape=(), dtype=None, *, out_sharding=None):
-    """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1)."""
+    """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1). For a
+    complex dtype, as JAX: (x + 1j y) / sqrt(2) with x and y from the key's two halves (split),
+    so E|z|^2 = 1."""
     key = _sampler_key("normal", key)
-    return _normal(key, shape_tuple(shape), _float_dtype("normal", dtype))
+    shape = shape_tuple(shape)
+    if dtype is not None and dtypes.is_complex(dtypes.canonicalize_dtype(dtype)):
+        dtype = dtypes.canonicalize_dtype(dtype)
+        part = dtypes.real_dtype(dtype)
+        re, im = (_normal(k, shape, part) for k in _split_pair(key))
+        return lax.div(lax.complex(re, im), _scalar(np.sqrt(2), dtype))
+    return _normal(key, shape, _float_dtype("normal", dtype))
 
 
 def _normal(key, shape, dtype):
