@@ -98,7 +98,7 @@ def default_fill_value(dtype):
         return float("nan")
     if dtypes.is_bool(dtype):
         return True
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     return int(info.max if dtypes.is_unsigned(dtype) else info.min)
 
 
