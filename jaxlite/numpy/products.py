@@ -81,8 +81,12 @@ def inner(a, b, precision=None, preferred_element_type=None):
 
 
 def outer(a, b):
+    """a[i] * b[j] of the flattened arrays: products, not a dot_general (whose sum from 0 would
+    turn -0 products into 0)."""
     a, b = _operands("outer", a, b)
-    return lax.dot_general(lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,)), (((), ()), ((), ())))
+    shape = (a.size, b.size)
+    return lax.mul(lax.broadcast_in_dim(lax.reshape(a, (a.size,)), shape, (0,)),
+                   lax.broadcast_in_dim(lax.reshape(b, (b.size,)), shape, (1,)))
 
 
 def tensordot(a, b, axes=2, precision=None, preferred_element_type=None, *, out_sharding=None):
