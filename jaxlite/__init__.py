@@ -14,7 +14,7 @@ from jaxlite.core.config import (checking_leaks, config, debug_infs, debug_key_r
 from jaxlite.core.ref import Ref, freeze, new_ref
 from jaxlite.core.staging import eval_shape, make_jaxpr, typeof
 from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
-from jaxlite.transforms.ad import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
+from jaxlite.transforms.ad import fwd_and_bwd, grad, jvp, linear_transpose, linearize, value_and_grad, vjp
 from jaxlite.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxlite.transforms.custom_derivatives import custom_jvp, custom_vjp
 from jaxlite.transforms.custom_gradient import custom_gradient

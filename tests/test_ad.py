@@ -186,7 +186,11 @@ PRIMITIVE_CASES = {
                          [well_conditioned(), normal((3, 2), seed=1)]),
     "lu": (lambda a: lax.lu(a)[0], [well_conditioned()]),
     # Singular values only: the signs of u and v are arbitrary (tests/test_linalg.py checks them).
-    "svd": (lambda a: lax.svd(a)[0], [normal((4, 3))]),
+    "svd": (lambda a: lax.linalg.svd(a, compute_uv=False), [normal((4, 3))]),
+    # Eigenvalues and sign-free eigenvector functions; qr's factors are unique (LAPACK's signs).
+    "eigh": (lambda a: (lambda v, w: (w, (v * v * np.arange(1.0, 4.0)).sum(-1)))(*lax.linalg.eigh(a)), [spd()]),
+    "qr": (lambda a: lax.linalg.qr(a, full_matrices=False), [well_conditioned((4, 3))]),
+    "qr_pivoted": (lambda a: lax.linalg.qr(a, pivoting=True)[:2], [well_conditioned((4, 3))]),
 }
 
 # More parameters of the primitives above: modes, layouts, dilations, batch axes.
@@ -269,6 +273,13 @@ PRIMITIVE_CASES.update({
 })
 
 # Checked in forward mode only, and why.
+# First order only: eig's JVP needs the eigenvectors, whose own JVP asks for enable_eigvec_derivs
+# (second order raises in JAX too).
+FIRST_ORDER_CASES = {
+    "eig": (lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0],
+            [well_conditioned()]),
+}
+
 FORWARD_ONLY_CASES = {
     # Reverse mode of while raises JAX's error (see test_grad_of_while_loop).
     "while": (lambda x: lax.while_loop(lambda c: c[0] < 5.0, lambda c: (c[0] * 2.0, jnp.sin(c[1]) * c[0]),
@@ -306,6 +317,7 @@ NOT_CHECKED_NUMERICALLY = {
 NO_JVP_RULE = {
     "iota": "takes no operands, so no tangent can ever reach it",
     "rng_uniform": "stateful draws between two bounds: JAX defines no derivative for them either",
+    "geqrf": "LAPACK's packed Householder form: JAX defines no derivative for it either (qr has its own)",
 }
 
 
@@ -326,6 +338,12 @@ def test_primitive_gradients(name):
     check_grads(fun, [jnp.asarray(a) for a in args], order=2)
 
 
+@pytest.mark.parametrize("name", sorted(FIRST_ORDER_CASES))
+def test_primitive_first_order_gradients(name):
+    fun, args = FIRST_ORDER_CASES[name]
+    check_grads(fun, [jnp.asarray(a) for a in args], order=1)
+
+
 @pytest.mark.parametrize("name", sorted(FORWARD_ONLY_CASES))
 def test_primitive_forward_mode_gradients(name):
     fun, args = FORWARD_ONLY_CASES[name]
@@ -340,7 +358,7 @@ def test_every_primitive_has_a_jvp_rule():
 
 def test_every_primitive_is_checked():
     """A primitive with a nonzero derivative must have a numerical check."""
-    checked = {**PRIMITIVE_CASES, **FORWARD_ONLY_CASES, **NOT_CHECKED_NUMERICALLY}
+    checked = {**PRIMITIVE_CASES, **FIRST_ORDER_CASES, **FORWARD_ONLY_CASES, **NOT_CHECKED_NUMERICALLY, **NO_JVP_RULE}
     unchecked = [name for name in lax_primitives() if name not in checked]
     assert not unchecked, f"add a case to PRIMITIVE_CASES or explain in NOT_CHECKED_NUMERICALLY: {unchecked}"
     zero_rules = [name for name in NOT_CHECKED_NUMERICALLY if name in lax_primitives()

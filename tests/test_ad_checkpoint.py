@@ -58,7 +58,7 @@ def test_checkpoint_name_under_transforms():
     f = lambda x: checkpoint_name(x * x, "sq")
     check_grads(f, (np.float32(1.5),), order=2)
     np.testing.assert_array_equal(jaxlite.vmap(f)(jnp.arange(3.0)), [0.0, 1.0, 4.0])
-    assert "name[name='sq']" in str(jaxlite.make_jaxpr(f)(1.0))
+    assert "name[name=sq]" in str(jaxlite.make_jaxpr(f)(1.0))
 
 
 def test_static_argnums_and_argnames_and_decorator_form():

@@ -148,12 +148,25 @@ def test_differentiation_convention_matches_jax(name):
             CASES[name](jaxlite, jnp)
         assert str(caught.value).split(". For")[0] == recorded["message"].split(". For")[0]
         return
-    leaves = jaxlite.tree_util.tree_leaves(CASES[name](jaxlite, jnp))
-    assert len(leaves) == len(recorded["values"])
-    for got, want in zip(leaves, recorded["values"]):
+    _assert_recorded(CASES[name](jaxlite, jnp), recorded["values"])
+
+
+def _assert_recorded(out, recorded):
+    leaves = jaxlite.tree_util.tree_leaves(out)
+    assert len(leaves) == len(recorded)
+    for got, want in zip(leaves, recorded):
         expected = (np.array(want["real"]) + 1j * np.array(want["imag"])).reshape(want["shape"])
         assert np.asarray(got).dtype.name == want["dtype"]
         np.testing.assert_allclose(np.asarray(got), expected, rtol=2e-5, atol=2e-5)
+
+
+NUMPY_RECORD = json.loads((pathlib.Path(__file__).parent / "data" / "jax_complex_numpy.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_RECORD))
+def test_numpy_functions_on_complex_match_jax(name):
+    from complex_numpy_cases import CASES
+    _assert_recorded(CASES[name](jnp, jaxlite.random), NUMPY_RECORD[name]["values"])
 
 
 def _complex_point(shape=(3,), seed=0, shift=0.0):
@@ -265,3 +278,13 @@ def test_complex_matmul_on_the_gemm(size):
     want = a.astype(np.complex128) @ b
     got = np.asarray(jaxlite.jit(jnp.matmul)(jnp.asarray(a), jnp.asarray(b)))
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
+
+
+def test_complex_only_names():
+    np.testing.assert_array_equal(jnp.sort_complex(jnp.array([3, 1 + 1j, 1])), [1, 1 + 1j, 3])
+    assert jnp.sort_complex(jnp.array([3, 1])).dtype == np.complex64
+    assert jnp.ComplexWarning is np.exceptions.ComplexWarning
+    from jaxlite.scipy.linalg import dft
+    n = 5
+    np.testing.assert_allclose(dft(n) @ jnp.arange(n).astype(jnp.complex64), np.fft.fft(np.arange(n)), atol=1e-5)
+    np.testing.assert_allclose(dft(n, "sqrtn"), np.fft.fft(np.eye(n), norm="ortho"), atol=1e-6)

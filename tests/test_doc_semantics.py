@@ -39,10 +39,37 @@ def test_the_vjp_function_is_a_pytree_that_crosses_jit():
     np.testing.assert_allclose(ct, np.cos([0.5, 1.0]), rtol=1e-6)
 
 
-@pytest.mark.parametrize("a, b", [(1, 1.0), (np.int32(1), 1.0), (np.ones(2, np.float32), np.ones(2, np.int32))])
+@pytest.mark.parametrize("a, b", [(1, 1.0), (np.int32(1), 1.0), (np.ones(2, np.float32), np.ones(2, np.int32)),
+                                  (np.ones(3, np.float32), 1), (np.ones(3, np.float16), 1.0),
+                                  (np.ones(3, np.int8), 1), (np.ones(3, np.int32), 1.0)])
 def test_lax_refuses_mixed_dtypes(a, b):
-    with pytest.raises(TypeError, match="lax.add requires arguments to have the same dtypes"):
-        lax.add(jnp.asarray(a) if isinstance(a, np.ndarray) else a, b)
+    """A Python scalar is weakly typed but of its own default dtype (int32, float32): lax takes it
+    only with an operand of that dtype, as JAX's lax does."""
+    for op in (lax.add, lax.mul, lax.max):
+        with pytest.raises(TypeError, match=f"lax.{op.__name__} requires arguments to have the same dtypes"):
+            op(jnp.asarray(a) if isinstance(a, np.ndarray) else a, b)
+
+
+@pytest.mark.parametrize("jitted", [True, False])
+def test_fwd_and_bwd_split_vjp_into_two_reusable_functions(jitted):
+    layer = lambda w, x: jnp.tanh(w @ x)
+    w, x = jnp.linspace(-1.0, 1.0, 6).reshape(2, 3), jnp.arange(3.0)
+    fwd, bwd = jaxlite.fwd_and_bwd(layer, argnums=(0, 1), jitted=jitted)
+    y, residuals = fwd(w, x)
+    np.testing.assert_allclose(y, np.tanh(np.asarray(w) @ np.asarray(x)), rtol=2e-5)
+    expected = jaxlite.grad(lambda w, x: jnp.sum(layer(w, x)), argnums=(0, 1))(w, x)
+    for got, want in zip(bwd(residuals, jnp.ones_like(y)), expected):
+        np.testing.assert_allclose(got, want, rtol=2e-5)
+    fwd_x, bwd_x = jaxlite.fwd_and_bwd(layer, argnums=1, jitted=jitted)
+    np.testing.assert_allclose(bwd_x(fwd_x(w, x)[1], jnp.ones(2)), expected[1], rtol=2e-5)
+
+
+def test_lax_takes_python_scalars_of_the_operands_dtype():
+    x = jnp.ones(3)
+    for out in (lax.add(x, 1.0), lax.mul(2.0, x), jaxlite.jit(lambda x: lax.sub(x, 1.0))(x)):
+        assert out.dtype == np.float32 and not out.weak_type
+    assert lax.add(jnp.ones(2, np.int32), 1).dtype == np.int32
+    assert lax.add(2, 1).weak_type and lax.pow(x, 2).dtype == np.float32
 
 
 def test_gradients_keep_the_inputs_weak_type():
@@ -51,6 +78,9 @@ def test_gradients_keep_the_inputs_weak_type():
     assert jaxlite.jit(jaxlite.grad(lambda x: x * 2.0))(3.0).weak_type
     _, g = jaxlite.value_and_grad(lambda x: x * x)(3.0)
     assert g.weak_type and float(g) == 6.0
+    assert jaxlite.jacfwd(lambda x: x * 2.0)(3.0).weak_type and jaxlite.hessian(lambda x: x ** 3)(3.0).weak_type
+    assert jaxlite.jacfwd(lambda x: {"a": x * 2.0})(3.0)["a"].weak_type
+    assert not jaxlite.jacfwd(lambda x: x * 2.0)(jnp.float32(3.0)).weak_type
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])

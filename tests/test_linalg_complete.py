@@ -288,3 +288,8 @@ def test_vecdot_conjugates_its_first_argument():
     x = np.array([[1 + 2j, 3j], [1j, 2]], np.complex64)
     np.testing.assert_allclose(jnp.linalg.vecdot(x, x[0]), np.vecdot(x, x[0]))
     np.testing.assert_allclose(jnp.vecdot(x, x, axis=0), np.vecdot(x, x, axis=0))
+
+
+def test_outer_keeps_signed_zeros():
+    np.testing.assert_array_equal(np.signbit(jnp.linalg.outer(np.array([0.0]), np.array([-1.0]))), [[True]])
+    np.testing.assert_array_equal(jnp.outer(np.arange(2), np.arange(3)), np.outer(np.arange(2), np.arange(3)))

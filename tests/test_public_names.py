@@ -34,7 +34,7 @@ ABSENT_NAMESPACES = {
 MISSING = {
     "jax.scipy.linalg": {
         COMPLEX: """
-            dft funm rsf2csf sqrtm
+            funm rsf2csf sqrtm
         """,
         SCIPY: """
             schur
@@ -62,7 +62,7 @@ MISSING = {
             closure_convert
             default_prng_impl ds
             empty_ref enable_custom_prng
-            export ffi free_ref fwd_and_bwd
+            export ffi free_ref
             jax2tf_associative_scan_reductions legacy_prng_key
             make_user_context monitoring no_execution
             no_tracing print_environment_info profiler
@@ -105,7 +105,7 @@ MISSING = {
         """,
     },
     "jax.numpy": {
-        COMPLEX: "ComplexWarning roots sort_complex",
+        COMPLEX: "roots",
     },
     "jax.sharding": {
         MPI: """

@@ -126,6 +126,51 @@ def test_loop_bodies_write_outer_refs(jit):
     np.testing.assert_array_equal(wrap(accumulated)(jnp.ones(3)), [6.0, 6.0, 6.0])
 
 
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_while_and_cond_functions_write_outer_refs(jit):
+    wrap = jaxlite.jit if jit else (lambda f: f)
+    log = jaxlite.new_ref(jnp.zeros(3))
+
+    def doubled_until(x):
+        def body(state):
+            i, c = state
+            log[i] = c * 2.0
+            return i + 1, c + 1.0
+        return lax.while_loop(lambda s: s[0] < 3, body, (0, x))[1]
+    assert float(wrap(doubled_until)(1.0)) == 4.0
+    np.testing.assert_array_equal(log[...], [2.0, 4.0, 6.0])
+
+    last = jaxlite.new_ref(jnp.float32(0.0))
+
+    def branch(p, x):
+        def true_fun(x):
+            last[...] = x
+            return x
+
+        def false_fun(x):
+            last[...] = -x
+            return x * 2
+        return lax.cond(p, true_fun, false_fun, x)
+    assert (float(wrap(branch)(True, 3.0)), float(last[...])) == (3.0, 3.0)
+    assert (float(wrap(branch)(False, 5.0)), float(last[...])) == (10.0, -5.0)
+
+    def summed_while(x):      # a Ref made inside, written in the body and read in cond_fun
+        acc = jaxlite.new_ref(x)
+
+        def body(c):
+            acc[...] = acc[...] + c
+            return c - 1.0
+        lax.while_loop(lambda c: (c > 0) & (acc[...][0] < 100.0), body, 3.0)
+        return acc[...]
+    np.testing.assert_array_equal(wrap(summed_while)(jnp.ones(2)), [7.0, 7.0])
+
+    def written_in_a_branch(x):
+        out = jaxlite.new_ref(0.0)
+        lax.cond(x > 0, lambda: out.__setitem__(..., x * x), lambda: None)
+        return out[...]
+    assert float(jaxlite.grad(wrap(written_in_a_branch))(3.0)) == 6.0
+
+
 def test_vjp_with_refs_accumulates_gradients_into_refs():
     _, pullback = jaxlite.vjp(lambda w, x: w @ x, jnp.ones((2, 2)), jnp.ones(2))
     w_bar, x_bar = pullback.with_refs(jaxlite.ad.GradValue(), jaxlite.ad.DontWant())(jnp.ones(2))

@@ -202,6 +202,12 @@ CASES = {
                            [(lambda s: (3, s[0]), floats), (lambda s: (2, s[0], 2), floats)]),
     "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), algorithm=1), [(lambda s: (4,), words)]),
     "svd": (lambda a: lax.linalg.svd(a, compute_uv=False), [(_square, spd)]),
+    "eigh": (lambda a: lax.linalg.eigh(a)[1], [(_square, spd)]),
+    "eig": (lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0],
+            [(_square, spd)]),
+    **{name: (lambda a, qr=qr: [abs(x) for x in qr(a)[:2]], [(_square, spd)]) for name, qr in [
+        ("qr", lax.linalg.qr), ("geqrf", lax.linalg.geqrf),
+        ("qr_pivoted", lambda a: lax.linalg.qr(a, pivoting=True))]},
     "lu": (lax.lu, [(_square, spd)]),
     "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
                          [(_square, spd), (lambda s: (s[0], 2), floats)]),

@@ -3,6 +3,8 @@
 Every transformation reads or writes this form. Variables are plain objects
 compared by identity; names are given only when a jaxpr is printed.
 """
+import enum
+
 import numpy as np
 
 from jaxlite.core.abstract import ShapedArray
@@ -37,6 +39,10 @@ class Eqn:
     def __init__(self, primitive, inputs, params, outputs, source_info=None):
         self.primitive, self.inputs, self.params = primitive, list(inputs), dict(params)
         self.outputs, self.source_info = list(outputs), source_info
+
+    # JAX's names for them, which code walking a jaxpr uses.
+    invars = property(lambda self: self.inputs)
+    outvars = property(lambda self: self.outputs)
 
     def replace(self, **changes):
         fields = {name: getattr(self, name) for name in self.__slots__}
@@ -77,6 +83,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)      # JAX's name for them
 
     def __str__(self):
         return pretty_print(self.jaxpr)
@@ -117,15 +124,34 @@ def _literal_text(val):
     return str(val.item()) if val.dtype != bool else str(bool(val))
 
 
+# primitive -> eqn -> the params to print, in order (a list of pairs), where JAX prints
+# others than the equation holds (dot_general's resolved output type, broadcast_in_dim
+# without the shape its output shows, a jit's name first).
+pp_params_rules = {}
+
+
+class FreshlyNamed:
+    """A jaxpr param printed with names of its own (as JAX prints a jit's body)."""
+
+    def __init__(self, jaxpr):
+        self.jaxpr = jaxpr
+
+
 def _param_text(value, namer, indent):
+    if isinstance(value, FreshlyNamed):
+        return _param_text(value.jaxpr, _Namer(), indent)
     if isinstance(value, (Jaxpr, ClosedJaxpr)):
         jaxpr = value.jaxpr if isinstance(value, ClosedJaxpr) else value
-        return pretty_print(jaxpr, indent + 2)
+        return pretty_print(jaxpr, indent, namer)
     if isinstance(value, tuple) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
         inner = [(" " * (indent + 2)) + _param_text(v, namer, indent + 2) for v in value]
         return "(\n" + "\n".join(inner) + "\n" + " " * indent + ")"
     if isinstance(value, np.dtype):
         return value.name
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, str):
+        return value
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
     return repr(value)
@@ -135,7 +161,9 @@ def pretty_print_eqn(eqn, namer, indent=4):
     """One equation; as JAX, its params go one a line when they hold a jaxpr or run long."""
     outs = " ".join(namer.binder(v) for v in eqn.outputs) or "()"
     args = " ".join(namer(v) for v in eqn.inputs)
-    params = [f"{k}={_param_text(v, namer, indent + 2)}" for k, v in sorted(eqn.params.items())]
+    rule = pp_params_rules.get(eqn.primitive)
+    shown = rule(eqn) if rule is not None else sorted(eqn.params.items())
+    params = [f"{k}={_param_text(v, namer, indent + 2)}" for k, v in shown]
     line = f"{outs} = {eqn.primitive.name}[{' '.join(params)}] {args}" if params else \
         f"{outs} = {eqn.primitive.name} {args}"
     if not params or ("\n" not in line and len(line) + indent <= 80):
@@ -145,9 +173,10 @@ def pretty_print_eqn(eqn, namer, indent=4):
     return f"{outs} = {eqn.primitive.name}[{listed}\n{pad}] {args}".rstrip()
 
 
-def pretty_print(jaxpr, indent=0):
-    """JAX's readable form: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }`."""
-    namer = _Namer()
+def pretty_print(jaxpr, indent=0, namer=None):
+    """JAX's readable form: `{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }`. A jaxpr
+    inside an equation's params continues its parent's names (`namer`), as JAX's do."""
+    namer = _Namer() if namer is None else namer
     consts = " ".join(namer.binder(v) for v in jaxpr.constvars)
     args = " ".join(namer.binder(v) for v in jaxpr.invars)
     eqns = [pretty_print_eqn(e, namer, indent + 4) for e in jaxpr.eqns]

@@ -9,12 +9,14 @@ the updates themselves, and needs no effect in the IR.
 A Ref passed as an argument to a jitted function is read as one more input and its final
 value is one more output, written back into the Ref after the call (transforms/jit.py);
 so is a Ref the jitted function closes over, lifted when it first touches it. vmap maps
-a Ref argument over its axis the same way (batching.vmap), and a scan (so fori_loop)
-whose body touches outer Refs threads their values through its carry: the body is traced
-once to find them, then again with them in the carry (lax/control_flow/loops.py). A write
-from another nested trace (a while_loop or cond body, vmap or grad of a function that did
-not create the Ref) into a Ref of an outer one raises.
+a Ref argument over its axis the same way (batching.vmap). A scan (so fori_loop) or
+while_loop whose functions touch outer Refs threads their values through its carry: the
+body is traced once to find them, then again with them in the carry
+(lax/control_flow/loops.py); a cond's branches take them as operands and return their new
+values (conditionals.py). A write from another nested trace (vmap or grad of a function
+that did not create the Ref) into a Ref of an outer one raises.
 """
+import itertools
 import threading
 from contextlib import contextmanager
 
@@ -52,6 +54,7 @@ class _LiftContext:
 
     def __init__(self, trace):
         self.trace, self.refs, self.proxies = trace, [], {}
+        self.started = next(_serials)     # Refs numbered below were made outside it
 
     def proxy_for(self, ref, outer_stack):
         proxy = self.proxies.get(id(ref))
@@ -76,6 +79,14 @@ class _Discovery(_LiftContext):
     def __init__(self):
         super().__init__(None)
 
+    def proxy_for(self, ref, outer_stack):
+        # One stand-in per traced function: a cond traces each of its branches in turn.
+        proxy = self.proxies.get(id(ref))
+        if proxy is not None and proxy._scope is not current_trace():
+            del self.proxies[id(ref)]
+            self.refs.remove(ref)
+        return super().proxy_for(ref, outer_stack)
+
     def new_value(self, outer_value):
         return outer_value
 
@@ -88,6 +99,10 @@ class _Bound(_LiftContext):
         for ref, value in zip(refs, values):
             self.proxies[id(ref)] = Ref(value, self.trace)
             self.refs.append(ref)
+
+
+# Refs and lift contexts in the order they are made: a Ref made before a context is outside it.
+_serials = itertools.count()
 
 
 class _Lifting(threading.local):
@@ -133,10 +148,10 @@ def binding_refs(refs, values):
 class Ref:
     """A mutable reference to an array: read with `ref[...]`, write with `ref[...] = value`."""
 
-    __slots__ = ("_value", "_scope")
+    __slots__ = ("_value", "_scope", "_serial")
 
     def __init__(self, value, scope):
-        self._value, self._scope = value, scope
+        self._value, self._scope, self._serial = value, scope, next(_serials)
 
     aval = property(lambda self: AbstractRef(_aval_of(self._value)))
     shape = property(lambda self: self._value.shape)
@@ -190,11 +205,9 @@ class Ref:
         return self._resolved(_lifting.stack)
 
     def _resolved(self, stack):
-        if not stack or self._scope is stack[-1].trace:
+        if not stack or self._scope is stack[-1].trace or self._serial > stack[-1].started:
             return self
-        if self._scope is EVAL_TRACE or any(self._scope is c.trace for c in stack[:-1]):
-            return stack[-1].proxy_for(self, stack[:-1])
-        return self
+        return stack[-1].proxy_for(self, stack[:-1])
 
     def _check_write(self, value):
         if current_trace() is not self._scope and (isinstance(value, Tracer) or current_trace() is not EVAL_TRACE):

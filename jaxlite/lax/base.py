@@ -55,29 +55,21 @@ def as_operand(x, dtype=None):
 
 
 def as_operands(*args):
-    """Operands for an elementwise primitive: a Python scalar takes the dtype of the array
-    operands when that dtype holds its kind (a float: an inexact dtype; an int: any number);
-    else it keeps its own default dtype, so that the primitive refuses the mix as JAX's lax
-    does (lax.add(1, 1.0), lax.add(int32_array, 1.0)). JAX also refuses an int with a float
-    array; jaxlite's own code relies on that one (lax.sub(1, x)), so it is accepted."""
-    like = next((a for a in args if not dtypes.is_python_scalar(a)), None)
-    if like is None:
-        return [as_operand(a) for a in args]
-    dtype = like.dtype if hasattr(like, "dtype") else np.asarray(like).dtype
-    return [as_operand(a, dtype if _holds(dtype, a) else None) for a in args]
+    """Operands for an elementwise primitive: a Python scalar is a weakly typed array of its
+    default dtype (int32, float32, bool), as in JAX, so the primitive refuses a mix of dtypes
+    as JAX's lax does: lax.add(float32_array, 1.0) is float32, lax.add(float32_array, 1),
+    lax.add(float16_array, 1.0) and lax.add(1, 1.0) raise TypeError (jnp.add promotes).
+    One exception, where JAX would raise: a real scalar with a complex operand takes its dtype,
+    as jaxlite's complex rules (issue 16, under way) are written that way."""
+    complex_dtype = next((a.dtype for a in args if hasattr(a, "dtype") and np.dtype(a.dtype).kind == "c"), None)
+    return [as_operand(a, complex_dtype if complex_dtype is not None and not isinstance(a, bool) else None)
+            for a in args]
 
 
-def _holds(dtype, x):
-    if not dtypes.is_python_scalar(x):
-        return True
-    inexact = dtypes.is_inexact(dtype)
-    if isinstance(x, bool):
-        return dtypes.is_bool(dtype)
-    if isinstance(x, int):
-        return dtypes.is_int(dtype) or inexact
-    if isinstance(x, complex):
-        return dtypes.is_complex(dtype)
-    return inexact
+def scalar_like(x, value):
+    """`value` as a weakly typed scalar of x's dtype: the constants in jaxlite's own rules,
+    which lax ops would refuse as Python scalars of another dtype."""
+    return as_operand(value, x.dtype)
 
 
 def elementwise_shape(name, avals):

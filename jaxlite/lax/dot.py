@@ -5,6 +5,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.ir import pp_params_rules
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
 from jaxlite.lax.elementwise import convert_element_type
@@ -77,6 +78,17 @@ dot_general_p = Primitive("dot_general")
 fusion_rules.fused(dot_general_p, fusion_rules.dot_general_rule, domain="dot")
 dot_general_p.def_impl(_dot_general_impl)
 dot_general_p.def_abstract_eval(_dot_general_aval)
+
+
+def _dot_general_pp_params(eqn):
+    """As JAX prints them: dimension lists, and the output type resolved."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    preferred = eqn.params["preferred_element_type"] or eqn.outputs[0].aval.dtype
+    return [("dimension_numbers", ((list(lc), list(rc)), (list(lb), list(rb)))),
+            ("preferred_element_type", preferred)]
+
+
+pp_params_rules[dot_general_p] = _dot_general_pp_params
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,

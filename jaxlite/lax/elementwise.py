@@ -8,7 +8,8 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, ORDERED, REAL, as_operand,
-                              as_operands, check_dtype, flushing_subnormals, naryop_primitive, unary_primitive)
+                              as_operands, check_dtype, flushing_subnormals, naryop_primitive, scalar_like,
+                              unary_primitive)
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
@@ -115,16 +116,19 @@ def _power(x, y):
 
 pow_p = naryop_primitive("pow", _power, INEXACT)
 fusion_rules.elementwise(pow_p, "pow")
-pow = _bind_nary(pow_p)
+def pow(x, y):
+    """x ** y; a Python scalar exponent takes x's dtype (JAX's pow takes an integer exponent)."""
+    y = scalar_like(x, y) if dtypes.is_python_scalar(y) and hasattr(x, "dtype") else y
+    return pow_p.bind(*as_operands(x, y))
 
 
 def _pow_jvp_base(t, x, y):
-    return mul(t, mul(y, pow(x, sub(y, 1))))
+    return mul(t, mul(y, pow(x, sub(y, scalar_like(y, 1)))))
 
 
 def _pow_jvp_exponent(t, x, y):
     # d/dy x^y = log(x) x^y, taken as 0 where x == 0 (the limit from the right for y > 0).
-    safe_log = log(select_n(eq(x, 0), x, full_like(x, 1)))
+    safe_log = log(select_n(eq(x, scalar_like(x, 0)), x, full_like(x, 1)))
     return mul(t, mul(safe_log, pow(x, y)))
 
 
@@ -411,7 +415,7 @@ square_p = unary_primitive("square", np.square, NUMBER)
 square_p.def_impl(flushing_subnormals(np.square))         # a product: flushed as mul is
 fusion_rules.elementwise(square_p, "square")
 square = _bind_unary(square_p)
-defjvp(square_p, lambda t, x: mul(t, mul(x, 2)))
+defjvp(square_p, lambda t, x: mul(t, mul(x, scalar_like(x, 2))))
 
 
 def _integer_pow(x, y):
@@ -434,8 +438,8 @@ def _integer_pow_aval(x, y):
 
 def _integer_pow_jvp(t, x, y):
     if y == 0:
-        return mul(t, 0)
-    return mul(t, mul(integer_pow(x, y - 1), y))
+        return mul(t, scalar_like(t, 0))
+    return mul(t, mul(integer_pow(x, y - 1), scalar_like(x, y)))
 
 
 defjvp(integer_pow_p, _integer_pow_jvp)
@@ -466,17 +470,17 @@ defjvp(log_p, lambda t, x: div(t, x))
 log1p_p = unary_primitive("log1p", np.log1p, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(log1p_p, "log1p")
 log1p = _bind_unary(log1p_p)
-defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
+defjvp(log1p_p, lambda t, x: div(t, add(x, scalar_like(x, 1))))
 
 expm1_p = unary_primitive("expm1", np.expm1, INEXACT)
 fusion_rules.elementwise(expm1_p, "expm1")
 expm1 = _bind_unary(expm1_p)
-defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, 1)))
+defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, scalar_like(out, 1))))
 
 sqrt_p = unary_primitive("sqrt", np.sqrt, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(sqrt_p, "sqrt")
 sqrt = _bind_unary(sqrt_p)
-defjvp_with_output(sqrt_p, lambda ts, out, x: div(ts[0], mul(out, 2)))
+defjvp_with_output(sqrt_p, lambda ts, out, x: div(ts[0], mul(out, scalar_like(out, 2))))
 
 
 def _rsqrt(x):
@@ -494,12 +498,12 @@ defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)
 cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(cbrt_p, "cbrt")
 cbrt = _bind_unary(cbrt_p)
-defjvp_with_output(cbrt_p, lambda ts, out, x: div(ts[0], mul(square(out), 3)))
+defjvp_with_output(cbrt_p, lambda ts, out, x: div(ts[0], mul(square(out), scalar_like(out, 3))))
 
 tanh_p = unary_primitive("tanh", np.tanh, INEXACT)
 fusion_rules.elementwise(tanh_p, "tanh")
 tanh = _bind_unary(tanh_p)
-defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(1, square(out))))
+defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(scalar_like(out, 1), square(out))))
 
 
 def _logistic(x):
@@ -517,7 +521,7 @@ def _logistic(x):
 logistic_p = unary_primitive("logistic", _logistic, INEXACT)
 fusion_rules.elementwise(logistic_p, "logistic")
 logistic = _bind_unary(logistic_p)
-defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(1, out))))
+defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(scalar_like(out, 1), out))))
 
 sin_p = unary_primitive("sin", np.sin, INEXACT)
 fusion_rules.elementwise(sin_p, "sin")
@@ -532,12 +536,13 @@ defjvp(cos_p, lambda t, x: mul(neg(t), sin(x)))
 tan_p = unary_primitive("tan", np.tan, INEXACT)
 fusion_rules.elementwise(tan_p, "tan")
 tan = _bind_unary(tan_p)
-defjvp_with_output(tan_p, lambda ts, out, x: mul(ts[0], add(square(out), 1)))
+defjvp_with_output(tan_p, lambda ts, out, x: mul(ts[0], add(square(out), scalar_like(out, 1))))
 
 
 def _one_minus_square(x):
     # (1 - x)(1 + x) keeps its precision near |x| = 1, where 1 - x*x cancels.
-    return mul(sub(1, x), add(1, x))
+    one = scalar_like(x, 1)
+    return mul(sub(one, x), add(one, x))
 
 
 asin_p = unary_primitive("asin", np.arcsin, INEXACT, subnormals_as_zero=True)
@@ -553,7 +558,7 @@ defjvp(acos_p, lambda t, x: mul(neg(t), rsqrt(_one_minus_square(x))))
 atan_p = unary_primitive("atan", np.arctan, INEXACT)
 fusion_rules.elementwise(atan_p, "atan")
 atan = _bind_unary(atan_p)
-defjvp(atan_p, lambda t, x: div(t, add(square(x), 1)))
+defjvp(atan_p, lambda t, x: div(t, add(square(x), scalar_like(x, 1))))
 
 sinh_p = unary_primitive("sinh", np.sinh, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(sinh_p, "sinh")
@@ -568,12 +573,12 @@ defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 asinh_p = unary_primitive("asinh", np.arcsinh, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(asinh_p, "asinh")
 asinh = _bind_unary(asinh_p)
-defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1))))
+defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), scalar_like(x, 1)))))
 
 acosh_p = unary_primitive("acosh", np.arccosh, INEXACT)
 fusion_rules.elementwise(acosh_p, "acosh")
 acosh = _bind_unary(acosh_p)
-defjvp(acosh_p, lambda t, x: mul(t, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
+defjvp(acosh_p, lambda t, x: mul(t, mul(rsqrt(sub(x, scalar_like(x, 1))), rsqrt(add(x, scalar_like(x, 1))))))
 
 atanh_p = unary_primitive("atanh", np.arctanh, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(atanh_p, "atanh")

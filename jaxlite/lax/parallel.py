@@ -15,7 +15,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axis
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.tree_util import tree_map
-from jaxlite.lax.base import NUMBER, as_operand, check_dtype
+from jaxlite.lax.base import NUMBER, as_operand, check_dtype, scalar_like
 from jaxlite.lax.elementwise import add, convert_element_type, div, eq, mul
 from jaxlite.lax.reductions import reduce_max, reduce_min, reduce_sum
 from jaxlite.lax.shapes import concatenate, full, index_in_dim, iota, reshape
@@ -100,7 +100,7 @@ def _in_float32(reduce, x):
     return convert_element_type(reduce(convert_element_type(x, dtypes.float32)), x.dtype)
 
 
-psum_p = _reduction_collective("psum", reduce_sum, lambda x, size: mul(x, size))
+psum_p = _reduction_collective("psum", reduce_sum, lambda x, size: mul(x, scalar_like(x, size)))
 ad.deflinear(psum_p, lambda ct, x, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
 
 pmax_p = _reduction_collective("pmax", reduce_max, lambda x, size: x)

@@ -5,6 +5,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_axis
+from jaxlite.core.ir import pp_params_rules
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, as_operand, as_operands, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import convert_element_type
@@ -46,6 +47,9 @@ def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p = _primitive("broadcast_in_dim", _broadcast_in_dim_impl, _broadcast_in_dim_aval)
+# Printed as JAX does: the shape is the output's; no dimensions to map shows none.
+pp_params_rules[broadcast_in_dim_p] = lambda eqn: (
+    [("broadcast_dimensions", eqn.params["broadcast_dimensions"])] if eqn.params["broadcast_dimensions"] else [])
 fusion_rules.fused(broadcast_in_dim_p, fusion_rules.broadcast_in_dim_rule, recomputed=True)
 
 

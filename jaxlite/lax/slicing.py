@@ -96,6 +96,8 @@ def default_fill_value(dtype):
     """What an out-of-bounds gather reads by default: NaN, the most negative int, ..."""
     if dtypes.is_inexact(dtype):
         return float("nan")
+    if dtypes.is_complex(dtype):
+        return complex(float("nan"), 0.0)     # as JAX: a NaN real part
     if dtypes.is_bool(dtype):
         return True
     info = dtypes.iinfo(dtype)

@@ -24,6 +24,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal
+from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lax import complex_parts, cumulative, elementwise as ew, gradients, reductions, shapes, slicing, sorting
 from jaxlite.lax import windowed
@@ -127,7 +128,20 @@ def _split_eqn(eqn, values):
         return outs if eqn.primitive.multiple_results else [outs]
     if any(True for _ in _sub_jaxprs(eqn)):
         return _split_bodies(eqn, values)
+    from jaxlite.lower.step_policy import eqn_step_kind
+    if eqn_step_kind(eqn) in ("native", "gemm"):
+        return _native_on_complex(eqn, values)
     return _computed_whole(eqn, values)
+
+
+def _native_on_complex(eqn, values):
+    """A native routine that reads and writes complex buffers itself (an FFT, a complex LAPACK
+    call) keeps its complex operands: their interleaved parts are viewed as complex values."""
+    whole = [complex_view_p.bind(_pack(x, v.aval), dtype=v.aval.dtype) if isinstance(x, Pair) else x
+             for x, v in zip(values, eqn.inputs)]
+    outs = _bind(eqn, whole, eqn.params)
+    return [_unpack(complex_view_p.bind(out, dtype=dtypes.real_dtype(v.aval.dtype)))
+            if dtypes.is_complex(v.aval.dtype) else out for out, v in zip(outs, eqn.outputs)]
 
 
 def _bind(eqn, values, params):
@@ -160,6 +174,20 @@ def _computed_whole(eqn, values):
     whole = [lax.complex(x.re, x.im) if isinstance(x, Pair) else x for x in values]
     outs = _bind(eqn, whole, eqn.params)
     return [_parts(out) if dtypes.is_complex(v.aval.dtype) else out for out, v in zip(outs, eqn.outputs)]
+
+
+def _complex_view_aval(x, dtype):
+    if dtypes.is_complex(dtype):
+        return ShapedArray(tuple(x.shape[:-1]), dtype)
+    return ShapedArray(tuple(x.shape) + (2,), dtype)
+
+
+# The bytes of interleaved parts f32[S, 2] as c64[S], or back: a copy between kernels (the
+# memory plan has no aliasing views), where the native complex routines meet split values.
+complex_view_p = Primitive("complex_view")
+complex_view_p.def_impl(lambda x, dtype: np.ascontiguousarray(x).reshape(-1).view(dtype).reshape(
+    _complex_view_aval(x, dtype).shape))
+complex_view_p.def_abstract_eval(_complex_view_aval)
 
 
 def _parts(z):
@@ -397,9 +425,14 @@ def _elementwise(fn):
 
 def _each_part(eqn, *values):
     """Operations linear in their complex operands and applied to each part alike (shape
-    changes, indexing, sums): the same operation on the real parts and on the imaginary ones."""
-    parts = [_bind(eqn, [x.re if isinstance(x, Pair) else x for x in values], eqn.params),
-             _bind(eqn, [x.im if isinstance(x, Pair) else x for x in values], eqn.params)]
+    changes, indexing, sums): the same operation on the real parts and on the imaginary ones
+    (a gather's complex fill value split likewise)."""
+    fill = eqn.params.get("fill_value")
+    params = [eqn.params, eqn.params]
+    if isinstance(fill, complex):
+        params = [dict(eqn.params, fill_value=part) for part in (fill.real, fill.imag)]
+    parts = [_bind(eqn, [x.re if isinstance(x, Pair) else x for x in values], params[0]),
+             _bind(eqn, [x.im if isinstance(x, Pair) else x for x in values], params[1])]
     outs = [Pair(re, im) if dtypes.is_complex(v.aval.dtype) else re
             for re, im, v in zip(parts[0], parts[1], eqn.outputs)]
     return outs if eqn.primitive.multiple_results else outs[0]

@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from jaxlite.core.dtypes import bfloat16, is_narrow
-from jaxlite.lower import collectives, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.lower import collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -45,6 +45,7 @@ FALLBACKS = {
     # operation it has no rule for (reduce_prod, reduce_max, cumprod, ... of complex values).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
+    complex_split.complex_view_p: "complex values meeting a native complex routine (FFT, LAPACK): a copy",
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
     **{primitive: _COLLECTIVE for primitive in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p, P.axis_index_p,

@@ -3,6 +3,7 @@ from jaxlite.core import dtypes as _dtypes
 from jaxlite.core.array import Array as ndarray
 from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
 from jaxlite.core.dtypes import promote_types, result_type
+from numpy.exceptions import ComplexWarning
 from jaxlite.numpy.array_methods import install as _install_array_methods
 from jaxlite.numpy.creation import (arange, array, asarray, empty, empty_like, eye, full,
                                     full_like, geomspace, identity, linspace, logspace, meshgrid,
@@ -51,7 +52,7 @@ from jaxlite.numpy import fft, linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
                                     unravel_index)
 from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,
-                                   nonzero, searchsorted, sort, unique)
+                                   nonzero, searchsorted, sort, sort_complex, unique)
 from jaxlite.numpy.convolve import convolve, correlate
 from jaxlite.numpy.array_api import (__array_api_version__, __array_namespace_info__, astype,
                                      bitwise_count, can_cast, concat, cumulative_prod,

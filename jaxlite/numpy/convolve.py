@@ -32,4 +32,6 @@ def convolve(a, v, mode="full"):
 
 
 def correlate(a, v, mode="valid"):
-    return _correlate("correlate", a, v, mode, flip=False)
+    """sum_n a[n + k] conj(v[n]), as numpy and JAX."""
+    from jaxlite.numpy.math_functions import conjugate
+    return _correlate("correlate", a, conjugate(v), mode, flip=False)

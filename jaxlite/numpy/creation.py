@@ -5,7 +5,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
-from jaxlite.lax.base import shape_tuple
+from jaxlite.lax.base import scalar_like, shape_tuple
 from jaxlite.numpy.util import check_device
 
 
@@ -127,9 +127,9 @@ def _arange_error(name, tracer):
 def linspace(start, stop, num=50, endpoint=True, dtype=None, *, device=None):
     check_device(device)
     num = int(num)
-    dtype = dtypes.canonicalize_dtype(dtype or dtypes.default_float_dtype())
+    dtype = dtypes.canonicalize_dtype(dtype or dtypes.result_type(start, stop, dtypes.default_float_dtype()))
     divisor = (num - 1) if endpoint else num
-    steps = lax.convert_element_type(lax.iota(dtype, num), dtype)
+    steps = lax.convert_element_type(lax.iota(dtypes.real_dtype(dtype), num), dtype)
     start, stop = asarray(start, dtype), asarray(stop, dtype)
     delta = lax.div(lax.sub(stop, start), lax.convert_element_type(max(divisor, 1), dtype))
     out = lax.add(lax.mul(steps, delta), start)
@@ -145,7 +145,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     dtype = dtype or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    return lax.convert_element_type(lax.eq(lax.add(rows, k), cols), dtype)
+    return lax.convert_element_type(lax.eq(lax.add(rows, scalar_like(rows, k)), cols), dtype)
 
 
 def identity(n, dtype=None, *, device=None):
@@ -192,7 +192,7 @@ def _lower_triangle_mask(shape, k):
     """True where column <= row + k in the last two axes of `shape`."""
     rows = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 2)
     cols = lax.broadcasted_iota(dtypes.int32, shape, len(shape) - 1)
-    return lax.le(cols, lax.add(rows, k))
+    return lax.le(cols, lax.add(rows, scalar_like(rows, k)))
 
 
 def tri(N, M=None, k=0, dtype=None):

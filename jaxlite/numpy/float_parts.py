@@ -132,6 +132,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN to `nan`, infinities to `posinf`/`neginf` (default: the dtype's extremes)."""
     check_arraylike("nan_to_num", x)
     (x,) = promote_and_broadcast("nan_to_num", x)
+    if dtypes.is_complex(x.dtype):      # each part, as numpy and JAX
+        parts = (nan_to_num(part, copy, nan, posinf, neginf) for part in (lax.real(x), lax.imag(x)))
+        return lax.complex(*parts)
     if not dtypes.is_float(x.dtype):
         return x
     info = dtypes.finfo(x.dtype)

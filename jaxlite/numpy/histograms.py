@@ -150,6 +150,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     values, or 'extrapolate' along the end segments."""
     check_arraylike("interp", x, xp, fp)
     x, xp, fp = _interp_operands(x, xp, fp)
+    if dtypes.is_complex(fp.dtype):      # each part interpolated, as numpy and JAX
+        parts = [interp(x, xp, part(fp), _part_of(left, part), _part_of(right, part), period)
+                 for part in (lax.real, lax.imag)]
+        return lax.complex(*parts)
     if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape:
         raise ValueError("xp and fp must be one-dimensional arrays of equal size")
     for name, value in (("left", left), ("right", right)):
@@ -177,11 +181,20 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return out
 
 
+def _part_of(value, part):
+    """A left/right value's part (None and 'extrapolate' apply to both parts)."""
+    if value is None or isinstance(value, str):
+        return value
+    return part(lax.convert_element_type(value, dtypes.complex_dtype(np.result_type(value))))
+
+
 def _interp_operands(x, xp, fp):
-    x, xp, fp = promote_dtypes(x, xp, fp)
+    x, xp = promote_dtypes(x, xp)
     if not dtypes.is_float(x.dtype):
         dtype = dtypes.default_float_dtype()
-        x, xp, fp = (lax.convert_element_type(v, dtype) for v in (x, xp, fp))
+        x, xp = (lax.convert_element_type(v, dtype) for v in (x, xp))
+    # fp may be complex (interpolated part by part, as numpy and JAX): it only promotes with x.
+    fp = promote_dtypes(fp, x)[0]
     return x, xp, fp
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from jaxlite import lax
 from jaxlite.core import dtypes
+from jaxlite.lax.base import scalar_like
 from jaxlite.lax.cumulative import logaddexp as _lax_logaddexp
 from jaxlite.core.abstract import broadcast_shapes
 from jaxlite.numpy.ufuncs import _as_bool, _inexact_unary, _numeric, power
@@ -31,14 +32,14 @@ def _scaled(name, factor):
     """x * factor for a float constant, computed in x's (inexact) dtype."""
     def fn(x):
         (x,) = promote_to_inexact(name, x)
-        return lax.mul(x, factor)
+        return lax.mul(x, scalar_like(x, factor))
     fn.__name__ = name
     return fn
 
 
 deg2rad = radians = _scaled("deg2rad", math.pi / 180)
 rad2deg = degrees = _scaled("rad2deg", 180 / math.pi)
-log2 = _inexact_unary("log2", lambda x: lax.div(lax.log(x), math.log(2)))
+log2 = _inexact_unary("log2", lambda x: lax.div(lax.log(x), scalar_like(x, math.log(2))))
 log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), math.log(10)))
 
 
@@ -76,7 +77,7 @@ def _hypot(x, y):
     big, small = lax.max(x, y), lax.min(x, y)
     safe_big = lax.select_n(lax.eq(big, lax.full_like(big, 0)), big, lax.full_like(big, 1))
     ratio = lax.div(small, safe_big)
-    out = lax.mul(big, lax.sqrt(lax.add(lax.square(ratio), 1)))
+    out = lax.mul(big, lax.sqrt(lax.add(lax.square(ratio), scalar_like(ratio, 1))))
     # An infinite side wins even over NaN, as in C's hypot.
     inf = lax.full_like(big, np.inf)
     return lax.select_n(lax.bitwise_or(lax.eq(x, inf), lax.eq(y, inf)), out, inf)
@@ -174,9 +175,10 @@ def fmod(x1, x2):
 
 @_weak_when_inputs_are
 def float_power(x1, x2):
-    """x1 ** x2 in the widest float type available (float64 with x64 enabled)."""
+    """x1 ** x2 in the widest inexact type available (float64 or complex128 with x64 enabled)."""
     check_arraylike("float_power", x1, x2)
-    wide = dtypes.canonicalize_dtype(np.float64)
+    complex_operand = any(dtypes.is_complex(dtypes.result_type(x)) for x in (x1, x2))
+    wide = dtypes.canonicalize_dtype(np.complex128 if complex_operand else np.float64)
     return power(*[lax.convert_element_type(x, wide) for x in promote_and_broadcast("float_power", x1, x2)])
 
 
@@ -203,7 +205,7 @@ def sinc(x):
     (grad(grad(sinc))(0.) = -pi**2 / 3, as JAX)."""
     (x,) = promote_to_inexact("sinc", x)
     is_zero = lax.eq(x, lax.full_like(x, 0))
-    safe = lax.mul(lax.select_n(is_zero, x, lax.full_like(x, 1)), math.pi)
+    safe = lax.mul(lax.select_n(is_zero, x, lax.full_like(x, 1)), scalar_like(x, math.pi))
     return lax.select_n(is_zero, lax.div(lax.sin(safe), safe), _sinc_derivative_at_zero(0, x))
 
 

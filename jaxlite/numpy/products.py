@@ -2,6 +2,7 @@
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import broadcast_shapes, canonicalize_axes
+from jaxlite.lax.base import scalar_like
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes
 
 
@@ -54,9 +55,14 @@ def _operands(name, *args):
     return promote_dtypes(*args)
 
 
+def _conjugated(x):
+    return lax.conj(x) if dtypes.is_complex(x.dtype) else x
+
+
 def vdot(a, b, precision=None, preferred_element_type=None):
-    """The dot product of the flattened arrays."""
+    """The dot product of the flattened arrays, conjugating a's complex entries."""
     a, b = _operands("vdot", a, b)
+    a = _conjugated(a)
     if a.size != b.size:
         raise ValueError(f"vdot: arrays of sizes {a.size} and {b.size} differ")
     return dot(lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,)),
@@ -75,8 +81,12 @@ def inner(a, b, precision=None, preferred_element_type=None):
 
 
 def outer(a, b):
+    """a[i] * b[j] of the flattened arrays: products, not a dot_general (whose sum from 0 would
+    turn -0 products into 0)."""
     a, b = _operands("outer", a, b)
-    return lax.dot_general(lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,)), (((), ()), ((), ())))
+    shape = (a.size, b.size)
+    return lax.mul(lax.broadcast_in_dim(lax.reshape(a, (a.size,)), shape, (0,)),
+                   lax.broadcast_in_dim(lax.reshape(b, (b.size,)), shape, (1,)))
 
 
 def tensordot(a, b, axes=2, precision=None, preferred_element_type=None, *, out_sharding=None):
@@ -108,7 +118,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     axis1, axis2 = canonicalize_axes((axis1, axis2), a.ndim)
     rows = lax.broadcasted_iota(dtypes.int32, a.shape, axis1)
     cols = lax.broadcasted_iota(dtypes.int32, a.shape, axis2)
-    on_diagonal = lax.eq(lax.add(rows, offset), cols)
+    on_diagonal = lax.eq(lax.add(rows, scalar_like(rows, offset)), cols)
     return sum(lax.select_n(on_diagonal, lax.full_like(a, 0), a), (axis1, axis2), dtype=dtype)
 
 

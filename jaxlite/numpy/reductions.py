@@ -4,6 +4,7 @@ import builtins
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
+from jaxlite.lax.base import as_operand
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_and_broadcast
 
 
@@ -163,12 +164,12 @@ def _float_dtype(a, dtype):
 
 
 def _count(a, axes, where, keepdims, dtype):
-    """How many elements each reduction sees; a static count stays a Python scalar (a literal)."""
+    """How many elements each reduction sees; a static count is a constant (a literal)."""
     if where is None:
         count = 1
         for i in axes:
             count *= a.shape[i]
-        return float(count)
+        return as_operand(float(count), dtype)
     mask = broadcast_to(promote_and_broadcast("where", where)[0], a.shape)
     return sum(mask, axes, dtype=dtype, keepdims=keepdims)
 

@@ -47,6 +47,13 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     return lax.sort(a, axis)
 
 
+
+def sort_complex(a):
+    """a sorted along its last axis, as complex numbers (real parts first, then imaginary)."""
+    out = sort(a)
+    return lax.convert_element_type(out, dtypes.complex_dtype(out.dtype) if not dtypes.is_complex(out.dtype)
+                                    else out.dtype)
+
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     """Indices that sort `a` along `axis` (always stable)."""
     if order is not None:

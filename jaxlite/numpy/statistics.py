@@ -310,7 +310,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         norm = lax.sub(total, lax.div(lax.mul(lax.full_like(total, ddof),
                                               reductions.sum(lax.mul(weights, aw))), total))
     centered = ufuncs.subtract(x, mean[:, None])
-    product = matmul(ufuncs.multiply(centered, weights[None, :]), transpose(centered))
+    from jaxlite.numpy.math_functions import conjugate
+    product = matmul(ufuncs.multiply(centered, weights[None, :]), conjugate(transpose(centered)))
     return _squeezed(lax.div(product, norm))
 
 
@@ -345,6 +346,12 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
         return lax.div(c, c)
     d = lax.sqrt(_diagonal_of(c))
     c = ufuncs.true_divide(ufuncs.true_divide(c, d[:, None]), d[None, :])
+    if dtypes.is_complex(c.dtype):     # each part clipped to [-1, 1], as numpy and JAX
+        return lax.complex(_unit_clipped(lax.real(c)), _unit_clipped(lax.imag(c)))
+    return _unit_clipped(c)
+
+
+def _unit_clipped(c):
     return lax.clamp(lax.full((), -1, c.dtype), c, lax.full((), 1, c.dtype))
 
 

@@ -43,10 +43,22 @@ maximum = _numeric_or_logical("maximum", lax.max, lax.bitwise_or)
 minimum = _numeric_or_logical("minimum", lax.min, lax.bitwise_and)
 equal = _numeric("equal", lax.eq)
 not_equal = _numeric("not_equal", lax.ne)
-less = _numeric("less", lax.lt)
-less_equal = _numeric("less_equal", lax.le)
-greater = _numeric("greater", lax.gt)
-greater_equal = _numeric("greater_equal", lax.ge)
+def _ordered(compare):
+    """A comparison jnp also makes of complex values: lexicographic, real parts first (as
+    JAX and numpy; lax refuses complex operands)."""
+    def fn(a, b):
+        if not dtypes.is_complex(a.dtype):
+            return compare(a, b)
+        ties = lax.bitwise_and(lax.eq(lax.real(a), lax.real(b)), compare(lax.imag(a), lax.imag(b)))
+        strict = lax.gt if compare in (lax.gt, lax.ge) else lax.lt
+        return lax.bitwise_or(strict(lax.real(a), lax.real(b)), ties)
+    return fn
+
+
+less = _numeric("less", _ordered(lax.lt))
+less_equal = _numeric("less_equal", _ordered(lax.le))
+greater = _numeric("greater", _ordered(lax.gt))
+greater_equal = _numeric("greater_equal", _ordered(lax.ge))
 bitwise_and = _numeric("bitwise_and", lax.bitwise_and)
 bitwise_or = _numeric("bitwise_or", lax.bitwise_or)
 bitwise_xor = _numeric("bitwise_xor", lax.bitwise_xor)

@@ -20,7 +20,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
 from jaxlite.core.trace import Tracer
-from jaxlite.lax.base import shape_tuple
+from jaxlite.lax.base import scalar_like, shape_tuple
 from jaxlite.lax.special import erf, erf_inv
 from jaxlite.numpy.util import promote_to_inexact
 from jaxlite.random._keys import KeyTy, PRNGKeyArray, resolve_impl
@@ -92,7 +92,7 @@ def _is_integer_like(x):
 def _key_from_traced_seed(seed):
     if seed.dtype.itemsize == 8:
         wide = lax.bitcast_convert_type(seed, dtypes.uint64)
-        high = lax.convert_element_type(lax.div(wide, _WORD), dtypes.uint32)
+        high = lax.convert_element_type(lax.div(wide, scalar_like(wide, _WORD)), dtypes.uint32)
     else:
         high = lax.full((), 0, dtypes.uint32)
     low = lax.convert_element_type(seed, dtypes.uint32)
@@ -165,7 +165,7 @@ def _random_bits(key, width, shape):
     word1, word2 = _encrypt(key, *_counters(shape))
     if width == 64:
         high, low = (lax.convert_element_type(w, dtypes.uint64) for w in (word1, word2))
-        return lax.bitwise_or(lax.mul(high, _WORD), low)
+        return lax.bitwise_or(lax.mul(high, scalar_like(high, _WORD)), low)
     return lax.convert_element_type(lax.bitwise_xor(word1, word2), _UINT_BY_WIDTH[width])
 
 
@@ -249,16 +249,24 @@ def _unit_floats(key, shape, dtype):
     uint = _UINT_BY_WIDTH[width]
     draw_width = 8 if mantissa_bits < 8 else width
     random = lax.convert_element_type(_random_bits(key, draw_width, shape), uint)
-    mantissa = lax.div(random, 2 ** (draw_width - mantissa_bits))  # a logical right shift
+    mantissa = lax.div(random, scalar_like(random, 2 ** (draw_width - mantissa_bits)))  # a logical right shift
     one_bits = int(np.array(1.0, dtype).view(uint))
-    floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, one_bits), dtype)
+    floats = lax.bitcast_convert_type(lax.bitwise_or(mantissa, scalar_like(mantissa, one_bits)), dtype)
     return lax.sub(floats, _scalar(1.0, dtype))
 
 
 def normal(key, shape=(), dtype=None, *, out_sharding=None):
-    """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1)."""
+    """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1). For a
+    complex dtype, as JAX: (x + 1j y) / sqrt(2) with x and y from the key's two halves (split),
+    so E|z|^2 = 1."""
     key = _sampler_key("normal", key)
-    return _normal(key, shape_tuple(shape), _float_dtype("normal", dtype))
+    shape = shape_tuple(shape)
+    if dtype is not None and dtypes.is_complex(dtypes.canonicalize_dtype(dtype)):
+        dtype = dtypes.canonicalize_dtype(dtype)
+        part = dtypes.real_dtype(dtype)
+        re, im = (_normal(k, shape, part) for k in _split_pair(key))
+        return lax.div(lax.complex(re, im), _scalar(np.sqrt(2), dtype))
+    return _normal(key, shape, _float_dtype("normal", dtype))
 
 
 def _normal(key, shape, dtype):
@@ -405,7 +413,7 @@ def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
     key = _sampler_key("rademacher", key)
     dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
     coin = lax.convert_element_type(bernoulli(key, 0.5, shape), dtype)
-    return lax.sub(lax.mul(coin, 2), 1)
+    return lax.sub(lax.mul(coin, scalar_like(coin, 2)), scalar_like(coin, 1))
 
 
 def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
@@ -451,7 +459,7 @@ def _randint(key, shape, minval, maxval, dtype):
     empty = lax.le(maxval, minval)
     span = lax.select_n(empty, span, lax.full_like(span, 1))
     span = lax.select_n(lax.bitwise_and(beyond_range, lax.bitwise_not(empty)),
-                        span, lax.add(span, 1))
+                        span, lax.add(span, scalar_like(span, 1)))
     # (high * 2**nbits + low) mod span, with 2**nbits mod span formed without overflow.
     multiplier = lax.rem(lax.full_like(span, 2 ** (nbits // 2)), span)
     multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
@@ -469,7 +477,7 @@ def _clip_to_int(x, dtype):
     """Convert between integer types, saturating instead of wrapping."""
     to, source = dtypes.iinfo(dtype), dtypes.iinfo(x.dtype)
     low, high = max(to.min, source.min), min(to.max, source.max)
-    return lax.convert_element_type(lax.clamp(int(low), x, int(high)), dtype)
+    return lax.convert_element_type(lax.clamp(scalar_like(x, int(low)), x, scalar_like(x, int(high))), dtype)
 
 
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low", *, out_sharding=None):

@@ -8,7 +8,7 @@ import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import broadcast_shapes
-from jaxlite.lax.base import shape_tuple
+from jaxlite.lax.base import scalar_like, shape_tuple
 from jaxlite.numpy.util import promote_dtypes_inexact
 from jaxlite.random._core import (
     _as_param, _check_shape, _exponential, _float_dtype, _normal, _split, _sampler_key, _split,
@@ -154,7 +154,7 @@ def _concrete_int(name, value, what):
 
 def _rademacher(key, shape, dtype):
     coin = lax.convert_element_type(bernoulli(key, 0.5, shape), dtype)
-    return lax.sub(lax.mul(coin, 2), 1)
+    return lax.sub(lax.mul(coin, scalar_like(coin, 2)), scalar_like(coin, 1))
 
 
 # ---------------------------------------------------------------- counts by rejection
@@ -167,14 +167,14 @@ def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
     dtype = _int_dtype("poisson", dtype)
     shape = np.shape(lam) if shape is None else shape_tuple(shape)
     lam = lax.convert_element_type(jnp.broadcast_to(jnp.asarray(lam), shape), dtypes.float32)
-    use_knuth = lax.bitwise_or(lax.ne(lam, lam), lax.lt(lam, 10.0))
+    use_knuth = lax.bitwise_or(lax.ne(lam, lam), lax.lt(lam, scalar_like(lam, 10.0)))
     # Each branch runs on every element, with a harmless stand-in where the other one applies.
     lam_knuth = lax.select_n(use_knuth, jnp.zeros_like(lam), lam)
     lam_rejection = lax.select_n(use_knuth, lam, jnp.full_like(lam, 1e5))
     max_iters = int(dtypes.iinfo(dtype).max)
     samples = lax.select_n(use_knuth, _poisson_rejection(key, lam_rejection, shape, dtype, max_iters),
                            _poisson_knuth(key, lam_knuth, shape, dtype, max_iters))
-    return lax.select_n(lax.eq(lam, 0.0), samples, jnp.zeros_like(samples))
+    return lax.select_n(lax.eq(lam, scalar_like(lam, 0.0)), samples, jnp.zeros_like(samples))
 
 
 def _poisson_knuth(key, lam, shape, dtype, max_iters):

@@ -632,3 +632,16 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
         low, high = (int(i) for i in select_range)
         w, v = w[low:high + 1], v[:, low:high + 1]
     return w if eigvals_only else (w, v)
+
+
+def dft(n, scale=None, *, dtype=None):
+    """The n x n discrete Fourier transform matrix, exp(-2 pi i jk / n), divided by n for
+    scale="n" or sqrt(n) for "sqrtn". The angle uses jk mod n, exact in integers."""
+    if scale not in (None, "n", "sqrtn"):
+        raise ValueError(f"scale must be None, 'n' or 'sqrtn', got {scale!r}")
+    dtype = _dtypes.canonicalize_dtype(dtype or _dtypes.default_complex_dtype())
+    k = _np.arange(n)
+    turns = (_np.outer(k, k) % max(n, 1)) / max(n, 1)
+    matrix = _np.exp(-2j * _np.pi * turns)
+    divisor = {None: 1, "n": n, "sqrtn": _math.sqrt(n)}[scale]
+    return _jnp.asarray((matrix / divisor).astype(dtype))

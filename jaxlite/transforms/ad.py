@@ -516,6 +516,25 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
 
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """(fwd, bwd): fwd(*args) is vjp of fun in the arguments `argnums` (its output, the vjp
+    function as the residuals[, aux]); bwd(residuals, cotangent) the cotangents. Both are
+    jitted unless jitted=False, so a loop calling them compiles each once."""
+    errors.check_callable(fun, "fwd_and_bwd")
+
+    def fwd(*args, **kwargs):
+        partial, chosen = select_args(fun, argnums, args, kwargs)
+        return vjp(partial, *chosen, has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        cts = f_vjp(outgrad)
+        return cts[0] if isinstance(argnums, int) else cts
+    if jitted:
+        from jaxlite.transforms.jit import jit     # jit sits above ad
+        fwd, bwd = jit(fwd), jit(bwd)
+    return fwd, bwd
+
+
 class GradValue:
     """with_refs: return this argument's cotangent as a value."""
 

@@ -14,11 +14,12 @@ from jaxlite.transforms.batching import vmap
 
 
 def _standard_basis(leaves):
-    """One batch of unit vectors spanning all leaves: leaf j gets shape (N,) + its shape."""
+    """One batch of unit vectors spanning all leaves: leaf j gets shape (N,) + its shape, and
+    its weak type, so a Jacobian keeps the weak type of its input as JAX's does."""
     sizes = [int(np.prod(x.shape)) for x in leaves]
     identity = np.eye(sum(sizes))
     offsets = np.cumsum([0] + sizes)
-    return [Array(identity[:, lo:lo + size].reshape((-1,) + tuple(x.shape)).astype(x.dtype))
+    return [Array(identity[:, lo:lo + size].reshape((-1,) + tuple(x.shape)).astype(x.dtype), x.weak_type)
             for x, lo, size in zip(leaves, offsets, sizes)]
 
 

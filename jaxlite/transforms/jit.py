@@ -31,6 +31,7 @@ from jaxlite.core import errors
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
 from jaxlite.core import ref as ref_module
+from jaxlite.core.ir import FreshlyNamed, pp_params_rules
 from jaxlite.core.primitive import Primitive, call_primitives
 from jaxlite.core.ref import Ref
 from jaxlite.core.staging import _aval_of_spec, abstractify, flatten_fun, trace_to_jaxpr
@@ -165,6 +166,8 @@ def _warn_unusable_donations(avals):
 
 jit_p = Primitive("jit", multiple_results=True)
 jit_p.def_abstract_eval(lambda *avals, jaxpr, name: list(jaxpr.out_avals))
+# Printed as JAX prints a jit: its name first, its body with names of its own.
+pp_params_rules[jit_p] = lambda eqn: [("name", eqn.params["name"]), ("jaxpr", FreshlyNamed(eqn.params["jaxpr"]))]
 call_primitives.add(jit_p)
 
 
@@ -289,7 +292,7 @@ class JittedFunction:
             elif signatures is not None:
                 self._remember_fast(signatures, entry)
         else:
-            outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=entry.name)
+            outs = jit_p.bind(*entry.call_args(flat_args), jaxpr=entry.closed, name=self.__name__)
         if refs:
             outs = _write_back(refs, outs)
         return tree_unflatten(entry.out_tree, outs)

@@ -7,11 +7,13 @@ equation passes one operand list whatever branch runs.
 import numpy as np
 
 from jaxlite.core import dtypes
+from jaxlite.core import ref as ref_module
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Var
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import jaxpr_as_fun, trace_to_jaxpr
 from jaxlite.core.trace import set_current_trace
 from jaxlite.core.tree_util import keystr, tree_leaves_with_path, tree_unflatten
+from jaxlite.lax.base import scalar_like
 from jaxlite.lax.control_flow.common import (
     args_tree, batch_axis_jaxpr, check_jaxpr_inputs, difference, flat_operands,
     run_jaxpr, same_type, same_types, trace_hoisted, type_text)
@@ -215,7 +217,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     if not (dtypes.is_bool(pred.dtype) or dtypes.is_int(pred.dtype) or dtypes.is_float(pred.dtype)):
         raise TypeError(f"Pred type must be either boolean or number, got {pred.dtype}")
     if not dtypes.is_bool(pred.dtype):
-        pred = ne(pred, 0)
+        pred = ne(pred, scalar_like(pred, 0))
     index = convert_element_type(pred, np.int32)
     return _bind_cond(index, (false_fun, true_fun), ["false_fun", "true_fun"], operands, reference=1)
 
@@ -230,12 +232,31 @@ def _as_index(index):
 def _bind_cond(index, funs, names, operands, reference):
     flat, _ = flat_operands(operands)
     avals = [x.aval for x in flat]
-    traced = [trace_hoisted(f, args_tree(*operands), avals, f"lax.cond {name}")
-              for f, name in zip(funs, names)]
+    with ref_module.discovering_outer_refs() as touched:
+        traced = [trace_hoisted(f, args_tree(*operands), avals, f"lax.cond {name}")
+                  for f, name in zip(funs, names)]
+    if touched.refs:
+        return _cond_threading_refs(index, funs, names, operands, reference, touched.refs)
     _check_branch_outputs(traced, names, reference)
     branches, consts = _join_consts(traced)
     outs = cond_p.bind(index, *consts, *flat, branches=branches)
     return tree_unflatten(traced[0][2], outs)
+
+
+def _cond_threading_refs(index, funs, names, operands, reference, refs):
+    """A cond whose branches touch Refs from outside it: each branch takes their values and
+    returns their values after it, which are written back after the cond."""
+    def threaded(fun):
+        def branch(values, *operands):
+            with ref_module.binding_refs(refs, values) as bound:
+                out = fun(*operands)
+            return out, bound.final_values()
+        return branch
+    out, finals = _bind_cond(index, [threaded(f) for f in funs], names,
+                             ([ref[...] for ref in refs], *operands), reference)
+    for ref, value in zip(refs, finals):
+        ref[...] = value
+    return out
 
 
 def _check_branch_outputs(traced, names, reference):

@@ -190,10 +190,13 @@ def while_loop(cond_fun, body_fun, init_val):
     """Run body_fun on the carry while cond_fun(carry) is True; return the final carry."""
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("while_loop: cond_fun and body_fun must be callable")
-    body, body_consts, _, init, carry_tree = _trace_carry_fun(body_fun, "while_loop body", init_val)
-    carry = tree_unflatten(carry_tree, init)
-    cond, cond_consts, _ = trace_hoisted(cond_fun, args_tree(carry), [x.aval for x in init],
-                                         "cond_fun")
+    with ref_module.discovering_outer_refs() as touched:
+        body, body_consts, _, init, carry_tree = _trace_carry_fun(body_fun, "while_loop body", init_val)
+        carry = tree_unflatten(carry_tree, init)
+        cond, cond_consts, _ = trace_hoisted(cond_fun, args_tree(carry), [x.aval for x in init],
+                                             "cond_fun")
+    if touched.refs:
+        return _while_threading_refs(cond_fun, body_fun, init_val, touched.refs)
     outs_avals = cond.out_avals
     if len(outs_avals) != 1 or outs_avals[0].shape != () or outs_avals[0].dtype != np.bool_:
         shown = ", ".join(type_text(a) for a in outs_avals)
@@ -201,6 +204,25 @@ def while_loop(cond_fun, body_fun, init_val):
     outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond, body_jaxpr=body,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_unflatten(carry_tree, outs)
+
+
+def _while_threading_refs(cond_fun, body_fun, init_val, refs):
+    """A while_loop whose functions touch Refs from outside it: their values ride along in the
+    carry (cond_fun reads them), and their final values are written back after the loop."""
+    def threaded_cond(carry):
+        inner, values = carry
+        with ref_module.binding_refs(refs, values):
+            return cond_fun(inner)
+
+    def threaded_body(carry):
+        inner, values = carry
+        with ref_module.binding_refs(refs, values) as bound:
+            new_inner = body_fun(inner)
+        return new_inner, bound.final_values()
+    carry, finals = while_loop(threaded_cond, threaded_body, (init_val, [ref[...] for ref in refs]))
+    for ref, value in zip(refs, finals):
+        ref[...] = value
+    return carry
 
 
 # ---------------------------------------------------------------- scan

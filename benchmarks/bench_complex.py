@@ -1,0 +1,58 @@
+"""Complex kernels side by side: numpy eager, jaxlite jit and JAX jit.
+
+    PYTHONPATH=. /work/jaxref/bin/python benchmarks/bench_complex.py [--only NAME ...]
+
+(JAX joins when it imports.) Workloads on complex64: an elementwise multiply-add
+`z * w + z` and a transcendental one `exp(z) * w` over 1M elements (jaxlite runs them as
+one fused real kernel reading and writing the interleaved parts, lower/complex_split.py),
+a modulus-and-phase mix `|z|^2 + angle(z) * re(w)`, and complex matmuls at 256^2 and 1024^2
+(real products of the parts on the generated GEMM: 4 of them, or Gauss's 3 from a contraction
+of 256). Times are medians, as in run.py.
+"""
+import argparse
+
+import numpy as np
+
+from run import _backends, measure, table
+
+
+def _complex(rng, shape):
+    return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(np.complex64)
+
+
+def _elementwise(name, make):
+    def workload(b):
+        rng = np.random.default_rng(0)
+        z, w = _complex(rng, 1 << 20), _complex(rng, 1 << 20)
+        return b.compile(make(b.xp)), (b.asarray(z), b.asarray(w))
+    workload.__name__ = name
+    return workload
+
+
+def _matmul(size):
+    def workload(b):
+        rng = np.random.default_rng(0)
+        x, y = _complex(rng, (size, size)), _complex(rng, (size, size))
+        return b.compile(lambda x, y: x @ y), (b.asarray(x), b.asarray(y))
+    workload.__name__ = f"cmatmul_{size}"
+    return workload
+
+
+WORKLOADS = {f.__name__: f for f in [
+    _elementwise("mul_add_1m", lambda xp: lambda z, w: z * w + z),
+    _elementwise("exp_mul_1m", lambda xp: lambda z, w: xp.exp(z) * w),
+    _elementwise("abs_angle_1m", lambda xp: lambda z, w: xp.abs(z) ** 2 + xp.angle(z) * w.real),
+    _matmul(256), _matmul(1024)]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), default=list(WORKLOADS))
+    names = parser.parse_args().only
+    backends = _backends()
+    results = {name: {b.name: measure(b, *WORKLOADS[name](b)) for b in backends.values()} for name in names}
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
