@@ -28,7 +28,6 @@ LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
 # per-name MISSING entries (the test says so).
 ABSENT_NAMESPACES = {
     "jax.numpy.fft": LINALG_FFT,
-    **{"jax.scipy." + name: SCIPY for name in "spatial spatial.transform".split()},
 }
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
@@ -136,8 +135,12 @@ EXTRA = {
             "install_as_jax jax_api_version",
     },
     "jax.scipy": {
-        "JAX's submodule that `import jax.scipy` does not import itself; jaxlite.scipy imports it":
-            "optimize",
+        "JAX's submodules that `import jax.scipy` does not import itself; jaxlite.scipy imports them":
+            "optimize spatial",
+    },
+    "jax.scipy.spatial": {
+        "JAX's submodule that `import jax.scipy.spatial` does not import itself; jaxlite's imports it":
+            "transform",
     },
     "jax.debug": {
         TRANSFORMS_HYGIENE: """
