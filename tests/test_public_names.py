@@ -93,10 +93,9 @@ MISSING = {
         "products): not built yet": "composite scaled_dot",
         "JAX primitives whose functions jaxlite's lax computes as compositions of other primitives "
         "(the functions exist; jaxprs show their parts)": """
-            approx_top_k_p bessel_i0e_p bessel_i1e_p clamp_p copy_p eq_to_p igamma_grad_a_p igamma_p
-            igammac_p le_to_p lt_to_p optimization_barrier_p reduce_p reduce_window_p
-            regularized_incomplete_beta_p scatter_sub_p select_and_gather_add_p select_and_scatter_add_p
-            select_and_scatter_p split_p stack_p stage_p tile_p unstack_p zeta_p
+            approx_top_k_p clamp_p copy_p eq_to_p le_to_p lt_to_p optimization_barrier_p reduce_p
+            reduce_window_p scatter_sub_p select_and_gather_add_p select_and_scatter_add_p
+            select_and_scatter_p split_p stack_p stage_p tile_p unstack_p
         """,
     },
     "jax.nn": {
