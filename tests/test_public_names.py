@@ -27,7 +27,6 @@ LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
 ABSENT_NAMESPACES = {
-    "jax.numpy.fft": LINALG_FFT,
 }
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
@@ -82,7 +81,6 @@ MISSING = {
         """,
     },
     "jax.lax": {
-        LINALG_FFT: "FftType fft fft_p",
         MPI: """
             device_put_p pbroadcast pcast precv psend ragged_all_to_all ragged_all_to_all_p
             sharding_constraint_p with_sharding_constraint
@@ -106,20 +104,11 @@ MISSING = {
     },
     "jax.numpy": {
         COMPLEX: "ComplexWarning roots sort_complex",
-        LINALG_FFT: "fft",
-    },
-    "jax.numpy.linalg": {
-        COMPLEX: "eig eigvals",
     },
     "jax.sharding": {
         MPI: """
             AbstractDevice ManualAxisType auto_axes explicit_axes get_abstract_mesh
             get_mesh make_single_device_sharding reshard set_mesh use_abstract_mesh
-        """,
-    },
-    "jax.tree_util": {
-        LIBS: """
-            default_registry
         """,
     },
 }

@@ -24,6 +24,7 @@ from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
 from jaxlite.lax.special_series import (bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a,
                                         igammac, random_gamma_grad, regularized_incomplete_beta, zeta)
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
+from jaxlite.lax.fft import FftType, fft
 from jaxlite.lax.random_bits import fma, threefry2x32
 from jaxlite.lax.other import (
     AccuracyMode, ConvGeneralDilatedDimensionNumbers, DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers,
@@ -59,6 +60,8 @@ from jaxlite.lax.cumulative import (
     cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p)
 from jaxlite.lax.dot import (
     dot_general_p)
+from jaxlite.lax.fft import (
+    fft_p)
 from jaxlite.lax.elementwise import (
     abs_p, acos_p, acosh_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
     bitcast_convert_type_p, cbrt_p, ceil_p, clz_p, convert_element_type_p, cos_p, cosh_p, div_p,

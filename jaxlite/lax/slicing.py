@@ -94,7 +94,7 @@ def _scatter_to_gather_dnums(d):
 
 def default_fill_value(dtype):
     """What an out-of-bounds gather reads by default: NaN, the most negative int, ..."""
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return float("nan")
     if dtypes.is_bool(dtype):
         return True

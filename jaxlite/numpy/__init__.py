@@ -47,7 +47,7 @@ from jaxlite.numpy.scalar_types import (float4_e2m1fn, float6_e2m3fn, float6_e3m
                                         float8_e4m3b11fnuz, float8_e8m0fnu, int1, int2, int4, uint1, uint2,
                                         uint4)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
-from jaxlite.numpy import linalg
+from jaxlite.numpy import fft, linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
                                     unravel_index)
 from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,
