@@ -31,6 +31,12 @@ TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4,
 # case name -> why jit disagrees with eager there (strict: a fix makes the test fail,
 # so the entry is removed with the fix). See the report for the owners of these bugs.
 JIT_BUGS = {}
+# Known failures of jit composed with differentiation, and why.
+AD_JIT_BUGS = {
+    "bessel_i1e": "fusion lowers a kernel's expression recursively (lower/fusion.py): the float64 vjp of "
+                  "bessel_i1e (its 70-term series and the series' transpose in one kernel) exceeds "
+                  "Python's recursion limit under jit (also before bessel_i1e became a primitive)",
+}
 
 
 def assert_same(actual, expected, what):
@@ -73,7 +79,7 @@ def pushed_forward(f, tangents):
     return lambda *args: jaxlite.jvp(f, args, tangents)
 
 
-@pytest.mark.parametrize("name", mark_bugs(sorted(AD_CASES) + sorted(FORWARD_ONLY_CASES)))
+@pytest.mark.parametrize("name", mark_bugs(sorted(AD_CASES) + sorted(FORWARD_ONLY_CASES), AD_JIT_BUGS))
 def test_jit_grad_and_jvp_compose(name, enable_x64):
     fun, args = {**AD_CASES, **FORWARD_ONLY_CASES}[name]
     args = [jnp.asarray(a) for a in args]

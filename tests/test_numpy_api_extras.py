@@ -422,3 +422,15 @@ def test_frompyfunc_methods_match_numpy_and_jax():
         u.at(x, np.array([0]), 1.)
     with pytest.raises(ValueError, match="no identity"):
         jnp.frompyfunc(lambda a, b: a + b, 2, 1).reduce(np.ones(0, np.float32))
+
+
+def test_eye_diagonal_offsets_past_the_corners():
+    """k beyond the array (even beyond int32, as the array API suite draws) gives no ones."""
+    for k in (-5, -3, 0, 2, 4, 2 ** 31):
+        np.testing.assert_array_equal(jnp.eye(3, 4, k=k), np.eye(3, 4, k=k))
+
+
+def test_namespace_info_default_dtypes_name_complex():
+    info = jnp.__array_namespace_info__()
+    assert info.default_dtypes()["complex floating"] == np.complex64
+    assert set(info.dtypes(kind="complex floating")) == {"complex64"}

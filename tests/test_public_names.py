@@ -27,7 +27,6 @@ LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
 ABSENT_NAMESPACES = {
-    **{"jax.scipy." + name: SCIPY for name in "spatial spatial.transform".split()},
 }
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
@@ -92,10 +91,9 @@ MISSING = {
         "products): not built yet": "composite scaled_dot",
         "JAX primitives whose functions jaxlite's lax computes as compositions of other primitives "
         "(the functions exist; jaxprs show their parts)": """
-            approx_top_k_p bessel_i0e_p bessel_i1e_p clamp_p copy_p eq_to_p igamma_grad_a_p igamma_p
-            igammac_p le_to_p lt_to_p optimization_barrier_p reduce_p reduce_window_p
-            regularized_incomplete_beta_p scatter_sub_p select_and_gather_add_p select_and_scatter_add_p
-            select_and_scatter_p split_p stack_p stage_p tile_p unstack_p zeta_p
+            approx_top_k_p clamp_p copy_p eq_to_p le_to_p lt_to_p optimization_barrier_p reduce_p
+            reduce_window_p scatter_sub_p select_and_gather_add_p select_and_scatter_add_p
+            select_and_scatter_p split_p stack_p stage_p tile_p unstack_p
         """,
     },
     "jax.nn": {
@@ -125,8 +123,12 @@ EXTRA = {
             "install_as_jax jax_api_version",
     },
     "jax.scipy": {
-        "JAX's submodule that `import jax.scipy` does not import itself; jaxlite.scipy imports it":
-            "optimize",
+        "JAX's submodules that `import jax.scipy` does not import itself; jaxlite.scipy imports them":
+            "optimize spatial",
+    },
+    "jax.scipy.spatial": {
+        "JAX's submodule that `import jax.scipy.spatial` does not import itself; jaxlite's imports it":
+            "transform",
     },
     "jax.debug": {
         TRANSFORMS_HYGIENE: """

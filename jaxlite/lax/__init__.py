@@ -85,6 +85,8 @@ from jaxlite.lax.slicing import (
     scatter_mul_p, scatter_p)
 from jaxlite.lax.sorting import (
     sort_p, top_k_p)
+from jaxlite.lax.special_series import (
+    bessel_i0e_p, bessel_i1e_p, igamma_grad_a_p, igamma_p, igammac_p, regularized_incomplete_beta_p, zeta_p)
 from jaxlite.lax.special import (
     digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p, polygamma_p)
 from jaxlite.lax.windowed import (

@@ -288,6 +288,7 @@ def _rng_uniform_aval(a, b, shape):
 rng_uniform_p = Primitive("rng_uniform")
 rng_uniform_p.def_impl(_rng_uniform_impl)
 rng_uniform_p.def_abstract_eval(_rng_uniform_aval)
+rng_uniform_p.runs_python = True     # under jit too it draws from numpy's generator, between kernels
 
 
 def rng_uniform(a, b, shape):

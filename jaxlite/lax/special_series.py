@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from jaxlite.core import dtypes
-from jaxlite.lax.base import as_operand
+from jaxlite.lax.base import as_operand, composite_primitive
 from jaxlite.lax.control_flow import while_loop
 from jaxlite.lax.elementwise import (abs, convert_element_type, exp, floor, full_like, is_finite,
                                      log, log1p, pow, select_n, sign, sqrt)
@@ -227,19 +227,27 @@ _igamma.defjvp(_igamma_jvp(1))
 _igammac.defjvp(_igamma_jvp(-1))
 
 
+# JAX's primitives for these functions, each computed by its composition (lax.base).
+igamma_p = composite_primitive("igamma", _igamma)
+igammac_p = composite_primitive("igammac", _igammac)
+
+
 def igamma(a, x):
     """The regularized lower incomplete gamma function P(a, x)."""
-    return _igamma(*_float_operands("igamma", a, x))
+    return igamma_p.bind(*_float_operands("igamma", a, x))
 
 
 def igammac(a, x):
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    return _igammac(*_float_operands("igammac", a, x))
+    return igammac_p.bind(*_float_operands("igammac", a, x))
 
 
 def igamma_grad_a(a, x):
     """d/da P(a, x): the series' or the continued fraction's derivative, iterated along."""
-    a, x = _float_operands("igamma_grad_a", a, x)
+    return igamma_grad_a_p.bind(*_float_operands("igamma_grad_a", a, x))
+
+
+def _igamma_grad_a(a, x):
     use_series, series_params, fraction_params = _igamma_regimes(a, x)
     along_a = (full_like(a, 1), full_like(x, 0))
     series_dot = _converge_jvp(_gamma_series(x), series_params, along_a)[1]
@@ -247,6 +255,9 @@ def igamma_grad_a(a, x):
     grad = where(use_series, series_dot, -fraction_dot)
     valid = (a > 0) & (x > 0) & is_finite(x)
     return where(valid, grad, where((x == 0) | (x == np.inf), 0.0, full_like(x, np.nan)))
+
+
+igamma_grad_a_p = composite_primitive("igamma_grad_a", _igamma_grad_a)
 
 
 def random_gamma_grad(a, x):
@@ -370,9 +381,12 @@ def _betainc_jvp(primals, tangents):
     return _betainc(a, b, x), sum(p * t for p, t in zip(partials, tangents))
 
 
+regularized_incomplete_beta_p = composite_primitive("regularized_incomplete_beta", _betainc)
+
+
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b)."""
-    return _betainc(*_float_operands("betainc", a, b, x))
+    return regularized_incomplete_beta_p.bind(*_float_operands("betainc", a, b, x))
 
 
 regularized_incomplete_beta = betainc
@@ -403,12 +417,18 @@ def _zeta_interior(s, q):
 
 def zeta(x, q):
     """Hurwitz's zeta function sum_k (q + k)^-x, for x > 1."""
-    x, q = _float_operands("zeta", x, q)
+    return zeta_p.bind(*_float_operands("zeta", x, q))
+
+
+def _zeta(x, q):
     pole = (q <= 0) & (q == floor(q))
     valid = (x > 1) & ~pole
     value = _zeta_interior(where(valid, x, 2.0), where(valid, q, 1.0))
     value = where((x == 1) | (pole & (x > 1)), np.inf, where(valid, value, np.nan))
     return where(x == np.inf, where(q == 1, 1.0, where(q > 1, 0.0, full_like(x, np.inf))), value)
+
+
+zeta_p = composite_primitive("zeta", _zeta)
 
 
 # ---------------------------------------------------------------- Bessel I0 and I1, scaled
@@ -437,8 +457,7 @@ def _bessel_asymptotic(x, order, terms):
     return total / sqrt(2 * math.pi * x)
 
 
-def _bessel_scaled(name, x, order):
-    (x,) = _float_operands(name, x)
+def _bessel_scaled(x, order):
     size = abs(x)
     start = _BESSEL_ASYMPTOTIC_FROM.get(x.dtype, 15.0)
     near = size < start
@@ -448,11 +467,15 @@ def _bessel_scaled(name, x, order):
     return value if order == 0 else sign(x) * value
 
 
+bessel_i0e_p = composite_primitive("bessel_i0e", lambda x: _bessel_scaled(x, 0))
+bessel_i1e_p = composite_primitive("bessel_i1e", lambda x: _bessel_scaled(x, 1))
+
+
 def bessel_i0e(x):
     """exp(-|x|) I0(x)."""
-    return _bessel_scaled("bessel_i0e", x, 0)
+    return bessel_i0e_p.bind(*_float_operands("bessel_i0e", x))
 
 
 def bessel_i1e(x):
     """exp(-|x|) I1(x)."""
-    return _bessel_scaled("bessel_i1e", x, 1)
+    return bessel_i1e_p.bind(*_float_operands("bessel_i1e", x))

@@ -18,6 +18,7 @@ from jaxlite.lax.linalg import cholesky_p, eig_p, eigh_p, geqrf_p, lu_p, qr_p, q
 from jaxlite.lax.parallel import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p, ppermute_p, psum_p,
                                   psum_scatter_p)
 from jaxlite.lax.reductions import reduce_max_p
+from jaxlite.lax.rng import rng_uniform_p
 from jaxlite.lax.shapes import broadcast_in_dim_p, reshape_p, transpose_p
 from jaxlite.lax.sorting import sort_p, top_k_p
 from jaxlite.lax.special import polygamma_p
@@ -27,5 +28,5 @@ __all__ = ["abs_p", "add_any_p", "add_p", "all_gather_p", "all_to_all_p", "axis_
            "dot_general_p", "eig_p", "eigh_p", "eq_p", "exp_p", "geqrf_p", "gt_p", "imag_p", "io_callback_p",
            "log_p", "lu_p", "max_p", "min_p", "qr_p", "qr_pivoted_p",
            "mul_p", "neg_p", "pmax_p", "pmin_p", "polygamma_p", "ppermute_p", "psum_p", "psum_scatter_p",
-           "pure_callback_p", "real_p", "reduce_max_p", "reshape_p", "round_p", "scan_p", "select_n_p", "sort_p",
+           "pure_callback_p", "real_p", "reduce_max_p", "reshape_p", "rng_uniform_p", "round_p", "scan_p", "select_n_p", "sort_p",
            "sub_p", "svd_p", "top_k_p", "transpose_p", "triangular_solve_p", "while_p"]

@@ -48,6 +48,7 @@ FALLBACKS = {
     complex_split.complex_view_p: "complex values meeting a native complex routine (FFT, LAPACK): a copy",
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
+    P.rng_uniform_p: "stateful draws from numpy's global generator (XLA leaves RngUniform's values to the backend)",
     **{primitive: _COLLECTIVE for primitive in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p, P.axis_index_p,
                                                 P.ppermute_p, P.psum_scatter_p, P.all_to_all_p)},
 }

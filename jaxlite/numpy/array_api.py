@@ -187,13 +187,14 @@ class ArrayNamespaceInfo:
     def default_dtypes(self, *, device=None):
         check_device(device)
         integer = dtypes.default_int_dtype()
-        return {"real floating": dtypes.default_float_dtype(), "integral": integer,
-                "indexing": integer}
+        return {"real floating": dtypes.default_float_dtype(),
+                "complex floating": dtypes.complex_dtype(dtypes.default_float_dtype()),
+                "integral": integer, "indexing": integer}
 
     def dtypes(self, *, device=None, kind=None):
         check_device(device)
         names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float32", "float64"]
+                 "uint64", "float32", "float64", "complex64", "complex128"]
         available = {}
         for name in names:
             dtype = np.dtype(name)

@@ -1,4 +1,7 @@
 """Array creation: from Python data and numpy arrays, and filled arrays."""
+import builtins
+import operator
+
 import numpy as np
 
 from jaxlite import lax
@@ -143,6 +146,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     check_device(device)
     M = N if M is None else M
     dtype = dtype or dtypes.default_float_dtype()
+    k = builtins.max(-N, builtins.min(operator.index(k), M))     # past the corners: no ones at all
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
     return lax.convert_element_type(lax.eq(lax.add(rows, scalar_like(rows, k)), cols), dtype)

@@ -1,3 +1,3 @@
 """jaxlite.scipy: SciPy's API on jaxlite arrays, as jax.scipy offers it, built on lax."""
 from jaxlite.scipy import (cluster, fft, integrate, interpolate, linalg, ndimage, optimize, signal,
-                           sparse, special, stats)
+                           sparse, spatial, special, stats)
