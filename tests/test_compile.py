@@ -6,7 +6,7 @@ import pytest
 
 import jaxlite
 import jaxlite.numpy as jnp
-from jaxlite.lower import gemm, kernel_ir, llvm_target, runtime
+from jaxlite.lower import disk_cache, gemm, kernel_ir, llvm_target, runtime
 
 
 def _kernel_module(scale):
@@ -81,7 +81,8 @@ def test_only_reduction_loops_ask_for_interleaving():
     assert len(hinted) < sum(line.lstrip().startswith("br i1") for line in text.splitlines())
 
 
-def test_a_gemm_family_asked_for_by_several_threads_compiles_once(monkeypatch):
+def test_a_gemm_family_asked_for_by_several_threads_compiles_once(monkeypatch, tmp_path):
+    monkeypatch.setenv(disk_cache.KERNEL_CACHE_VARIABLE, str(tmp_path / "kernels"))     # none stored yet
     builds = []
     build = gemm._build_family
     monkeypatch.setattr(gemm, "_build_family", lambda family: builds.append(family) or build(family))
