@@ -194,3 +194,36 @@ def test_float_to_int_conversion_saturates_at_the_top_eagerly():
     for fun in (lambda v: jnp.asarray(v).astype(jnp.int32), jaxlite.jit(lambda v: v.astype(jnp.int32))):
         np.testing.assert_array_equal(fun(x), [2 ** 31 - 1, 2 ** 31 - 1, 0])
     np.testing.assert_array_equal(jnp.asarray(x).astype(jnp.uint32), [2 ** 32 - 1, 3000000000, 0])
+
+
+def test_16bit_nan_converts_to_integer_zero_eagerly():
+    """seed 20815: numpy's NaN test did not see a bfloat16 NaN, so log(-1.77).astype(int32)
+    wrapped to INT_MIN eagerly (jit and JAX give 0)."""
+    for dtype in (jnp.bfloat16, jnp.float16):
+        x = jnp.asarray([np.nan, -np.inf, np.inf, 2.5], dtype)
+        for convert in (lambda v: v.astype(jnp.int32), jaxlite.jit(lambda v: v.astype(jnp.int32))):
+            np.testing.assert_array_equal(convert(x), [0, -2 ** 31, 2 ** 31 - 1, 2])
+
+
+@pytest.mark.parametrize("reduce, expected", [(jnp.sum, 0.0546875), (jnp.prod, -0.435546875)])
+def test_16bit_sum_and_prod_accumulate_in_float32_eagerly(reduce, expected):
+    """seeds 22465, 22556, 22610: eager summed and multiplied bfloat16 in bfloat16, rounding
+    every partial result (0.078125 here); jit, like JAX, accumulates in float32 and rounds once."""
+    x = jnp.asarray([-2.25, 0.09375, -1.1328125, -1.3125, 0.3359375, 1.4296875, 2.890625], jnp.bfloat16)
+    for fun in (reduce, jaxlite.jit(reduce)):
+        out = fun(x)
+        assert out.dtype == jnp.bfloat16 and float(out) == expected     # JAX's values
+    np.testing.assert_array_equal(jnp.sum(x.astype(jnp.float16).reshape(1, 7), axis=1),
+                                  jaxlite.jit(lambda v: jnp.sum(v, axis=1))(x.astype(jnp.float16).reshape(1, 7)))
+
+
+def test_float32_power_is_rounded_as_compiled_code_rounds_it():
+    """seed 22500: numpy's float32 power is an ulp off for about a fifth of its inputs
+    (10.452957 ** 10.452957 gave 45088251904, the nearest float32 is 45088247808, which JAX
+    and jit give), so cos of it differed completely."""
+    x = np.float32([10.452957, 1.7175673 ** 2])
+    np.testing.assert_array_equal(jnp.power(x, x), jaxlite.jit(jnp.power)(x, x))
+    assert float(jnp.power(x, x)[0]) == 45088247808.0
+    rng = np.random.default_rng(0)
+    a, b = np.abs(rng.standard_normal(4000)).astype(np.float32) * 4, (rng.standard_normal(4000) * 6).astype(np.float32)
+    assert np.mean(np.asarray(jnp.power(a, b)) != np.asarray(jaxlite.jit(jnp.power)(a, b))) < 2e-3

@@ -225,3 +225,13 @@ def test_at_updates_drop_static_out_of_bounds_indices_as_jax():
     assert float(x.at[10].get(mode="fill", fill_value=-1.0)) == -1.0
     assert float(x.at[-10].get(mode="fill", fill_value=-1.0)) == -1.0
     assert float(x.at[10].get(mode="clip")) == 4.0
+
+
+def test_take_along_axis_refuses_mode_wrap_as_jax():
+    """'wrap' is take's mode; JAX's take_along_axis hands its mode to gather, which has no such
+    mode, so it raises (it once wrapped silently here)."""
+    x, i = jnp.arange(6.0).reshape(2, 3), jnp.array([[0, 4], [-1, 2]])
+    with pytest.raises(ValueError, match='Unknown gather mode "wrap"'):
+        jnp.take_along_axis(x, i, 1, mode="wrap")
+    np.testing.assert_array_equal(jnp.take_along_axis(x, i, 1, mode="clip"), [[0, 2], [5, 5]])   # JAX's
+    np.testing.assert_array_equal(jnp.take(x, i, axis=1, mode="wrap")[0], [[0, 1], [2, 2]])

@@ -2,9 +2,9 @@
 
 Promotion is the least upper bound in a lattice rather than numpy's value-based
 rules, so `float32_array * 2.0` stays float32 and `int8 + uint8` is int16. Python
-scalars enter the lattice as the weak kinds "i*" and "f*", which sit below every
+scalars enter the lattice as the weak kinds "i*", "f*" and "c*", which sit below every
 sized type of their kind. With x64 disabled (the default) 64-bit results are
-canonicalized to 32 bits.
+canonicalized to 32 bits (complex128 to complex64).
 """
 import builtins
 import functools
@@ -20,20 +20,33 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+# ml_dtypes' narrow types, as JAX has them: stored one element a byte, computed by
+# ml_dtypes' numpy kernels (through float32, rounding each result), and outside the
+# promotion lattice but for Python scalars (JAX allows no implicit promotion for them).
+NARROW_FLOATS = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
+    "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
+NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("int1", "int2", "int4"))
+NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("uint1", "uint2", "uint4"))
+NARROW_INTS = NARROW_SIGNED + NARROW_UNSIGNED
 
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             bfloat16, float16, float32, float64)
+             bfloat16, float16, float32, float64, complex64, complex128) + NARROW_FLOATS + NARROW_INTS
 
-WEAK_INT, WEAK_FLOAT = "i*", "f*"
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 
 # Each type points to the types just above it; promotion climbs until paths meet.
 _ABOVE = {
     bool_: [WEAK_INT],
-    WEAK_INT: [uint8, int8],
+    WEAK_INT: [uint8, int8, *NARROW_INTS],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16, bfloat16],
-    float16: [float32], bfloat16: [float32], float32: [float64], float64: [],
+    WEAK_FLOAT: [float16, bfloat16, *NARROW_FLOATS, WEAK_COMPLEX],
+    float16: [float32], bfloat16: [float32], float32: [float64, complex64], float64: [complex128],
+    WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+    **{narrow: [] for narrow in NARROW_FLOATS + NARROW_INTS},
 }
 
 
@@ -53,8 +66,12 @@ _SHORT_NAMES = {bool_: "bool", bfloat16: "bf16"}
 
 
 def short_name(dtype):
-    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool."""
+    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool, f8_e4m3fn, i4."""
     dtype = np.dtype(dtype)
+    if dtype in NARROW_FLOATS:     # float8_e4m3fn -> f8_e4m3fn
+        return "f" + dtype.name[len("float"):]
+    if dtype in NARROW_INTS:       # int4 -> i4, uint2 -> u2
+        return ("u" if dtype in NARROW_UNSIGNED else "i") + dtype.name.rsplit("int", 1)[1]
     return _SHORT_NAMES.get(dtype) or f"{dtype.kind}{dtype.itemsize * 8}"
 
 
@@ -70,7 +87,11 @@ def default_float_dtype():
     return float64 if x64_enabled() else float32
 
 
-_NARROWED = {int64: int32, uint64: uint32, float64: float32}
+def default_complex_dtype():
+    return complex128 if x64_enabled() else complex64
+
+
+_NARROWED = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
 def canonicalize_dtype(dtype):
@@ -94,7 +115,7 @@ def check_user_dtype(dtype, name):
     """Warn, as JAX does, when a dtype the user asked for by name (float64, 'int64') narrows
     because x64 is off; Python's float and int mean the default types and do not warn.
     The warning points at the user's line, not at jaxlite's."""
-    if dtype is None or x64_enabled() or dtype is builtins.float or dtype is builtins.int:
+    if dtype is None or x64_enabled() or any(dtype is t for t in (builtins.float, builtins.int, builtins.complex)):
         return
     requested = np.dtype(dtype)
     if requested not in _NARROWED:
@@ -107,16 +128,47 @@ def check_user_dtype(dtype, name):
     warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
 
+_FLOATS = frozenset((float16, bfloat16, float32, float64) + NARROW_FLOATS)
+
+
 def is_float(dtype):
-    return np.dtype(dtype) in (float16, bfloat16, float32, float64)
+    return np.dtype(dtype) in _FLOATS
+
+
+def is_complex(dtype):
+    return np.dtype(dtype).kind == "c"
+
+
+def is_inexact(dtype):
+    """Float or complex: the dtypes differentiation and most transcendentals accept."""
+    return is_float(dtype) or is_complex(dtype)
+
+
+def real_dtype(dtype):
+    """The dtype of a complex dtype's parts (complex64 -> float32); a real dtype itself."""
+    dtype = np.dtype(dtype)
+    return np.dtype(f"f{dtype.itemsize // 2}") if is_complex(dtype) else dtype
+
+
+def complex_dtype(dtype):
+    """The complex dtype whose parts are `dtype` (float64 -> complex128; narrower -> complex64)."""
+    return complex128 if np.dtype(dtype) in (float64, complex128) else complex64
 
 
 def is_int(dtype):
-    return np.dtype(dtype).kind in "iu"
+    dtype = np.dtype(dtype)
+    return dtype.kind in "iu" or dtype in NARROW_INTS
 
 
 def is_unsigned(dtype):
-    return np.dtype(dtype).kind == "u"
+    dtype = np.dtype(dtype)
+    return dtype.kind == "u" or dtype in NARROW_UNSIGNED
+
+
+def is_narrow(dtype):
+    """One of ml_dtypes' float8/6/4 or int4/2/1 types (numpy kind 'V')."""
+    dtype = np.dtype(dtype)
+    return dtype in NARROW_FLOATS or dtype in NARROW_INTS
 
 
 # ---------------------------------------------------------------- extended dtypes
@@ -147,16 +199,18 @@ def is_bool(dtype):
 
 
 def can_be_weak(dtype):
-    """Weak typing exists only for int and float dtypes (Python int and float)."""
-    return is_int(dtype) or is_float(dtype)
+    """Weak typing exists only for int, float and complex dtypes (Python int, float, complex)."""
+    return is_int(dtype) or is_inexact(dtype)
 
 
 def finfo(dtype):
-    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(dtype)
+    dtype = np.dtype(dtype)
+    return ml_dtypes.finfo(dtype) if dtype == bfloat16 or dtype in NARROW_FLOATS else np.finfo(real_dtype(dtype))
 
 
 def iinfo(dtype):
-    return np.iinfo(dtype)
+    dtype = np.dtype(dtype)
+    return ml_dtypes.iinfo(dtype) if dtype in NARROW_INTS else np.iinfo(dtype)
 
 
 def _lattice_node(dtype, weak):
@@ -165,13 +219,28 @@ def _lattice_node(dtype, weak):
         return WEAK_INT
     if weak and is_float(dtype):
         return WEAK_FLOAT
+    if weak and is_complex(dtype):
+        return WEAK_COMPLEX
     return np.dtype(dtype)
 
 
 @functools.lru_cache(maxsize=1024)
 def _least_upper_bound(nodes):
     common = set.intersection(*(_UPPER[n] for n in nodes))
-    return next(t for t in common if common <= _UPPER[t])
+    bound = next((t for t in common if common <= _UPPER[t]), None)
+    if bound is None:
+        raise TypePromotionError(_no_promotion_message(nodes))
+    return bound
+
+
+def _no_promotion_message(nodes):
+    names = ", ".join(repr(n if isinstance(n, str) else n.name) for n in nodes)
+    narrow = [n for n in nodes if not isinstance(n, str) and is_narrow(n)]
+    which = "8-bit floats" if any(n in NARROW_FLOATS for n in narrow) else "1-bit, 2-bit and 4-bit integers"
+    return (f"Input dtypes ({names}) have no available implicit dtype promotion path. To avoid "
+            f"unintended promotion, {which} do not support implicit promotion. If you'd like your "
+            "inputs to be promoted to another type, you can do so explicitly using e.g. "
+            "x.astype('float32')")
 
 
 def _dtype_of_node(node):
@@ -179,6 +248,8 @@ def _dtype_of_node(node):
         return default_int_dtype()
     if node == WEAK_FLOAT:
         return default_float_dtype()
+    if node == WEAK_COMPLEX:
+        return default_complex_dtype()
     return canonicalize_dtype(node)
 
 
@@ -199,8 +270,8 @@ def _dtype_and_weakness(x):
         return default_int_dtype(), True
     if isinstance(x, builtins.float):
         return default_float_dtype(), True
-    if isinstance(x, complex):
-        raise TypeError("complex numbers are not supported by jaxlite")
+    if isinstance(x, builtins.complex):
+        return default_complex_dtype(), True
     if hasattr(x, "dtype"):
         return np.dtype(x.dtype), getattr(x, "weak_type", False)
     return np.dtype(x), False
@@ -209,19 +280,20 @@ def _dtype_and_weakness(x):
 def result_type(*args, return_weak_type_flag=False):
     """The dtype of combining `args` (dtypes, arrays, tracers or Python scalars).
 
-    The result is weakly typed only when every argument is weak.
+    The result is weakly typed when the lattice's join is a weak kind: every argument is weak,
+    or a weak scalar of a higher kind meets strong ones (int32 array + 1.0 is a weak float32).
     """
     if not args:
         raise ValueError("result_type needs at least one argument")
     pairs = [_dtype_and_weakness(x) for x in args]
     node = _least_upper_bound(tuple(_lattice_node(d, w) for d, w in pairs))
     dtype = _dtype_of_node(node)
-    weak = all(w for _, w in pairs)
+    weak = isinstance(node, str)
     return (dtype, weak) if return_weak_type_flag else dtype
 
 
 def is_python_scalar(x):
-    return type(x) in (builtins.bool, builtins.int, builtins.float)
+    return type(x) in (builtins.bool, builtins.int, builtins.float, builtins.complex)
 
 
 def dtype_of(x):
@@ -232,10 +304,12 @@ def dtype_of(x):
 
 
 def scalar_to_numpy(x, dtype):
-    """Convert a Python scalar to a numpy scalar of `dtype`, refusing silent overflow."""
+    """Convert a Python scalar to a numpy scalar of `dtype`, refusing silent overflow (except
+    into the 1/2/4-bit integers, which wrap, as in JAX)."""
     dtype = np.dtype(dtype)
-    if isinstance(x, builtins.int) and not isinstance(x, builtins.bool) and is_int(dtype):
-        info = np.iinfo(dtype)
+    if isinstance(x, builtins.int) and not isinstance(x, builtins.bool) and is_int(dtype) and \
+            dtype not in NARROW_INTS:
+        info = iinfo(dtype)
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} too large to convert to {dtype}")
     return np.array(x, dtype=dtype)[()]

@@ -34,6 +34,16 @@ def _reduction_primitive(name, numpy_fn, accepts):
     return primitive
 
 
+def _accumulating_in_float32(numpy_fn):
+    """A sum or product of 16-bit floats accumulated in float32 and rounded once, as compiled
+    code does (and XLA, for jnp.sum and jnp.prod); numpy would round every partial result."""
+    def reduce(x, axis):
+        if x.dtype in (dtypes.bfloat16, dtypes.float16):
+            return numpy_fn(x.astype(np.float32), axis=axis).astype(x.dtype)
+        return numpy_fn(x, axis=axis)
+    return reduce
+
+
 def _binder(primitive):
     def reduce(x, axes):
         x = as_operand(x)
@@ -49,12 +59,12 @@ def _expand_reduced(x, shape, axes):
     return broadcast_in_dim(x, shape, kept)
 
 
-reduce_sum_p = _reduction_primitive("reduce_sum", np.sum, NUMBER)
+reduce_sum_p = _reduction_primitive("reduce_sum", _accumulating_in_float32(np.sum), NUMBER)
 fusion_rules.reduction(reduce_sum_p, "sum")
 reduce_sum = _binder(reduce_sum_p)
 ad.deflinear(reduce_sum_p, lambda ct, x, axes: [_expand_reduced(ct, x.aval.shape, axes)])
 
-reduce_prod_p = _reduction_primitive("reduce_prod", np.prod, NUMBER)
+reduce_prod_p = _reduction_primitive("reduce_prod", _accumulating_in_float32(np.prod), NUMBER)
 fusion_rules.reduction(reduce_prod_p, "prod")
 reduce_prod = _binder(reduce_prod_p)
 

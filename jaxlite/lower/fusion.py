@@ -84,7 +84,8 @@ def is_fusible(eqn):
 
 
 def _supported_dtype(dtype):
-    return dtype.kind in "biuf" or dtype == dtypes.bfloat16
+    # ml_dtypes' float8/int4 family (one of which numpy calls kind "f") runs on its numpy kernels.
+    return (dtype.kind in "biuf" or dtype == dtypes.bfloat16) and not dtypes.is_narrow(dtype)
 
 
 def partition(jaxpr, eqn_step_kind):
@@ -310,6 +311,7 @@ def _lower_group(group, producers, roots, number):
                     list(lowering.inputs.values()), outputs, owned=lowering.owned)
     kernel = kernel_rewrites.accumulate_in_place(kernel, lowering.eb)
     kernel = kernel_rewrites.store_reduced_values(kernel, lowering.eb)
+    kernel = kernel_rewrites.unroll_pair_loops(kernel, lowering.eb)
     return KernelStep(kernel, list(lowering.inputs), list(group))
 
 

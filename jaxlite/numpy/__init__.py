@@ -16,7 +16,7 @@ from jaxlite.numpy.math_functions import (acos, acosh, allclose, arccos, arccosh
                                           arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
                                           clip, conj, conjugate, copysign, cosh, deg2rad, degrees,
                                           float_power, fmax, fmin, fmod, heaviside, hypot,
-                                          imag, isclose, log2, log10, logaddexp, logaddexp2,
+                                          angle, imag, isclose, log2, log10, logaddexp, logaddexp2,
                                           rad2deg, radians, real, rint, signbit, sinc, sinh, tan,
                                           trunc, where)
 from jaxlite.numpy.statistics import (average, count_nonzero, median, nanmax, nanmean, nanmin,
@@ -43,8 +43,11 @@ from jaxlite.numpy.scalar_types import (bfloat16, bool_, complex64, complex128, 
                                         float16, float32, float64, floating, generic, iinfo, inexact,
                                         int8, int16, int32, int64, integer, issubdtype, number,
                                         signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
+from jaxlite.numpy.scalar_types import (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3,
+                                        float8_e4m3b11fnuz, float8_e8m0fnu, int1, int2, int4, uint1, uint2,
+                                        uint4)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
-from jaxlite.numpy import linalg
+from jaxlite.numpy import fft, linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
                                     unravel_index)
 from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,
@@ -96,6 +99,8 @@ bitwise_invert = invert
 # Scalar type aliases, as JAX defines them (64-bit names; they narrow with x64 off).
 float_ = double = float64
 single = float32
+complex_ = cdouble = complex128
+csingle = complex64
 int_ = int64
 uint = uint64
 character, flexible, object_ = _dtypes.np.character, _dtypes.np.flexible, _dtypes.np.object_

@@ -474,8 +474,9 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     shape = broadcast_shapes(_except(arr.shape, axis), _except(indices.shape, axis))
     arr = broadcast_to(arr, shape[:axis] + (arr.shape[axis],) + shape[axis:])
     indices = broadcast_to(indices, shape[:axis] + (indices.shape[axis],) + shape[axis:])
-    indices, mode = _wrapped(_normalized(indices, arr.shape[axis]), arr.shape[axis], mode)
-    return lax_take_along_axis(arr, indices, axis, mode=mode, fill_value=fill_value)
+    if mode == "wrap":      # take's mode; JAX's take_along_axis passes it to gather, which refuses it
+        raise ValueError('Unknown gather mode "wrap"')
+    return lax_take_along_axis(arr, _normalized(indices, arr.shape[axis]), axis, mode=mode, fill_value=fill_value)
 
 
 def _except(shape, axis):
