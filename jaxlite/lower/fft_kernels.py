@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from jaxlite.lower.llvm_helpers import F32, F64, I32, I64, PTR, VOID, as_i64, call_intrinsic, declare, emit_loop
-from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
+from jaxlite.lower.llvm_helpers import (F32, F64, I32, I64, PTR, VOID, as_i64, call_intrinsic, declare, emit_loop, gep,
+                                        load, store)
+from jaxlite.lower.native_routines import Routine, define_routine
 
 # Prime factors above this go through Bluestein's algorithm (an odd radix's butterfly costs
 # about r^2 / 2 multiply-adds per r points, unrolled in the pass's code).
