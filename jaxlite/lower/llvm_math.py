@@ -32,7 +32,7 @@ from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
 from jaxlite.lower import kernel_ir
-from jaxlite.lower.llvm_helpers import I16, I32
+from jaxlite.lower.llvm_helpers import I16, I32, call_intrinsic, declare
 
 _FAST = ("contract",)
 
@@ -236,14 +236,9 @@ class _Ops:
         return self.b.fneg(a)
 
     def intrinsic(self, name, *args):
-        module = self.b.module
         suffix = self.scalar.intrinsic_name
         full_name = "%s.%s" % (name, "v%d%s" % (self.lanes, suffix) if self.lanes else suffix)
-        function = module.globals.get(full_name)
-        if function is None:
-            function = ir.Function(module, ir.FunctionType(self.ty, [self.ty] * len(args)),
-                                   full_name)
-        return self.b.call(function, args)
+        return call_intrinsic(self.b, full_name, self.ty, args)
 
     def fma(self, a, b, c):
         return self.intrinsic("llvm.fma", a, b, c)
@@ -667,10 +662,7 @@ def _libm(builder, name, *args):
     """Call libm's `name` (the `f`-suffixed variant for float) lane by lane."""
     e = _Ops(builder, args[0].type)
     symbol = name + ("f" if e.fmt is F32 else "")
-    function = builder.module.globals.get(symbol)
-    if function is None:
-        function = ir.Function(builder.module,
-                               ir.FunctionType(e.scalar, [e.scalar] * len(args)), symbol)
+    function = declare(builder.module, symbol, e.scalar, [e.scalar] * len(args))
     if not e.lanes:
         return builder.call(function, args)
     result = ir.Constant(e.ty, ir.Undefined)
