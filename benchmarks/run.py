@@ -96,11 +96,19 @@ def matmul_1024(b):
     return b.compile(lambda p, q: p @ q), (b.asarray(x), b.asarray(y))
 
 
-def mlp_train_step(b):
-    params = mlp.init_params([784, 512, 512, 10])
+def _mlp_problem(sizes, batch):
+    """Parameters of an MLP with these layer sizes, a batch of inputs and one-hot labels."""
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 784)).astype(np.float32)
-    y = mlp.one_hot(rng.integers(0, 10, 256), 10)
+    x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
+    return mlp.init_params(sizes), x, mlp.one_hot(rng.integers(0, sizes[-1], batch), sizes[-1])
+
+
+def _param_tree(b, params):
+    return [(b.asarray(w), b.asarray(bias)) for w, bias in params]
+
+
+def mlp_train_step(b):
+    params, x, y = _mlp_problem([784, 512, 512, 10], 256)
     if b.name == "numpy":
         return (lambda p, x, y: mlp.numpy_train_step(p, x, y, 0.01)), (params, x, y)
     if b.grad is None:
@@ -109,8 +117,7 @@ def mlp_train_step(b):
 
     def step(p, x, y):
         return mlp.sgd(p, grad(p, x, y), 0.01)
-    as_tree = [(b.asarray(w), b.asarray(bias)) for w, bias in params]
-    return b.compile(step), (as_tree, b.asarray(x), b.asarray(y))
+    return b.compile(step), (_param_tree(b, params), b.asarray(x), b.asarray(y))
 
 
 def cnn_train_step(b):
@@ -176,17 +183,13 @@ def concatenate_reshape(b):
 
 def value_and_grad_mlp(b):
     """The loss and its gradient for an MLP of 256-512-512-10 on a batch of 64."""
-    params = mlp.init_params([256, 512, 512, 10])
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(64, 256)).astype(np.float32)
-    y = mlp.one_hot(rng.integers(0, 10, 64), 10)
+    params, x, y = _mlp_problem([256, 512, 512, 10], 64)
     if b.name == "numpy":
         return mlp.numpy_loss_and_grads, (params, x, y)
     if b.value_and_grad is None:
         return None
     loss_and_grads = b.value_and_grad(lambda p, x, y: mlp.loss(b.xp, p, x, y))
-    as_tree = [(b.asarray(w), b.asarray(bias)) for w, bias in params]
-    return b.compile(loss_and_grads), (as_tree, b.asarray(x), b.asarray(y))
+    return b.compile(loss_and_grads), (_param_tree(b, params), b.asarray(x), b.asarray(y))
 
 
 WORKLOADS = {f.__name__: f for f in [dispatch_scalar, gelu_4m, softmax_4096x1024, layernorm_4096x1024,
