@@ -15,14 +15,14 @@ from jaxlite.lower import collectives
 from mpi_worker_functions import data_parallel_step, every_collective
 from jaxlite.sharding import PartitionSpec as P
 
-collectives.MAX_COUNT = 1000      # so that psum_long's 2400 elements go in 3 pieces
+collectives.MAX_COUNT = 1000      # so that the *_long collectives (2400+ elements, bytes) go in pieces
 try:
     jaxlite.distributed.initialize(num_processes=3)
     DISAGREEING_SIZE_RAISES = False
 except ValueError:
     DISAGREEING_SIZE_RAISES = True
 jaxlite.distributed.initialize(collective_deadline=float(os.environ.get("DEADLINE", 60)))
-RANK, MESH = jaxlite.process_index(), jaxlite.make_mesh((2,), ("i",))
+RANK, MESH = jaxlite.process_index(), jaxlite.make_mesh((jaxlite.process_count(),), ("i",))
 
 
 def block(x):
@@ -101,17 +101,45 @@ def host_utilities():
     except AssertionError:
         unequal_raises = True
     mh.sync_global_devices("host_utilities")
-    reversed_mesh = jaxlite.sharding.Mesh(np.array(jaxlite.devices()[::-1]), ("i",))
-    try:
-        jaxlite.shard_map(lambda x: lax.psum(x, "i"), mesh=reversed_mesh, in_specs=P("i"), out_specs=P())(jnp.ones(2))
-        reversed_mesh_raises = False
-    except NotImplementedError:
-        reversed_mesh_raises = True
     return {"allgather": mh.process_allgather(np.float32(RANK) + 0.5),
             "broadcast": mh.broadcast_one_to_all({"a": np.int32(RANK + 5)})["a"],
-            "unequal_raises": unequal_raises, "reversed_mesh_raises": reversed_mesh_raises,
+            "unequal_raises": unequal_raises, **reversed_mesh(),
             "disagreeing_size_raises": DISAGREEING_SIZE_RAISES and jaxlite.distributed.is_initialized(),
             "devices": [d.id for d in jaxlite.local_devices()] + [jaxlite.device_count()]}
+
+
+def on_a_mesh(mesh):
+    """Position-dependent collectives over axis 'i' of `mesh`, on x = [rank + 1, 10 * (rank + 1)],
+    eager and under jit (one compiled program for both ranks)."""
+    def f(x):
+        return {"index": lax.axis_index("i") + 0 * x.astype(jnp.int32), "gather": lax.all_gather(x, "i"),
+                "ppermute": lax.ppermute(x, "i", [(0, 1)]), "psum": lax.psum(x, "i")}
+    sharded = jaxlite.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i"), check_vma=False)
+    x = jnp.float32([RANK + 1, 10 * (RANK + 1)])
+    eager, jitted = sharded(x), jaxlite.jit(sharded)(x)
+    return {**{"eager_" + k: v for k, v in eager.items()}, **{"jit_" + k: v for k, v in jitted.items()}}
+
+
+def reversed_mesh():
+    """A mesh whose axis runs from the last process to the first: a communicator in that order."""
+    out = on_a_mesh(jaxlite.sharding.Mesh(np.array(jaxlite.devices()[::-1]), ("i",)))
+    return {"reversed_" + k: v for k, v in out.items()}
+
+
+def groups():
+    """4 processes: collectives over rows and columns of a 2-d mesh, over axis_index_groups, and
+    over a mesh of processes 3 and 1 that processes 0 and 2 are not on (mpi_group_functions.py)."""
+    import mpi_group_functions as cases
+    out = {}
+    for name, (make, shape, axes, processes) in cases.CASES.items():
+        if RANK not in processes:
+            continue
+        mesh = jaxlite.sharding.Mesh(np.array([jaxlite.devices()[p] for p in processes]).reshape(shape), axes)
+        f = jaxlite.shard_map(make(lax, jnp), mesh=mesh, in_specs=P(axes), out_specs=P(axes), check_vma=False)
+        x = jnp.float32([RANK + 1, 10 * (RANK + 1)])
+        for mode, run in (("eager", f), ("jit", jaxlite.jit(f))):
+            out.update({f"{name}/{mode}/{key}": value for key, value in run(x).items()})
+    return out
 
 
 def correctness():

@@ -10,6 +10,10 @@ def every_collective(x):
             "gather1_tiled": lax.all_gather(x, "i", axis=1, tiled=True),
             "index": lax.axis_index("i") + 0 * x[0].astype(jnp.int32),
             "psum_long": lax.psum(jnp.tile(x, (1, 100)), "i"),     # in pieces: mpi_worker sets MAX_COUNT
+            "gather_long": lax.all_gather(jnp.tile(x, (1, 100)), "i"),
+            "ppermute_long": lax.ppermute(jnp.tile(x, (1, 100)), "i", [(0, 1), (1, 0)]),
+            "a2a_long": lax.all_to_all(jnp.tile(x, (1, 200)), "i", 1, 0, tiled=True),
+            "scatter_long": lax.psum_scatter(jnp.tile(x, (1, 200)), "i", scatter_dimension=1, tiled=True),
             "psum_bf16": lax.psum(x.astype(jnp.bfloat16), "i"), "psum_int": lax.psum(x.astype(jnp.int32), "i"),
             "vmapped": vmap(lambda row: lax.psum(row * row, "i"))(x),
             "ppermute": lax.ppermute(x, "i", [(0, 1)]), "pshuffle": lax.pshuffle(x, "i", [1, 0]),

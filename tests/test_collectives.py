@@ -11,6 +11,7 @@ import pytest
 
 import jaxlite
 from jaxlite import lax
+from jaxlite import numpy as jnp
 from jaxlite.test_util import check_grads
 
 X = np.arange(2 * 2 * 4 * 3, dtype=np.float32).reshape(2, 2, 4, 3)
@@ -61,3 +62,34 @@ def test_bad_arguments():
         jaxlite.vmap(lambda v: lax.psum_scatter(v, "i"), axis_name="i")(np.ones((2, 3)))
     with pytest.raises(NameError, match="unbound axis name"):
         lax.axis_size("nope")
+
+
+@pytest.mark.parametrize("collective", [
+    lambda x: lax.psum(x, "i", axis_index_groups=[[0, 1]]), lambda x: lax.pmean(x, "i", axis_index_groups=[[0, 1]]),
+    lambda x: lax.all_gather(x, "i", axis_index_groups=[[0], [1]]),
+    lambda x: lax.psum_scatter(x, "i", axis_index_groups=[[0, 1]])])
+def test_axis_index_groups_under_vmap_raise_as_in_jax(collective):
+    with pytest.raises(NotImplementedError, match="axis_index_groups not supported in vmap"):
+        jaxlite.vmap(collective, axis_name="i")(jnp.ones((2, 2)))
+
+
+def test_axis_index_groups_in_a_one_process_shard_map():
+    """Groups of one position: each process is its own group (the processes' case is in
+    test_distributed.py); groups that miss or repeat a position are refused."""
+    from jaxlite.sharding import PartitionSpec as P
+    mesh = jaxlite.make_mesh((1,), ("i",))
+    x = jnp.arange(3.0)
+
+    def run(f):
+        return jaxlite.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i"), check_vma=False)(x)
+    np.testing.assert_array_equal(run(lambda v: lax.psum(v, "i", axis_index_groups=[[0]])), x)
+    np.testing.assert_array_equal(run(lambda v: lax.all_gather(v, "i", axis_index_groups=[[0]], tiled=True)), x)
+    with pytest.raises(ValueError, match="axis_index_groups must be groups of equal size"):
+        run(lambda v: lax.psum(v, "i", axis_index_groups=[[0], [0]]))
+
+
+def test_axis_index_of_several_names_is_row_major():
+    f = jaxlite.vmap(jaxlite.vmap(lambda x: lax.axis_index(("i", "j")), axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(f(jnp.zeros((2, 3))), [[0, 1, 2], [3, 4, 5]])
+    g = jaxlite.vmap(jaxlite.vmap(lambda x: lax.axis_index(("j", "i")), axis_name="j"), axis_name="i")
+    np.testing.assert_array_equal(g(jnp.zeros((2, 3))), [[0, 2, 4], [1, 3, 5]])

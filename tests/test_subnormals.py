@@ -3,12 +3,16 @@
 Compiled code runs with DAZ/FTZ (as XLA:CPU), so float32/bfloat16 subnormal inputs of
 arithmetic read as signed zeros. Eager does the same for the functions whose value at a
 subnormal is far from their value at zero (log, sqrt, floor, sign, lgamma, ...), so log(1e-39)
-is -inf both ways (JAX gives -103.97 there, an artifact of XLA's log on the flushed input),
-and jit keeps subnormals where JAX does (sin, tanh: x itself). Values JAX gives are checked in
-test_semantics_vs_jax.py; here every unary function agrees bit for bit between eager and jit.
-Left as they are: eager arithmetic (x * y, x / y, sums) on subnormals is numpy's, where jit
-flushes (JAX's own eager and jit differ there too).
+is -inf both ways, as JAX 0.10.2 gives eager and under jit (only a log XLA folds at compile time
+gives -89.8), and jit keeps subnormals where JAX does (sin, tanh: x itself). Values JAX gives
+are checked in test_semantics_vs_jax.py; here every unary function agrees bit for bit between
+eager and jit. Two-input arithmetic, comparisons and reductions flush subnormal operands and
+results eagerly too (numpy runs with FTZ/DAZ set, lower/float_mode.py), as JAX does eager and
+under jit: checked against values recorded from JAX (tests/data/jax_subnormal_arithmetic.json).
 """
+import json
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -46,3 +50,44 @@ def test_functions_read_a_subnormal_as_zero(fun, expected):
 def test_functions_equal_to_x_near_zero_keep_subnormals(fun):
     for f in (fun, jaxlite.jit(fun)):
         np.testing.assert_array_equal(f(SUBNORMALS[:5]), SUBNORMALS[:5])
+
+
+_RECORDED = json.loads((pathlib.Path(__file__).parent / "data" / "jax_subnormal_arithmetic.json").read_text())
+
+
+def _float32(bits):
+    return np.asarray(bits, np.uint32).view(np.float32)
+
+
+def _assert_bits(got, want_bits):
+    got = np.asarray(got)
+    if got.dtype == np.bool_:
+        np.testing.assert_array_equal(got, want_bits)
+    else:
+        np.testing.assert_array_equal(got.view(np.uint32), np.asarray(want_bits, np.uint32))
+
+
+@pytest.mark.parametrize("name", sorted(_RECORDED["binary"]))
+def test_two_input_arithmetic_on_subnormals_is_jaxs(name):
+    a, b = _float32(_RECORDED["a"]), _float32(_RECORDED["b"])
+    fun = getattr(jnp, name)
+    for f in (fun, jaxlite.jit(fun)):
+        _assert_bits(f(a, b), _RECORDED["binary"][name])
+    _assert_bits(fun(jnp.asarray(a[0]), jnp.asarray(b[0])), _RECORDED["binary"][name][0])   # scalars
+
+
+def test_reductions_and_reciprocal_of_subnormals_are_jaxs():
+    a, b = _float32(_RECORDED["a"]), _float32(_RECORDED["b"])
+    for wrap in (lambda f: f, jaxlite.jit):
+        _assert_bits(wrap(jnp.sum)(a[:2]), _RECORDED["other"]["sum_first_two"])
+        _assert_bits(wrap(jnp.max)(a[:2]), _RECORDED["other"]["max_first_two"])
+        _assert_bits(wrap(jnp.reciprocal)(a), _RECORDED["other"]["reciprocal"])
+        _assert_bits(wrap(jnp.square)(b), _RECORDED["other"]["square"])
+
+
+def test_eager_flushing_leaves_numpy_outside_jaxlite_alone():
+    """FTZ/DAZ is set only while jaxlite's own eager operation runs."""
+    tiny = np.float32(1e-39)
+    jnp.add(tiny, tiny)
+    assert np.float32(tiny + tiny) == np.float32(2e-39)
+    assert np.multiply(np.float32([1e-20]), np.float32([1e-20]))[0] > 0

@@ -133,6 +133,22 @@ def _reading_subnormals_as_zero(numpy_fn):
     return impl
 
 
+def flushing_subnormals(numpy_fn):
+    """numpy_fn on float32/float64/bfloat16 operands run as compiled code runs (and XLA:CPU,
+    eager and jit): subnormal operands and results flushed to signed zeros (FTZ/DAZ set in
+    MXCSR, lower/float_mode.py). float16 needs none: its subnormals are float32 normals."""
+    flushed = []
+
+    def impl(*operands, **params):
+        if not any(getattr(x, "dtype", None) in _FLUSHED_FLOATS for x in operands):
+            return numpy_fn(*operands, **params)
+        if not flushed:
+            from jaxlite.lower.float_mode import flushing_subnormals as in_float_mode
+            flushed.append(in_float_mode(numpy_fn))
+        return flushed[0](*operands, **params)
+    return impl
+
+
 def _may_hold_subnormals(x, tiny):
     """False when x's range shows there are none: the usual inputs of log, sqrt, lgamma are all
     positive normals, and a min or max costs a tenth of the full check (no temporary array).
@@ -145,7 +161,7 @@ def naryop_primitive(name, numpy_fn, accepts, out_dtype=None):
     """An elementwise primitive of several same-typed operands (add, eq, ...); `out_dtype` is
     the result's dtype, or a function of the operands' dtype."""
     primitive = Primitive(name)
-    primitive.def_impl(numpy_fn)
+    primitive.def_impl(flushing_subnormals(numpy_fn))
     primitive.def_abstract_eval(lambda *avals, **params: elementwise_aval(name, avals, accepts, out_dtype))
     batching.broadcasting_rule(primitive)
     return primitive

@@ -8,7 +8,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, ORDERED, REAL, as_operand,
-                              as_operands, check_dtype, naryop_primitive, unary_primitive)
+                              as_operands, check_dtype, flushing_subnormals, naryop_primitive, unary_primitive)
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
@@ -132,14 +132,23 @@ defjvp(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 
 def _signed_zeros_ordered(extremum, zero_of):
     """numpy's maximum/minimum (NaN wins) with -0 < +0, as XLA orders them: where both
-    operands are zeros, zero_of(x, y) picks the result."""
+    operands are zeros, zero_of(x, y) picks the result. numpy selects an operand's bits,
+    where compiled code (DAZ) gives a zero for a subnormal: times 1 flushes it here too."""
     def impl(x, y):
         out = extremum(x, y)
         if not dtypes.is_float(out.dtype):
             return out
         both_zero = (x == 0) & (y == 0)
-        return np.where(both_zero, zero_of(x, y), out).astype(out.dtype) if both_zero.any() else out
+        if both_zero.any():
+            out = np.where(both_zero, zero_of(x, y), out).astype(out.dtype)
+        return _times_one(out)
     return impl
+
+
+def _times_one(out):
+    """out * 1 in place (a fresh result): under DAZ a subnormal becomes a signed zero."""
+    one = np.ones((), out.dtype)
+    return np.multiply(out, one, out=out) if isinstance(out, np.ndarray) and out.ndim else np.multiply(out, one)
 
 
 max_p = naryop_primitive("max", _signed_zeros_ordered(
@@ -399,6 +408,7 @@ def _abs_jvp(t, x):
 defjvp(abs_p, _abs_jvp)
 
 square_p = unary_primitive("square", np.square, NUMBER)
+square_p.def_impl(flushing_subnormals(np.square))         # a product: flushed as mul is
 fusion_rules.elementwise(square_p, "square")
 square = _bind_unary(square_p)
 defjvp(square_p, lambda t, x: mul(t, mul(x, 2)))
@@ -410,7 +420,7 @@ def _integer_pow(x, y):
 
 integer_pow_p = Primitive("integer_pow")
 fusion_rules.fused(integer_pow_p, fusion_rules.integer_pow_rule)
-integer_pow_p.def_impl(_integer_pow)
+integer_pow_p.def_impl(flushing_subnormals(_integer_pow))
 integer_pow_p.def_abstract_eval(lambda x, y: _integer_pow_aval(x, y))
 batching.vectorized_rule(integer_pow_p)
 

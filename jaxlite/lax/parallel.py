@@ -16,7 +16,7 @@ from jaxlite.core.abstract import ShapedArray, canonicalize_axis
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.tree_util import tree_map
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
-from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
+from jaxlite.lax.elementwise import add, convert_element_type, div, eq, mul
 from jaxlite.lax.reductions import reduce_max, reduce_min, reduce_sum
 from jaxlite.lax.shapes import concatenate, full, index_in_dim, iota, reshape
 from jaxlite.transforms import ad, batching
@@ -59,25 +59,38 @@ def _reduction_collective(name, reduce, unbatched):
     return primitive
 
 
-def _bind_over_names(primitive, x, axis_name):
+def _bind_over_names(primitive, x, axis_name, axis_index_groups=None):
     """Bind once per axis name, each leaf of a pytree separately."""
     names = _axis_names(axis_name)
-    for name in names:
-        batching.bound_axis_size(name)
+    sizes = [batching.bound_axis_size(name) for name in names]
+    groups = _index_groups(axis_index_groups, names, sizes[-1])
 
     def reduce_leaf(leaf):
         leaf = as_operand(leaf)
         for name in names:
             binder = batching.axis_binder(name)
-            leaf = primitive.bind(leaf, axis_name=name) if binder is None else _mesh_reduce(binder, primitive, leaf, name)
+            leaf = primitive.bind(leaf, axis_name=name) if binder is None else \
+                _mesh_reduce(binder, primitive, leaf, name, groups)
         return leaf
     return tree_map(reduce_leaf, x)
 
 
-def _mesh_reduce(binder, primitive, x, name):
+def _index_groups(axis_index_groups, names, size):
+    """The axis_index_groups parameter of a mesh collective ({} without groups). As in JAX, only
+    collectives across processes (shard_map) take them, over one axis."""
+    if axis_index_groups is None:
+        return {}
+    if any(batching.axis_binder(name) is None for name in names):
+        raise NotImplementedError("axis_index_groups not supported in vmap collectives. "
+                                  "Please open a feature request!")
+    from jaxlite.lax.process_collectives import checked_index_groups
+    return {"axis_index_groups": checked_index_groups(axis_index_groups, names, size)}
+
+
+def _mesh_reduce(binder, primitive, x, name, groups):
     from jaxlite.lax.process_collectives import process_reduce_p
     op = {psum_p: "sum", pmax_p: "max", pmin_p: "min"}[primitive]
-    return _in_float32(lambda wide: binder.collective(process_reduce_p, wide, name, op=op), x)
+    return _in_float32(lambda wide: binder.collective(process_reduce_p, wide, name, op=op, **groups), x)
 
 
 def _in_float32(reduce, x):
@@ -109,30 +122,34 @@ _extremum_jvp(pmax_p)
 _extremum_jvp(pmin_p)
 
 
-def psum(x, axis_name):
-    """The sum of x over the vmapped axis (or axes) named axis_name."""
-    return _bind_over_names(psum_p, x, axis_name)
+def psum(x, axis_name, *, axis_index_groups=None):
+    """The sum of x over the vmapped axis (or axes) named axis_name; across processes
+    (shard_map) axis_index_groups sums within each group of positions along the axis."""
+    return _bind_over_names(psum_p, x, axis_name, axis_index_groups)
 
 
-def pmax(x, axis_name):
-    return _bind_over_names(pmax_p, x, axis_name)
+def pmax(x, axis_name, *, axis_index_groups=None):
+    return _bind_over_names(pmax_p, x, axis_name, axis_index_groups)
 
 
-def pmin(x, axis_name):
-    return _bind_over_names(pmin_p, x, axis_name)
+def pmin(x, axis_name, *, axis_index_groups=None):
+    return _bind_over_names(pmin_p, x, axis_name, axis_index_groups)
 
 
-def pmean(x, axis_name):
+def pmean(x, axis_name, *, axis_index_groups=None):
     """The mean over the named axis; integers average to floats, as in JAX."""
     count = 1
     for name in _axis_names(axis_name):
         count *= batching.bound_axis_size(name)
+    if axis_index_groups is not None:
+        count = len(axis_index_groups[0])
 
     def mean_leaf(leaf):
         leaf = as_operand(leaf)
         if not dtypes.is_float(leaf.dtype):
             leaf = convert_element_type(leaf, dtypes.default_float_dtype())
-        return div(psum(leaf, axis_name), convert_element_type(count, leaf.dtype))
+        total = psum(leaf, axis_name, axis_index_groups=axis_index_groups)
+        return div(total, convert_element_type(count, leaf.dtype))
     return tree_map(mean_leaf, x)
 
 
@@ -176,26 +193,27 @@ ad.deflinear(all_gather_p, lambda ct, x, axis_name, axis, axis_size, tiled: [
 batching.axis_batch_rules[all_gather_p] = _all_gather_batch
 
 
-def all_gather(x, axis_name, *, axis=0, tiled=False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     """Every lane's x, stacked along a new axis `axis` (concatenated along it if tiled)."""
     size = batching.bound_axis_size(axis_name)
     binder = batching.axis_binder(axis_name)
+    groups = _index_groups(axis_index_groups, _axis_names(axis_name), size)
 
     def gather_leaf(leaf):
         leaf = as_operand(leaf)
         position = canonicalize_axis(axis, leaf.ndim + (not tiled), "axis")
         if binder is not None:
-            return _mesh_all_gather(binder, leaf, axis_name, position, size, tiled)
+            return _mesh_all_gather(binder, leaf, axis_name, position, tiled, groups)
         return all_gather_p.bind(leaf, axis_name=axis_name, axis=position, axis_size=size,
                                  tiled=bool(tiled))
     return tree_map(gather_leaf, x)
 
 
-def _mesh_all_gather(binder, x, name, axis, size, tiled):
+def _mesh_all_gather(binder, x, name, axis, tiled, groups):
     """Across processes the blocks are stacked along a new leading axis; moved into place here."""
     from jaxlite.lax.process_collectives import process_all_gather_p
-    stacked = binder.collective(process_all_gather_p, x, name)
-    return _gather_lanes(stacked, 0, axis, size, tiled)
+    stacked = binder.collective(process_all_gather_p, x, name, **groups)
+    return _gather_lanes(stacked, 0, axis, stacked.shape[0], tiled)
 
 
 # ---------------------------------------------------------------- axis_index
@@ -214,7 +232,13 @@ batching.axis_batch_rules[axis_index_p] = _axis_index_batch
 
 
 def axis_index(axis_name):
-    """The position of the current element along the vmapped axis named axis_name."""
+    """The position of the current element along the vmapped axis named axis_name; for a tuple
+    of names, the position in their product (row-major, in the order named)."""
+    if isinstance(axis_name, (tuple, list)):
+        position = full((), 0, dtypes.int32)
+        for name in axis_name:
+            position = add(mul(position, full((), batching.bound_axis_size(name), dtypes.int32)), axis_index(name))
+        return position
     batching.bound_axis_size(axis_name)
     binder = batching.axis_binder(axis_name)
     if binder is not None:
@@ -356,9 +380,10 @@ ad.deflinear(psum_scatter_p, lambda ct, x, axis_name, axis_size, scatter_dimensi
 
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     """The sum over the axis, each lane keeping its block of dimension scatter_dimension."""
-    _no_groups(axis_index_groups, "psum_scatter")
     size = batching.bound_axis_size(axis_name)
     binder = batching.axis_binder(axis_name)
+    groups = _index_groups(axis_index_groups, _axis_names(axis_name), size)
+    size = _group_size(groups, size)
 
     def scatter_leaf(leaf):
         leaf = as_operand(leaf)
@@ -370,13 +395,12 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                                        scatter_dimension=dimension, tiled=bool(tiled))
         from jaxlite.lax.process_collectives import process_psum_scatter_p
         blocks = _blocks_to_front(leaf, dimension, size, tiled)
-        return _in_float32(lambda wide: binder.collective(process_psum_scatter_p, wide, axis_name), blocks)
+        return _in_float32(lambda wide: binder.collective(process_psum_scatter_p, wide, axis_name, **groups), blocks)
     return tree_map(scatter_leaf, x)
 
 
-def _no_groups(groups, name):
-    if groups is not None:
-        raise NotImplementedError(f"{name}: axis_index_groups (deprecated in JAX) is not supported")
+def _group_size(groups, size):
+    return len(groups["axis_index_groups"][0]) if groups else size
 
 
 # ---------------------------------------------------------------- all_to_all, pswapaxes
@@ -411,9 +435,10 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     """Block j of dimension split_axis goes to lane j; the blocks a lane receives are placed
     along concat_axis (untiled: split_axis has the axis size, and is replaced by a new axis
     at concat_axis)."""
-    _no_groups(axis_index_groups, "all_to_all")
     size = batching.bound_axis_size(axis_name)
     binder = batching.axis_binder(axis_name)
+    groups = _index_groups(axis_index_groups, _axis_names(axis_name), size)
+    size = _group_size(groups, size)
 
     def exchange_leaf(leaf):
         leaf = as_operand(leaf)
@@ -425,7 +450,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                                      concat_axis=concat, tiled=bool(tiled))
         from jaxlite.lax.process_collectives import process_all_to_all_p
         blocks = _blocks_to_front(leaf, split, size, tiled)
-        return _blocks_into(binder.collective(process_all_to_all_p, blocks, axis_name), concat, tiled)
+        return _blocks_into(binder.collective(process_all_to_all_p, blocks, axis_name, **groups), concat, tiled)
     return tree_map(exchange_leaf, x)
 
 

@@ -16,6 +16,8 @@ value meets a varying one. With check_vma=False psum transposes to psum.
 """
 import math
 
+import numpy as np
+
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
@@ -25,8 +27,42 @@ from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import move_dim
 
 
-def axes_size(mesh, axes):
+def axes_size(mesh, axes, axis_index_groups=None, **params):
+    """How many processes one collective over `axes` combines: the axes' size, or the size of
+    one of the axis_index_groups."""
+    if axis_index_groups is not None:
+        return len(axis_index_groups[0])
     return math.prod(mesh.shape[name] for name in axes)
+
+
+def process_groups(mesh, axes, axis_index_groups=None):
+    """The processes a collective over mesh `axes` combines, as a tuple of groups, each the
+    process indices in the order of their position along the axes (row-major in the order the
+    axes are named); processes that differ only in the other axes' coordinates are in one
+    group. axis_index_groups splits each group further by positions along the axis."""
+    processes = np.vectorize(lambda device: device.process_index, otypes=[np.int64])(mesh.devices)
+    along = [mesh.axis_names.index(name) for name in axes]
+    others = [d for d in range(processes.ndim) if d not in along]
+    rows = processes.transpose(others + along).reshape(-1, math.prod(mesh.shape[name] for name in axes))
+    groups = [tuple(int(p) for p in row) for row in rows]
+    if axis_index_groups is not None:
+        groups = [tuple(row[i] for i in group) for row in groups for group in axis_index_groups]
+    return tuple(groups)
+
+
+def checked_index_groups(axis_index_groups, axis_name, size):
+    """axis_index_groups as a tuple of tuples: groups of equal size that hold every position of
+    the axis once (as JAX requires)."""
+    if axis_index_groups is None:
+        return None
+    if isinstance(axis_name, (tuple, list)) and len(axis_name) != 1:
+        raise ValueError(f"axis_index_groups needs a single axis name, got {axis_name!r}")
+    groups = tuple(tuple(int(i) for i in group) for group in axis_index_groups)
+    positions = sorted(i for group in groups for i in group)
+    if not groups or len({len(group) for group in groups}) != 1 or positions != list(range(size)):
+        raise ValueError(f"axis_index_groups must be groups of equal size holding each index of the axis "
+                         f"(size {size}) once, got {[list(g) for g in groups]}")
+    return groups
 
 
 def _run(primitive):
@@ -117,12 +153,12 @@ replicated_output_p = _identity("replicated_output", lambda ct, x, mesh, axes, *
 # sends block j of the leading axis to process j. jaxlite.lax moves axes around them.
 
 def _gather_aval(x, mesh, axes, **params):
-    return x.update(shape=(axes_size(mesh, axes),) + tuple(x.shape), weak_type=False)
+    return x.update(shape=(axes_size(mesh, axes, **params),) + tuple(x.shape), weak_type=False)
 
 
 def _leading_blocks(what):
     def check(x, mesh, axes, **params):
-        size = axes_size(mesh, axes)
+        size = axes_size(mesh, axes, **params)
         if not x.shape or x.shape[0] != size:
             raise ValueError(f"{what} needs a leading axis of the axis size {size}, got shape {tuple(x.shape)}")
         return x
@@ -131,7 +167,7 @@ def _leading_blocks(what):
 
 def _scatter_aval(x, mesh, axes, **params):
     check_dtype("psum_scatter", x, NUMBER)
-    return _leading_blocks("psum_scatter")(x, mesh, axes).update(shape=tuple(x.shape[1:]))
+    return _leading_blocks("psum_scatter")(x, mesh, axes, **params).update(shape=tuple(x.shape[1:]))
 
 
 process_all_gather_p = _collective("process_all_gather", _gather_aval)

@@ -4,7 +4,7 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_axis
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, as_operand, check_dtype
+from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, as_operand, check_dtype, flushing_subnormals
 from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
@@ -28,7 +28,7 @@ def _batch_reduction(primitive):
 
 def _reduction_primitive(name, numpy_fn, accepts):
     primitive = Primitive(name)
-    primitive.def_impl(lambda x, axes: numpy_fn(x, axis=axes))
+    primitive.def_impl(flushing_subnormals(lambda x, axes: numpy_fn(x, axis=axes)))
     primitive.def_abstract_eval(lambda x, axes: _reduced_aval(name, x, axes, accepts))
     _batch_reduction(primitive)
     return primitive
@@ -122,7 +122,7 @@ def _extremum_with_ordered_zeros(numpy_fn, preferred_zero_is_negative):
     def impl(x, axis):
         out = numpy_fn(x, axis=axis)
         if not dtypes.is_float(x.dtype) or not np.any(out == 0):
-            return out
+            return np.multiply(out, np.ones((), x.dtype)) if dtypes.is_float(x.dtype) else out
         preferred = np.any((x == 0) & (np.signbit(x) == preferred_zero_is_negative), axis=axis)
         sign = -1 if preferred_zero_is_negative else 1
         zero = np.where(preferred, sign * 0.0, -sign * 0.0).astype(x.dtype)

@@ -158,19 +158,10 @@ class _ShardedRun:
     # ---- what the collectives of jaxlite.lax call for a mesh axis (batching.axis_binder)
 
     def collective(self, primitive, x, axis_name, **params):
+        """primitive over the processes along mesh axes `axis_name` (lower/collectives.py
+        gives each group of them its own MPI communicator)."""
         axes = tuple(axis_name) if isinstance(axis_name, tuple) else (axis_name,)
-        if pc.axes_size(self.mesh, axes) > 1:
-            self._check_spans_the_job(axes)
         return primitive.bind(*([] if x is None else [x]), **params, **self.params(axes))
-
-    def _check_spans_the_job(self, axes):
-        """Collectives run on the job's communicator: the group must be every process, in order."""
-        in_order = [d.process_index for d in self.mesh.devices.flat] == list(range(self.mesh.size))
-        if pc.axes_size(self.mesh, axes) != _sharding.process_count() or not in_order:
-            raise NotImplementedError(
-                f"shard_map of {self.where!r}: a collective over mesh axes {axes} of {self.mesh} must span every "
-                f"process of the job, on a mesh in process order (jaxlite.make_mesh's order); collectives over "
-                f"a part of the processes are not supported yet")
 
 
 def _replication_error(where, mesh, spec, index, axes):
