@@ -338,14 +338,15 @@ def _half_in_float32(b, emitter, args):
     return emitter(b, *args)
 
 
-# Their own emitters below: sin and tanh (subnormals kept), logistic (16-bit floats as XLA
-# rounds them), polygamma (its order).
-for _name in kernel_ir.ops_in(kernel_ir.MATH) - {"sin", "tanh", "logistic", "polygamma"}:
+# Their own emitters below: sin, tan, tanh and atan (subnormals kept), logistic (16-bit floats
+# as XLA rounds them), polygamma (its order).
+_KEEPING_SUBNORMALS = ("sin", "tan", "tanh", "atan")
+for _name in kernel_ir.ops_in(kernel_ir.MATH) - {*_KEEPING_SUBNORMALS, "logistic", "polygamma"}:
     OPS[_name] = _math(_name)
 
 
 def _keeping_subnormals(name):
-    """sin and tanh return subnormal x itself, as XLA's do (sin x = tanh x = x there): under
+    """sin, tan, tanh and atan return subnormal x itself, as XLA's do (f(x) = x there): under
     the entry point's DAZ they would read it as 0. A select moves the bits unflushed."""
     def emit(b, e, args):
         (x,) = args
@@ -357,7 +358,8 @@ def _keeping_subnormals(name):
     return emit
 
 
-OPS["sin"], OPS["tanh"] = _keeping_subnormals("sin"), _keeping_subnormals("tanh")
+for _name in _KEEPING_SUBNORMALS:
+    OPS[_name] = _keeping_subnormals(_name)
 
 
 def _reading_subnormals_as_zero(emit):
