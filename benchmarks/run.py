@@ -25,19 +25,20 @@ def _backends():
     import jaxlite
     import jaxlite.numpy as jnp
     found = {"numpy": Backend("numpy", np, None, None),
-             "jaxlite": Backend("jaxlite", jnp, getattr(jaxlite, "jit", None), getattr(jaxlite, "grad", None))}
+             "jaxlite": Backend("jaxlite", jnp, getattr(jaxlite, "jit", None), getattr(jaxlite, "grad", None),
+                                getattr(jaxlite, "value_and_grad", None))}
     try:
         import jax
         import jax.numpy as jjnp
-        found["jax"] = Backend("jax", jjnp, jax.jit, jax.grad)
+        found["jax"] = Backend("jax", jjnp, jax.jit, jax.grad, jax.value_and_grad)
     except ImportError:
         pass
     return found
 
 
 class Backend:
-    def __init__(self, name, xp, jit, grad):
-        self.name, self.xp, self.jit, self.grad = name, xp, jit, grad
+    def __init__(self, name, xp, jit, grad, value_and_grad=None):
+        self.name, self.xp, self.jit, self.grad, self.value_and_grad = name, xp, jit, grad, value_and_grad
 
     def compile(self, fn):
         return fn if self.jit is None else self.jit(fn)
@@ -95,11 +96,19 @@ def matmul_1024(b):
     return b.compile(lambda p, q: p @ q), (b.asarray(x), b.asarray(y))
 
 
-def mlp_train_step(b):
-    params = mlp.init_params([784, 512, 512, 10])
+def _mlp_problem(sizes, batch):
+    """Parameters of an MLP with these layer sizes, a batch of inputs and one-hot labels."""
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 784)).astype(np.float32)
-    y = mlp.one_hot(rng.integers(0, 10, 256), 10)
+    x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
+    return mlp.init_params(sizes), x, mlp.one_hot(rng.integers(0, sizes[-1], batch), sizes[-1])
+
+
+def _param_tree(b, params):
+    return [(b.asarray(w), b.asarray(bias)) for w, bias in params]
+
+
+def mlp_train_step(b):
+    params, x, y = _mlp_problem([784, 512, 512, 10], 256)
     if b.name == "numpy":
         return (lambda p, x, y: mlp.numpy_train_step(p, x, y, 0.01)), (params, x, y)
     if b.grad is None:
@@ -108,8 +117,7 @@ def mlp_train_step(b):
 
     def step(p, x, y):
         return mlp.sgd(p, grad(p, x, y), 0.01)
-    as_tree = [(b.asarray(w), b.asarray(bias)) for w, bias in params]
-    return b.compile(step), (as_tree, b.asarray(x), b.asarray(y))
+    return b.compile(step), (_param_tree(b, params), b.asarray(x), b.asarray(y))
 
 
 def cnn_train_step(b):
@@ -140,8 +148,54 @@ def fori_loop_1000(b):
     return b.compile(lambda x: lax.fori_loop(0, 1000, body, x)), (b.asarray(x),)
 
 
+def random_normal_256x128(b):
+    """Normal draws: jaxlite and JAX turn threefry bits into normals through erf_inv; numpy
+    draws with its own generator (the same distribution, not the same math)."""
+    if b.name == "numpy":
+        rng = np.random.default_rng(0)
+        return (lambda: rng.standard_normal((256, 128), np.float32)), ()
+    random = importlib.import_module(f"{b.name}.random")
+    return b.compile(lambda key: random.normal(key, (256, 128))), (random.PRNGKey(0),)
+
+
+def truncated_normal_256x128(b):
+    if b.name == "numpy":
+        return None
+    random = importlib.import_module(f"{b.name}.random")
+    return b.compile(lambda key: random.truncated_normal(key, -2.0, 2.0, (256, 128))), (random.PRNGKey(0),)
+
+
+def trig_mix_1m(b):
+    xp = b.xp
+
+    def trig(x):
+        return xp.sin(x) * xp.cos(x) + xp.tan(x) - xp.arctan2(x, x + 2.0)
+    x = np.random.default_rng(0).normal(size=1 << 20).astype(np.float32)
+    return b.compile(trig), (b.asarray(x),)
+
+
+def concatenate_reshape(b):
+    xp = b.xp
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(512, n)).astype(np.float32) for n in (256, 128, 64)]
+    return b.compile(lambda p, q, r: xp.concatenate([p, q, r], axis=1).reshape(-1)), tuple(map(b.asarray, parts))
+
+
+def value_and_grad_mlp(b):
+    """The loss and its gradient for an MLP of 256-512-512-10 on a batch of 64."""
+    params, x, y = _mlp_problem([256, 512, 512, 10], 64)
+    if b.name == "numpy":
+        return mlp.numpy_loss_and_grads, (params, x, y)
+    if b.value_and_grad is None:
+        return None
+    loss_and_grads = b.value_and_grad(lambda p, x, y: mlp.loss(b.xp, p, x, y))
+    return b.compile(loss_and_grads), (_param_tree(b, params), b.asarray(x), b.asarray(y))
+
+
 WORKLOADS = {f.__name__: f for f in [dispatch_scalar, gelu_4m, softmax_4096x1024, layernorm_4096x1024,
-                                     matmul_1024, mlp_train_step, cnn_train_step, fori_loop_1000]}
+                                     matmul_1024, mlp_train_step, cnn_train_step, fori_loop_1000,
+                                     random_normal_256x128, truncated_normal_256x128, trig_mix_1m,
+                                     concatenate_reshape, value_and_grad_mlp]}
 
 
 # ---------------------------------------------------------------- measuring

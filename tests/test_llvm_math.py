@@ -89,6 +89,8 @@ ACCURATE_F32 = {
     "logistic": logistic_reference,     # 2
     "sin": np.sin,                      # 0 (evaluated in double)
     "cos": np.cos,                      # 0 (evaluated in double)
+    "tan": np.tan,                      # 0 (evaluated in double)
+    "atan": np.arctan,                  # 1 (evaluated in double)
     "erf": pointwise(math.erf),         # 1 (evaluated in double)
     "erfc": pointwise(math.erfc),       # 1 (evaluated in double)
 }
@@ -195,6 +197,8 @@ SPECIAL_VALUES = {
     "logistic": [(0.0, 0.5), (INF, 1.0), (-INF, 0.0), (NAN, NAN), (200.0, 1.0)],
     "sin": [(0.0, 0.0), (-0.0, -0.0), (-1e-40, -1e-40), (INF, NAN), (-INF, NAN), (NAN, NAN)],
     "cos": [(0.0, 1.0), (-0.0, 1.0), (INF, NAN), (-INF, NAN), (NAN, NAN)],
+    "tan": [(0.0, 0.0), (-0.0, -0.0), (-1e-40, -1e-40), (INF, NAN), (-INF, NAN), (NAN, NAN)],
+    "atan": [(0.0, 0.0), (-0.0, -0.0), (INF, math.pi / 2), (-INF, -math.pi / 2), (NAN, NAN)],
     "erf": [(0.0, 0.0), (-0.0, -0.0), (INF, 1.0), (-INF, -1.0), (NAN, NAN)],
     "erfc": [(0.0, 1.0), (INF, 0.0), (-INF, 2.0), (NAN, NAN), (11.0, 0.0)],
 }
@@ -294,6 +298,20 @@ def test_libm_binary_primitives(kernels):
                 reference(*[arg.astype(np.float64) for arg in args32]).astype(np.float32)
         assert_close_to_libm_accuracy(kernels("f32_" + name, *args32), want32)
     np.testing.assert_array_equal(kernels("f32_nextafter", *args32), np.nextafter(*args32))
+
+
+def test_float32_atan2_special_values_and_octants(kernels):
+    """Signed zeros, infinities and NaN in either argument, as numpy's float64 atan2 gives
+    them (rounded), and points on and around the diagonals and axes (where the octant
+    logic switches)."""
+    values = np.array([0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 3e-39, 2.5, -7.0, 1e30], np.float32)
+    y, x = (a.ravel() for a in np.meshgrid(values, values))
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
+    assert_identical(kernels("f32_atan2", y, x), want)
+    t = np.random.default_rng(7).normal(0, 1, 20000).astype(np.float32)
+    for y, x in ((t, t), (t, -t), (t, np.nextafter(t, np.float32(0))), (t * 1e-30, t), (t, t * 1e-30)):
+        want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
+        assert ulp_distance(kernels("f32_atan2", y, x), want).max() <= 1
 
 
 def test_erf_inv_inverts_erf(kernels):

@@ -24,8 +24,8 @@ from llvmlite import ir
 from jaxlite.core import dtypes
 from jaxlite.lower import kernel_ir, llvm_math, llvm_target, transposed_reads
 from jaxlite.lower.kernel_ir import Reduce
-from jaxlite.lower.llvm_helpers import (I1, I8, I16, I32, I64, PTR, VOID, as_i64, call_intrinsic, emit_loop,
-                                        transpose_square)
+from jaxlite.lower.llvm_helpers import (F16, F32, F64, I1, I8, I16, I32, I64, PTR, VOID, as_i64, call_intrinsic,
+                                        emit_loop, transpose_square)
 _FAST = ("contract",)
 _REDUCE_FAST = ("reassoc", "contract")
 
@@ -39,11 +39,11 @@ def register_type(dtype):
     if dtype == np.bool_:
         return I1
     if _is_bf16(dtype) or dtype == np.float32:
-        return ir.FloatType()
+        return F32
     if dtype == np.float16:
-        return ir.HalfType()
+        return F16
     if dtype == np.float64:
-        return ir.DoubleType()
+        return F64
     return ir.IntType(dtype.itemsize * 8)
 
 
@@ -333,19 +333,20 @@ def _math(name):
 def _half_in_float32(b, emitter, args):
     """emitter(b, *args); half-precision inputs compute in float32."""
     if isinstance(args[0].type, ir.HalfType):
-        wide = [b.fpext(a, ir.FloatType()) for a in args]
-        return b.fptrunc(emitter(b, *wide), ir.HalfType())
+        wide = [b.fpext(a, F32) for a in args]
+        return b.fptrunc(emitter(b, *wide), F16)
     return emitter(b, *args)
 
 
-# Their own emitters below: sin and tanh (subnormals kept), logistic (16-bit floats as XLA
-# rounds them), polygamma (its order).
-for _name in kernel_ir.ops_in(kernel_ir.MATH) - {"sin", "tanh", "logistic", "polygamma"}:
+# Their own emitters below: sin, tan, tanh and atan (subnormals kept), logistic (16-bit floats
+# as XLA rounds them), polygamma (its order).
+_KEEPING_SUBNORMALS = ("sin", "tan", "tanh", "atan")
+for _name in kernel_ir.ops_in(kernel_ir.MATH) - {*_KEEPING_SUBNORMALS, "logistic", "polygamma"}:
     OPS[_name] = _math(_name)
 
 
 def _keeping_subnormals(name):
-    """sin and tanh return subnormal x itself, as XLA's do (sin x = tanh x = x there): under
+    """sin, tan, tanh and atan return subnormal x itself, as XLA's do (f(x) = x there): under
     the entry point's DAZ they would read it as 0. A select moves the bits unflushed."""
     def emit(b, e, args):
         (x,) = args
@@ -357,7 +358,8 @@ def _keeping_subnormals(name):
     return emit
 
 
-OPS["sin"], OPS["tanh"] = _keeping_subnormals("sin"), _keeping_subnormals("tanh")
+for _name in _KEEPING_SUBNORMALS:
+    OPS[_name] = _keeping_subnormals(_name)
 
 
 def _reading_subnormals_as_zero(emit):
@@ -521,11 +523,11 @@ def convert(b, x, source, target):
     # float16 goes through float32: LLVM would call compiler-rt helpers (__truncdfhf2, ...)
     # that the JIT cannot resolve, while float32 <-> float16 is one instruction (F16C).
     if source == np.float16 and target != np.float16:
-        return convert(b, b.fpext(x, ir.FloatType()), np.float32, target)
+        return convert(b, b.fpext(x, F32), np.float32, target)
     if target == np.float16 and source not in (np.float16, np.float32, np.bool_):
         if source == np.float64:
-            return b.fptrunc(_to_float32_round_to_odd(b, x), ir.HalfType())
-        return b.fptrunc(convert(b, x, source, np.float32), ir.HalfType())
+            return b.fptrunc(_to_float32_round_to_odd(b, x), F16)
+        return b.fptrunc(convert(b, x, source, np.float32), F16)
     target_type = register_type(target)
     if target == np.bool_:
         return _compare(b, source, "!=", x, _constant(source, 0))
@@ -549,14 +551,14 @@ def convert(b, x, source, target):
 def _to_float32_round_to_odd(b, x):
     """double -> float rounding to odd: a following float -> half rounding is then correct
     (no double-rounding error). Truncate toward zero, and set the last bit if inexact."""
-    nearest = b.fptrunc(x, ir.FloatType())
-    wide = b.fpext(nearest, ir.DoubleType())
+    nearest = b.fptrunc(x, F32)
+    wide = b.fpext(nearest, F64)
     bits = b.bitcast(nearest, I32)
     overshoot = b.fcmp_ordered(">", _float_intrinsic(b, "fabs", wide), _float_intrinsic(b, "fabs", x))
     bits = b.select(overshoot, b.sub(bits, ir.Constant(I32, 1)), bits)
     inexact = b.fcmp_unordered("!=", wide, x)
     bits = b.select(inexact, b.or_(bits, ir.Constant(I32, 1)), bits)
-    return b.bitcast(bits, ir.FloatType())
+    return b.bitcast(bits, F32)
 
 
 def _convert_float(b, x, source, target, target_type):
@@ -752,7 +754,7 @@ class KernelEmitter:
         add up in float64. The error then grows with the block length, not with n (1e7 points:
         relative error 7.8e-7 before, 4e-8 after, as numpy's pairwise sum), at the cost of one
         horizontal add per block."""
-        loop, value_type, wide = stage.loops[-1], register_type(stage.value.dtype), ir.DoubleType()
+        loop, value_type, wide = stage.loops[-1], register_type(stage.value.dtype), F64
         total, block = self.allocas.alloca(wide), self.allocas.alloca(value_type)
         self.b.store(ir.Constant(wide, 0.0), total)
         interleave = (("llvm.loop.interleave.count", REDUCTION_INTERLEAVE),)
@@ -878,37 +880,6 @@ _SCALAR = (("llvm.loop.vectorize.width", 1),)
 
 
 # ---------------------------------------------------------------- entry points
-
-def save_and_flush_denormals(b):
-    """Set FTZ/DAZ in MXCSR; returns the slot holding the caller's MXCSR for restore_mxcsr.
-
-    Subnormals slow float code by an order of magnitude here, so kernels run with
-    flush-to-zero; the caller's floating-point state is restored on the way out.
-    """
-    return _save_and_update_mxcsr(b, lambda value: b.or_(value, ir.Constant(I32, _FTZ_DAZ)))
-
-
-def save_and_keep_denormals(b, allocas):
-    """Clear FTZ/DAZ (for Python called back from native code, which expects IEEE
-    subnormals); returns the slot to pass to restore_mxcsr afterwards. `allocas` builds
-    in the function's entry block, so a call inside a loop does not grow the stack."""
-    return _save_and_update_mxcsr(b, lambda value: b.and_(value, ir.Constant(I32, ~_FTZ_DAZ)), allocas)
-
-
-_FTZ_DAZ = 0x8040
-
-
-def _save_and_update_mxcsr(b, update, allocas=None):
-    saved, updated = (allocas or b).alloca(I32), (allocas or b).alloca(I32)
-    call_intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [saved])
-    b.store(update(b.load(saved)), updated)
-    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [updated])
-    return saved
-
-
-def restore_mxcsr(b, saved):
-    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [saved])
-
 
 def new_module(name):
     return ir.Module(name=name)

@@ -3,7 +3,7 @@ running one step (or all of them) on the buffers it reads out of the numpy array
 and the pool tasks that share a big kernel's parallel loop among the worker threads."""
 from llvmlite import ir
 
-from jaxlite.lower import codegen, gemm, llvm_target
+from jaxlite.lower import gemm, llvm_helpers, llvm_target
 from jaxlite.lower.llvm_helpers import I8, I32, I64, PTR, VOID, declare
 from jaxlite.lower.native_call import DATA_OFFSET
 def emit_slot_object(b, objects, slot):
@@ -30,7 +30,7 @@ def emit_object_entry(module, name, calls):
     llvm_target.add_function_attributes(function)
     objects, start, stop = function.args
     b = ir.IRBuilder(function.append_basic_block("entry"))
-    mxcsr = codegen.save_and_flush_denormals(b)
+    mxcsr = llvm_helpers.save_and_flush_denormals(b)
     pointers = {}
 
     def pointer(source):
@@ -63,7 +63,7 @@ def emit_object_entry(module, name, calls):
         b.call(kernel_function, args)
     b.branch(finish)
     b.position_at_end(finish)
-    codegen.restore_mxcsr(b, mxcsr)
+    llvm_helpers.restore_mxcsr(b, mxcsr)
     b.ret_void()
     return function
 

@@ -35,8 +35,9 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.fft import FftType, complex_dtype, fft_p, real_dtype
 from jaxlite.lower import llvm_target
-from jaxlite.lower.llvm_helpers import F32, F64, I32, I64, PTR, VOID, as_i64, call_intrinsic, declare, emit_loop
-from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
+from jaxlite.lower.llvm_helpers import (F32, F64, I32, I64, PTR, VOID, as_i64, call_intrinsic, declare, emit_loop, gep,
+                                        load, store)
+from jaxlite.lower.native_routines import Routine, define_routine
 
 # Prime factors above this go through Bluestein's algorithm (an odd radix's butterfly costs
 # about r^2 / 2 multiply-adds per r points, unrolled in the pass's code).

@@ -1,6 +1,6 @@
 """Eager arithmetic in the floating-point mode of compiled code: subnormals flushed.
 
-Compiled programs run with FTZ/DAZ set in MXCSR (codegen.save_and_flush_denormals), as
+Compiled programs run with FTZ/DAZ set in MXCSR (llvm_helpers.save_and_flush_denormals), as
 XLA:CPU runs JAX's programs, eager and jit alike: a subnormal operand of add, mul, a
 comparison, ... reads as a signed zero and a subnormal result becomes one. Eager jaxlite
 runs numpy, so its elementwise arithmetic and reductions call numpy with the same two
@@ -13,9 +13,7 @@ import ctypes
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
-from jaxlite.lower.llvm_helpers import I32, VOID, call_intrinsic
-
-_FTZ_DAZ = 0x8040
+from jaxlite.lower.llvm_helpers import I32, VOID, restore_mxcsr, save_and_flush_denormals
 
 
 def _mxcsr_functions():
@@ -23,17 +21,12 @@ def _mxcsr_functions():
     module = ir.Module(name="jaxlite_float_mode")
     flush = ir.Function(module, ir.FunctionType(I32, []), "jaxlite_flush_subnormals")
     b = ir.IRBuilder(flush.append_basic_block("entry"))
-    saved, flushed = b.alloca(I32), b.alloca(I32)
-    call_intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [saved])
-    caller = b.load(saved)
-    b.store(b.or_(caller, ir.Constant(I32, _FTZ_DAZ)), flushed)
-    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [flushed])
-    b.ret(caller)
+    b.ret(b.load(save_and_flush_denormals(b), typ=I32))
     restore = ir.Function(module, ir.FunctionType(VOID, [I32]), "jaxlite_restore_mxcsr")
     b = ir.IRBuilder(restore.append_basic_block("entry"))
     slot = b.alloca(I32)
     b.store(restore.args[0], slot)
-    call_intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [slot])
+    restore_mxcsr(b, slot)
     b.ret_void()
     code = llvm_target.compile_ir(module, optimize_ir=False)
     return (code,

@@ -39,7 +39,7 @@ import numpy as np
 
 from jaxlite.lower import llvm_target, native_call, native_pool
 from jaxlite.lower.llvm_helpers import (F32, F64, I1, I32, I64, PTR, VOID, as_i64, declare, emit_choice, emit_loop,
-                                        smax, smin, splat, transpose_square)
+                                        restore_mxcsr, save_and_flush_denormals, smax, smin, splat, transpose_square)
 
 _ELEMENT_TYPES = {"float32": F32, "float64": F64, "int32": I32}
 _WORKSPACE_ALIGN = 64
@@ -580,9 +580,10 @@ class GemmEmitter:
                              for kind, p in zip(self.spec.epilogue_kinds, extra)]
             self._emit_blocked(builder, sizes, *operands, workspace, start, end, batched_extra)
 
-        saved_mxcsr = self._flush_subnormals(builder)
+        # MXCSR is per thread: each thread running a range of tiles flushes for itself.
+        saved_mxcsr = save_and_flush_denormals(builder)
         emit_loop(builder, 0, batch, one_matrix, name="batch")
-        builder.call(self._mxcsr_intrinsic("ld"), [saved_mxcsr])
+        restore_mxcsr(builder, saved_mxcsr)
         builder.ret_void()
         self._emit_unit_task(function)
 
@@ -606,22 +607,6 @@ class GemmEmitter:
     @staticmethod
     def _tiles(builder, size, tile):
         return builder.udiv(builder.add(size, as_i64(tile - 1)), as_i64(tile))
-
-    def _flush_subnormals(self, builder):
-        """Set FTZ and DAZ for this call, as XLA:CPU runs: subnormal operands slow FMAs ~14x.
-        MXCSR is per thread, so each thread running a range sets its own. Returns the slot
-        holding the caller's MXCSR, to restore before returning."""
-        saved, flushed = builder.alloca(I32), builder.alloca(I32)
-        builder.call(self._mxcsr_intrinsic("st"), [saved])
-        flush_to_zero, denormals_are_zero = 0x8000, 0x0040
-        builder.store(builder.or_(builder.load(saved, typ=I32),
-                                  ir.Constant(I32, flush_to_zero | denormals_are_zero)),
-                      flushed)
-        builder.call(self._mxcsr_intrinsic("ld"), [flushed])
-        return saved
-
-    def _mxcsr_intrinsic(self, direction):
-        return self.intrinsic(f"llvm.x86.sse.{direction}mxcsr", VOID, [PTR])
 
     def _aligned(self, builder, pointer):
         address = builder.ptrtoint(pointer, I64)

@@ -24,9 +24,10 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core import numpy_blas
-from jaxlite.lower import codegen, lapack
-from jaxlite.lower.llvm_helpers import F32, F64, I1, I8, I32, I64, PTR, VOID, as_i64, declare, emit_loop
-from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
+from jaxlite.lower import lapack, llvm_helpers
+from jaxlite.lower.llvm_helpers import (F32, F64, I1, I8, I32, I64, PTR, VOID, as_i64, declare, emit_loop, gep, load,
+                                        store)
+from jaxlite.lower.native_routines import Routine, define_routine
 
 _FLOAT_TYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 _CONTRACT = ("contract",)
@@ -83,7 +84,7 @@ def _call_lapack(b, routine, arguments, characters, one_thread=False):
     pointer, then the hidden lengths of its first `characters` arguments (gfortran's
     convention). It runs as in numpy, with IEEE subnormals (a caller may have set FTZ/DAZ);
     on one OpenBLAS thread if asked (as core.numpy_blas.single_threaded does it)."""
-    saved = codegen.save_and_keep_denormals(b, _entry_builder(b))
+    saved = llvm_helpers.save_and_keep_denormals(b, _entry_builder(b))
     function = declare(b.module, lapack.symbol(routine), VOID, [PTR] * len(arguments) + [I64] * characters)
     if one_thread:
         threads = b.call(declare(b.module, lapack.GET_THREADS_SYMBOL, I32, []), [])
@@ -95,7 +96,7 @@ def _call_lapack(b, routine, arguments, characters, one_thread=False):
     if one_thread:
         with b.if_then(changes):
             b.call(set_threads, [threads])
-    codegen.restore_mxcsr(b, saved)
+    llvm_helpers.restore_mxcsr(b, saved)
 
 
 def _entry_builder(b):

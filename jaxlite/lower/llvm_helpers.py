@@ -1,5 +1,6 @@
-"""The LLVM building blocks every native emitter shares: types, counted loops, two-way
-choices, intrinsic declarations and vector shuffles.
+"""The LLVM building blocks every native emitter shares: types, globals, element
+addresses, counted loops, two-way choices, intrinsic declarations, vector shuffles and the
+floating-point control word (MXCSR).
 
 A leaf module (it imports only llvmlite), so that the code generators (codegen, gemm,
 gemm_lowp, sort_kernels, linalg_kernels, native_routines, native_flow, native_pool,
@@ -22,6 +23,28 @@ def declare(module, name, return_type, arg_types):
     """The declaration of an LLVM intrinsic (or external function), made once per module."""
     existing = module.globals.get(name)
     return existing or ir.Function(module, ir.FunctionType(return_type, arg_types), name)
+
+
+def internal_global(module, name, value_type, align):
+    """A module-private global initialized to zero (null for a pointer)."""
+    variable = ir.GlobalVariable(module, value_type, name)
+    variable.linkage = "internal"
+    variable.align = align
+    variable.initializer = ir.Constant(value_type, None)
+    return variable
+
+
+def gep(builder, pointer, index, element_type):
+    """The address of element `index` (an int or i64 value) of `element_type` from `pointer`."""
+    return builder.gep(pointer, [as_i64(index)], inbounds=True, source_etype=element_type)
+
+
+def load(builder, pointer, index, element_type):
+    return builder.load(gep(builder, pointer, index, element_type), typ=element_type)
+
+
+def store(builder, value, pointer, index):
+    builder.store(value, gep(builder, pointer, index, value.type))
 
 
 def call_intrinsic(builder, name, return_type, args):
@@ -134,3 +157,33 @@ def emit_choice(builder, condition, if_true, if_false):
         with otherwise:
             false_values, false_block = if_false(), builder.block
     return [_merge(builder, [(t, true_block), (f, false_block)]) for t, f in zip(true_values, false_values)]
+
+
+# FTZ and DAZ, MXCSR's flush-to-zero and denormals-are-zero bits: subnormals slow float code
+# by an order of magnitude here, so native code runs with them set (as XLA:CPU does).
+FTZ_DAZ = 0x8040
+
+
+def save_and_flush_denormals(builder, allocas=None):
+    """Set FTZ/DAZ in MXCSR (per thread); returns the slot holding the previous MXCSR for
+    restore_mxcsr. `allocas`, a builder in the function's entry block, keeps a call inside
+    a loop from growing the stack."""
+    return _save_and_update_mxcsr(builder, lambda value: builder.or_(value, ir.Constant(I32, FTZ_DAZ)), allocas)
+
+
+def save_and_keep_denormals(builder, allocas=None):
+    """Clear FTZ/DAZ (for Python called back from native code, which expects IEEE
+    subnormals); returns the slot to pass to restore_mxcsr afterwards."""
+    return _save_and_update_mxcsr(builder, lambda value: builder.and_(value, ir.Constant(I32, ~FTZ_DAZ)), allocas)
+
+
+def _save_and_update_mxcsr(builder, update, allocas):
+    saved, updated = (allocas or builder).alloca(I32), (allocas or builder).alloca(I32)
+    call_intrinsic(builder, "llvm.x86.sse.stmxcsr", VOID, [saved])
+    builder.store(update(builder.load(saved, typ=I32)), updated)
+    call_intrinsic(builder, "llvm.x86.sse.ldmxcsr", VOID, [updated])
+    return saved
+
+
+def restore_mxcsr(builder, saved):
+    call_intrinsic(builder, "llvm.x86.sse.ldmxcsr", VOID, [saved])

@@ -14,7 +14,8 @@ float64: exp, exp2, expm1, tanh and logistic share the float32 algorithms with d
 polynomials; the other float64 functions call libm on scalars (vectors are split into lanes).
 That is correct but slow; it is the documented tradeoff until double kernels matter.
 
-The less common primitives (tan, asin, ..., pow, nextafter, lgamma) call libm in both precisions.
+float32 tan shares sin's reduction; float32 atan and atan2 reduce to atan on [0, 1], in double.
+The less common primitives (asin, ..., pow, nextafter, lgamma) call libm in both precisions.
 erf_inv and digamma are not in libm and are written here: float32 erf_inv as a polynomial
 in w = -log(1 - y^2) (vectorized), the float64 one and digamma in double with libm calls.
 
@@ -31,7 +32,7 @@ from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
 from jaxlite.lower import kernel_ir
-from jaxlite.lower.llvm_helpers import I16, I32
+from jaxlite.lower.llvm_helpers import I16, I32, call_intrinsic, declare
 
 _FAST = ("contract",)
 
@@ -117,6 +118,10 @@ def _sin_cos_taylor(degree):
 # below double rounding (remainder < 1e-24) at degree 22.
 _SIN_OVER_R, _COS = _sin_cos_taylor(14)
 _SIN_OVER_R_DOUBLE, _COS_DOUBLE = _sin_cos_taylor(22)
+
+# atan(t) / t as a polynomial in s = t^2 on [0, 1] (|t| <= 1 after atan's reduction): the
+# singularity at s = -1 bounds the convergence; degree 14 is within 3e-13, far below float32.
+_ATAN_OVER_T = _fit(lambda s: _divided_by(np.arctan, np.sqrt(s), 1.0), 0.0, 1.0, 14)
 
 # erf(x) = x * P(x^2) for |x| < 0.9; erfc(x) = exp(-x^2) * t * H(t), t = 1/x, for 0.9 <= x <= 10.1
 # (beyond 10.1 erfc underflows float32). H(t) = erfc(1/t) exp(1/t^2) / t is smooth near t = 0.
@@ -231,14 +236,9 @@ class _Ops:
         return self.b.fneg(a)
 
     def intrinsic(self, name, *args):
-        module = self.b.module
         suffix = self.scalar.intrinsic_name
         full_name = "%s.%s" % (name, "v%d%s" % (self.lanes, suffix) if self.lanes else suffix)
-        function = module.globals.get(full_name)
-        if function is None:
-            function = ir.Function(module, ir.FunctionType(self.ty, [self.ty] * len(args)),
-                                   full_name)
-        return self.b.call(function, args)
+        return call_intrinsic(self.b, full_name, self.ty, args)
 
     def fma(self, a, b, c):
         return self.intrinsic("llvm.fma", a, b, c)
@@ -544,20 +544,26 @@ def _reduce_by_half_pi(d, abs_x):
     return n, d.add(d.sub(hi, n), lo)
 
 
-def _sin_quadrant(d, abs_x, quadrant_offset):
-    """sin(abs_x + quadrant_offset * pi/2) in double."""
+def _reduced_sin_cos(d, abs_x):
+    """(quadrant n as an integer, sin r, cos r) with abs_x = n pi/2 + r, |r| <= pi/4, in double."""
     n, f = _reduce_by_half_pi(d, abs_x)
     r = d.mul(f, d.c(math.pi / 2))
     r2 = d.mul(r, r)
-    sin_r = d.mul(r, d.polynomial(r2, _SIN_OVER_R))
-    cos_r = d.polynomial(r2, _COS)
     # n is NaN for inf/NaN input; keep fptosi defined (the result is NaN through r anyway).
     safe_n = d.select(d.isnan(n), d.c(0.0), n)
-    quadrant = d.b.add(d.to_int(safe_n), d.i(quadrant_offset))
-    odd = d.b.icmp_signed("!=", d.b.and_(quadrant, d.i(1)), d.i(0))
-    negated = d.b.icmp_signed("!=", d.b.and_(quadrant, d.i(2)), d.i(0))
-    value = d.select(odd, cos_r, sin_r)
-    return d.select(negated, d.neg(value), value)
+    return d.to_int(safe_n), d.mul(r, d.polynomial(r2, _SIN_OVER_R)), d.polynomial(r2, _COS)
+
+
+def _quadrant_bit(d, quadrant, bit):
+    return d.b.icmp_signed("!=", d.b.and_(quadrant, d.i(bit)), d.i(0))
+
+
+def _sin_quadrant(d, abs_x, quadrant_offset):
+    """sin(abs_x + quadrant_offset * pi/2) in double."""
+    n, sin_r, cos_r = _reduced_sin_cos(d, abs_x)
+    quadrant = d.b.add(n, d.i(quadrant_offset))
+    value = d.select(_quadrant_bit(d, quadrant, 1), cos_r, sin_r)
+    return d.select(_quadrant_bit(d, quadrant, 2), d.neg(value), value)
 
 
 def _sin(e, x):
@@ -570,6 +576,52 @@ def _cos(e, x):
     d = e.with_scalar(ir.DoubleType())
     abs_x = e.convert(e.fabs(x), d)
     return d.convert(_sin_quadrant(d, abs_x, 1), e)
+
+
+def _tan(e, x):
+    """sin r / cos r, or -cos r / sin r in odd quadrants (tan has period pi): near a pole the
+    divisor is sin of a small, relatively exact r, so the result keeps its accuracy."""
+    d = e.with_scalar(ir.DoubleType())
+    n, sin_r, cos_r = _reduced_sin_cos(d, e.convert(e.fabs(x), d))
+    odd = _quadrant_bit(d, n, 1)
+    ratio = d.div(d.select(odd, d.neg(cos_r), sin_r), d.select(odd, sin_r, cos_r))
+    return _flip_sign_like(e, d.convert(ratio, e), x)
+
+
+# ---------------------------------------------------------------------------------------------
+# atan and atan2 (float32, computed in double)
+
+def _atan_unit(d, t):
+    """atan(t) for 0 <= t <= 1."""
+    return d.mul(t, d.polynomial(d.mul(t, t), _ATAN_OVER_T))
+
+
+def _atan(e, x):
+    """atan|x| = pi/2 - atan(1/|x|) beyond 1; odd."""
+    d = e.with_scalar(ir.DoubleType())
+    size = e.convert(e.fabs(x), d)
+    beyond_one = d.gt(size, d.c(1.0))
+    reduced = _atan_unit(d, d.select(beyond_one, d.div(d.c(1.0), size), size))
+    result = d.select(beyond_one, d.sub(d.c(math.pi / 2), reduced), reduced)
+    return _keep_nan(e, x, _flip_sign_like(e, d.convert(result, e), x))
+
+
+def _atan2(e, y, x):
+    """The angle of (x, y) from atan of min/max(|x|, |y|) in [0, 1], moved to its octant;
+    IEEE's signed zeros and infinities as numpy gives them (atan2(+-0, -0) = +-pi)."""
+    d = e.with_scalar(ir.DoubleType())
+    ay, ax = e.convert(e.fabs(y), d), e.convert(e.fabs(x), d)
+    steep = d.gt(ay, ax)
+    low, high = d.select(steep, ax, ay), d.select(steep, ay, ax)
+    ratio = d.div(low, high)
+    ratio = d.select(d.eq(high, d.c(0.0)), d.c(0.0), ratio)                    # both zero
+    ratio = d.select(d.eq(low, d.c(math.inf)), d.c(1.0), ratio)                # both infinite
+    angle = _atan_unit(d, ratio)
+    angle = d.select(steep, d.sub(d.c(math.pi / 2), angle), angle)
+    x_negative = e.b.icmp_signed("<", e.bits(x), e.i(0))                        # -0 included
+    angle = d.select(x_negative, d.sub(d.c(math.pi), angle), angle)
+    result = e.copysign(d.convert(angle, e), y)
+    return e.select(e.b.or_(e.isnan(x), e.isnan(y)), e.add(x, y), result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,10 +662,7 @@ def _libm(builder, name, *args):
     """Call libm's `name` (the `f`-suffixed variant for float) lane by lane."""
     e = _Ops(builder, args[0].type)
     symbol = name + ("f" if e.fmt is F32 else "")
-    function = builder.module.globals.get(symbol)
-    if function is None:
-        function = ir.Function(builder.module,
-                               ir.FunctionType(e.scalar, [e.scalar] * len(args)), symbol)
+    function = declare(builder.module, symbol, e.scalar, [e.scalar] * len(args))
     if not e.lanes:
         return builder.call(function, args)
     result = ir.Constant(e.ty, ir.Undefined)
@@ -853,6 +902,8 @@ emit_log2 = _emitter(_log2, "log2")
 emit_log1p = _emitter(_log1p, "log1p")
 emit_sin = _emitter(_sin, "sin")
 emit_cos = _emitter(_cos, "cos")
+emit_tan = _emitter(_tan, "tan")
+emit_atan = _emitter(_atan, "atan")
 emit_erf = _emitter(_erf, "erf")
 emit_erfc = _emitter(_erfc, "erfc")
 
@@ -866,19 +917,25 @@ _emit_erf_inv_double = _in_double(_erf_inv_double)
 
 emit_digamma = _in_double(_digamma_double)
 
-_LIBM_UNARY = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-               "cbrt", "lgamma")
-_LIBM_BINARY = ("atan2", "pow", "nextafter")
+
+
+def emit_atan2(builder, y, x):
+    e = _Ops(builder, y.type)
+    return _atan2(e, y, x) if e.fmt is F32 else _libm(builder, "atan2", y, x)
+
+
+_LIBM_UNARY = ("asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "lgamma")
+_LIBM_BINARY = ("pow", "nextafter")
 
 EMITTERS = {
     "exp": emit_exp, "exp2": emit_exp2, "expm1": emit_expm1,
     "log": emit_log, "log2": emit_log2, "log1p": emit_log1p,
     "tanh": emit_tanh, "logistic": emit_logistic,
-    "sin": emit_sin, "cos": emit_cos,
+    "sin": emit_sin, "cos": emit_cos, "tan": emit_tan, "atan": emit_atan, "atan2": emit_atan2,
     "erf": emit_erf, "erfc": emit_erfc, "erf_inv": emit_erf_inv, "digamma": emit_digamma,
     **{name: _libm_emitter(name) for name in _LIBM_UNARY + _LIBM_BINARY},
 }
-BINARY_PRIMITIVES = frozenset(_LIBM_BINARY)
+BINARY_PRIMITIVES = frozenset(_LIBM_BINARY + ("atan2",))
 
 # The kernel ops codegen computes with these emitters (nextafter has an exact one of its
 # own in codegen; log2 serves other emitters), and polygamma (emit_polygamma, its order m

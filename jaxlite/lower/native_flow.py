@@ -39,8 +39,8 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 # runtime imports this module; it is only read from inside functions, once both are loaded.
-from jaxlite.lower import (buffers, codegen, entry_points, gemm_calls, kernel_ir, llvm_target, native_call, native_pool,
-                           native_routines, step_policy)
+from jaxlite.lower import (buffers, codegen, entry_points, gemm_calls, kernel_ir, llvm_helpers, llvm_target, native_call,
+                           native_pool, native_routines, step_policy)
 from jaxlite.lower import primitives as P
 from jaxlite.lower.llvm_helpers import I1, I8, I32, I64, PTR, VOID, declare, emit_loop, smax, smin
 from jaxlite.lower.fusion import KernelStep
@@ -410,9 +410,9 @@ def _emit_host_call(fn, step, env):
     for k, var in enumerate(buffers):
         b.store(env[var], b.gep(array, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR))
     host = fn.table_entry(0, HOST_STEP.as_pointer())
-    mxcsr = codegen.save_and_keep_denormals(b, fn.entry)
+    mxcsr = llvm_helpers.save_and_keep_denormals(b, fn.entry)
     status = b.call(host, [ir.Constant(I64, number), array])
-    codegen.restore_mxcsr(b, mxcsr)
+    llvm_helpers.restore_mxcsr(b, mxcsr)
     resume = b.append_basic_block("after_callback")
     b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), fn.failed, resume)
     b.position_at_end(resume)

@@ -45,303 +45,313 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 import numpy as np
+from llvmlite import ir
 
 from jaxlite.lower import llvm_target
+from jaxlite.lower.llvm_helpers import (I32, I64, PTR, VOID, as_i64, call_intrinsic, emit_choice, emit_loop,
+                                        internal_global, load, save_and_flush_denormals, store)
 
 SPIN_SECONDS = 2e-4         # a worker's wait for more work before it sleeps
 MAX_CONTEXT_WORDS = 32      # the longest context of a job in a JobList
 _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE, _SYS_FUTEX, _SYS_SCHED_YIELD = 128, 129, 202, 24
 
-_POOL_IR = """
-@seq = internal global i32 0, align 64
-@sleepers = internal global i32 0, align 64
-@job_task = internal global ptr null, align 64
-@job_ctx = internal global ptr null, align 8
-@job_units = internal global i64 0, align 8
-@claim = internal global i64 0, align 64
-@done = internal global i64 0, align 64
-@busy = internal global i32 0, align 64
-@quit = internal global i32 0, align 64
-@spin_cycles = internal global i64 0, align 64
+TASK = ir.FunctionType(VOID, [PTR, I64, I64])     # task(ctx, unit, slot)
+_UNIT_MASK = (1 << 32) - 1      # the unit half of `claim`
+_ALL_WAITERS = 2 ** 31 - 1
 
-declare i64 @jaxlite_syscall(i64, ...)
-declare void @llvm.x86.sse2.pause()
-declare i64 @llvm.readcyclecounter()
-declare void @llvm.x86.sse.stmxcsr(ptr)
-declare void @llvm.x86.sse.ldmxcsr(ptr)
 
-define i64 @jaxlite_cycles() {
-  %c = call i64 @llvm.readcyclecounter()
-  ret i64 %c
-}
+class _PoolModule:
+    """Builds the pool's LLVM module: its shared words as globals, then each function."""
 
-define void @jaxlite_pool_configure(i64 %cycles) {
-  store i64 %cycles, ptr @spin_cycles
-  ret void
-}
+    def __init__(self):
+        self.module = ir.Module(name="jaxlite_pool")
+        words = [("seq", I32, 64), ("sleepers", I32, 64), ("job_task", TASK.as_pointer(), 64),
+                 ("job_ctx", I64, 8), ("job_units", I64, 8), ("claim", I64, 64), ("done", I64, 64),
+                 ("busy", I32, 64), ("quit", I32, 64), ("spin_cycles", I64, 64)]
+        self.words = {name: internal_global(self.module, name, ty, align) for name, ty, align in words}
+        self.syscall = ir.Function(self.module, ir.FunctionType(I64, [I64], var_arg=True), "jaxlite_syscall")
+        self._define_cycles()
+        self._define_configure()
+        self.wake_sleepers = self._define_wake_sleepers()
+        self.run_serially = self._define_run_serially()
+        self.pool_run = self._define_pool_run()
+        self._define_worker()
+        self._define_stop()
+        self._define_run_jobs()
+        self._define_after_fork()
 
-define internal void @wake_sleepers() {
-entry:
-  %sleeping = load atomic i32, ptr @sleepers seq_cst, align 4
-  %any = icmp ne i32 %sleeping, 0
-  br i1 %any, label %wake, label %exit
-wake:
-  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i64 FUTEX_WAKE, i64 2147483647)
-  br label %exit
-exit:
-  ret void
-}
+    # -- small pieces
+    def function(self, name, arg_types, internal=False):
+        function = ir.Function(self.module, ir.FunctionType(VOID, arg_types), name)
+        if internal:
+            function.linkage = "internal"
+        return function, ir.IRBuilder(function.append_basic_block("entry"))
 
-define internal void @run_serially(ptr %task, ptr %ctx, i64 %units) {
-entry:
-  br label %loop
-loop:
-  %u = phi i64 [ 0, %entry ], [ %next, %body ]
-  %more = icmp slt i64 %u, %units
-  br i1 %more, label %body, label %exit
-body:
-  call void %task(ptr %ctx, i64 %u, i64 0)
-  %next = add i64 %u, 1
-  br label %loop
-exit:
-  ret void
-}
+    def get(self, b, name, ordering, align=None):
+        variable = self.words[name]
+        return b.load_atomic(variable, ordering, align or _size(variable.value_type), typ=variable.value_type)
 
-define void @jaxlite_pool_run(ptr %task, ptr %ctx, i64 %units) {
-entry:
-  %few = icmp slt i64 %units, 2
-  br i1 %few, label %serial, label %try
-try:
-  %pair = cmpxchg ptr @busy, i32 0, i32 1 acquire monotonic
-  %got = extractvalue { i32, i1 } %pair, 1
-  br i1 %got, label %post, label %serial
-serial:
-  call void @run_serially(ptr %task, ptr %ctx, i64 %units)
-  ret void
-post:
-  %s = load atomic i32, ptr @seq monotonic, align 4
-  %writing = add i32 %s, 1
-  store atomic i32 %writing, ptr @seq monotonic, align 4
-  fence release
-  store atomic ptr %task, ptr @job_task monotonic, align 8
-  store atomic ptr %ctx, ptr @job_ctx monotonic, align 8
-  store atomic i64 %units, ptr @job_units monotonic, align 8
-  store atomic i64 0, ptr @done monotonic, align 8
-  %gen = add i32 %s, 2
-  %gen64 = zext i32 %gen to i64
-  %first = shl i64 %gen64, 32
-  store atomic i64 %first, ptr @claim monotonic, align 8
-  store atomic i32 %gen, ptr @seq seq_cst, align 4
-  call void @wake_sleepers()
-  br label %work
-work:
-  %c = atomicrmw add ptr @claim, i64 1 acq_rel
-  %u = and i64 %c, 4294967295
-  %mine = icmp slt i64 %u, %units
-  br i1 %mine, label %run, label %waiting
-run:
-  call void %task(ptr %ctx, i64 %u, i64 0)
-  %d0 = atomicrmw add ptr @done, i64 1 release
-  br label %work
-waiting:
-  %since = call i64 @llvm.readcyclecounter()
-  %budget = load i64, ptr @spin_cycles
-  %patience = lshr i64 %budget, 3
-  br label %wait
-wait:
-  %d = load atomic i64, ptr @done acquire, align 8
-  %all = icmp sge i64 %d, %units
-  br i1 %all, label %finish, label %relax
-relax:
-  %now = call i64 @llvm.readcyclecounter()
-  %waited = sub i64 %now, %since
-  %long = icmp ugt i64 %waited, %patience
-  br i1 %long, label %yield, label %pause
-pause:
-  call void @llvm.x86.sse2.pause()
-  br label %wait
-yield:
-  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_SCHED_YIELD)
-  br label %wait
-finish:
-  store atomic i32 0, ptr @busy release, align 4
-  ret void
-}
+    def put(self, b, name, value, ordering):
+        variable = self.words[name]
+        if isinstance(value, int):
+            value = ir.Constant(variable.value_type, value)
+        b.store_atomic(value, variable, ordering, _size(variable.value_type))
 
-define void @jaxlite_pool_worker(i64 %slot) {
-entry:
-  %mxcsr = alloca i32, align 4
-  call void @llvm.x86.sse.stmxcsr(ptr %mxcsr)
-  %control = load i32, ptr %mxcsr
-  %flushing = or i32 %control, 32832
-  store i32 %flushing, ptr %mxcsr
-  call void @llvm.x86.sse.ldmxcsr(ptr %mxcsr)
-  %s0 = load atomic i32, ptr @seq acquire, align 4
-  br label %idle
-idle:
-  %seen = phi i32 [ %s0, %entry ], [ %seen, %awake ], [ %s, %finished ], [ %seen, %stale ]
-  %start = call i64 @llvm.readcyclecounter()
-  br label %spin
-spin:
-  %s = load atomic i32, ptr @seq acquire, align 4
-  %q = load atomic i32, ptr @quit monotonic, align 4
-  %stop = icmp ne i32 %q, 0
-  br i1 %stop, label %exit, label %check
-check:
-  %new = icmp ne i32 %s, %seen
-  %bit = and i32 %s, 1
-  %even = icmp eq i32 %bit, 0
-  %ready = and i1 %new, %even
-  br i1 %ready, label %job, label %keep
-keep:
-  %now = call i64 @llvm.readcyclecounter()
-  %elapsed = sub i64 %now, %start
-  %budget = load i64, ptr @spin_cycles
-  %tired = icmp ugt i64 %elapsed, %budget
-  br i1 %tired, label %sleep, label %relax
-relax:
-  call void @llvm.x86.sse2.pause()
-  br label %spin
-sleep:
-  %n0 = atomicrmw add ptr @sleepers, i32 1 seq_cst
-  %s2 = load atomic i32, ptr @seq seq_cst, align 4
-  %unchanged = icmp eq i32 %s2, %s
-  br i1 %unchanged, label %futex, label %wakeup
-futex:
-  %expected = zext i32 %s2 to i64
-  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i64 FUTEX_WAIT, i64 %expected, ptr null)
-  br label %wakeup
-wakeup:
-  %n1 = atomicrmw sub ptr @sleepers, i32 1 seq_cst
-  br label %awake
-awake:
-  br label %idle
-job:
-  %task = load atomic ptr, ptr @job_task monotonic, align 8
-  %ctx = load atomic ptr, ptr @job_ctx monotonic, align 8
-  %units = load atomic i64, ptr @job_units monotonic, align 8
-  fence acquire
-  %s3 = load atomic i32, ptr @seq monotonic, align 4
-  %same = icmp eq i32 %s3, %s
-  %gen = zext i32 %s to i64
-  br i1 %same, label %take, label %stale
-stale:
-  br label %idle
-take:
-  %c = load atomic i64, ptr @claim acquire, align 8
-  %cgen = lshr i64 %c, 32
-  %current = icmp eq i64 %cgen, %gen
-  %u = and i64 %c, 4294967295
-  %left = icmp slt i64 %u, %units
-  %ok = and i1 %current, %left
-  br i1 %ok, label %claim, label %finished
-claim:
-  %c1 = add i64 %c, 1
-  %pair = cmpxchg ptr @claim, i64 %c, i64 %c1 acq_rel acquire
-  %won = extractvalue { i64, i1 } %pair, 1
-  br i1 %won, label %run, label %take
-run:
-  call void %task(ptr %ctx, i64 %u, i64 %slot)
-  %d = atomicrmw add ptr @done, i64 1 release
-  br label %take
-finished:
-  br label %idle
-exit:
-  ret void
-}
+    def add(self, b, name, amount, ordering, op="add"):
+        variable = self.words[name]
+        return b.atomic_rmw(op, variable, ir.Constant(variable.value_type, amount), ordering)
 
-define void @jaxlite_pool_stop() {
-entry:
-  br label %lock
-lock:
-  %pair = cmpxchg ptr @busy, i32 0, i32 1 acquire monotonic
-  %got = extractvalue { i32, i1 } %pair, 1
-  br i1 %got, label %stop, label %relax
-relax:
-  call void @llvm.x86.sse2.pause()
-  br label %lock
-stop:
-  store atomic i32 1, ptr @quit seq_cst, align 4
-  %s = atomicrmw add ptr @seq, i32 2 seq_cst
-  call i64 (i64, ...) @jaxlite_syscall(i64 SYS_FUTEX, ptr @seq, i64 FUTEX_WAKE, i64 2147483647)
-  store atomic i32 0, ptr @busy release, align 4
-  ret void
-}
+    def try_lock(self, b):
+        """Take `busy` if free; an i1: whether this thread took it."""
+        pair = b.cmpxchg(self.words["busy"], ir.Constant(I32, 0), ir.Constant(I32, 1), "acquire", "monotonic")
+        return b.extract_value(pair, 1)
 
-define void @jaxlite_run_jobs(ptr %jobs, ptr %operands, i64 %scratch) {
-entry:
-  %ctx = alloca i64, i64 MAX_CONTEXT_WORDS, align 64
-  %count = load i64, ptr %jobs
-  br label %next_job
-next_job:
-  %j = phi i64 [ 0, %entry ], [ %j1, %ran ]
-  %at = phi i64 [ 1, %entry ], [ %following, %ran ]
-  %more = icmp slt i64 %j, %count
-  br i1 %more, label %job, label %exit
-job:
-  %task_p = getelementptr inbounds i64, ptr %jobs, i64 %at
-  %task = load ptr, ptr %task_p
-  %units_at = add i64 %at, 1
-  %units_p = getelementptr inbounds i64, ptr %jobs, i64 %units_at
-  %units = load i64, ptr %units_p
-  %words_at = add i64 %at, 2
-  %words_p = getelementptr inbounds i64, ptr %jobs, i64 %words_at
-  %words = load i64, ptr %words_p
-  %first = add i64 %at, 3
-  br label %next_word
-next_word:
-  %w = phi i64 [ 0, %job ], [ %w1, %stored ]
-  %more_words = icmp slt i64 %w, %words
-  br i1 %more_words, label %read_word, label %call
-read_word:
-  %pair = shl i64 %w, 1
-  %kind_at = add i64 %first, %pair
-  %kind_p = getelementptr inbounds i64, ptr %jobs, i64 %kind_at
-  %kind = load i64, ptr %kind_p
-  %value_p = getelementptr inbounds i64, ptr %kind_p, i64 1
-  %value = load i64, ptr %value_p
-  switch i64 %kind, label %literal [ i64 1, label %operand
-                                     i64 2, label %in_scratch ]
-literal:
-  br label %store
-operand:
-  %operand_p = getelementptr inbounds ptr, ptr %operands, i64 %value
-  %pointer = load i64, ptr %operand_p
-  br label %store
-in_scratch:
-  %address = add i64 %scratch, %value
-  br label %store
-store:
-  %word = phi i64 [ %value, %literal ], [ %pointer, %operand ], [ %address, %in_scratch ]
-  %slot_p = getelementptr inbounds i64, ptr %ctx, i64 %w
-  store i64 %word, ptr %slot_p
-  br label %stored
-stored:
-  %w1 = add i64 %w, 1
-  br label %next_word
-call:
-  %any = icmp sgt i64 %units, 0
-  br i1 %any, label %run, label %ran
-run:
-  call void @jaxlite_pool_run(ptr %task, ptr %ctx, i64 %units)
-  br label %ran
-ran:
-  %j1 = add i64 %j, 1
-  %pairs = shl i64 %words, 1
-  %following = add i64 %first, %pairs
-  br label %next_job
-exit:
-  ret void
-}
+    def futex(self, b, operation, *rest):
+        b.call(self.syscall, [as_i64(_SYS_FUTEX), self.words["seq"], as_i64(operation), *rest])
 
-define void @jaxlite_pool_after_fork() {
-  store atomic i32 0, ptr @sleepers seq_cst, align 4
-  store atomic i32 0, ptr @busy seq_cst, align 4
-  ret void
-}
-""".replace("SYS_FUTEX", str(_SYS_FUTEX)).replace("SYS_SCHED_YIELD", str(_SYS_SCHED_YIELD)).replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)) \
-   .replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE)) \
-   .replace("MAX_CONTEXT_WORDS", str(MAX_CONTEXT_WORDS))
+    def wake_all(self, b):
+        self.futex(b, _FUTEX_WAKE_PRIVATE, as_i64(_ALL_WAITERS))
+
+    @staticmethod
+    def cycles(b):
+        return call_intrinsic(b, "llvm.readcyclecounter", I64, [])
+
+    @staticmethod
+    def pause(b):
+        call_intrinsic(b, "llvm.x86.sse2.pause", VOID, [])
+
+    # -- the functions
+    def _define_cycles(self):
+        function = ir.Function(self.module, ir.FunctionType(I64, []), "jaxlite_cycles")
+        b = ir.IRBuilder(function.append_basic_block("entry"))
+        b.ret(self.cycles(b))
+
+    def _define_configure(self):
+        function, b = self.function("jaxlite_pool_configure", [I64])
+        b.store(function.args[0], self.words["spin_cycles"])
+        b.ret_void()
+
+    def _define_wake_sleepers(self):
+        function, b = self.function("wake_sleepers", [], internal=True)
+        with b.if_then(b.icmp_unsigned("!=", self.get(b, "sleepers", "seq_cst"), ir.Constant(I32, 0))):
+            self.wake_all(b)
+        b.ret_void()
+        return function
+
+    def _define_run_serially(self):
+        function, b = self.function("run_serially", [TASK.as_pointer(), PTR, I64], internal=True)
+        task, ctx, units = function.args
+
+        def run_unit(u):
+            b.call(task, [ctx, u, as_i64(0)])
+        emit_loop(b, 0, units, run_unit, name="u")
+        b.ret_void()
+        return function
+
+    def _define_pool_run(self):
+        """The caller publishes the job under the sequence lock, takes units itself, then
+        waits for the workers' units (yielding its core once it has waited long)."""
+        function, b = self.function("jaxlite_pool_run", [TASK.as_pointer(), PTR, I64])
+        task, ctx, units = function.args
+        serial, attempt, post = (function.append_basic_block(name) for name in ("serial", "try", "post"))
+        b.cbranch(b.icmp_signed("<", units, as_i64(2)), serial, attempt)
+        b.position_at_end(attempt)
+        b.cbranch(self.try_lock(b), post, serial)
+        b.position_at_end(serial)
+        b.call(self.run_serially, [task, ctx, units])
+        b.ret_void()
+        b.position_at_end(post)
+        self._publish(b, task, ctx, units)
+        self._run_own_units(b, function, task, ctx, units)
+        self._wait_for_units(b, function, units)
+        self.put(b, "busy", 0, "release")
+        b.ret_void()
+        return function
+
+    def _publish(self, b, task, ctx, units):
+        s = self.get(b, "seq", "monotonic")
+        self.put(b, "seq", b.add(s, ir.Constant(I32, 1)), "monotonic")      # odd: being written
+        b.fence("release")
+        self.put(b, "job_task", task, "monotonic")
+        self.put(b, "job_ctx", b.ptrtoint(ctx, I64), "monotonic")
+        self.put(b, "job_units", units, "monotonic")
+        self.put(b, "done", 0, "monotonic")
+        generation = b.add(s, ir.Constant(I32, 2))
+        self.put(b, "claim", b.shl(b.zext(generation, I64), as_i64(32)), "monotonic")
+        self.put(b, "seq", generation, "seq_cst")
+        b.call(self.wake_sleepers, [])
+
+    def _run_own_units(self, b, function, task, ctx, units):
+        work, run, waiting = (function.append_basic_block(name) for name in ("work", "run", "waiting"))
+        b.branch(work)
+        b.position_at_end(work)
+        unit = b.and_(self.add(b, "claim", 1, "acq_rel"), as_i64(_UNIT_MASK))
+        b.cbranch(b.icmp_signed("<", unit, units), run, waiting)
+        b.position_at_end(run)
+        b.call(task, [ctx, unit, as_i64(0)])
+        self.add(b, "done", 1, "release")
+        b.branch(work)
+        b.position_at_end(waiting)
+
+    def _wait_for_units(self, b, function, units):
+        since = self.cycles(b)
+        patience = b.lshr(b.load(self.words["spin_cycles"], typ=I64), as_i64(3))
+        wait, relax, pause, give_way, finish = (function.append_basic_block(name)
+                                                for name in ("wait", "relax", "pause", "yield", "finish"))
+        b.branch(wait)
+        b.position_at_end(wait)
+        b.cbranch(b.icmp_signed(">=", self.get(b, "done", "acquire"), units), finish, relax)
+        b.position_at_end(relax)
+        b.cbranch(b.icmp_unsigned(">", b.sub(self.cycles(b), since), patience), give_way, pause)
+        b.position_at_end(pause)
+        self.pause(b)
+        b.branch(wait)
+        b.position_at_end(give_way)
+        b.call(self.syscall, [as_i64(_SYS_SCHED_YIELD)])
+        b.branch(wait)
+        b.position_at_end(finish)
+
+    def _define_worker(self):
+        """A worker spins on `seq` for a new even value, sleeps on a futex after
+        spin_cycles, and takes units of the job it sees by compare-and-swap on `claim`."""
+        function, b = self.function("jaxlite_pool_worker", [I64])
+        slot = function.args[0]
+        save_and_flush_denormals(b)     # for good: the thread only ever runs compiled code
+        first_seen = self.get(b, "seq", "acquire")
+        names = ("idle", "spin", "check", "keep", "relax", "sleep", "futex", "wakeup", "job", "stale",
+                 "take", "claim", "run", "finished", "exit")
+        blocks = dict(zip(names, (function.append_basic_block(name) for name in names)))
+        entry = b.block
+        b.branch(blocks["idle"])
+
+        b.position_at_end(blocks["idle"])
+        seen = b.phi(I32, "seen")
+        start = self.cycles(b)
+        b.branch(blocks["spin"])
+
+        b.position_at_end(blocks["spin"])
+        s = self.get(b, "seq", "acquire")
+        quitting = b.icmp_unsigned("!=", self.get(b, "quit", "monotonic"), ir.Constant(I32, 0))
+        b.cbranch(quitting, blocks["exit"], blocks["check"])
+
+        b.position_at_end(blocks["check"])
+        even = b.icmp_unsigned("==", b.and_(s, ir.Constant(I32, 1)), ir.Constant(I32, 0))
+        b.cbranch(b.and_(b.icmp_unsigned("!=", s, seen), even), blocks["job"], blocks["keep"])
+
+        b.position_at_end(blocks["keep"])
+        elapsed = b.sub(self.cycles(b), start)
+        tired = b.icmp_unsigned(">", elapsed, b.load(self.words["spin_cycles"], typ=I64))
+        b.cbranch(tired, blocks["sleep"], blocks["relax"])
+
+        b.position_at_end(blocks["relax"])
+        self.pause(b)
+        b.branch(blocks["spin"])
+
+        b.position_at_end(blocks["sleep"])
+        self.add(b, "sleepers", 1, "seq_cst")
+        s2 = self.get(b, "seq", "seq_cst")
+        b.cbranch(b.icmp_unsigned("==", s2, s), blocks["futex"], blocks["wakeup"])
+
+        b.position_at_end(blocks["futex"])
+        self.futex(b, _FUTEX_WAIT_PRIVATE, b.zext(s2, I64), ir.Constant(PTR, None))
+        b.branch(blocks["wakeup"])
+
+        b.position_at_end(blocks["wakeup"])
+        self.add(b, "sleepers", 1, "seq_cst", op="sub")
+        b.branch(blocks["idle"])
+
+        b.position_at_end(blocks["job"])
+        task = self.get(b, "job_task", "monotonic", 8)
+        ctx = b.inttoptr(self.get(b, "job_ctx", "monotonic", 8), PTR)
+        units = self.get(b, "job_units", "monotonic", 8)
+        b.fence("acquire")
+        unchanged = b.icmp_unsigned("==", self.get(b, "seq", "monotonic"), s)
+        generation = b.zext(s, I64)
+        b.cbranch(unchanged, blocks["take"], blocks["stale"])
+
+        b.position_at_end(blocks["stale"])
+        b.branch(blocks["idle"])
+
+        b.position_at_end(blocks["take"])
+        c = b.load_atomic(self.words["claim"], "acquire", 8, typ=I64)
+        current = b.icmp_unsigned("==", b.lshr(c, as_i64(32)), generation)
+        unit = b.and_(c, as_i64(_UNIT_MASK))
+        left = b.icmp_signed("<", unit, units)
+        b.cbranch(b.and_(current, left), blocks["claim"], blocks["finished"])
+
+        b.position_at_end(blocks["claim"])
+        pair = b.cmpxchg(self.words["claim"], c, b.add(c, as_i64(1)), "acq_rel", "acquire")
+        b.cbranch(b.extract_value(pair, 1), blocks["run"], blocks["take"])
+
+        b.position_at_end(blocks["run"])
+        b.call(task, [ctx, unit, slot])
+        self.add(b, "done", 1, "release")
+        b.branch(blocks["take"])
+
+        b.position_at_end(blocks["finished"])
+        b.branch(blocks["idle"])
+
+        b.position_at_end(blocks["exit"])
+        b.ret_void()
+        for value, block in ((first_seen, entry), (seen, blocks["wakeup"]), (s, blocks["finished"]),
+                             (seen, blocks["stale"])):
+            seen.add_incoming(value, block)
+
+    def _define_stop(self):
+        function, b = self.function("jaxlite_pool_stop", [])
+        lock, relax, stop = (function.append_basic_block(name) for name in ("lock", "relax", "stop"))
+        b.branch(lock)
+        b.position_at_end(lock)
+        b.cbranch(self.try_lock(b), stop, relax)
+        b.position_at_end(relax)
+        self.pause(b)
+        b.branch(lock)
+        b.position_at_end(stop)
+        self.put(b, "quit", 1, "seq_cst")
+        self.add(b, "seq", 2, "seq_cst")
+        self.wake_all(b)
+        self.put(b, "busy", 0, "release")
+        b.ret_void()
+
+    def _define_run_jobs(self):
+        """jaxlite_run_jobs(jobs, operands, scratch): per job of the table (see JobList),
+        its context words resolved into a stack array, then jaxlite_pool_run."""
+        function, b = self.function("jaxlite_run_jobs", [PTR, PTR, I64])
+        jobs, operands, scratch = function.args
+        ctx = b.alloca(I64, size=as_i64(MAX_CONTEXT_WORDS))
+        ctx.align = 64
+
+        def run_job(j, at):
+            task = b.inttoptr(load(b, jobs, at, I64), TASK.as_pointer())
+            units = load(b, jobs, b.add(at, as_i64(1)), I64)
+            words = load(b, jobs, b.add(at, as_i64(2)), I64)
+            first = b.add(at, as_i64(3))
+
+            def resolve_word(w):
+                kind_at = b.add(first, b.shl(w, as_i64(1)))
+                kind, value = load(b, jobs, kind_at, I64), load(b, jobs, b.add(kind_at, as_i64(1)), I64)
+                in_scratch = b.select(b.icmp_signed("==", kind, as_i64(2)), b.add(scratch, value), value)
+                word, = emit_choice(b, b.icmp_signed("==", kind, as_i64(1)),
+                                    lambda: [load(b, operands, value, I64)], lambda: [in_scratch])
+                store(b, word, ctx, w)
+            emit_loop(b, 0, words, resolve_word, name="w")
+            with b.if_then(b.icmp_signed(">", units, as_i64(0))):
+                b.call(self.pool_run, [task, ctx, units])
+            return [b.add(first, b.shl(words, as_i64(1)))]
+        emit_loop(b, 0, load(b, jobs, 0, I64), run_job, carried=[as_i64(1)], name="j")
+        b.ret_void()
+
+    def _define_after_fork(self):
+        function, b = self.function("jaxlite_pool_after_fork", [])
+        self.put(b, "sleepers", 0, "seq_cst")
+        self.put(b, "busy", 0, "seq_cst")
+        b.ret_void()
+
+
+def _size(value_type):
+    """Bytes of a word (pointers are 8)."""
+    return value_type.width // 8 if isinstance(value_type, ir.IntType) else 8
+
 
 _RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _lock = threading.Lock()
@@ -353,7 +363,7 @@ class _Pool:
     def __init__(self, workers):
         from jaxlite.lower import program_cache
         llvm.add_symbol("jaxlite_syscall", ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value)
-        self.code = program_cache.helper_module(_POOL_IR, "the native worker pool")
+        self.code = program_cache.helper_module(_PoolModule().module, "the native worker pool")
         for name in ("jaxlite_pool_run", "jaxlite_pool_worker"):
             llvm.add_symbol(name, self.code.address(name))
         self.run_address = self.code.address("jaxlite_pool_run")
@@ -440,34 +450,27 @@ def _ranged_code(words, scratch):
 @llvm_target.compile_once
 def _compile_ranged(key):
     words, scratch = key
-    loads = "\n".join(f"  %p{i} = getelementptr inbounds i64, ptr %ctx, i64 {5 + i}\n"
-                      f"  %w{i} = load i64, ptr %p{i}" for i in range(words))
-    args = [f"i64 %w{i}" for i in range(words)] + (["i64 %scratch"] if scratch else []) + ["i64 %lo", "i64 %hi"]
-    text = f"""
-define void @ranged_task(ptr %ctx, i64 %unit, i64 %slot) {{
-  %fn = load ptr, ptr %ctx
-  %count_p = getelementptr inbounds i64, ptr %ctx, i64 1
-  %count = load i64, ptr %count_p
-  %units_p = getelementptr inbounds i64, ptr %ctx, i64 2
-  %units = load i64, ptr %units_p
-  %base_p = getelementptr inbounds i64, ptr %ctx, i64 3
-  %base = load i64, ptr %base_p
-  %stride_p = getelementptr inbounds i64, ptr %ctx, i64 4
-  %stride = load i64, ptr %stride_p
-  %offset = mul i64 %slot, %stride
-  %scratch = add i64 %base, %offset
-  %lo_n = mul i64 %count, %unit
-  %lo = sdiv i64 %lo_n, %units
-  %next = add i64 %unit, 1
-  %hi_n = mul i64 %count, %next
-  %hi = sdiv i64 %hi_n, %units
-{loads}
-  call void %fn({", ".join(args)})
-  ret void
-}}
-"""
     from jaxlite.lower import program_cache
-    return program_cache.helper_module(text, f"the pool's task over {words} words")
+    return program_cache.helper_module(_ranged_module(words, scratch), f"the pool's task over {words} words")
+
+
+def _ranged_module(words, scratch):
+    """ranged_task(ctx, unit, slot): ctx = {fn, count, units, scratch base, scratch stride per
+    slot, words...}; calls fn(words..., [base + slot * stride], lo, hi) on unit's slice."""
+    module = ir.Module(name="jaxlite_ranged_task")
+    function = ir.Function(module, TASK, "ranged_task")
+    ctx, unit, slot = function.args
+    b = ir.IRBuilder(function.append_basic_block("entry"))
+    fn_address, count, units, base, stride = (load(b, ctx, k, I64) for k in range(5))
+    arguments = [load(b, ctx, 5 + k, I64) for k in range(words)]
+    if scratch:
+        arguments.append(b.add(base, b.mul(slot, stride)))
+    lo = b.sdiv(b.mul(count, unit), units)
+    hi = b.sdiv(b.mul(count, b.add(unit, as_i64(1))), units)
+    fn_type = ir.FunctionType(VOID, [I64] * (len(arguments) + 2))
+    b.call(b.inttoptr(fn_address, fn_type.as_pointer()), [*arguments, lo, hi])
+    b.ret_void()
+    return module
 
 
 class RangedContext:

@@ -27,18 +27,6 @@ _MIN_WORK_PER_THREAD = 2e6
 _SCRATCH_ALIGN = 64
 
 
-def gep(b, pointer, index, element_type):
-    return b.gep(pointer, [as_i64(index)], inbounds=True, source_etype=element_type)
-
-
-def load(b, pointer, index, element_type):
-    return b.load(gep(b, pointer, index, element_type), typ=element_type)
-
-
-def store(b, value, pointer, index):
-    b.store(value, gep(b, pointer, index, value.type))
-
-
 def define_routine(name, pointer_count, batch, emit_entry):
     """A module holding `name` and `name_range` over `batch` entries. `emit_entry(b, pointers,
     scratch, index)` emits the work of batch entry `index` (an i64 value)."""

@@ -24,8 +24,8 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core import dtypes
-from jaxlite.lower.llvm_helpers import I8, I32, I64, as_i64, emit_choice, emit_loop, smin
-from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
+from jaxlite.lower.llvm_helpers import I8, I32, I64, as_i64, emit_choice, emit_loop, gep, load, smin, store
+from jaxlite.lower.native_routines import Routine, define_routine
 
 # From this length on, a lane is radix sorted: its 4 (or 8) linear passes, 256 counts each,
 # beat log2(length) merge passes (measured on 1M float32 in rows of 16 to 256: the merge
