@@ -26,32 +26,44 @@ DEFAULT_TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2,
 
 
 def _dtype_of_args(args):
+    """The lowest precision among the inexact leaves (a complex leaf counts as its parts')."""
     leaves = [as_array_argument(x) for x in tree_flatten(args)[0]]
-    return min((np.dtype(x.dtype) for x in leaves if dtypes.is_float(x.dtype)),
+    return min((dtypes.real_dtype(x.dtype) for x in leaves if dtypes.is_inexact(x.dtype)),
                key=lambda d: d.itemsize, default=np.dtype(np.float32))
 
 
 def _random_like(tree, rng):
     def draw(x):
         x = as_array_argument(x)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return as_array_argument(np.zeros(x.shape, x.dtype))
-        return as_array_argument(rng.standard_normal(x.shape).astype(x.dtype))
+        value = rng.standard_normal(x.shape)
+        if dtypes.is_complex(x.dtype):
+            value = value + 1j * rng.standard_normal(x.shape)
+        return as_array_argument(value.astype(x.dtype))
     return tree_map(draw, tree)
 
 
 def _axpy(a, x, y):
-    """y + a * x leafwise, computed in numpy in each leaf's dtype; non-float leaves stay y."""
+    """y + a * x leafwise, computed in numpy in each leaf's dtype; non-inexact leaves stay y."""
     def one(xi, yi):
         yv = np.asarray(as_array_argument(yi))
-        if not dtypes.is_float(yv.dtype):
+        if not dtypes.is_inexact(yv.dtype):
             return yi
         return as_array_argument((yv + a * np.asarray(as_array_argument(xi))).astype(yv.dtype))
     return tree_map(one, x, y)
 
 
+def _widened(x):
+    """x in float64, or complex128 when complex: the precision differences are taken in."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if dtypes.is_complex(x.dtype) else np.float64)
+
+
 def _inner(x, y):
-    return sum(float(np.vdot(np.asarray(a, np.float64), np.asarray(b, np.float64)))
+    """The pairing of cotangents with tangents JAX's transposes follow: Re(sum(x * y)), with no
+    conjugation (so a cotangent of a complex value is the conjugate of the gradient)."""
+    return sum(float(np.real(np.sum(_widened(a) * _widened(b))))
                for a, b in zip(tree_flatten(x)[0], tree_flatten(y)[0]))
 
 
@@ -61,15 +73,13 @@ def _assert_close(actual, expected, atol, rtol, what):
     if actual_tree != expected_tree:
         raise AssertionError(f"{what}: structure {actual_tree} differs from {expected_tree}")
     for a, e in zip(actual_leaves, expected_leaves):
-        np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(e, np.float64),
-                                   atol=atol, rtol=rtol, err_msg=what)
+        np.testing.assert_allclose(_widened(a), _widened(e), atol=atol, rtol=rtol, err_msg=what)
 
 
 def numerical_jvp(f, primals, tangents, eps):
     plus = f(*_axpy(eps, tangents, primals))
     minus = f(*_axpy(-eps, tangents, primals))
-    return tree_map(lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
-                    plus, minus)
+    return tree_map(lambda p, m: (_widened(p) - _widened(m)) / (2 * eps), plus, minus)
 
 
 def check_jvp(f, args, atol, rtol, eps, rng, what="forward mode"):

@@ -26,6 +26,10 @@ def normal(shape=(3,), seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
+def complex_normal(shape=(3,), seed=0):
+    return normal(shape, seed) + 1j * normal(shape, seed + 1)
+
+
 def distinct(shape=(2, 3), seed=0):
     """Values at least 0.1 apart, so max/min and sorting are differentiable there."""
     values = np.random.default_rng(seed).permutation(int(np.prod(shape))) * 0.1 + 0.05
@@ -75,7 +79,10 @@ PRIMITIVE_CASES = {
     "min": (lax.min, [distinct((3,)), distinct((3,), seed=1) + 0.02]),
     "atan2": (lax.atan2, [uniform(0.5, 2), uniform(0.5, 2, seed=1)]),
     "neg": (lax.neg, [normal()]),
-    "conj": (lax.conj, [normal()]),
+    "conj": (lax.conj, [complex_normal()]),
+    "real": (lax.real, [complex_normal()]),
+    "imag": (lax.imag, [complex_normal()]),
+    "complex": (lax.complex, [normal(), normal(seed=1)]),
     "sign": (lax.sign, [uniform(0.5, 1) * np.array([1, -1, 1])]),
     "floor": (lax.floor, [uniform(0.2, 0.8)]),
     "ceil": (lax.ceil, [uniform(0.2, 0.8)]),
@@ -167,6 +174,11 @@ PRIMITIVE_CASES = {
     "conv_patches": (lambda x: lax.convolution.conv_patches(x, (2, 2), (1, 2), (2, 1), 1),
                      [normal((2, 6, 5, 3))]),
     "cholesky": (lax.cholesky, [spd()]),
+    "ragged_dot_general": (lambda a, b: lax.ragged_dot(a, b, np.array([2, 1], np.int32)),
+                           [normal((4, 3)), normal((2, 3, 2), seed=1)]),
+    "custom_linear_solve": (lambda a, b: lax.custom_linear_solve(
+        lambda x: a @ x, b, lambda m, x: jnp.linalg.solve(a, x), lambda m, x: jnp.linalg.solve(a.T, x)),
+        [spd() + normal((3, 3), seed=2), normal()]),
     "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
                          [well_conditioned(), normal((3, 2), seed=1)]),
     "lu": (lambda a: lax.lu(a)[0], [well_conditioned()]),
@@ -176,6 +188,7 @@ PRIMITIVE_CASES = {
 
 # More parameters of the primitives above: modes, layouts, dilations, batch axes.
 VARIANT_CASES = {
+    "conj_of_real": (lax.conj, [normal()]),
     "gather_fill_out_of_bounds": (lambda x: lax.gather(x, OUT_OF_BOUNDS_ROWS, GATHER_ROWS, (1, 2),
                                                        mode="fill", fill_value=0.0), [normal((3, 2))]),
     "gather_clip": (lambda x: lax.gather(x, OUT_OF_BOUNDS_ROWS, GATHER_ROWS, (1, 2), mode="clip"),
@@ -281,11 +294,15 @@ NOT_CHECKED_NUMERICALLY = {
     "axis_index": "integer output and no operands",
     "process_axis_index": "integer output and no operands",
     "threefry2x32": "a hash of uint32 words: integer operands and outputs",
+    "mulhi": "integer operands",
+    "rng_bit_generator": "integer key and bits",
+    "rng_uniform": "stateful draws (no JVP rule, as in JAX)",
 }
 
 # Primitives without a JVP rule, and why.
 NO_JVP_RULE = {
     "iota": "takes no operands, so no tangent can ever reach it",
+    "rng_uniform": "stateful draws between two bounds: JAX defines no derivative for them either",
 }
 
 
@@ -325,7 +342,7 @@ def test_every_primitive_is_checked():
     assert not unchecked, f"add a case to PRIMITIVE_CASES or explain in NOT_CHECKED_NUMERICALLY: {unchecked}"
     zero_rules = [name for name in NOT_CHECKED_NUMERICALLY if name in lax_primitives()
                   and not getattr(ad.jvp_rules.get(lax_primitives()[name]), "zero_derivative", False)
-                  and name not in ("iota", "axis_index", "process_axis_index")]
+                  and name not in ("iota", "axis_index", "process_axis_index", "rng_uniform")]
     assert not zero_rules, f"excluded primitives must have zero-derivative rules: {zero_rules}"
 
 

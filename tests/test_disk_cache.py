@@ -54,6 +54,39 @@ def test_second_process_loads_instead_of_compiling(tmp_path):
     assert cache_dir.stat().st_mode & 0o777 == 0o700
 
 
+def _run_without_compilation_cache(kernel_dir):
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env.update(JAXLITE_KERNEL_CACHE_DIR=str(kernel_dir), PYTHONPATH=str(ROOT))
+    program = _PROGRAM.replace('"disk": disk_cache.stats', '"disk": disk_cache.stats, "kernels": disk_cache.kernel_stats')
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_kernels_are_kept_without_a_compilation_cache(tmp_path):
+    """jaxlite's own code (GEMM family, trampoline) goes to the kernel directory; programs do not."""
+    kernel_dir = tmp_path / "kernels"
+    first, second = _run_without_compilation_cache(kernel_dir), _run_without_compilation_cache(kernel_dir)
+    assert first["kernels"]["writes"] >= 2 and first["kernels"]["hits"] == 0
+    assert second["kernels"]["hits"] == first["kernels"]["writes"] and second["kernels"]["writes"] == 0
+    assert first["disk"] == second["disk"] == {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
+    assert {path.name.split("-")[0] for path in kernel_dir.iterdir() if not path.name.startswith(".")} == \
+        {"gemm", "helper"}
+    np.testing.assert_array_equal(first["out"], second["out"])
+    assert kernel_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_an_empty_kernel_directory_setting_keeps_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv(disk_cache.KERNEL_CACHE_VARIABLE, "")
+    previous = jaxlite.config.jax_compilation_cache_dir
+    jaxlite.config.update("jax_compilation_cache_dir", None)
+    try:
+        assert disk_cache.kernel_directory() is None
+        monkeypatch.setenv(disk_cache.KERNEL_CACHE_VARIABLE, str(tmp_path / "kernels"))
+        assert disk_cache.kernel_directory() == tmp_path / "kernels"
+    finally:
+        jaxlite.config.update("jax_compilation_cache_dir", previous)
+
+
 # ---------------------------------------------------------------- in one process
 
 @contextmanager

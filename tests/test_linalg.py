@@ -134,7 +134,7 @@ def test_norm_matches_numpy(shape, data):
 
 
 def test_norm_errors_and_gradient(enable_x64):
-    with pytest.raises(ValueError, match="invalid norm order 3"):
+    with pytest.raises(ValueError, match="Invalid order 3 for matrix norm"):
         jnp.linalg.norm(np.eye(2), 3)
     with pytest.raises(ValueError, match="square"):
         jnp.linalg.solve(np.ones((2, 3)), np.ones(2))
@@ -180,16 +180,16 @@ def test_svd_derivatives(shape, enable_x64):
     v_weights = rng.standard_normal(shape[:-2] + (k, shape[-1]))
 
     def sign_free(a):
-        s, u, vt = lax.svd(a)
+        u, s, vt = lax.linalg.svd(a, full_matrices=False)
         return s, (u * u * u_weights).sum(), (vt * vt * v_weights).sum()
     check_grads(sign_free, [a], order=2)
-    check_vmap(lambda a: lax.svd(a)[0], [rng.standard_normal((2,) + shape).astype(np.float32)])
+    check_vmap(lambda a: lax.linalg.svd(a, compute_uv=False), [rng.standard_normal((2,) + shape).astype(np.float32)])
 
 
 def test_svd_full_matrices_derivative_is_undefined_for_non_square():
     import jaxlite
     with pytest.raises(NotImplementedError, match="full_matrices"):
-        jaxlite.jvp(lambda a: lax.svd(a, full_matrices=True)[1], (np.ones((3, 2), np.float32),),
+        jaxlite.jvp(lambda a: lax.linalg.svd(a, full_matrices=True)[0], (np.ones((3, 2), np.float32),),
                     (np.ones((3, 2), np.float32),))
 
 

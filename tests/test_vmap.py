@@ -28,11 +28,13 @@ def all_lax_primitives():
 NO_BATCHING_RULE = {
     "iota": "takes no operands, so under vmap it is never batched and binds as it is",
     "process_axis_index": "takes no operands, so under vmap it is never batched and binds as it is",
+    "rng_uniform": "stateful draws between two scalar bounds; JAX has no batching rule for it either",
 }
 
 # Primitives not compared against a Python loop over the batch, with the reason.
 NOT_LOOPABLE = {
     "iota": NO_BATCHING_RULE["iota"],
+    "rng_uniform": NO_BATCHING_RULE["rng_uniform"],
     "psum": "a collective combines the lanes, so a loop over lanes cannot express it: "
             "tested against numpy in the collective tests below",
     "pmax": "collective: see psum",
@@ -64,6 +66,10 @@ def floats(rng, shape):
 
 def positive(rng, shape):
     return rng.uniform(0.5, 2.0, shape).astype(np.float32)
+
+
+def complexes(rng, shape):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
 
 
 def ints(rng, shape):
@@ -165,6 +171,8 @@ CASES = {
     **{name: unary(getattr(lax, name), unit_interval) for name in
        ["acos", "asin", "atanh", "erf_inv"]},
     "acosh": unary(lax.acosh, above_one),
+    **{name: unary(getattr(lax, name), complexes) for name in ["real", "imag"]},
+    "complex": binary(lax.complex),
     "polygamma": unary(lambda x: lax.polygamma(1, x), positive),
     "reduce_precision": unary(lambda x: lax.reduce_precision(x, 5, 3)),
     "clz": unary(lax.clz, ints),
@@ -186,7 +194,14 @@ CASES = {
     "sort": unary(lambda x: lax.sort(x, 0)),
     "top_k": unary(lambda x: lax.top_k(x, 1)),
     "cholesky": (lax.cholesky, [(_square, spd)]),
-    "svd": (lambda a: lax.svd(a)[0], [(_square, spd)]),
+    "custom_linear_solve": (lambda a, b: lax.custom_linear_solve(
+        lambda x: a @ x, b, lambda m, x: jnp.linalg.solve(a, x), symmetric=True),
+        [(_square, spd), (lambda s: (s[0],), floats)]),
+    "mulhi": binary(lax.mulhi, ints),
+    "ragged_dot_general": (lambda a, b: lax.ragged_dot(a, b, np.array([1, 1], np.int32)),
+                           [(lambda s: (3, s[0]), floats), (lambda s: (2, s[0], 2), floats)]),
+    "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), algorithm=1), [(lambda s: (4,), words)]),
+    "svd": (lambda a: lax.linalg.svd(a, compute_uv=False), [(_square, spd)]),
     "lu": (lax.lu, [(_square, spd)]),
     "triangular_solve": (lambda a, b: lax.triangular_solve(a, b, left_side=True, lower=True),
                          [(_square, spd), (lambda s: (s[0], 2), floats)]),

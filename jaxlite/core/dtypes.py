@@ -2,9 +2,9 @@
 
 Promotion is the least upper bound in a lattice rather than numpy's value-based
 rules, so `float32_array * 2.0` stays float32 and `int8 + uint8` is int16. Python
-scalars enter the lattice as the weak kinds "i*" and "f*", which sit below every
+scalars enter the lattice as the weak kinds "i*", "f*" and "c*", which sit below every
 sized type of their kind. With x64 disabled (the default) 64-bit results are
-canonicalized to 32 bits.
+canonicalized to 32 bits (complex128 to complex64).
 """
 import builtins
 import functools
@@ -20,11 +20,12 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             bfloat16, float16, float32, float64)
+             bfloat16, float16, float32, float64, complex64, complex128)
 
-WEAK_INT, WEAK_FLOAT = "i*", "f*"
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 
 # Each type points to the types just above it; promotion climbs until paths meet.
 _ABOVE = {
@@ -32,8 +33,9 @@ _ABOVE = {
     WEAK_INT: [uint8, int8],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16, bfloat16],
-    float16: [float32], bfloat16: [float32], float32: [float64], float64: [],
+    WEAK_FLOAT: [float16, bfloat16, WEAK_COMPLEX],
+    float16: [float32], bfloat16: [float32], float32: [float64, complex64], float64: [complex128],
+    WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
 }
 
 
@@ -70,7 +72,11 @@ def default_float_dtype():
     return float64 if x64_enabled() else float32
 
 
-_NARROWED = {int64: int32, uint64: uint32, float64: float32}
+def default_complex_dtype():
+    return complex128 if x64_enabled() else complex64
+
+
+_NARROWED = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
 def canonicalize_dtype(dtype):
@@ -94,7 +100,7 @@ def check_user_dtype(dtype, name):
     """Warn, as JAX does, when a dtype the user asked for by name (float64, 'int64') narrows
     because x64 is off; Python's float and int mean the default types and do not warn.
     The warning points at the user's line, not at jaxlite's."""
-    if dtype is None or x64_enabled() or dtype is builtins.float or dtype is builtins.int:
+    if dtype is None or x64_enabled() or any(dtype is t for t in (builtins.float, builtins.int, builtins.complex)):
         return
     requested = np.dtype(dtype)
     if requested not in _NARROWED:
@@ -109,6 +115,26 @@ def check_user_dtype(dtype, name):
 
 def is_float(dtype):
     return np.dtype(dtype) in (float16, bfloat16, float32, float64)
+
+
+def is_complex(dtype):
+    return np.dtype(dtype).kind == "c"
+
+
+def is_inexact(dtype):
+    """Float or complex: the dtypes differentiation and most transcendentals accept."""
+    return is_float(dtype) or is_complex(dtype)
+
+
+def real_dtype(dtype):
+    """The dtype of a complex dtype's parts (complex64 -> float32); a real dtype itself."""
+    dtype = np.dtype(dtype)
+    return np.dtype(f"f{dtype.itemsize // 2}") if is_complex(dtype) else dtype
+
+
+def complex_dtype(dtype):
+    """The complex dtype whose parts are `dtype` (float64 -> complex128; narrower -> complex64)."""
+    return complex128 if np.dtype(dtype) in (float64, complex128) else complex64
 
 
 def is_int(dtype):
@@ -147,12 +173,12 @@ def is_bool(dtype):
 
 
 def can_be_weak(dtype):
-    """Weak typing exists only for int and float dtypes (Python int and float)."""
-    return is_int(dtype) or is_float(dtype)
+    """Weak typing exists only for int, float and complex dtypes (Python int, float, complex)."""
+    return is_int(dtype) or is_inexact(dtype)
 
 
 def finfo(dtype):
-    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(dtype)
+    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(real_dtype(dtype))
 
 
 def iinfo(dtype):
@@ -165,6 +191,8 @@ def _lattice_node(dtype, weak):
         return WEAK_INT
     if weak and is_float(dtype):
         return WEAK_FLOAT
+    if weak and is_complex(dtype):
+        return WEAK_COMPLEX
     return np.dtype(dtype)
 
 
@@ -179,6 +207,8 @@ def _dtype_of_node(node):
         return default_int_dtype()
     if node == WEAK_FLOAT:
         return default_float_dtype()
+    if node == WEAK_COMPLEX:
+        return default_complex_dtype()
     return canonicalize_dtype(node)
 
 
@@ -199,8 +229,8 @@ def _dtype_and_weakness(x):
         return default_int_dtype(), True
     if isinstance(x, builtins.float):
         return default_float_dtype(), True
-    if isinstance(x, complex):
-        raise TypeError("complex numbers are not supported by jaxlite")
+    if isinstance(x, builtins.complex):
+        return default_complex_dtype(), True
     if hasattr(x, "dtype"):
         return np.dtype(x.dtype), getattr(x, "weak_type", False)
     return np.dtype(x), False
@@ -209,19 +239,20 @@ def _dtype_and_weakness(x):
 def result_type(*args, return_weak_type_flag=False):
     """The dtype of combining `args` (dtypes, arrays, tracers or Python scalars).
 
-    The result is weakly typed only when every argument is weak.
+    The result is weakly typed when the lattice's join is a weak kind: every argument is weak,
+    or a weak scalar of a higher kind meets strong ones (int32 array + 1.0 is a weak float32).
     """
     if not args:
         raise ValueError("result_type needs at least one argument")
     pairs = [_dtype_and_weakness(x) for x in args]
     node = _least_upper_bound(tuple(_lattice_node(d, w) for d, w in pairs))
     dtype = _dtype_of_node(node)
-    weak = all(w for _, w in pairs)
+    weak = isinstance(node, str)
     return (dtype, weak) if return_weak_type_flag else dtype
 
 
 def is_python_scalar(x):
-    return type(x) in (builtins.bool, builtins.int, builtins.float)
+    return type(x) in (builtins.bool, builtins.int, builtins.float, builtins.complex)
 
 
 def dtype_of(x):

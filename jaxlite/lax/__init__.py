@@ -1,6 +1,7 @@
 """jaxlite.lax: the primitives, each declared once with all its rules."""
 from jaxlite.core.namespace import dir_hiding_submodules as _dir_hiding_submodules
-from jaxlite.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
+from jaxlite.lax.control_flow import (cond, custom_linear_solve, custom_root, fori_loop, linear_solve_p, map,
+                                      scan, switch, while_loop)
 from jaxlite.lax.elementwise import (
     abs, add, add_any, atan2, bitcast_convert_type, bitwise_and, bitwise_not, bitwise_or,
     bitwise_xor, cbrt, ceil, clamp, convert_element_type, cos, div, eq, exp, exp2, expm1, floor,
@@ -16,7 +17,7 @@ from jaxlite.lax.shapes import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full, index_in_dim,
     iota, pad, reshape, rev, slice, slice_in_dim, squeeze, transpose)
 from jaxlite.lax.dot import Precision, dot, dot_general
-from jaxlite.lax.complex_parts import conj, conj_p
+from jaxlite.lax.complex_parts import complex, complex_p, conj, conj_p, imag, imag_p, real, real_p
 
 from jaxlite.lax.gradients import stop_gradient
 from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
@@ -24,6 +25,8 @@ from jaxlite.lax.special_series import (bessel_i0e, bessel_i1e, betainc, igamma,
                                         igammac, random_gamma_grad, regularized_incomplete_beta, zeta)
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from jaxlite.lax.random_bits import fma, threefry2x32
+from jaxlite.lax.ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
+from jaxlite.lax.rng import RandomAlgorithm, mulhi, mulhi_p, rng_bit_generator, rng_bit_generator_p, rng_uniform, rng_uniform_p
 from jaxlite.lax.slicing import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_index_in_dim,
     dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim, dynamic_update_slice,

@@ -13,14 +13,22 @@ from jaxlite.core.primitive import Primitive
 from jaxlite.transforms import batching
 
 FLOAT = "floating-point"
+INEXACT = "floating-point or complex"
+COMPLEX = "complex"
 NUMBER = "numeric"
+REAL = "integer or floating-point"
+ORDERED = "integer, floating-point or boolean"
 INTEGER = "integer"
 INTEGRAL = "integer or boolean"
 ANY = "any"
 
 _ACCEPTS = {
     FLOAT: dtypes.is_float,
-    NUMBER: lambda d: dtypes.is_float(d) or dtypes.is_int(d),
+    INEXACT: dtypes.is_inexact,
+    COMPLEX: dtypes.is_complex,
+    NUMBER: lambda d: dtypes.is_inexact(d) or dtypes.is_int(d),
+    REAL: lambda d: dtypes.is_float(d) or dtypes.is_int(d),
+    ORDERED: lambda d: not dtypes.is_complex(d),
     INTEGER: dtypes.is_int,
     INTEGRAL: lambda d: dtypes.is_int(d) or dtypes.is_bool(d),
     ANY: lambda d: True,
@@ -62,11 +70,13 @@ def as_operands(*args):
 def _holds(dtype, x):
     if not dtypes.is_python_scalar(x):
         return True
-    inexact = dtypes.is_float(dtype) or np.dtype(dtype).kind == "c"
+    inexact = dtypes.is_inexact(dtype)
     if isinstance(x, bool):
         return dtypes.is_bool(dtype)
     if isinstance(x, int):
         return dtypes.is_int(dtype) or inexact
+    if isinstance(x, complex):
+        return dtypes.is_complex(dtype)
     return inexact
 
 
@@ -87,11 +97,12 @@ def elementwise_aval(name, avals, accepts, out_dtype=None):
         raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. (Tip: "
                         f"jnp.{name} is a similar function that does automatic type promotion on inputs).")
     dtype = avals[0].dtype if out_dtype is None else out_dtype
+    dtype = dtype(avals[0].dtype) if callable(dtype) else dtype
     weak = all(a.weak_type for a in avals) and dtypes.can_be_weak(dtype)
     return ShapedArray(elementwise_shape(name, avals), dtype, weak)
 
 
-def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False):
+def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False, out_dtype=None):
     """`subnormals_as_zero`: eager reads float32/bfloat16/float64 subnormal inputs as signed
     zeros, as compiled code does (its entry point sets DAZ, as XLA:CPU's does), for the
     functions whose value at a subnormal is far from their value at zero (log, sqrt, floor,
@@ -99,7 +110,7 @@ def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False):
     (abs, neg), and functions equal to x near 0 that JAX passes them through (sin, tanh)."""
     primitive = Primitive(name)
     primitive.def_impl(_reading_subnormals_as_zero(numpy_fn) if subnormals_as_zero else numpy_fn)
-    primitive.def_abstract_eval(lambda x, **params: elementwise_aval(name, [x], accepts))
+    primitive.def_abstract_eval(lambda x, **params: elementwise_aval(name, [x], accepts, out_dtype))
     batching.vectorized_rule(primitive)
     return primitive
 
@@ -122,14 +133,18 @@ def _reading_subnormals_as_zero(numpy_fn):
     return impl
 
 
+# Complex values are pairs of these floats to the hardware.
+_FLOAT_MODE_DTYPES = frozenset(_FLUSHED_FLOATS) | {np.dtype(np.complex64), np.dtype(np.complex128)}
+
+
 def flushing_subnormals(numpy_fn):
-    """numpy_fn on float32/float64/bfloat16 operands run as compiled code runs (and XLA:CPU,
+    """numpy_fn on float32/float64/bfloat16 (and complex) operands run as compiled code runs (and XLA:CPU,
     eager and jit): subnormal operands and results flushed to signed zeros (FTZ/DAZ set in
     MXCSR, lower/float_mode.py). float16 needs none: its subnormals are float32 normals."""
     flushed = []
 
     def impl(*operands, **params):
-        if not any(getattr(x, "dtype", None) in _FLUSHED_FLOATS for x in operands):
+        if not any(getattr(x, "dtype", None) in _FLOAT_MODE_DTYPES for x in operands):
             return numpy_fn(*operands, **params)
         if not flushed:
             from jaxlite.lower.float_mode import flushing_subnormals as in_float_mode
@@ -147,7 +162,8 @@ def _may_hold_subnormals(x, tiny):
 
 
 def naryop_primitive(name, numpy_fn, accepts, out_dtype=None):
-    """An elementwise primitive of several same-typed operands (add, eq, ...)."""
+    """An elementwise primitive of several same-typed operands (add, eq, ...); `out_dtype` is
+    the result's dtype, or a function of the operands' dtype."""
     primitive = Primitive(name)
     primitive.def_impl(flushing_subnormals(numpy_fn))
     primitive.def_abstract_eval(lambda *avals, **params: elementwise_aval(name, avals, accepts, out_dtype))
@@ -167,3 +183,42 @@ def shape_tuple(shape, name="shape"):
         raise ValueError(f"{name} must be non-negative, got {result}")
     return result
 
+
+
+def composite_primitive(name, compute, multiple_results=False):
+    """A primitive that JAX has, computed by `compute(*operands, **params)` from other lax
+    operations: the jaxpr shows one equation, as JAX's does, while evaluation, jit (a compiler
+    rewrite), JVP and vmap all run the composition, so its rules are those of its parts."""
+    from jaxlite.core.primitive import compiler_rewrites
+    from jaxlite.core.staging import trace_to_jaxpr
+    from jaxlite.transforms import ad
+
+    def impl(*args, **params):
+        outs = compute(*[Array(a) for a in args], **params)
+        return [np.asarray(o) for o in outs] if multiple_results else np.asarray(outs)
+
+    def abstract_eval(*avals, **params):
+        closed = trace_to_jaxpr(lambda *xs: _as_list(compute(*xs, **params), multiple_results),
+                                list(avals), f"the abstract evaluation of {name}")
+        return closed.out_avals if multiple_results else closed.out_avals[0]
+
+    def jvp(primals, tangents, **params):
+        outs, out_dots = ad.jvp_flat(lambda *xs: _as_list(compute(*xs, **params), multiple_results),
+                                     primals, tangents)
+        return (outs, out_dots) if multiple_results else (outs[0], out_dots[0])
+
+    def batch(args, dims, **params):
+        outs = batching.vmap(lambda *xs: compute(*xs, **params), in_axes=tuple(dims))(*args)
+        return (outs, [0] * len(outs)) if multiple_results else (outs, 0)
+
+    primitive = Primitive(name, multiple_results=multiple_results)
+    primitive.def_impl(impl)
+    primitive.def_abstract_eval(abstract_eval)
+    ad.jvp_rules[primitive] = jvp
+    batching.batch_rules[primitive] = batch
+    compiler_rewrites[primitive] = lambda *args, memory_orders, **params: compute(*args, **params)
+    return primitive
+
+
+def _as_list(outs, multiple_results):
+    return list(outs) if multiple_results else [outs]

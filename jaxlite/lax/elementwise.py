@@ -7,8 +7,8 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import (ANY, FLOAT, INTEGER, INTEGRAL, NUMBER, as_operand, as_operands,
-                              check_dtype, flushing_subnormals, naryop_primitive, unary_primitive)
+from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, ORDERED, REAL, as_operand,
+                              as_operands, check_dtype, flushing_subnormals, naryop_primitive, unary_primitive)
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
@@ -98,7 +98,7 @@ def _remainder(x, y):
     return np.fmod(x, y)
 
 
-rem_p = naryop_primitive("rem", _remainder, NUMBER)
+rem_p = naryop_primitive("rem", _remainder, REAL)
 fusion_rules.elementwise(rem_p, "rem")
 rem = _bind_nary(rem_p)
 defjvp(rem_p,
@@ -113,7 +113,7 @@ def _power(x, y):
     return np.power(x, y)
 
 
-pow_p = naryop_primitive("pow", _power, FLOAT)
+pow_p = naryop_primitive("pow", _power, INEXACT)
 fusion_rules.elementwise(pow_p, "pow")
 pow = _bind_nary(pow_p)
 
@@ -161,20 +161,22 @@ fusion_rules.elementwise(min_p, "min")
 min = _bind_nary(min_p)
 
 
-def _balanced_share(x, y, wins):
+def _balanced_share(x, y, extremum):
     """1 where x wins, 0 where it loses and 1/2 at ties, so max(x, x) has gradient 1
-    (at the broadcast shape: either operand may be a scalar)."""
-    won = wins(x, y)
+    (at the broadcast shape: either operand may be a scalar). x wins where it is the extremum
+    and differs from y: the order extremum uses, so complex values (ordered
+    lexicographically, which lax.gt refuses) are covered too."""
+    won = bitwise_and(eq(extremum(x, y), x), ne(x, y))
     one, half, zero = (full_like(won, value, dtype=x.dtype) for value in (1, 0.5, 0))
     return select_n(won, select_n(eq(x, y), zero, half), one)
 
 
 defjvp(max_p,
-       lambda t, x, y: mul(t, _balanced_share(x, y, gt)),
-       lambda t, x, y: mul(t, _balanced_share(y, x, gt)))
+       lambda t, x, y: mul(t, _balanced_share(x, y, max)),
+       lambda t, x, y: mul(t, _balanced_share(y, x, max)))
 defjvp(min_p,
-       lambda t, x, y: mul(t, _balanced_share(x, y, lt)),
-       lambda t, x, y: mul(t, _balanced_share(y, x, lt)))
+       lambda t, x, y: mul(t, _balanced_share(x, y, min)),
+       lambda t, x, y: mul(t, _balanced_share(y, x, min)))
 
 nextafter_p = naryop_primitive("nextafter", np.nextafter, FLOAT)
 fusion_rules.elementwise(nextafter_p, "nextafter")
@@ -385,11 +387,23 @@ is_finite_p.def_abstract_eval(lambda x: ShapedArray(_unary_float_aval("is_finite
 is_finite = _bind_unary(is_finite_p)
 defjvp_zero(is_finite_p)
 
-abs_p = unary_primitive("abs", np.abs, NUMBER)
+abs_p = unary_primitive("abs", np.abs, NUMBER, out_dtype=dtypes.real_dtype)
 fusion_rules.elementwise(abs_p, "abs")
 abs = _bind_unary(abs_p)
-# The derivative at 0 (and -0) is 1, as JAX takes it (so grad(hypot)(0, 0) is (1/2, 1/2)).
-defjvp(abs_p, lambda t, x: select_n(ge(x, full_like(x, 0)), neg(t), t))
+
+
+def _abs_jvp(t, x):
+    if dtypes.is_complex(x.dtype):
+        # d|x| = Re(conj(x) dx) / |x|, taken as 0 at 0 (as JAX: |x| replaced by 1 there).
+        from jaxlite.lax.complex_parts import conj, real
+        magnitude = abs(x)
+        safe = select_n(eq(magnitude, full_like(magnitude, 0)), magnitude, full_like(magnitude, 1))
+        return div(real(mul(conj(x), t)), safe)
+    # The derivative at 0 (and -0) is 1, as JAX takes it (so grad(hypot)(0, 0) is (1/2, 1/2)).
+    return select_n(ge(x, full_like(x, 0)), neg(t), t)
+
+
+defjvp(abs_p, _abs_jvp)
 
 square_p = unary_primitive("square", np.square, NUMBER)
 square_p.def_impl(flushing_subnormals(np.square))         # a product: flushed as mul is
@@ -432,32 +446,32 @@ def integer_pow(x, y):
 
 # ---------------------------------------------------------------- transcendental
 
-exp_p = unary_primitive("exp", np.exp, FLOAT)
+exp_p = unary_primitive("exp", np.exp, INEXACT)
 fusion_rules.elementwise(exp_p, "exp")
 exp = _bind_unary(exp_p)
 defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 
-exp2_p = unary_primitive("exp2", np.exp2, FLOAT)
+exp2_p = unary_primitive("exp2", np.exp2, INEXACT)
 fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
 defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
 
-log_p = unary_primitive("log", np.log, FLOAT, subnormals_as_zero=True)
+log_p = unary_primitive("log", np.log, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(log_p, "log")
 log = _bind_unary(log_p)
 defjvp(log_p, lambda t, x: div(t, x))
 
-log1p_p = unary_primitive("log1p", np.log1p, FLOAT, subnormals_as_zero=True)
+log1p_p = unary_primitive("log1p", np.log1p, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(log1p_p, "log1p")
 log1p = _bind_unary(log1p_p)
 defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
 
-expm1_p = unary_primitive("expm1", np.expm1, FLOAT)
+expm1_p = unary_primitive("expm1", np.expm1, INEXACT)
 fusion_rules.elementwise(expm1_p, "expm1")
 expm1 = _bind_unary(expm1_p)
 defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, 1)))
 
-sqrt_p = unary_primitive("sqrt", np.sqrt, FLOAT, subnormals_as_zero=True)
+sqrt_p = unary_primitive("sqrt", np.sqrt, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(sqrt_p, "sqrt")
 sqrt = _bind_unary(sqrt_p)
 defjvp_with_output(sqrt_p, lambda ts, out, x: div(ts[0], mul(out, 2)))
@@ -470,7 +484,7 @@ def _rsqrt(x):
     return np.reciprocal(np.sqrt(wide)).astype(x.dtype)
 
 
-rsqrt_p = unary_primitive("rsqrt", _rsqrt, FLOAT, subnormals_as_zero=True)
+rsqrt_p = unary_primitive("rsqrt", _rsqrt, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
 defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
@@ -480,13 +494,15 @@ fusion_rules.elementwise(cbrt_p, "cbrt")
 cbrt = _bind_unary(cbrt_p)
 defjvp_with_output(cbrt_p, lambda ts, out, x: div(ts[0], mul(square(out), 3)))
 
-tanh_p = unary_primitive("tanh", np.tanh, FLOAT)
+tanh_p = unary_primitive("tanh", np.tanh, INEXACT)
 fusion_rules.elementwise(tanh_p, "tanh")
 tanh = _bind_unary(tanh_p)
 defjvp_with_output(tanh_p, lambda ts, out, x: mul(ts[0], sub(1, square(out))))
 
 
 def _logistic(x):
+    if dtypes.is_complex(x.dtype):
+        return 1 / (1 + np.exp(-x))
     if x.dtype.itemsize == 2:
         # XLA expands 16-bit logistic to 1 / (1 + exp(-x)), each step rounded to the format.
         with np.errstate(over="ignore"):
@@ -496,22 +512,22 @@ def _logistic(x):
     return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype)
 
 
-logistic_p = unary_primitive("logistic", _logistic, FLOAT)
+logistic_p = unary_primitive("logistic", _logistic, INEXACT)
 fusion_rules.elementwise(logistic_p, "logistic")
 logistic = _bind_unary(logistic_p)
 defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(1, out))))
 
-sin_p = unary_primitive("sin", np.sin, FLOAT)
+sin_p = unary_primitive("sin", np.sin, INEXACT)
 fusion_rules.elementwise(sin_p, "sin")
 sin = _bind_unary(sin_p)
 defjvp(sin_p, lambda t, x: mul(t, cos(x)))
 
-cos_p = unary_primitive("cos", np.cos, FLOAT)
+cos_p = unary_primitive("cos", np.cos, INEXACT)
 fusion_rules.elementwise(cos_p, "cos")
 cos = _bind_unary(cos_p)
 defjvp(cos_p, lambda t, x: mul(neg(t), sin(x)))
 
-tan_p = unary_primitive("tan", np.tan, FLOAT)
+tan_p = unary_primitive("tan", np.tan, INEXACT)
 fusion_rules.elementwise(tan_p, "tan")
 tan = _bind_unary(tan_p)
 defjvp_with_output(tan_p, lambda ts, out, x: mul(ts[0], add(square(out), 1)))
@@ -522,42 +538,42 @@ def _one_minus_square(x):
     return mul(sub(1, x), add(1, x))
 
 
-asin_p = unary_primitive("asin", np.arcsin, FLOAT, subnormals_as_zero=True)
+asin_p = unary_primitive("asin", np.arcsin, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(asin_p, "asin")
 asin = _bind_unary(asin_p)
 defjvp(asin_p, lambda t, x: mul(t, rsqrt(_one_minus_square(x))))
 
-acos_p = unary_primitive("acos", np.arccos, FLOAT)
+acos_p = unary_primitive("acos", np.arccos, INEXACT)
 fusion_rules.elementwise(acos_p, "acos")
 acos = _bind_unary(acos_p)
 defjvp(acos_p, lambda t, x: mul(neg(t), rsqrt(_one_minus_square(x))))
 
-atan_p = unary_primitive("atan", np.arctan, FLOAT)
+atan_p = unary_primitive("atan", np.arctan, INEXACT)
 fusion_rules.elementwise(atan_p, "atan")
 atan = _bind_unary(atan_p)
 defjvp(atan_p, lambda t, x: div(t, add(square(x), 1)))
 
-sinh_p = unary_primitive("sinh", np.sinh, FLOAT, subnormals_as_zero=True)
+sinh_p = unary_primitive("sinh", np.sinh, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(sinh_p, "sinh")
 sinh = _bind_unary(sinh_p)
 defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 
-cosh_p = unary_primitive("cosh", np.cosh, FLOAT)
+cosh_p = unary_primitive("cosh", np.cosh, INEXACT)
 fusion_rules.elementwise(cosh_p, "cosh")
 cosh = _bind_unary(cosh_p)
 defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 
-asinh_p = unary_primitive("asinh", np.arcsinh, FLOAT, subnormals_as_zero=True)
+asinh_p = unary_primitive("asinh", np.arcsinh, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(asinh_p, "asinh")
 asinh = _bind_unary(asinh_p)
 defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1))))
 
-acosh_p = unary_primitive("acosh", np.arccosh, FLOAT)
+acosh_p = unary_primitive("acosh", np.arccosh, INEXACT)
 fusion_rules.elementwise(acosh_p, "acosh")
 acosh = _bind_unary(acosh_p)
 defjvp(acosh_p, lambda t, x: mul(t, mul(rsqrt(sub(x, 1)), rsqrt(add(x, 1)))))
 
-atanh_p = unary_primitive("atanh", np.arctanh, FLOAT, subnormals_as_zero=True)
+atanh_p = unary_primitive("atanh", np.arctanh, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(atanh_p, "atanh")
 atanh = _bind_unary(atanh_p)
 defjvp(atanh_p, lambda t, x: div(t, _one_minus_square(x)))
@@ -653,15 +669,15 @@ clz = _bind_unary(clz_p)
 defjvp_zero(clz_p)
 
 
-def _comparison(name, numpy_fn):
-    primitive = naryop_primitive(name, numpy_fn, ANY, out_dtype=dtypes.bool_)
+def _comparison(name, numpy_fn, accepts=ORDERED):
+    primitive = naryop_primitive(name, numpy_fn, accepts, out_dtype=dtypes.bool_)
     defjvp_zero(primitive)
     return primitive, _bind_nary(primitive)
 
 
-eq_p, eq = _comparison("eq", np.equal)
+eq_p, eq = _comparison("eq", np.equal, ANY)
 fusion_rules.elementwise(eq_p, "eq")
-ne_p, ne = _comparison("ne", np.not_equal)
+ne_p, ne = _comparison("ne", np.not_equal, ANY)
 fusion_rules.elementwise(ne_p, "ne")
 lt_p, lt = _comparison("lt", np.less)
 fusion_rules.elementwise(lt_p, "lt")
@@ -763,6 +779,8 @@ def _convert_aval(x, new_dtype, weak_type=False):
 
 
 def _convert(x, new_dtype, weak_type=False):
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype):
+        x = x.real      # as JAX: a complex value converts to a real type by its real part
     if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
         # Out-of-range and NaN values are undefined in C; clamp them as XLA does (NaN to 0).
         # The top can round up in x's format (float32(2**31 - 1) is 2**31, which astype
@@ -794,7 +812,7 @@ def convert_element_type(x, new_dtype, weak_type=False):
 def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
     (x,), (t,) = primals, tangents
     out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if ad.is_zero(t) or not (dtypes.is_float(x.dtype) and dtypes.is_float(new_dtype)):
+    if ad.is_zero(t) or not (dtypes.is_inexact(x.dtype) and dtypes.is_inexact(new_dtype)):
         return out, ad.Zero(ad.tangent_aval(out.aval))
     return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=False)
 

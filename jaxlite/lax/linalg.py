@@ -1,13 +1,18 @@
-"""Linear-algebra primitives: cholesky, triangular_solve, lu and svd.
+"""jax.lax.linalg: the factorization primitives (cholesky, triangular_solve, lu, eigh, qr,
+geqrf, svd) and compositions of them (householder_product).
 
 Each works on the last two axes and maps over any leading (batch) axes, so the
 batching rules only move the vmapped axis to the front. The derivatives are
 the standard matrix identities, written with triangular solves and matmuls.
 """
+import enum
+import math
+
 import numpy as np
 
 from jaxlite.core import dtypes, numpy_blas
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.namespace import dir_of_all
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import FLOAT, as_operand, check_dtype
 from jaxlite.lax.dot import dot_general
@@ -17,6 +22,11 @@ from jaxlite.lax.shapes import broadcast_in_dim, broadcasted_iota, full, pad, sl
 from jaxlite.lax.slicing import take_along_axis
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front
+
+__all__ = ["EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p", "eigh", "eigh_p", "geqrf", "geqrf_p",
+           "householder_product", "lu", "lu_p", "qr", "qr_p", "svd", "svd_p", "symmetrize", "triangular_solve",
+           "triangular_solve_p"]
+__dir__ = dir_of_all(globals())
 
 
 def _check_matrices(name, x, square=True):
@@ -235,7 +245,7 @@ def _lu_impl(a):
     m, n = a.shape[-2:]
     lu = np.array(a, dtype=np.promote_types(a.dtype, np.float32))
     batch = lu.shape[:-2]
-    flat = lu.reshape((-1, m, n))
+    flat = lu.reshape((math.prod(batch), m, n))
     rows = np.arange(flat.shape[0])
     perm = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
     pivots = np.zeros((flat.shape[0], min(m, n)), np.int32)
@@ -330,21 +340,339 @@ ad.jvp_rules[lu_p] = _lu_jvp
 _batch_all_to_front(lu_p)
 
 
+# ---------------------------------------------------------------- solves and slices shared by the rules
+
+def lu_solve(a, b):
+    """a^-1 b for square a (b a batch of matrices with a's batch axes), by a's LU factors."""
+    lu_matrix, _, permutation = lu(a)
+    lower, upper = square_factors(lu_matrix)
+    y = triangular_solve(lower, permute_rows(b, permutation), left_side=True, lower=True, unit_diagonal=True)
+    return triangular_solve(upper, y, left_side=True, lower=False)
+
+
+def adjoint(x):
+    """The conjugate transpose of x's last two axes."""
+    return matrix_transpose(x)
+
+
+def real_part(x):
+    return x
+
+
+def _block(x, rows=None, cols=None):
+    """x[..., rows[0]:rows[1], cols[0]:cols[1]] (a None range takes the whole axis)."""
+    m, n = x.shape[-2:]
+    (r0, r1), (c0, c1) = rows or (0, m), cols or (0, n)
+    batch = x.shape[:-2]
+    return slice(x, (0,) * len(batch) + (r0, c0), batch + (r1, c1))
+
+
+def _concatenate_last(parts, axis):
+    from jaxlite.lax.shapes import concatenate
+    return concatenate(parts, parts[0].ndim + axis)
+
+
+def _reciprocal_off_diagonal(gaps):
+    """1 / gaps off the diagonal and 0 on it, as 1 / (gaps + I) - I: the diagonal of gaps
+    is zero, and equal values off it give inf, as JAX's rules do."""
+    eye = identity_like(gaps)
+    return sub(div(full_like(gaps, 1), add(gaps, eye)), eye)
+
+
+def _real_dtype(dtype):
+    return dtype
+
+
+# ---------------------------------------------------------------- eigh
+
+def _eigh_aval(x, lower):
+    _check_matrices("eigh", x)
+    base = x.strip_weak_type()
+    return [base, base.update(shape=x.shape[:-1], dtype=_real_dtype(x.dtype))]
+
+
+def _eigh_impl(x, lower):
+    """numpy's (LAPACK's syevd, in float64 also for float32, on one OpenBLAS thread as under
+    jit); eigenvalues ascending; a matrix LAPACK fails on gives NaNs, as in JAX."""
+    def decompose(matrix):
+        w, v = np.linalg.eigh(matrix, UPLO="L" if lower else "U")
+        return [v, w]
+    with numpy_blas.single_threaded():
+        return _or_nan_per_matrix(decompose, x)
+
+
+eigh_p = Primitive("eigh", multiple_results=True)
+eigh_p.def_impl(_eigh_impl)
+eigh_p.def_abstract_eval(_eigh_aval)
+
+
+class EighImplementation(enum.Enum):
+    """Which eigh algorithm runs: on CPU LAPACK's (QR); the others are TPU/GPU ones in JAX."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+def symmetrize(x):
+    """(x + x^H) / 2."""
+    return mul(add(x, adjoint(x)), convert_element_type(0.5, x.dtype))
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_by_index=None,
+         implementation=None):
+    """(v, w): the eigenvectors (columns of v) and ascending eigenvalues w of the symmetric
+    (Hermitian) matrices x, of which only the `lower` (else upper) triangle is read."""
+    x = as_operand(x)
+    n = x.shape[-1] if x.ndim else 0
+    if subset_by_index is not None and tuple(subset_by_index) != (0, n):
+        raise NotImplementedError("eigh: subset_by_index is not supported on CPU (as in JAX)")
+    if implementation not in (None, EighImplementation.QR):
+        raise NotImplementedError(f"eigh: the {implementation} implementation is not supported on CPU "
+                                  "(as in JAX)")
+    if symmetrize_input:
+        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+            raise TypeError(f"eigh needs square matrices in its last two axes, got shape {x.shape}")
+        x = symmetrize(x)
+    v, w = eigh_p.bind(x, lower=bool(lower))
+    return v, w
+
+
+def _eigh_jvp(primals, tangents, lower):
+    """w_dot = diag(v^H a_dot v), v_dot = v (F o v^H a_dot v), F_ij = 1 / (w_j - w_i): first
+    order perturbation theory for distinct eigenvalues. Equal eigenvalues give inf in F (as
+    in JAX): their eigenvectors are not differentiable, only their span."""
+    (a,), (a_dot,) = primals, tangents
+    v, w = eigh_p.bind(symmetrize(a), lower=lower)
+    w_full = convert_element_type(w, a.dtype)
+    gaps = sub(_broadcast_last(w_full, a.shape, row=True), _broadcast_last(w_full, a.shape, row=False))
+    projected = matmul(matmul(adjoint(v), a_dot), v)
+    return [v, w], [matmul(v, mul(_reciprocal_off_diagonal(gaps), projected)), _diagonal(real_part(projected))]
+
+
+ad.jvp_rules[eigh_p] = _eigh_jvp
+_batch_all_to_front(eigh_p)
+
+
+# ---------------------------------------------------------------- qr
+
+def _qr_aval(x, full_matrices):
+    _check_matrices("qr", x, square=False)
+    m, n = x.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    base = x.strip_weak_type()
+    return [base.update(shape=x.shape[:-2] + (m, k)), base.update(shape=x.shape[:-2] + (k, n))]
+
+
+def _qr_impl(x, full_matrices):
+    """numpy's (LAPACK's geqrf and orgqr, in float64 also for float32, on one OpenBLAS thread
+    as under jit)."""
+    with numpy_blas.single_threaded():
+        q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q, r]
+
+
+qr_p = Primitive("qr", multiple_results=True)
+qr_p.def_impl(_qr_impl)
+qr_p.def_abstract_eval(_qr_aval)
+
+
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
+    """(q, r) with x = q r, q orthonormal columns (m x m, or m x min(m, n) unless
+    full_matrices) and r upper triangular (trapezoidal); with pivoting, (q, r, p) with
+    x[..., p] = q r and |diag(r)| non-increasing."""
+    x = as_operand(x)
+    if pivoting:
+        return tuple(qr_pivoted_p.bind(x, full_matrices=bool(full_matrices)))
+    q, r = qr_p.bind(x, full_matrices=bool(full_matrices))
+    return q, r
+
+
+def _thin_qr_jvp(q, r, x_dot):
+    """(q_dot, r_dot) of x = q r, x m x n with m >= n and q m x n: with
+    C = q^H x_dot r^-1, r_dot = (C - Omega) r and q_dot = q (Omega - C) + x_dot r^-1, where
+    Omega = tril(C, -1) - tril(C, -1)^H is the skew part keeping q^H q = I and r triangular."""
+    x_dot_r_inv = triangular_solve(r, x_dot, left_side=False, lower=False)
+    c = matmul(adjoint(q), x_dot_r_inv)
+    below = triangle(c, lower=True, strict=True)
+    omega = sub(below, adjoint(below))
+    q_dot = add(matmul(q, sub(omega, c)), x_dot_r_inv)
+    return q_dot, matmul(sub(c, omega), r)
+
+
+def _wide_qr_jvp(x, q, r, x_dot):
+    """m < n: x = [x1 x2] with x1 = q r1 square, and r2 = q^H x2."""
+    m = x.shape[-2]
+    q_dot, r1_dot = _thin_qr_jvp(q, _block(r, cols=(0, m)), _block(x_dot, cols=(0, m)))
+    n = x.shape[-1]
+    r2_dot = add(matmul(adjoint(q_dot), _block(x, cols=(m, n))), matmul(adjoint(q), _block(x_dot, cols=(m, n))))
+    return q_dot, _concatenate_last([r1_dot, r2_dot], -1)
+
+
+def _completed_q_jvp(q, q_dot_thin):
+    """The derivative of the m - n columns that complete a tall q's first n to a square
+    orthogonal matrix, as LAPACK's Householder construction fixes them: with
+    Z = q_pn (q_nn - I)^-1 (q_nn the top n rows of the first n columns, q_pn the rest),
+    q_mp_dot = q_dot_mn Z^H - (q_mn + q_mp Z) (q_dot_pn - Z q_dot_nn)^H."""
+    m, n = q.shape[-2], q_dot_thin.shape[-1]
+    q_mn, q_mp = _block(q, cols=(0, n)), _block(q, cols=(n, m))
+    q_nn, q_pn = _block(q_mn, rows=(0, n)), _block(q_mn, rows=(n, m))
+    z_h = lu_solve(adjoint(sub(q_nn, identity_like(q_nn))), adjoint(q_pn))
+    z = adjoint(z_h)
+    q_dot_nn, q_dot_pn = _block(q_dot_thin, rows=(0, n)), _block(q_dot_thin, rows=(n, m))
+    tail = matmul(add(q_mn, matmul(q_mp, z)), adjoint(sub(q_dot_pn, matmul(z, q_dot_nn))))
+    return _concatenate_last([q_dot_thin, sub(matmul(q_dot_thin, z_h), tail)], -1)
+
+
+def _qr_tangents(x, q, r, x_dot, full_matrices):
+    m, n = x.shape[-2:]
+    if m < n:
+        return _wide_qr_jvp(x, q, r, x_dot)
+    if not full_matrices or m == n:
+        return _thin_qr_jvp(q, r, x_dot)
+    q_dot_thin, r_dot_nn = _thin_qr_jvp(_block(q, cols=(0, n)), _block(r, rows=(0, n)), x_dot)
+    r_dot = pad(r_dot_nn, convert_element_type(0, r.dtype), [(0, 0, 0)] * (r.ndim - 2) + [(0, m - n, 0), (0, 0, 0)])
+    return _completed_q_jvp(q, q_dot_thin), r_dot
+
+
+def _qr_jvp(primals, tangents, full_matrices):
+    (x,), (x_dot,) = primals, tangents
+    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    return [q, r], list(_qr_tangents(x, q, r, x_dot, full_matrices))
+
+
+ad.jvp_rules[qr_p] = _qr_jvp
+_batch_all_to_front(qr_p)
+
+
+# ---------------------------------------------------------------- geqrf and householder_product
+
+def _geqrf_aval(x):
+    _check_matrices("geqrf", x, square=False)
+    base = x.strip_weak_type()
+    return [base, base.update(shape=x.shape[:-2] + (min(x.shape[-2:]),))]
+
+
+def _geqrf_impl(x):
+    """numpy's qr(mode="raw") (LAPACK's geqrf in float64), its column-major h made (m, n)."""
+    with numpy_blas.single_threaded():
+        h, tau = np.linalg.qr(x, mode="raw")
+    return [np.swapaxes(h, -1, -2).astype(x.dtype), tau.astype(x.dtype)]
+
+
+geqrf_p = Primitive("geqrf", multiple_results=True)
+geqrf_p.def_impl(_geqrf_impl)
+geqrf_p.def_abstract_eval(_geqrf_aval)
+_batch_all_to_front(geqrf_p)
+
+
+def geqrf(x):
+    """(h, taus): LAPACK's packed QR, R on and above h's diagonal and the Householder vectors
+    below it (householder_product makes Q of them)."""
+    h, taus = geqrf_p.bind(as_operand(x))
+    return h, taus
+
+
+def householder_product(a, taus):
+    """The first n columns of H_0 H_1 ... H_{k-1} for a (m x n, m >= n) holding Householder
+    vectors below its diagonal (unit diagonal implied) and k taus: H_i = I - tau_i v_i v_i^H."""
+    a, taus = as_operand(a), as_operand(taus)
+    m, n = a.shape[-2:]
+    k = taus.shape[-1]
+    if m < n or k > n or taus.shape[:-1] != a.shape[:-2]:
+        raise ValueError(f"householder_product needs a of shape [..., m, n] with m >= n and taus of shape "
+                         f"[..., k] with k <= n, got {a.shape} and {taus.shape}")
+    rows = broadcasted_iota(dtypes.int32, a.shape[:-2] + (m, 1), a.ndim - 2)
+    q = _block(identity_like(full(a.shape[:-2] + (m, m), 0, a.dtype)), cols=(0, n))
+    for i in reversed(range(k)):
+        column = _block(a, cols=(i, i + 1))
+        unit = convert_element_type(eq(rows, full(rows.shape, i, dtypes.int32)), a.dtype)
+        v = select_n(gt(rows, full(rows.shape, i, dtypes.int32)), unit, column)
+        tau = broadcast_in_dim(slice(taus, (0,) * (taus.ndim - 1) + (i,), taus.shape[:-1] + (i + 1,)),
+                               rows.shape, tuple(range(a.ndim - 2)) + (a.ndim - 1,))
+        q = sub(q, matmul(mul(tau, v), matmul(adjoint(v), q)))
+    return q
+
+
+# ---------------------------------------------------------------- qr with column pivoting
+
+def _qr_pivoted_aval(x, full_matrices):
+    q, r = _qr_aval(x, full_matrices)
+    return [q, r, ShapedArray(x.shape[:-2] + x.shape[-1:], dtypes.int32)]
+
+
+def _qr_pivoted_impl(x, full_matrices):
+    """Householder QR choosing at each step the remaining column of largest norm (LAPACK's
+    geqp3 strategy; numpy has no geqp3), in float64 as numpy's linalg, over the whole batch."""
+    m, n = x.shape[-2:]
+    a = np.array(x, dtype=np.promote_types(x.dtype, np.float64)).reshape((math.prod(x.shape[:-2]), m, n))
+    batch = np.arange(a.shape[0])
+    permutation = np.tile(np.arange(n), (a.shape[0], 1))
+    q = np.tile(np.eye(m, dtype=a.dtype), (a.shape[0], 1, 1))
+    for k in range(min(m, n)):
+        p = k + np.argmax(np.linalg.norm(a[:, k:, k:], axis=1), axis=1)
+        _swap_rows(np.swapaxes(a, 1, 2), batch, k, p)
+        _swap_rows(permutation[:, :, None], batch, k, p)
+        _reflect(a, q, k)
+    r = np.triu(a)
+    if not full_matrices:
+        q, r = q[:, :, :min(m, n)], r[:, :min(m, n), :]
+    shape = x.shape[:-2]
+    return [q.reshape(shape + q.shape[1:]).astype(x.dtype), r.reshape(shape + r.shape[1:]).astype(x.dtype),
+            permutation.astype(np.int32).reshape(shape + (n,))]
+
+
+def _reflect(a, q, k):
+    """Apply the Householder reflection zeroing a[:, k+1:, k] to a's trailing rows, and
+    accumulate it into q's trailing columns (column k of a all zero: no reflection)."""
+    column = a[:, k:, k]
+    size = np.linalg.norm(column, axis=1)
+    beta = -np.copysign(size, column[:, 0])
+    w = column.copy()
+    w[:, 0] -= beta
+    w_norm_sq = np.einsum("bi,bi->b", w, w)
+    scale = np.where(w_norm_sq > 0, 2 / np.where(w_norm_sq > 0, w_norm_sq, 1), 0)
+    a[:, k:, :] -= scale[:, None, None] * w[:, :, None] * np.einsum("bi,bij->bj", w, a[:, k:, :])[:, None, :]
+    q[:, :, k:] -= scale[:, None, None] * np.einsum("bij,bj->bi", q[:, :, k:], w)[:, :, None] * w[:, None, :]
+
+
+qr_pivoted_p = Primitive("qr_pivoted", multiple_results=True)
+qr_pivoted_p.def_impl(_qr_pivoted_impl)
+qr_pivoted_p.def_abstract_eval(_qr_pivoted_aval)
+
+
+def _qr_pivoted_jvp(primals, tangents, full_matrices):
+    """The QR derivative of x[..., p] (the pivots are piecewise constant)."""
+    (x,), (x_dot,) = primals, tangents
+    q, r, permutation = qr_pivoted_p.bind(x, full_matrices=full_matrices)
+    x_dot = matrix_transpose(permute_rows(matrix_transpose(x_dot), permutation))
+    x_permuted = matrix_transpose(permute_rows(matrix_transpose(x), permutation))
+    q_dot, r_dot = _qr_tangents(x_permuted, q, r, x_dot, full_matrices)
+    return [q, r, permutation], [q_dot, r_dot, ad.Zero(ad.tangent_aval(permutation.aval))]
+
+
+ad.jvp_rules[qr_pivoted_p] = _qr_pivoted_jvp
+_batch_all_to_front(qr_pivoted_p)
+
+
 # ---------------------------------------------------------------- svd
 
-def _svd_aval(a, full_matrices):
+def _svd_aval(a, full_matrices, compute_uv):
     _check_matrices("svd", a, square=False)
     m, n = a.shape[-2:]
     k, batch = min(m, n), a.shape[:-2]
-    u_cols, vt_rows = (m, n) if full_matrices else (k, k)
     base = a.strip_weak_type()
-    return [base.update(shape=batch + (k,)), base.update(shape=batch + (m, u_cols)),
-            base.update(shape=batch + (vt_rows, n))]
+    s = base.update(shape=batch + (k,), dtype=_real_dtype(a.dtype))
+    if not compute_uv:
+        return [s]
+    u_cols, vt_rows = (m, n) if full_matrices else (k, k)
+    return [s, base.update(shape=batch + (m, u_cols)), base.update(shape=batch + (vt_rows, n))]
 
 
-def _svd_impl(a, full_matrices):
-    """numpy's (LAPACK's dgesdd, in float64 also for float32: jit calls the same routine)."""
+def _svd_impl(a, full_matrices, compute_uv):
+    """numpy's (LAPACK's gesdd, in float64 also for float32: jit calls the same routine)."""
     def decompose(x):
+        if not compute_uv:
+            return [np.linalg.svd(x, compute_uv=False)]
         u, s, vt = np.linalg.svd(x, full_matrices=full_matrices)
         return [s, u, vt]
     return _or_nan_per_matrix(decompose, a)
@@ -355,55 +683,78 @@ svd_p.def_impl(_svd_impl)
 svd_p.def_abstract_eval(_svd_aval)
 
 
-def svd(a, full_matrices=False):
-    """The singular value decomposition a = u diag(s) vt, s in descending order.
+class SvdAlgorithm(enum.Enum):
+    """Which SVD algorithm runs: on CPU LAPACK's divide and conquer (gesdd)."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
 
-    Returns (s, u, vt) over the last two axes of a; thin factors unless full_matrices.
-    """
-    return svd_p.bind(as_operand(a), full_matrices=bool(full_matrices))
+
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
+    """(u, s, vh) with x = u diag(s) vh, s descending (full factors unless full_matrices is
+    False); s alone when not compute_uv."""
+    x = as_operand(x)
+    k = min(x.shape[-2:]) if x.ndim >= 2 else 0
+    if subset_by_index is not None and tuple(subset_by_index) != (0, k):
+        raise NotImplementedError("svd: subset_by_index is not supported on CPU (as in JAX)")
+    if algorithm not in (None, SvdAlgorithm.DEFAULT):
+        raise NotImplementedError(f"svd: the {algorithm} algorithm is not supported on CPU")
+    results = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if not compute_uv:
+        return results[0]
+    s, u, vt = results
+    return u, s, vt
 
 
 def _rows_times(s, x):
     """diag(s) @ x for a batch of vectors s."""
-    return mul(broadcast_in_dim(s, x.shape, tuple(range(x.ndim - 2)) + (x.ndim - 2,)), x)
+    return mul(_broadcast_last(convert_element_type(s, x.dtype), x.shape, row=False), x)
 
 
 def _cols_times(x, s):
     """x @ diag(s)."""
-    return mul(x, broadcast_in_dim(s, x.shape, tuple(range(x.ndim - 2)) + (x.ndim - 1,)))
+    return mul(x, _broadcast_last(convert_element_type(s, x.dtype), x.shape, row=True))
 
 
-def _svd_jvp(primals, tangents, full_matrices):
-    """With dP = u^T a_dot v and F_ij = 1/(s_j^2 - s_i^2) off the diagonal:
-    ds = diag(dP); du = u (F o (dP S + S dP^T)) + (1 - u u^T) a_dot v S^-1, and
-    dv = v (F o (S dP + dP^T S)) + (1 - v v^T) a_dot^T u S^-1 (distinct, nonzero s)."""
+def _svd_jvp(primals, tangents, full_matrices, compute_uv):
+    """With dS = u^H a_dot v and F_ij = 1 / (s_j^2 - s_i^2) off the diagonal: ds = Re diag(dS);
+    du = u (F o (dS S + S dS^H) + the imaginary diagonal part) + (1 - u u^H) a_dot v S^-1 for
+    tall a, dv = v (F o (S dS + dS^H S)) + (1 - v v^H) a_dot^H u S^-1 for wide a."""
     (a,), (a_dot,) = primals, tangents
-    if full_matrices and a.shape[-1] != a.shape[-2]:
+    m, n = a.shape[-2:]
+    if compute_uv and full_matrices and m != n:
         # The extra columns of full factors are any orthonormal completion: no derivative.
         raise NotImplementedError("the derivative of svd with full_matrices=True is only defined "
                                   "for square matrices (as in JAX); use full_matrices=False")
-    s, u, vt = svd_p.bind(a, full_matrices=full_matrices)
-    v = matrix_transpose(vt)
-    d_p = matmul(matmul(matrix_transpose(u), a_dot), v)
-    d_p_t = matrix_transpose(d_p)
-    f = _inverse_gaps(s, d_p.shape)
-    inv_s = div(full_like(s, 1), s)
-    a_dot_v = _cols_times(matmul(a_dot, v), inv_s)
-    du = add(matmul(u, mul(f, add(_cols_times(d_p, s), _rows_times(s, d_p_t)))),
-             sub(a_dot_v, matmul(u, matmul(matrix_transpose(u), a_dot_v))))
-    a_dot_t_u = _cols_times(matmul(matrix_transpose(a_dot), u), inv_s)
-    dv = add(matmul(v, mul(f, add(_rows_times(s, d_p), _cols_times(d_p_t, s)))),
-             sub(a_dot_t_u, matmul(v, matmul(vt, a_dot_t_u))))
-    return [s, u, vt], [_diagonal(d_p), du, matrix_transpose(dv)]
+    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    v = adjoint(vt)
+    d_s = matmul(matmul(adjoint(u), a_dot), v)
+    s_dot = _diagonal(real_part(d_s))
+    if not compute_uv:
+        return [s], [s_dot]
+    k_by_k = d_s.shape
+    s_j, s_i = _broadcast_last(s, k_by_k, row=True), _broadcast_last(s, k_by_k, row=False)
+    f = convert_element_type(_reciprocal_off_diagonal(mul(add(s_j, s_i), sub(s_j, s_i))), a.dtype)
+    zero_s = convert_element_type(eq(s, full_like(s, 0)), s.dtype)
+    inv_s = sub(div(full_like(s, 1), add(s, zero_s)), zero_s)
+    imaginary_diagonal = _cols_times(mul(sub(d_s, adjoint(d_s)), identity_like(d_s)),
+                                     mul(inv_s, convert_element_type(0.5, s.dtype)))
+    d_s_s, s_d_s = _cols_times(d_s, s), _rows_times(s, d_s)
+    u_dot = matmul(u, add(mul(f, add(d_s_s, adjoint(d_s_s))), imaginary_diagonal))
+    v_dot = matmul(v, mul(f, add(s_d_s, adjoint(s_d_s))))
+    if m > n:
+        a_dot_v = matmul(a_dot, v)
+        u_dot = add(u_dot, _cols_divided(sub(a_dot_v, matmul(u, matmul(adjoint(u), a_dot_v))), s))
+    if n > m:
+        a_dot_h_u = matmul(adjoint(a_dot), u)
+        v_dot = add(v_dot, _cols_divided(sub(a_dot_h_u, matmul(v, matmul(vt, a_dot_h_u))), s))
+    return [s, u, vt], [s_dot, u_dot, adjoint(v_dot)]
 
 
-def _inverse_gaps(s, shape):
-    """F_ij = 1 / (s_j^2 - s_i^2) off the diagonal and 0 on it."""
-    s_sq = square(s)
-    gaps = sub(_broadcast_last(s_sq, shape, row=True), _broadcast_last(s_sq, shape, row=False))
-    on_diagonal = eq(identity_like(gaps), full_like(gaps, 1))
-    safe = select_n(on_diagonal, gaps, full_like(gaps, 1))
-    return select_n(on_diagonal, div(full_like(gaps, 1), safe), full_like(gaps, 0))
+def _cols_divided(x, s):
+    """x @ diag(1 / s) (a zero s gives infs, as in JAX)."""
+    return div(x, _broadcast_last(convert_element_type(s, x.dtype), x.shape, row=True))
 
 
 def _diagonal(x):

@@ -72,9 +72,32 @@ _refused = set()      # directories already warned about
 def directory():
     """The usable cache directory, or None (unset, or refused as unsafe)."""
     path = config.jax_compilation_cache_dir
-    if not path:
-        return None
-    path = Path(path).expanduser()
+    return _usable(Path(path).expanduser()) if path else None
+
+
+# jaxlite's own machine code (depending on no user program: the GEMM kernel families, the
+# call trampoline, the worker pool) is kept on disk even with no compilation cache
+# configured, as the prebuilt kernels of a library are: without it every fresh process
+# compiled ~60-90 ms of GEMM family before its first product (JAX's run prebuilt Eigen
+# code) and ~25 ms of helpers before its first call; loading them takes ~1 ms.
+KERNEL_CACHE_VARIABLE = "JAXLITE_KERNEL_CACHE_DIR"
+
+
+def kernel_directory():
+    """Where jaxlite's own machine code is stored: the compilation cache directory when one is
+    configured, else $JAXLITE_KERNEL_CACHE_DIR (empty: none), by default
+    $XDG_CACHE_HOME/jaxlite/kernels (~/.cache/jaxlite/kernels). The same rules as for the
+    compilation cache keep foreign code out (a private directory, authenticated entries)."""
+    configured = directory()
+    if configured is not None or config.jax_compilation_cache_dir:
+        return configured
+    path = os.environ.get(KERNEL_CACHE_VARIABLE)
+    if path is None:
+        path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxlite" / "kernels"
+    return _usable(Path(path).expanduser()) if path else None
+
+
+def _usable(path):
     reason = _unsafe_reason(path)
     if reason is None:
         try:
@@ -126,13 +149,17 @@ def environment_digest():
 
 
 def _source_digest():
+    """A digest of jaxlite's source files, by name, size and modification time (as Python's
+    bytecode cache tells a changed source file): reading and hashing every file took ~13 ms,
+    paid before a fresh process's first call could load anything."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for directory_path, subdirectories, files in os.walk(root):
         subdirectories.sort()
         for name in sorted(f for f in files if f.endswith(".py")):
-            path = Path(directory_path, name)
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+            path = os.path.join(directory_path, name)
+            info = os.stat(path)
+            digest.update(f"{os.path.relpath(path, root)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
     return digest.hexdigest()
 
 
@@ -210,8 +237,8 @@ class BadEntry(Exception):
     """An entry that must not be used; the message says why."""
 
 
-def _authenticator(fields, payload):
-    root = directory()
+def _authenticator(fields, payload, root=None):
+    root = root or directory()
     if root is None:
         raise BadEntry("no usable cache directory")
     mac = hmac.new(_directory_key(root), digestmod=hashlib.sha256)
@@ -220,13 +247,13 @@ def _authenticator(fields, payload):
     return mac.digest()
 
 
-def encode(payload):
-    """An entry's bytes; authenticated with the current cache directory's key."""
+def encode(payload, root=None):
+    """An entry's bytes; authenticated with the key of `root` (default: the cache directory)."""
     fields = _FIELDS.pack(MAGIC, FORMAT_VERSION, environment_digest(), len(payload))
-    return fields + _authenticator(fields, payload) + payload
+    return fields + _authenticator(fields, payload, root) + payload
 
 
-def decode(data):
+def decode(data, root=None):
     """The payload of an entry file's bytes, or BadEntry."""
     if len(data) < _HEADER.size:
         raise BadEntry("truncated header")
@@ -240,28 +267,37 @@ def decode(data):
     payload = data[_HEADER.size:]
     if len(payload) != length:
         raise BadEntry(f"payload of {len(payload)} bytes, header says {length} (truncated?)")
-    if not hmac.compare_digest(_authenticator(data[:_FIELDS.size], payload), mac):
+    if not hmac.compare_digest(_authenticator(data[:_FIELDS.size], payload, root), mac):
         raise BadEntry("authentication failed (corrupt, or not written by this user's jaxlite)")
     return payload
 
 
-def read(key):
-    """The verified payload stored under `key`, or None (absent, refused or bad)."""
-    root = directory()
+def read(key, root=None):
+    """The verified payload stored under `key` in `root` (default: the cache directory), or
+    None (absent, refused or bad)."""
+    root = root or directory()
     if root is None:
         return None
     path = _entry_path(root, key)
     try:
         data, _ = _read_private_file(path)
-        return decode(data)
+        return decode(data, root)
     except FileNotFoundError:
-        stats["misses"] += 1
+        counts_of(root)["misses"] += 1
     except BadEntry as err:
-        reject(key, err)
+        reject(key, err, root)
     except OSError as err:
         logger.warning("jaxlite: cannot read cache entry %s (%s); recompiling", path, err)
-        stats["misses"] += 1
+        counts_of(root)["misses"] += 1
     return None
+
+
+# The kernel directory's own counts, when it is not the compilation cache (whose are `stats`).
+kernel_stats = {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
+
+
+def counts_of(root):
+    return stats if root is None or root == directory() else kernel_stats
 
 
 def _entry_path(root, key):
@@ -271,22 +307,23 @@ def _entry_path(root, key):
     return root / key
 
 
-def reject(key, reason):
+def reject(key, reason, root=None):
     """Count and report an entry that cannot be used; the caller recompiles over it."""
-    stats["rejected"] += 1
+    counts_of(root)["rejected"] += 1
     logger.warning("jaxlite: ignoring compilation cache entry %s: %s; recompiling", key, reason)
 
 
-def write(key, payload):
-    """Store atomically: a temporary file in the directory, then renamed over `key`."""
-    root = directory()
+def write(key, payload, root=None):
+    """Store atomically: a temporary file in `root` (default: the cache directory), then
+    renamed over `key`."""
+    root = root or directory()
     if root is None:
         return
     try:
         handle, temporary = tempfile.mkstemp(dir=root, prefix=f".{key[:16]}-", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as file:
-                file.write(encode(payload))
+                file.write(encode(payload, root))
             os.replace(temporary, _entry_path(root, key))
         except BaseException:
             os.unlink(temporary)
@@ -294,4 +331,4 @@ def write(key, payload):
     except OSError as err:
         logger.warning("jaxlite: cannot write cache entry %s (%s)", root / key, err)
         return
-    stats["writes"] += 1
+    counts_of(root)["writes"] += 1

@@ -22,9 +22,10 @@ import numpy as np
 
 from jaxlite.core import numpy_blas
 
-# The routines generated code calls: dgesdd for svd, dpotrf for cholesky (numpy computes
-# both in double precision, also for float32), strsm/dtrsm for triangular_solve.
-ROUTINES = ("dgesdd", "dpotrf", "strsm", "dtrsm")
+# The routines generated code calls: dgesdd for svd, dpotrf for cholesky, dsyevd for eigh,
+# dgeqrf and dorgqr for qr (numpy computes all in double precision, also for float32),
+# strsm/dtrsm for triangular_solve.
+ROUTINES = ("dgesdd", "dpotrf", "dsyevd", "dgeqrf", "dorgqr", "strsm", "dtrsm")
 
 
 def symbol(routine):
@@ -97,24 +98,54 @@ def register_symbols():
             llvm.add_symbol(name, address)
 
 
+def _query(routine, values, characters):
+    """Call `routine` with a workspace query's arguments: a str is a CHARACTER, an int an
+    INTEGER, a float a DOUBLE PRECISION (arrays a query does not read are single doubles).
+    Returns the boxed arguments, to read the sizes the query wrote."""
+    function = find(routine)
+    integer = ctypes.c_int64 if function.int_bits == 64 else ctypes.c_int32
+
+    def box(value):
+        if isinstance(value, str):
+            return ctypes.create_string_buffer(value.encode())
+        return integer(value) if isinstance(value, int) else ctypes.c_double(value)
+    boxes = [box(value) for value in values]
+    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(values), *[ctypes.c_size_t] * characters)
+    prototype(function.address)(*[ctypes.addressof(x) for x in boxes], *[1] * characters)
+    if boxes[-1].value != 0:
+        raise RuntimeError(f"{routine}'s workspace query failed (info {boxes[-1].value})")
+    return boxes
+
+
+def _optimal(size):
+    return max(1, int(size.value))
+
+
 @functools.lru_cache(maxsize=None)
 def gesdd_workspace(jobz, m, n):
     """The LWORK numpy passes to dgesdd for an m x n matrix: the optimal size from a
     workspace query (which depends only on the shape), at least 1."""
-    function = gesdd()
-    integer = ctypes.c_int64 if function.int_bits == 64 else ctypes.c_int32
-    prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 14, ctypes.c_size_t)
     k = min(m, n)
-    ld_vt = max(1, n if jobz == "A" else k)
-    ints = {name: integer(value) for name, value in
-            dict(m=m, n=n, ld=max(m, 1), ld_vt=ld_vt, lwork=-1, info=0).items()}
-    optimal, unused = ctypes.c_double(0.0), ctypes.c_double(0.0)   # a query reads no array
-    jobz_text = ctypes.create_string_buffer(jobz.encode())
-    pointer = ctypes.addressof
-    prototype(function.address)(
-        pointer(jobz_text), pointer(ints["m"]), pointer(ints["n"]), pointer(unused), pointer(ints["ld"]),
-        pointer(unused), pointer(unused), pointer(ints["ld"]), pointer(unused), pointer(ints["ld_vt"]),
-        pointer(optimal), pointer(ints["lwork"]), pointer(unused), pointer(ints["info"]), 1)
-    if ints["info"].value != 0:
-        raise RuntimeError(f"dgesdd's workspace query failed (info {ints['info'].value})")
-    return max(1, int(optimal.value))
+    ld_u = max(m, 1)
+    ld_vt = max(1, n if jobz == "A" else k if jobz == "S" else 1)
+    boxes = _query("dgesdd", [jobz, m, n, 0.0, ld_u, 0.0, 0.0, ld_u, 0.0, ld_vt, 0.0, -1, 0.0, 0], 1)
+    return _optimal(boxes[10])
+
+
+@functools.lru_cache(maxsize=None)
+def syevd_workspace(n):
+    """(LWORK, LIWORK) of dsyevd("V") for an n x n matrix, from a workspace query."""
+    boxes = _query("dsyevd", ["V", "L", n, 0.0, max(n, 1), 0.0, 0.0, -1, 0, -1, 0], 2)
+    return _optimal(boxes[6]), _optimal(boxes[8])
+
+
+@functools.lru_cache(maxsize=None)
+def qr_workspace(m, n, q_cols):
+    """An LWORK enough for dgeqrf on m x n and dorgqr making q_cols columns of Q: the larger
+    of their optimal sizes (a larger LWORK changes neither routine's blocking)."""
+    k = min(m, n)
+    geqrf = _query("dgeqrf", [m, n, 0.0, max(m, 1), 0.0, 0.0, -1, 0], 0)[5]
+    if q_cols == 0:
+        return _optimal(geqrf)
+    orgqr = _query("dorgqr", [m, q_cols, k, 0.0, max(m, 1), 0.0, 0.0, -1, 0], 0)[6]
+    return max(_optimal(geqrf), _optimal(orgqr))

@@ -16,6 +16,7 @@ along a row (contiguous), so LLVM's vectorizer turns it into full-width vector c
     order as the eager implementation (first largest |pivot|, divide, then subtract
     products without contraction), so both give the same bits.
 """
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -520,8 +521,8 @@ def lu_spec(eqn):
 @dataclass(frozen=True)
 class SvdSpec:
     """(s, u, vt) of a batch of m x n matrices, as np.linalg.svd computes them: dgesdd in
-    double precision (also for float32) on a column-major copy, jobz "A" (full factors) or
-    "S" (thin), with the LWORK numpy's workspace query gives (LAPACK's blocking depends on
+    double precision (also for float32) on a column-major copy, jobz "A" (full factors),
+    "S" (thin) or "N" (s alone, as np.linalg.svd(compute_uv=False)), with the LWORK numpy's workspace query gives (LAPACK's blocking depends on
     it); results rounded to the dtype and made row-major. A matrix LAPACK fails on (one
     holding NaN, or no convergence) comes out all NaN, as in numpy's buffers and in JAX.
     lwork and int_bits describe this process's LAPACK, so they key the persistent cache."""
@@ -530,20 +531,27 @@ class SvdSpec:
     m: int
     n: int
     full_matrices: bool
+    compute_uv: bool
     lwork: int
     int_bits: int
 
+    @property
+    def jobz(self):
+        return ("A" if self.full_matrices else "S") if self.compute_uv else "N"
+
     def build(self):
         name = "native_svd"
-        module = define_routine(name, 4, self.batch, self._emit_matrix)
+        module = define_routine(name, 4 if self.compute_uv else 2, self.batch, self._emit_matrix)
         # One thread, as numpy runs the batch (LAPACK calls from several threads at once
         # would share OpenBLAS's threads).
         return Routine(module, name, self.batch, self._scratch_layout()[1], 0)
 
     @property
     def _factor_shapes(self):
-        """(rows, cols) of u and vt."""
+        """(rows, cols) of u and vt (for jobz "N", the single unread doubles LAPACK is passed)."""
         m, n, k = self.m, self.n, min(self.m, self.n)
+        if not self.compute_uv:
+            return (1, 1), (1, 1)
         return ((m, m), (n, n)) if self.full_matrices else ((m, k), (k, n))
 
     def _scratch_layout(self):
@@ -552,24 +560,19 @@ class SvdSpec:
         k = min(self.m, self.n)
         sizes = {"ints": 8 * (1 + len(_GESDD_INTS)), "a": 8 * self.m * self.n, "s": 8 * k, "u": 8 * self.m * u_cols,
                  "vt": 8 * vt_rows * self.n, "work": 8 * self.lwork, "iwork": self.int_bits * k}
-        offsets, total = {}, 0
-        for region, size in sizes.items():
-            offsets[region] = total
-            total += -(-size // 64) * 64
-        return offsets, total
+        return _scratch_regions(sizes)
 
     def _emit_matrix(self, b, pointers, scratch, entry):
         element, double = _FLOAT_TYPES[self.dtype], ir.DoubleType()
         m, n, k = self.m, self.n, min(self.m, self.n)
         (u_rows, u_cols), (vt_rows, vt_cols) = self._factor_shapes
-        shapes = [(m, n), (1, k), (u_rows, u_cols), (vt_rows, vt_cols)]
+        shapes = [(m, n), (1, k)] + ([(u_rows, u_cols), (vt_rows, vt_cols)] if self.compute_uv else [])
         a, *results = (_Matrix(b, p, entry, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
         if k == 0:      # LAPACK returns at once; numpy makes the full factors identities
             for factor in results[1:]:
                 _fill_identity(b, factor)
             return
-        offsets, _ = self._scratch_layout()
-        region = {name: b.gep(scratch, [as_i64(offset)], inbounds=True, source_etype=I8) for name, offset in offsets.items()}
+        region = _region_pointers(b, scratch, self._scratch_layout()[0])
         # Column-major LAPACK matrices, seen as their row-major transposes.
         work_a, work_u, work_vt = (_Matrix(b, region[name], as_i64(0), rows, cols, double)
                                    for name, rows, cols in (("a", n, m), ("u", u_cols, m), ("vt", vt_cols, vt_rows)))
@@ -596,7 +599,7 @@ class SvdSpec:
     def _store_ints(self, b, base):
         """jobz (a character) in the first slot, then LAPACK's integer arguments: pointers by name."""
         integer = ir.IntType(self.int_bits)
-        b.store(ir.Constant(I8, ord("A" if self.full_matrices else "S")), base)
+        b.store(ir.Constant(I8, ord(self.jobz)), base)
         vt_rows = self._factor_shapes[1][0]
         values = dict(m=self.m, n=self.n, ld=max(self.m, 1), ld_vt=max(vt_rows, 1), lwork=self.lwork, info=0)
         pointers = {name: gep(b, base, 1 + slot, I64) for slot, name in enumerate(_GESDD_INTS)}
@@ -614,6 +617,177 @@ def svd_spec(eqn):
     if function is None or not _float_matrices(aval):
         return None
     m, n = map(int, aval.shape[-2:])
-    full_matrices = eqn.params["full_matrices"]
-    lwork = lapack.gesdd_workspace("A" if full_matrices else "S", m, n) if min(m, n) else 1
-    return SvdSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, full_matrices, lwork, function.int_bits)
+    full_matrices, compute_uv = eqn.params["full_matrices"], eqn.params["compute_uv"]
+    spec = SvdSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, full_matrices, compute_uv, 1, function.int_bits)
+    lwork = lapack.gesdd_workspace(spec.jobz, m, n) if min(m, n) else 1
+    return dataclasses.replace(spec, lwork=lwork)
+
+
+# ---------------------------------------------------------------- eigh and qr
+
+def _scratch_regions(sizes):
+    """Byte offsets of named scratch regions of the given byte sizes (64-byte aligned), and the total."""
+    offsets, total = {}, 0
+    for region, size in sizes.items():
+        offsets[region] = total
+        total += -(-size // 64) * 64
+    return offsets, total
+
+
+def _region_pointers(b, scratch, offsets):
+    return {name: b.gep(scratch, [as_i64(offset)], inbounds=True, source_etype=I8) for name, offset in offsets.items()}
+
+
+@dataclass(frozen=True)
+class EighSpec:
+    """(v, w) as np.linalg.eigh computes them: dsyevd("V", uplo) in double precision (also
+    for float32) on a column-major copy, with the LWORK and LIWORK of a workspace query;
+    results rounded to the dtype and made row-major. A matrix LAPACK fails on comes out all
+    NaN, as in the eager version. One thread runs the batch, OpenBLAS on one thread, as
+    the eager version runs it (core/numpy_blas.py)."""
+    dtype: np.dtype
+    batch: int
+    n: int
+    lower: bool
+    lwork: int
+    liwork: int
+    int_bits: int
+    one_thread: bool
+
+    def build(self):
+        name = "lapack_eigh"
+        module = define_routine(name, 3, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, self._layout()[1], 0)
+
+    def _layout(self):
+        n = self.n
+        return _scratch_regions({"a": 8 * n * n, "w": 8 * n, "work": 8 * self.lwork,
+                                 "iwork": self.int_bits // 8 * self.liwork})
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element, n, double = _FLOAT_TYPES[self.dtype], self.n, ir.DoubleType()
+        if n == 0:
+            return
+        a, v = (_Matrix(b, p, entry, n, n, element) for p in pointers[:2])
+        w = _Matrix(b, pointers[2], entry, 1, n, element)
+        region = _region_pointers(b, scratch, self._layout()[0])
+        work_a = _Matrix(b, region["a"], as_i64(0), n, n, double)
+        work_w = _Matrix(b, region["w"], as_i64(0), 1, n, double)
+        _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
+        jobz, uplo, order, lda, lwork, liwork, info = _fortran_arguments(
+            b, ["V", "L" if self.lower else "U", n, n, self.lwork, self.liwork, 0], self.int_bits)
+        _call_lapack(b, "dsyevd", [jobz, uplo, order, work_a.base, lda, work_w.base, region["work"], lwork,
+                                   region["iwork"], liwork, info], characters=2, one_thread=self.one_thread)
+        _copy_or_nan(b, info, self.int_bits, [(work_a, v, True), (work_w, w, False)], _narrow(b, element))
+
+
+def _copy_or_nan(b, info, int_bits, copies, convert):
+    """Where LAPACK's INFO is 0 copy each (work, result, transposed), else fill the results with NaN."""
+    integer = ir.IntType(int_bits)
+    succeeded = b.icmp_signed("==", b.load(info, typ=integer), ir.Constant(integer, 0))
+    with b.if_else(succeeded) as (then, otherwise):
+        with then:
+            for work, result, transposed in copies:
+                _copy(b, work, result, transposed=transposed, convert=convert)
+        with otherwise:
+            for _, result, _ in copies:
+                _fill_nan(b, result)
+
+
+def eigh_spec(eqn):
+    aval = eqn.inputs[0].aval
+    function = lapack.find("dsyevd")
+    if function is None or not _float_matrices(aval):
+        return None
+    n = int(aval.shape[-1])
+    lwork, liwork = lapack.syevd_workspace(n)
+    return EighSpec(np.dtype(aval.dtype), _batch(aval.shape), n, eqn.params["lower"], lwork, liwork,
+                    function.int_bits, numpy_blas.thread_control() is not None)
+
+
+@dataclass(frozen=True)
+class QrSpec:
+    """qr (q_cols > 0: q with q_cols columns and r with r_rows rows) or geqrf (q_cols = 0:
+    the packed h and taus) as np.linalg.qr computes them: dgeqrf in double precision on a
+    column-major copy, then dorgqr on its first columns (all m of them for a full q, the
+    rest made unit columns), with workspace-queried LWORK, on one OpenBLAS thread as the
+    eager version runs it."""
+    dtype: np.dtype
+    batch: int
+    m: int
+    n: int
+    q_cols: int
+    r_rows: int
+    lwork: int
+    int_bits: int
+    one_thread: bool
+
+    def build(self):
+        name = "lapack_qr"
+        module = define_routine(name, 3, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, self._layout()[1], 0)
+
+    def _layout(self):
+        m, n = self.m, self.n
+        return _scratch_regions({"a": 8 * m * n, "tau": 8 * max(1, min(m, n)), "q": 8 * m * self.q_cols,
+                                 "work": 8 * self.lwork})
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element, double = _FLOAT_TYPES[self.dtype], ir.DoubleType()
+        m, n, k = self.m, self.n, min(self.m, self.n)
+        a = _Matrix(b, pointers[0], entry, m, n, element)
+        region = _region_pointers(b, scratch, self._layout()[0])
+        work_a = _Matrix(b, region["a"], as_i64(0), n, m, double)     # column-major m x n
+        tau = _Matrix(b, region["tau"], as_i64(0), 1, k, double)
+        _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
+        sizes = _fortran_arguments(b, [m, n, max(1, m), self.lwork, 0, self.q_cols, k], self.int_bits)
+        rows, cols, lda, lwork, info, q_cols, reflectors = sizes
+        if k:
+            _call_lapack(b, "dgeqrf", [rows, cols, work_a.base, lda, tau.base, region["work"], lwork, info],
+                         characters=0, one_thread=self.one_thread)
+        narrow = _narrow(b, element)
+        if not self.q_cols:
+            h, taus = _Matrix(b, pointers[1], entry, m, n, element), _Matrix(b, pointers[2], entry, 1, k, element)
+            _copy(b, work_a, h, transposed=True, convert=narrow)
+            _copy(b, tau, taus, transposed=False, convert=narrow)
+            return
+        q = _Matrix(b, pointers[1], entry, m, self.q_cols, element)
+        r = _Matrix(b, pointers[2], entry, self.r_rows, n, element)
+        _copy_block(b, work_a, r, (0, n), (0, self.r_rows), transposed=True, convert=narrow)
+        _zero_strict_lower(b, r)
+        if not k:
+            _fill_identity(b, q)
+            return
+        work_q = _Matrix(b, region["q"], as_i64(0), self.q_cols, m, double)
+        _copy_block(b, work_a, work_q, (0, min(n, self.q_cols)), (0, m))
+        _call_lapack(b, "dorgqr", [rows, q_cols, reflectors, work_q.base, lda, tau.base, region["work"], lwork,
+                                   info], characters=0, one_thread=self.one_thread)
+        _copy(b, work_q, q, transposed=True, convert=narrow)
+
+
+def _zero_strict_lower(b, matrix):
+    zero = ir.Constant(matrix.element_type, 0.0)
+    emit_loop(b, 0, matrix.rows, lambda i: emit_loop(
+        b, 0, b.select(b.icmp_signed("<", i, as_i64(matrix.cols)), i, as_i64(matrix.cols)),
+        lambda j: matrix.store(zero, i, j), name="j"), name="row")
+
+
+def _qr_spec(eqn, q_cols, r_rows):
+    aval = eqn.inputs[0].aval
+    function = lapack.find("dorgqr") and lapack.find("dgeqrf")
+    if function is None or not _float_matrices(aval):
+        return None
+    m, n = map(int, aval.shape[-2:])
+    lwork = lapack.qr_workspace(m, n, q_cols) if min(m, n) else 1
+    return QrSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, q_cols, r_rows, lwork, function.int_bits,
+                  numpy_blas.thread_control() is not None)
+
+
+def qr_spec(eqn):
+    m, n = map(int, eqn.inputs[0].aval.shape[-2:])
+    k = m if eqn.params["full_matrices"] else min(m, n)
+    return _qr_spec(eqn, k, k)
+
+
+def geqrf_spec(eqn):
+    return _qr_spec(eqn, 0, 0)

@@ -20,10 +20,11 @@ import ctypes
 import sys
 import threading
 
+import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from jaxlite.lower import llvm_target
+from jaxlite.lower import llvm_target, program_cache
 from jaxlite.lower.llvm_helpers import I8, I32, I64, PTR, VOID, emit_loop
 
 # (not codegen's: codegen imports gemm, which imports this module)
@@ -64,6 +65,35 @@ def _call_address(b, address, function_type, args):
     return b.call(b.inttoptr(ir.Constant(I64, address), function_type.as_pointer()), args)
 
 
+# What the trampoline needs of this process (the C API's functions, the objects it compares
+# with or returns) it reads from a table linked in under a name, not from constants in its
+# code: so its machine code is the same in every process and is loaded from the kernel
+# directory instead of compiled (program_cache.helper_module).
+_PROCESS_TABLE = "jaxlite_trampoline_process_table"
+_SET_ERROR, _SAVE_THREAD, _RESTORE_THREAD, _TYPE_ERROR, _NDARRAY, _NONE = range(6)
+
+
+def _process_table():
+    """The table's words, in the order of the indices above (kept alive by the caller)."""
+    api = ctypes.pythonapi
+    words = [_address_of(api.PyErr_SetString), _address_of(api.PyEval_SaveThread),
+             _address_of(api.PyEval_RestoreThread), id(TypeError), id(np.ndarray), id(None)]
+    return (ctypes.c_int64 * len(words))(*words)
+
+
+def _process_word(b, module, index):
+    table = module.globals.get(_PROCESS_TABLE)
+    if table is None:
+        table = ir.GlobalVariable(module, ir.ArrayType(I64, 6), _PROCESS_TABLE)
+    return b.load(b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, index)], source_etype=table.value_type),
+                  typ=I64)
+
+
+def _call_process_function(b, module, index, function_type, args):
+    """Call a C API function whose address is word `index` of the process table."""
+    return b.call(b.inttoptr(_process_word(b, module, index), function_type.as_pointer()), args)
+
+
 def _load_at(b, base, offset, typ):
     address = b.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=I8)
     return b.load(address, typ=typ)
@@ -94,9 +124,8 @@ class _Emitter:
     def fail(self, text):
         b = self.block("fail")
         message = _global_text(self.module, f"message{len(self.module.globals)}", text)
-        _call_address(b, _address_of(ctypes.pythonapi.PyErr_SetString),
-                      ir.FunctionType(VOID, [PTR, PTR]),
-                      [b.inttoptr(ir.Constant(I64, id(TypeError)), PTR), message])
+        _call_process_function(b, self.module, _SET_ERROR, ir.FunctionType(VOID, [PTR, PTR]),
+                               [b.inttoptr(_process_word(b, self.module, _TYPE_ERROR), PTR), message])
         b.ret(ir.Constant(PTR, None))
         return b.block
 
@@ -114,7 +143,7 @@ class _Emitter:
 
         def check_type(index):
             is_array = b.icmp_unsigned("==", _load_at(b, self.argument(b, index), _TYPE_OFFSET, I64),
-                                       ir.Constant(I64, id(np.ndarray)))
+                                       _process_word(b, self.module, _NDARRAY))
             ok = self.function.append_basic_block("is_array")
             b.cbranch(is_array, ok, not_array)
             b.position_at_end(ok)
@@ -125,7 +154,7 @@ class _Emitter:
         b.call(b.inttoptr(entry, entry_type.as_pointer()), [self.args, ir.Constant(I64, 0), ir.Constant(I64, 0)])
         b = self._restore_thread(b, releases, state)
         emit_loop(b, first_output, end_output, lambda index: self._seal(b, index))
-        none = b.inttoptr(ir.Constant(I64, id(None)), PTR)
+        none = b.inttoptr(_process_word(b, self.module, _NONE), PTR)
         if sys.version_info < (3, 12):      # from 3.12 None is immortal: no count to keep
             b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)     # Py_INCREF(None)
         b.ret(none)
@@ -134,7 +163,7 @@ class _Emitter:
     def _save_thread(self, b, releases):
         save, after = self.block("save_thread"), self.block("saved")
         b.cbranch(releases, save.block, after.block)
-        state = _call_address(save, _address_of(ctypes.pythonapi.PyEval_SaveThread), ir.FunctionType(PTR, []), [])
+        state = _call_process_function(save, self.module, _SAVE_THREAD, ir.FunctionType(PTR, []), [])
         save.branch(after.block)
         phi = after.phi(PTR)
         phi.add_incoming(state, save.block)
@@ -145,8 +174,7 @@ class _Emitter:
     def _restore_thread(self, b, releases, state):
         restore, after = self.block("restore_thread"), self.block("restored")
         b.cbranch(releases, restore.block, after.block)
-        _call_address(restore, _address_of(ctypes.pythonapi.PyEval_RestoreThread),
-                      ir.FunctionType(VOID, [PTR]), [state])
+        _call_process_function(restore, self.module, _RESTORE_THREAD, ir.FunctionType(VOID, [PTR]), [state])
         restore.branch(after.block)
         return after
 
@@ -168,7 +196,7 @@ _new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 _malloc = ctypes.CDLL(None).malloc
 _malloc.restype, _malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 
-_trampoline = None          # (compiled module, address of the method definition)
+_trampoline = None          # (compiled module, address of the method definition, process table)
 _trampoline_lock = threading.Lock()
 
 
@@ -182,17 +210,20 @@ def _never_freed(data):
 
 
 def trampoline():
-    """The trampoline's method definition, compiled on first use (the runtime asks for it in
-    the background while it plans a program)."""
+    """The trampoline's method definition, compiled (or loaded from the kernel directory) on
+    first use. Its IR is plain SSA, so LLVM's IR passes are skipped: they changed nothing a
+    call costs (measured: 6.3-6.9 us per jitted call either way) and took ~7 ms."""
     global _trampoline
     with _trampoline_lock:
         if _trampoline is None:
             module = ir.Module(name="jaxlite_trampoline")
             _Emitter(module).emit()
-            compiled = llvm_target.compile_ir(str(module))
+            table = _process_table()
+            llvm.add_symbol(_PROCESS_TABLE, ctypes.addressof(table))
+            compiled = program_cache.helper_module(str(module), "the call trampoline")
             definition = _MethodDef(_never_freed(b"compiled_entry\0"), compiled.address("jaxlite_trampoline"),
                                     _METH_FASTCALL, None)
-            _trampoline = (compiled, _never_freed(bytes(definition)))
+            _trampoline = (compiled, _never_freed(bytes(definition)), table)
         return _trampoline[1]
 
 

@@ -12,6 +12,7 @@ of a sort) itself; its twin `name_range(..., ptr scratch, i64 start, i64 stop)` 
 batch entries [start, stop), so the native pool splits big batches over threads, each with
 its own scratch.
 """
+import ctypes
 import functools
 import os
 
@@ -65,10 +66,14 @@ class Routine:
 
     `optimize` runs LLVM's IR passes, which cost ~200 ms a routine: worth it where loops
     vectorize (linear algebra, 5x faster), not for the sorts' scalar loops, which the code
-    generator alone compiles about as well (measured: within noise of the optimized code)."""
+    generator alone compiles about as well (measured: within noise of the optimized code).
 
-    def __init__(self, module, name, batch, scratch_bytes, work_per_entry, optimize=True):
-        self.name, self.pointer_count = name, _pointer_count(module, name)
+    `initialize`: the module defines `name_init()`, run once whenever the code is bound (it
+    fills tables the routine reads, such as the FFT's twiddles, held in zeroed globals so
+    that they cost no object code and survive the persistent cache)."""
+
+    def __init__(self, module, name, batch, scratch_bytes, work_per_entry, optimize=True, initialize=False):
+        self.name, self.pointer_count, self.initialize = name, _pointer_count(module, name), initialize
         self.batch, self.scratch_bytes = batch, scratch_bytes + _SCRATCH_ALIGN
         self.slot_bytes = -(-self.scratch_bytes // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
         self.threads = max(1, min(os.cpu_count() or 1, batch, int(batch * work_per_entry // _MIN_WORK_PER_THREAD)))
@@ -79,6 +84,8 @@ class Routine:
         self.compiled = compiled
         self.address = compiled.address(self.name)
         self.ranged_address = compiled.address(self.name + "_range")
+        if getattr(self, "initialize", False):
+            ctypes.CFUNCTYPE(None)(compiled.address(self.name + "_init"))()
 
 
 @functools.lru_cache(maxsize=None)

@@ -48,7 +48,8 @@ def _rewritten(eqn, producers):
     orders = tuple(_memory_order(v, producers) for v in eqn.inputs)
 
     def computed(*args):
-        return [rule(*args, memory_orders=orders, **params)]
+        outs = rule(*args, memory_orders=orders, **params)
+        return list(outs) if eqn.primitive.multiple_results else [outs]
     rewritten = trace_to_jaxpr(computed, [v.aval for v in operands], f"the rewrite of {eqn.primitive}")
     return rewritten, eqn.replace(inputs=operands)   # spliced in, reading the chosen operands
 

@@ -32,10 +32,15 @@ FALLBACKS = {
     P.cholesky_p: "in float16 (numpy's linalg rejects it: eager raises numpy's error)",
     P.svd_p: ("in float16 (numpy's LAPACK has no such routine: eager raises numpy's error), "
               "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
+    **{primitive: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)"
+       for primitive in (P.eigh_p, P.qr_p, P.geqrf_p)},
+    P.qr_pivoted_p: "numpy's LAPACK has no geqp3 that numpy calls: its numpy Householder loop runs",
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
     # Not lowered:
+    **{primitive: "complex values: the compiler computes with real numbers only so far"
+       for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
     **{primitive: _COLLECTIVE for primitive in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p, P.axis_index_p,
@@ -57,6 +62,9 @@ NATIVE_ROUTINES = {
     P.triangular_solve_p: linalg_kernels.triangular_solve_spec,
     P.lu_p: linalg_kernels.lu_spec,
     P.svd_p: linalg_kernels.svd_spec,
+    P.eigh_p: linalg_kernels.eigh_spec,
+    P.qr_p: linalg_kernels.qr_spec,
+    P.geqrf_p: linalg_kernels.geqrf_spec,
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 
@@ -64,7 +72,7 @@ NATIVE_ROUTINES = {
 # pipeline.widen_narrow_floats), where eager computes it (its implementations work in
 # float32 or wider; numpy's linalg rejects float16, so float16 cholesky and svd raise).
 _WIDENED_LINALG = {P.lu_p: ("float16", "bfloat16"), P.triangular_solve_p: ("float16", "bfloat16"),
-                   P.cholesky_p: ("bfloat16",), P.svd_p: ("bfloat16",)}
+                   **{primitive: ("bfloat16",) for primitive in (P.cholesky_p, P.svd_p, P.eigh_p, P.qr_p, P.geqrf_p)}}
 
 
 def computes_widened(eqn):

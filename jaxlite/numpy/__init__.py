@@ -16,7 +16,7 @@ from jaxlite.numpy.math_functions import (acos, acosh, allclose, arccos, arccosh
                                           arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
                                           clip, conj, conjugate, copysign, cosh, deg2rad, degrees,
                                           float_power, fmax, fmin, fmod, heaviside, hypot,
-                                          imag, isclose, log2, log10, logaddexp, logaddexp2,
+                                          angle, imag, isclose, log2, log10, logaddexp, logaddexp2,
                                           rad2deg, radians, real, rint, signbit, sinc, sinh, tan,
                                           trunc, where)
 from jaxlite.numpy.statistics import (average, count_nonzero, median, nanmax, nanmean, nanmin,
@@ -96,6 +96,8 @@ bitwise_invert = invert
 # Scalar type aliases, as JAX defines them (64-bit names; they narrow with x64 off).
 float_ = double = float64
 single = float32
+complex_ = cdouble = complex128
+csingle = complex64
 int_ = int64
 uint = uint64
 character, flexible, object_ = _dtypes.np.character, _dtypes.np.flexible, _dtypes.np.object_

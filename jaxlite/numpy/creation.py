@@ -18,10 +18,11 @@ def asarray(a, dtype=None, copy=None, *, device=None):
     if isinstance(a, (list, tuple)) and any(isinstance(x, (Array, Tracer)) for x in _flat(a)):
         from jaxlite.numpy.shape_ops import stack
         return stack([asarray(x, dtype) for x in a])
-    if dtypes.is_python_scalar(a):
-        return lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype or dtypes.dtype_of(a)))
+    if dtypes.is_python_scalar(a):     # weakly typed unless a dtype is given, as in JAX
+        return lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype or dtypes.dtype_of(a)),
+                                        weak_type=dtype is None and not isinstance(a, bool))
     value = np.asarray(a)
-    if value.dtype == object or value.dtype.kind in "USc":
+    if value.dtype == object or value.dtype.kind in "US":
         raise TypeError(f"jaxlite arrays cannot hold {value.dtype} data ({type(a).__name__} given)")
     target = dtypes.canonicalize_dtype(dtype if dtype is not None else value.dtype)
     if copy:

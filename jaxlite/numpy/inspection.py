@@ -1,5 +1,5 @@
 """Questions about arrays rather than computations on them: shape/ndim/size, array_equal,
-the real/complex tests (every jaxlite array is real until complex dtypes land: issue 16)."""
+the real/complex tests."""
 import numpy as np
 
 from jaxlite import lax
@@ -69,10 +69,13 @@ def isrealobj(x):
 
 
 def iscomplex(x):
+    """Elementwise: a complex entry with a nonzero imaginary part."""
     (x,) = promote_and_broadcast("iscomplex", x)
-    return lax.full(x.shape, False, dtypes.bool_)
+    if not dtypes.is_complex(x.dtype):
+        return lax.full(x.shape, False, dtypes.bool_)
+    return lax.ne(lax.imag(x), lax.full((), 0, dtypes.real_dtype(x.dtype)))
 
 
 def isreal(x):
-    (x,) = promote_and_broadcast("isreal", x)
-    return lax.full(x.shape, True, dtypes.bool_)
+    """Elementwise: an entry whose imaginary part is zero (every entry of a real array)."""
+    return lax.bitwise_not(iscomplex(x))

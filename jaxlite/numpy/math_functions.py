@@ -257,8 +257,26 @@ def _real_only(name, fn):
     return op
 
 
-conj = conjugate = real = _real_only("real", lambda x: x)
-imag = _weak_when_inputs_are(_real_only("imag", lambda x: lax.full_like(x, 0)))
+def _on_complex(name, complex_fn, real_fn):
+    """complex_fn on complex values, real_fn on the others (jnp's parts of a real array)."""
+    def op(x):
+        (x,) = promote_and_broadcast(name, x)
+        return complex_fn(x) if dtypes.is_complex(x.dtype) else real_fn(x)
+    op.__name__ = name
+    return op
+
+
+real = _on_complex("real", lax.real, lambda x: x)
+imag = _weak_when_inputs_are(_on_complex("imag", lax.imag, lambda x: lax.full_like(x, 0)))
+conj = conjugate = _on_complex("conjugate", lax.conj, lambda x: x)
+
+
+def angle(z, deg=False):
+    """The argument of z in radians (degrees with deg=True); real inputs give 0 or pi."""
+    (z,) = promote_to_inexact("angle", z)
+    parts = (lax.imag(z), lax.real(z)) if dtypes.is_complex(z.dtype) else (lax.full_like(z, 0), z)
+    out = lax.atan2(*parts)
+    return lax.mul(out, 180 / np.pi) if deg else out
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

@@ -136,7 +136,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     # lax.sub does not broadcast: the kept unit axes of the mean must be widened.
     centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
                        broadcast_to(mean(a, axes, dtype=dtype, keepdims=True, where=where), a.shape))
-    squares = lax.square(centered)
+    squares = _abs_squared(centered)
     total = sum(squares, axes, keepdims=keepdims, where=where)
     count = _count(a, axes, where, keepdims, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
@@ -149,10 +149,17 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
                         keepdims=keepdims, where=where))
 
 
+def _abs_squared(x):
+    """|x|^2, real for complex x (a complex variance is real, as in NumPy and JAX)."""
+    if dtypes.is_complex(x.dtype):
+        return lax.add(lax.square(lax.real(x)), lax.square(lax.imag(x)))
+    return lax.square(x)
+
+
 def _float_dtype(a, dtype):
     if dtype is not None:
         return dtypes.canonicalize_dtype(dtype)
-    return a.dtype if dtypes.is_float(a.dtype) else dtypes.default_float_dtype()
+    return a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
 
 
 def _count(a, axes, where, keepdims, dtype):

@@ -57,10 +57,10 @@ uint8, uint16, uint32, uint64 = (_scalar_type(f"uint{8 * d.itemsize}", d)
 float16, float32, float64 = (_scalar_type(f"float{8 * d.itemsize}", d)
                              for d in (dtypes.float16, dtypes.float32, dtypes.float64))
 bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
+complex64, complex128 = _scalar_type("complex64", dtypes.complex64), _scalar_type("complex128", dtypes.complex128)
 # Dtypes jaxlite does not compute with (DESIGN.md lists the ones it does): their names exist, as
-# libraries name them in tables and defaults (TFP's complex dtypes, flax's fp8 modules); making an
-# array of one raises TypeError naming the dtype.
-complex64, complex128 = _scalar_type("complex64", np.complex64), _scalar_type("complex128", np.complex128)
+# libraries name them in tables and defaults (flax's fp8 modules); making an array of one raises
+# TypeError naming the dtype.
 float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz = (
     _scalar_type(name, getattr(ml_dtypes, name))
     for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"))
@@ -101,7 +101,7 @@ def issubdtype(arg1, arg2):
 
 def finfo(dtype):
     dtype = _as_dtype(dtype)
-    if not dtypes.is_float(dtype):
+    if not dtypes.is_inexact(dtype):
         raise ValueError(f"finfo needs a floating-point dtype, got {dtype}")
     return dtypes.finfo(dtype)
 

@@ -150,7 +150,13 @@ cbrt = _inexact_unary("cbrt", lax.cbrt)
 sin = _inexact_unary("sin", lax.sin)
 cos = _inexact_unary("cos", lax.cos)
 tanh = _inexact_unary("tanh", lax.tanh)
-isfinite = _inexact_unary("isfinite", lax.is_finite)
+def _is_finite(x):
+    if dtypes.is_complex(x.dtype):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x)
+
+
+isfinite = _inexact_unary("isfinite", _is_finite)
 
 
 def absolute(x):
@@ -169,17 +175,19 @@ def logical_not(x):
 
 def floor(x):
     (x,) = promote_and_broadcast("floor", x)
-    return lax.floor(x) if dtypes.is_float(x.dtype) else x
+    return lax.floor(x) if dtypes.is_inexact(x.dtype) else x
 
 
 def ceil(x):
     (x,) = promote_and_broadcast("ceil", x)
-    return lax.ceil(x) if dtypes.is_float(x.dtype) else x
+    return lax.ceil(x) if dtypes.is_inexact(x.dtype) else x
 
 
 def round(a, decimals=0):
     """Round half to even, as NumPy does."""
     (x,) = promote_and_broadcast("round", a)
+    if dtypes.is_complex(x.dtype):      # each part rounds, as in NumPy and JAX
+        return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if not dtypes.is_float(x.dtype):
         return x
     if decimals == 0:
@@ -193,11 +201,13 @@ around = round
 
 def isnan(x):
     (x,) = promote_and_broadcast("isnan", x)
-    return lax.ne(x, x) if dtypes.is_float(x.dtype) else lax.full_like(x, False, dtypes.bool_)
+    return lax.ne(x, x) if dtypes.is_inexact(x.dtype) else lax.full_like(x, False, dtypes.bool_)
 
 
 def isinf(x):
     (x,) = promote_and_broadcast("isinf", x)
+    if dtypes.is_complex(x.dtype):
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     if not dtypes.is_float(x.dtype):
         return lax.full_like(x, False, dtypes.bool_)
     return lax.eq(lax.abs(x), lax.full_like(x, float("inf")))

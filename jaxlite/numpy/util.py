@@ -35,11 +35,12 @@ def check_device(device):
 
 
 def promote_dtypes(*args):
-    """Convert arguments to their common dtype; Python scalars stay weakly typed."""
+    """Convert arguments to their common dtype, weakly typed where the lattice's join is weak
+    (Python scalars among themselves, or a scalar of a higher kind: int32 array + 1.0)."""
     if config.jax_numpy_dtype_promotion == "strict":
         _check_strict_promotion(args)
-    dtype = dtypes.result_type(*args)
-    return [lax.convert_element_type(x, dtype, weak_type=_is_weak(x)) for x in args]
+    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [lax.convert_element_type(x, dtype, weak_type=weak) for x in args]
 
 
 def _check_strict_promotion(args):
@@ -131,15 +132,17 @@ def _scalar_fits(scalar, dtype):
     if isinstance(scalar, bool):
         return dtype == dtypes.bool_
     if isinstance(scalar, int):
-        return dtypes.is_int(dtype) or dtypes.is_float(dtype)
-    return isinstance(scalar, float) and dtypes.is_float(dtype)
+        return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
+    if isinstance(scalar, float):
+        return dtypes.is_inexact(dtype)
+    return dtypes.is_complex(dtype)
 
 
 def _array_and_scalar(a, b):
     """The other common case: an array with a Python scalar of a kind it absorbs."""
-    if isinstance(a, _ARRAY_TYPES) and type(b) in (int, float, bool) and _scalar_fits(b, a.dtype):
+    if isinstance(a, _ARRAY_TYPES) and type(b) in (int, float, bool, complex) and _scalar_fits(b, a.dtype):
         return a, lax.base.as_operand(b, a.dtype)
-    if isinstance(b, _ARRAY_TYPES) and type(a) in (int, float, bool) and _scalar_fits(a, b.dtype):
+    if isinstance(b, _ARRAY_TYPES) and type(a) in (int, float, bool, complex) and _scalar_fits(a, b.dtype):
         return lax.base.as_operand(a, b.dtype), b
     return None
 
@@ -164,7 +167,7 @@ def promote_to_inexact(name, *args):
 def promote_dtypes_inexact(*args):
     """Like promote_dtypes, but integers and bools become the default float."""
     args = promote_dtypes(*args)
-    if dtypes.is_float(args[0].dtype):
+    if dtypes.is_inexact(args[0].dtype):
         return args
     dtype = dtypes.default_float_dtype()
     return [lax.convert_element_type(x, dtype, weak_type=getattr(x, "weak_type", False)) for x in args]

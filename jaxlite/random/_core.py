@@ -206,9 +206,14 @@ def _param_shape(shape, *params):
 
 def _as_param(name, x, dtype, shape):
     """A distribution parameter converted to dtype and broadcast to the draw's shape."""
+    return jnp.broadcast_to(_unbroadcast_param(name, x, dtype, shape), shape)
+
+
+def _unbroadcast_param(name, x, dtype, shape):
+    """A distribution parameter converted to dtype, checked to broadcast to the draw's shape."""
     x = lax.convert_element_type(jnp.asarray(x), dtype)
     _check_shape(name, shape, x.shape)
-    return jnp.broadcast_to(x, shape)
+    return x
 
 
 def _scalar(value, dtype):
@@ -267,13 +272,15 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     key = _sampler_key("truncated_normal", key)
     dtype = _float_dtype("truncated_normal", dtype)
     shape = _param_shape(shape, lower, upper)
-    lower, upper = (_as_param("truncated_normal", b, dtype, shape) for b in (lower, upper))
+    # The bounds' erf and nextafter are taken before they broadcast: once per bound, not per draw.
+    lower, upper = (_unbroadcast_param("truncated_normal", b, dtype, shape) for b in (lower, upper))
     sqrt2 = _scalar(np.sqrt(2), dtype)
     u = _uniform(key, shape, dtype, erf(lax.div(lower, sqrt2)), erf(lax.div(upper, sqrt2)))
     out = lax.mul(sqrt2, erf_inv(u))
     # Rounding (or u landing exactly on a bound) must not leave the open interval.
-    return lax.clamp(lax.nextafter(lower, _scalar(np.inf, dtype)), out,
-                     lax.nextafter(upper, _scalar(-np.inf, dtype)))
+    above_lower = jnp.broadcast_to(lax.nextafter(lower, _scalar(np.inf, dtype)), shape)
+    below_upper = jnp.broadcast_to(lax.nextafter(upper, _scalar(-np.inf, dtype)), shape)
+    return lax.clamp(above_lower, out, below_upper)
 
 
 def exponential(key, shape=(), dtype=None):

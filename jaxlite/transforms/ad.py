@@ -327,8 +327,8 @@ def tangents_out(outs, nonzeros, avals):
 
 
 def is_differentiable(aval):
-    """Only floating-point values carry tangents; integer and boolean ones are constant."""
-    return dtypes.is_float(aval.dtype)
+    """Only floating-point and complex values carry tangents; integer and boolean ones are constant."""
+    return dtypes.is_inexact(aval.dtype)
 
 
 # ---------------------------------------------------------------- call primitives
@@ -724,18 +724,44 @@ def select_args(fun, argnums, args, kwargs):
     return partial, tuple(args[i] for i in positions)
 
 
-def _check_grad_inputs(args, allow_int):
+def _leaf_dtypes(tree):
+    return [aval_of(as_array_argument(leaf)).dtype for leaf in tree_flatten(tree)[0]]
+
+
+def check_holomorphic_dtypes(name, tree, role):
+    """holomorphic=True differentiates complex functions of complex values only."""
+    for dtype in _leaf_dtypes(tree):
+        if not dtypes.is_complex(dtype):
+            raise TypeError(f"{name} with holomorphic=True requires {role} with complex dtype, "
+                            f"but got {dtype.name}.")
+
+
+def _check_grad_inputs(args, allow_int, holomorphic):
+    if holomorphic:
+        check_holomorphic_dtypes("grad", args, "inputs")
+        return
     if allow_int:
         return
-    for leaf in tree_flatten(args)[0]:
-        dtype = aval_of(as_array_argument(leaf)).dtype
-        if not dtypes.is_float(dtype):
+    for dtype in _leaf_dtypes(args):
+        if not dtypes.is_inexact(dtype):
             raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
                             f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use "
                             f"Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
 
 
-def _check_scalar_output(out):
+def real_output_error(name, dtype):
+    """JAX's error for a complex (or integer) output where only real ones are differentiable."""
+    if dtypes.is_complex(dtype):
+        return TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                         f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
+                         f"holomorphic=True. For differentiation of non-holomorphic functions involving "
+                         f"complex outputs, use jaxlite.vjp directly.")
+    return TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                     f"np.floating), but got {dtype.name}. For differentiation of functions "
+                     f"with integer outputs, use jaxlite.vjp directly.")
+
+
+def _check_scalar_output(out, holomorphic):
     if isinstance(out, (tuple, list, dict)):
         raise TypeError(f"Gradient only defined for scalar-output functions. Output was a "
                         f"{type(out).__name__}: {out!r:.200}. If the function also returns "
@@ -743,15 +769,13 @@ def _check_scalar_output(out):
     aval = aval_of(as_array_argument(out))
     if aval.shape != ():
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {aval.shape}.")
-    if not dtypes.is_float(aval.dtype):
-        raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
-                        f"np.floating), but got {aval.dtype.name}. For differentiation of functions "
-                        f"with integer outputs, use jaxlite.vjp directly.")
-
-
-def _check_unsupported_options(holomorphic, reduce_axes):
     if holomorphic:
-        raise NotImplementedError("grad(holomorphic=True): jaxlite differentiates real-valued functions only")
+        check_holomorphic_dtypes("grad", out, "outputs")
+    elif not dtypes.is_float(aval.dtype):
+        raise real_output_error("grad", aval.dtype)
+
+
+def _check_unsupported_options(reduce_axes):
     if reduce_axes:
         raise NotImplementedError("grad(reduce_axes=...) is not supported (JAX has removed it too)")
 
@@ -760,14 +784,14 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """A function returning (fun(*args), the gradient of fun with respect to args[argnums])."""
     errors.check_callable(fun, "value_and_grad")
     _argnums_tuple(argnums)
-    _check_unsupported_options(holomorphic, reduce_axes)
+    _check_unsupported_options(reduce_axes)
 
     @errors.api_boundary
     def value_and_grad_fun(*args, **kwargs):
         partial, chosen = select_args(fun, argnums, args, kwargs)
-        _check_grad_inputs(chosen, allow_int)
+        _check_grad_inputs(chosen, allow_int, holomorphic)
         out, vjp_fun, *aux = vjp(partial, *chosen, has_aux=has_aux)
-        _check_scalar_output(out)
+        _check_scalar_output(out, holomorphic)
         from jaxlite import lax
         grads = vjp_fun(lax.full((), 1, aval_of(as_array_argument(out)).dtype))
         grads = grads[0] if isinstance(argnums, int) else grads

@@ -6,7 +6,7 @@ T holds the block of shape S + T.
 """
 import numpy as np
 
-from jaxlite.core import errors
+from jaxlite.core import dtypes, errors
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
 from jaxlite.transforms import ad
@@ -51,21 +51,46 @@ def _dynamic_args(fun, argnums, args, kwargs):
     return lambda dyn: partial(*dyn), chosen
 
 
-def _check_real_inputs(name, leaves):
+def _check_jacfwd_inputs(leaves, holomorphic):
+    if holomorphic:
+        ad.check_holomorphic_dtypes("jacfwd", leaves, "inputs")
+        return
     for leaf in leaves:
-        if not ad.is_differentiable(leaf.aval):
-            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
-                            f"np.floating), but got {leaf.dtype.name}.")
+        if not dtypes.is_float(leaf.dtype):
+            raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                            f"np.floating), but got {leaf.dtype.name}. For holomorphic differentiation, "
+                            f"pass holomorphic=True. For differentiation of non-holomorphic functions "
+                            f"involving complex inputs or integer inputs, use jaxlite.jvp directly.")
 
 
-def jacfwd(fun, argnums=0, has_aux=False):
+def _check_jacrev_inputs(leaves, holomorphic, allow_int):
+    if holomorphic:
+        ad.check_holomorphic_dtypes("jacrev", leaves, "inputs")
+        return
+    for leaf in leaves:
+        if not allow_int and not dtypes.is_inexact(leaf.dtype):
+            raise TypeError(f"jacrev requires real- or complex-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.inexact), but got {leaf.dtype.name}. If you want to use "
+                            f"Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_jacrev_outputs(leaves, holomorphic):
+    if holomorphic:
+        ad.check_holomorphic_dtypes("jacrev", leaves, "outputs")
+        return
+    for leaf in leaves:
+        if not dtypes.is_float(leaf.dtype):
+            raise ad.real_output_error("jacrev", leaf.dtype)
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: one JVP per input element, vectorized with vmap."""
     errors.check_callable(fun, "jacfwd")
     def jacobian(*args, **kwargs):
         partial, dyn = _dynamic_args(fun, argnums, args, kwargs)
         flat_in, in_tree = tree_flatten(dyn)
         flat_in = [as_array_argument(x) for x in flat_in]
-        _check_real_inputs("jacfwd", flat_in)
+        _check_jacfwd_inputs(flat_in, holomorphic)
 
         def pushforward(*basis):
             out, out_dot = ad.jvp(partial, (dyn,), (tree_unflatten(in_tree, basis),))
@@ -81,15 +106,17 @@ def jacfwd(fun, argnums=0, has_aux=False):
     return jacobian
 
 
-def jacrev(fun, argnums=0, has_aux=False):
-    """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap."""
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian by reverse mode: one VJP per output element, vectorized with vmap. For a
+    real function of complex inputs its rows are JAX's conjugate covectors, as grad's."""
     errors.check_callable(fun, "jacrev")
     def jacobian(*args, **kwargs):
         partial, dyn = _dynamic_args(fun, argnums, args, kwargs)
         flat_in, in_tree = tree_flatten(dyn)
-        _check_real_inputs("jacrev", [as_array_argument(x) for x in flat_in])
+        _check_jacrev_inputs([as_array_argument(x) for x in flat_in], holomorphic, allow_int)
         out, vjp_fun, *aux = ad.vjp(partial, dyn, has_aux=has_aux)
         flat_out, out_tree = tree_flatten(out)
+        _check_jacrev_outputs(flat_out, holomorphic)
         basis = tree_unflatten(out_tree, _standard_basis(flat_out))
         rows = tree_flatten(vmap(vjp_fun)(basis)[0])[0]
         per_input = [[_reshape(chunk, tuple(y.shape) + tuple(row.shape[1:]))
@@ -100,7 +127,7 @@ def jacrev(fun, argnums=0, has_aux=False):
     return jacobian
 
 
-def hessian(fun, argnums=0, has_aux=False):
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """Forward-over-reverse: jacfwd of jacrev."""
     errors.check_callable(fun, "hessian")
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)

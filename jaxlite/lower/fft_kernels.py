@@ -1,0 +1,599 @@
+"""Native FFT: lax.fft's four transforms over its trailing axes, batched over the leading ones.
+
+Complex data is read and written as numpy lays it out: (real, imaginary) float pairs,
+interleaved. A length is transformed by a plan, chosen when the routine is generated:
+  * mixed radix (Stockham, self-sorting: no bit-reversal pass) when every prime factor is at
+    most MAX_RADIX: one pass over the data per factor, radix 4 first, then 2, then the odd
+    primes; each pass is its own function with the radix's butterfly unrolled, its strides
+    constant and its pointers noalias, so the innermost loop (along the contiguous stride)
+    vectorizes;
+  * Bluestein's chirp-z otherwise: a length-n transform as a cyclic convolution of length
+    M >= 2n - 1 (M a product of 2, 3 and 5), done by two forward mixed-radix transforms of
+    length M; the second one's output read backwards is the inverse transform.
+Twiddle factors are tables computed once in double precision (sin/cos of exact multiples of
+2 pi / n) when the routine is loaded (its `_init` function), rounded to the dtype. The
+inverse transform reads them conjugated, so one table serves both directions.
+
+Real transforms of even length n are a complex transform of length n / 2 on the real data
+read as pairs, with a pass that separates the spectra of the even and odd samples (and its
+inverse); odd lengths go through the complex transform of length n.
+
+Multidimensional transforms run one axis after another on each batch entry: the last axis
+straight from the operand, the others line by line through a contiguous line buffer.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from jaxlite.lower.llvm_helpers import F32, F64, I32, I64, PTR, VOID, as_i64, call_intrinsic, declare, emit_loop
+from jaxlite.lower.native_routines import Routine, define_routine, gep, load, store
+
+# Prime factors above this go through Bluestein's algorithm (an odd radix's butterfly costs
+# about r^2 / 2 multiply-adds per r points, unrolled in the pass's code).
+MAX_RADIX = 31
+_FLAGS = ("contract",)
+_FLOAT_TYPES = {"float32": F32, "float64": F64}
+
+
+# ---------------------------------------------------------------- complex arithmetic on (re, im) pairs
+
+def _add(b, x, y):
+    return b.fadd(x[0], y[0], flags=_FLAGS), b.fadd(x[1], y[1], flags=_FLAGS)
+
+
+def _sub(b, x, y):
+    return b.fsub(x[0], y[0], flags=_FLAGS), b.fsub(x[1], y[1], flags=_FLAGS)
+
+
+def _mul(b, x, y):
+    re = b.fsub(b.fmul(x[0], y[0], flags=_FLAGS), b.fmul(x[1], y[1], flags=_FLAGS), flags=_FLAGS)
+    im = b.fadd(b.fmul(x[0], y[1], flags=_FLAGS), b.fmul(x[1], y[0], flags=_FLAGS), flags=_FLAGS)
+    return re, im
+
+
+def _scale(b, x, factor):
+    constant = ir.Constant(x[0].type, factor)
+    return b.fmul(x[0], constant, flags=_FLAGS), b.fmul(x[1], constant, flags=_FLAGS)
+
+
+def _times_i(b, x, sign):
+    """sign * i * x."""
+    return (x[1], b.fneg(x[0])) if sign < 0 else (b.fneg(x[1]), x[0])
+
+
+def _conj(b, x):
+    return x[0], b.fneg(x[1])
+
+
+def _load_complex(b, pointer, index, element):
+    index = b.mul(as_i64(index), as_i64(2))
+    return load(b, pointer, index, element), load(b, pointer, b.add(index, as_i64(1)), element)
+
+
+def _store_complex(b, value, pointer, index):
+    index = b.mul(as_i64(index), as_i64(2))
+    store(b, value[0], pointer, index)
+    store(b, value[1], pointer, b.add(index, as_i64(1)))
+
+
+def _butterfly(b, a, sign):
+    """The length-len(a) DFT of `a` with root exp(sign 2 pi i / len(a)), unrolled."""
+    r = len(a)
+    if r == 1:
+        return a
+    if r == 2:
+        return [_add(b, a[0], a[1]), _sub(b, a[0], a[1])]
+    if r == 4:
+        t0, t1 = _add(b, a[0], a[2]), _sub(b, a[0], a[2])
+        t2, t3 = _add(b, a[1], a[3]), _times_i(b, _sub(b, a[1], a[3]), sign)
+        return [_add(b, t0, t2), _add(b, t1, t3), _sub(b, t0, t2), _sub(b, t1, t3)]
+    return _odd_butterfly(b, a, sign)
+
+
+def _odd_butterfly(b, a, sign):
+    """Odd r: outputs k and r - k share the sums and differences of inputs j and r - j, so
+    each pair of outputs costs r - 1 real multiply-adds per component."""
+    r, half = len(a), len(a) // 2
+    sums = [_add(b, a[j], a[r - j]) for j in range(1, half + 1)]
+    diffs = [_sub(b, a[j], a[r - j]) for j in range(1, half + 1)]
+    out = [None] * r
+    total = a[0]
+    for t in sums:
+        total = _add(b, total, t)
+    out[0] = total
+    for k in range(1, half + 1):
+        u, v = a[0], None
+        for j in range(1, half + 1):
+            angle = 2 * math.pi * j * k / r
+            u = _add(b, u, _scale(b, sums[j - 1], math.cos(angle)))
+            term = _scale(b, diffs[j - 1], math.sin(angle))
+            v = term if v is None else _add(b, v, term)
+        rotated = _times_i(b, v, sign)
+        out[k], out[r - k] = _add(b, u, rotated), _sub(b, u, rotated)
+    return out
+
+
+# ---------------------------------------------------------------- plans for one length
+
+def factorize(n):
+    """n's radices in pass order (4s, a 2, the odd primes ascending), or None when a prime
+    factor is above MAX_RADIX."""
+    radices = []
+    while n % 4 == 0:
+        radices.append(4)
+        n //= 4
+    p = 2
+    while n > 1 and p <= MAX_RADIX:
+        while n % p == 0:
+            radices.append(p)
+            n //= p
+        p += 1
+    return radices if n == 1 else None
+
+
+def good_size(n):
+    """The smallest product of 2s, 3s and 5s that is at least n."""
+    best = 1 << max(0, (n - 1).bit_length())
+    f5 = 1
+    while f5 < best:
+        f35 = f5
+        while f35 < best:
+            f = f35
+            while f < n:
+                f *= 2
+            best = min(best, f)
+            f35 *= 3
+        f5 *= 5
+    return best
+
+
+def make_plan(module, element, n):
+    return _MixedRadix(module, element, n) if factorize(n) is not None else _Bluestein(module, element, n)
+
+
+@dataclass(frozen=True)
+class _Stage:
+    radix: int
+    m: int          # the sub-length after this pass: length = radix * m
+    stride: int     # s: the product of the radices before
+    offset: int     # where its twiddles start in the table (complex entries)
+
+
+class _MixedRadix:
+    """Stockham passes: pass (r, m, s) maps x to y with, for p < m and q < s,
+    y[q + s (r p + k)] = w^(p k) sum_j x[q + s (p + j m)] exp(sign 2 pi i j k / r),
+    w = exp(sign 2 pi i / (r m)): the twiddles w^(p k), k = 1..r-1, sit at table[offset + p (r-1) + k - 1]."""
+
+    def __init__(self, module, element, n):
+        self.module, self.element, self.n = module, element, n
+        self.stages, length, stride, offset = [], n, 1, 0
+        for radix in factorize(n):
+            m = length // radix
+            self.stages.append(_Stage(radix, m, stride, offset))
+            offset += m * (radix - 1) if m > 1 else 0
+            length, stride = m, stride * radix
+        self.table = _global_table(module, element, max(offset, 1), f"twiddles_{n}")
+        self.functions = {}
+
+    @property
+    def work_complex(self):
+        """Complex entries of scratch `apply` needs."""
+        return self.n if len(self.stages) > 1 else 0
+
+    def apply(self, b, src, src_stride, dst, dst_stride, work, sign, scale=1.0):
+        """dst (every dst_stride-th complex) = the transform of src (every src_stride-th);
+        src is only read. Intermediates alternate between dst and work, ending in dst."""
+        if not self.stages:
+            emit_loop(b, 0, 1, lambda i: _store_complex(
+                b, _scaled(b, _load_complex(b, src, 0, self.element), scale), dst, 0))
+            return
+        count = len(self.stages)
+        buffers = [(src, src_stride)]
+        for k in range(count):
+            buffers.append((dst, dst_stride) if (count - 1 - k) % 2 == 0 else (work, 1))
+        for k, stage in enumerate(self.stages):
+            (source, s_in), (target, s_out) = buffers[k], buffers[k + 1]
+            last = k == count - 1
+            function = self._stage_function(k, s_in, s_out, sign, scale if last else 1.0)
+            b.call(function, [source, target])
+
+    def _stage_function(self, k, s_in, s_out, sign, scale):
+        key = (k, s_in, s_out, sign, scale)
+        if key not in self.functions:
+            self.functions[key] = self._define_stage(self.stages[k], s_in, s_out, sign, scale)
+        return self.functions[key]
+
+    def _define_stage(self, stage, s_in, s_out, sign, scale):
+        name = self.module.get_unique_name(f"fft{self.n}_pass")
+        function = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR]), name)
+        function.linkage = "internal"
+        for arg in function.args:
+            arg.add_attribute("noalias")
+        _add_target_attributes(function)
+        b = ir.IRBuilder(function.append_basic_block("entry"))
+        src, dst = function.args
+        r, m, s, element = stage.radix, stage.m, stage.stride, self.element
+
+        def each_p(p):
+            twiddles = [self._twiddle(b, stage, p, k, sign) for k in range(1, r)] if m > 1 else []
+
+            def each_q(q):
+                a = [_load_complex(b, src, b.mul(b.add(q, b.mul(as_i64(s), b.add(p, as_i64(j * m)))), as_i64(s_in)),
+                                   element) for j in range(r)]
+                out = _butterfly(b, a, sign)
+                for k in range(r):
+                    value = _mul(b, out[k], twiddles[k - 1]) if k and twiddles else out[k]
+                    index = b.add(q, b.mul(as_i64(s), b.add(b.mul(p, as_i64(r)), as_i64(k))))
+                    _store_complex(b, _scaled(b, value, scale), dst, b.mul(index, as_i64(s_out)))
+            _loop_or_once(b, s, each_q, "q")
+        _loop_or_once(b, m, each_p, "p")
+        b.ret_void()
+        return function
+
+    def _twiddle(self, b, stage, p, k, sign):
+        index = b.add(b.mul(p, as_i64(stage.radix - 1)), as_i64(stage.offset + k - 1))
+        w = _load_complex(b, self.table, index, self.element)
+        return w if sign < 0 else _conj(b, w)
+
+    def emit_init(self, b):
+        """Fill the twiddle table: entry (p, k) of a pass is exp(-2 pi i (p k mod rm) / (rm))."""
+        for stage in self.stages:
+            if stage.m == 1:
+                continue
+            length = stage.radix * stage.m
+
+            def each_p(p, stage=stage, length=length):
+                def each_k(k):
+                    turns = b.urem(b.mul(p, k), as_i64(length))
+                    index = b.add(b.mul(p, as_i64(stage.radix - 1)), b.add(k, as_i64(stage.offset - 1)))
+                    _store_complex(b, _unit_root(b, turns, length, -1, self.element), self.table, index)
+                emit_loop(b, 1, stage.radix, each_k, name="k")
+            emit_loop(b, 0, stage.m, each_p, name="p")
+
+
+class _Bluestein:
+    """Length n as a cyclic convolution of length M: with w_k = exp(sign pi i k^2 / n),
+    X_k = w_k sum_j (x_j w_j) conj(w_{k-j}). The convolution is FFT^-1(FFT(a) B) with
+    B = FFT(conj(w) wrapped) / M precomputed per direction; FFT^-1(C)_k = FFT(C)_{-k} / M,
+    so both transforms of length M are forward ones."""
+
+    def __init__(self, module, element, n):
+        self.module, self.element, self.n = module, element, n
+        self.size = good_size(2 * n - 1)
+        self.inner = _MixedRadix(module, element, self.size)
+        self.chirp = _global_table(module, element, n, f"chirp_{n}")
+        self.spectra = {sign: _global_table(module, element, self.size, f"chirp_spectrum_{n}_{sign}")
+                        for sign in (-1, 1)}
+
+    @property
+    def work_complex(self):
+        return 2 * self.size + self.inner.work_complex
+
+    def apply(self, b, src, src_stride, dst, dst_stride, work, sign, scale=1.0):
+        size, element = self.size, self.element
+        a, spectrum = work, gep(b, work, 2 * size, element)
+        inner_work = gep(b, work, 4 * size, element)
+
+        def chirped(k):
+            _store_complex(b, _mul(b, _load_complex(b, src, b.mul(k, as_i64(src_stride)), element),
+                                   self._chirp(b, k, sign)), a, k)
+        emit_loop(b, 0, self.n, chirped, name="chirp")
+        zero = ir.Constant(element, 0.0)
+        emit_loop(b, self.n, size, lambda k: _store_complex(b, (zero, zero), a, k), name="pad")
+        self.inner.apply(b, a, 1, spectrum, 1, inner_work, -1)
+        emit_loop(b, 0, size, lambda k: _store_complex(
+            b, _mul(b, _load_complex(b, spectrum, k, element), _load_complex(b, self.spectra[sign], k, element)),
+            spectrum, k), name="product")
+        self.inner.apply(b, spectrum, 1, a, 1, inner_work, -1)
+
+        def unchirped(k):
+            backwards = b.urem(b.sub(as_i64(size), k), as_i64(size))
+            value = _mul(b, _load_complex(b, a, backwards, element), self._chirp(b, k, sign))
+            _store_complex(b, _scaled(b, value, scale), dst, b.mul(k, as_i64(dst_stride)))
+        emit_loop(b, 0, self.n, unchirped, name="unchirp")
+
+    def _chirp(self, b, k, sign):
+        w = _load_complex(b, self.chirp, k, self.element)
+        return w if sign < 0 else _conj(b, w)
+
+    def emit_init(self, b):
+        """The chirp table (forward sign), then each direction's spectrum, in malloc'd scratch."""
+        n, size, element = self.n, self.size, self.element
+        self.inner.emit_init(b)
+
+        def each_k(k):
+            turns = b.urem(b.mul(k, k), as_i64(2 * n))
+            _store_complex(b, _unit_root(b, turns, 2 * n, -1, element), self.chirp, k)
+        emit_loop(b, 0, n, each_k, name="k")
+        itemsize = 2 * (4 if element == F32 else 8)
+        malloc = declare(b.module, "malloc", PTR, [I64])
+        buffer = b.call(malloc, [as_i64(itemsize * (size + self.inner.work_complex + 1))])
+        work = gep(b, buffer, 2 * size, element)
+        zero = ir.Constant(element, 0.0)
+        for sign in (-1, 1):
+            emit_loop(b, 0, size, lambda k: _store_complex(b, (zero, zero), buffer, k), name="clear")
+
+            def wrapped(k, sign=sign):
+                value = _scaled(b, _conj(b, self._chirp(b, k, sign)), 1.0 / size)
+                _store_complex(b, value, buffer, k)
+                with b.if_then(b.icmp_signed(">", k, as_i64(0))):
+                    _store_complex(b, value, buffer, b.sub(as_i64(size), k))
+            emit_loop(b, 0, n, wrapped, name="wrap")
+            self.inner.apply(b, buffer, 1, self.spectra[sign], 1, work, -1)
+        b.call(declare(b.module, "free", VOID, [PTR]), [buffer])
+
+
+def _scaled(b, value, scale):
+    return value if scale == 1.0 else _scale(b, value, scale)
+
+
+def _loop_or_once(b, count, body, name):
+    if count == 1:
+        body(as_i64(0))
+    else:
+        emit_loop(b, 0, count, body, name=name)
+
+
+def _unit_root(b, turns, length, sign, element):
+    """exp(sign 2 pi i turns / length) (turns an i64 value), computed in double."""
+    angle = b.fmul(b.uitofp(turns, F64), ir.Constant(F64, sign * 2 * math.pi / length))
+    cos = call_intrinsic(b, "llvm.cos.f64", F64, [angle])
+    sin = call_intrinsic(b, "llvm.sin.f64", F64, [angle])
+    if element == F64:
+        return cos, sin
+    return b.fptrunc(cos, element), b.fptrunc(sin, element)
+
+
+def _global_table(module, element, complex_entries, name):
+    """A zero-filled table (in .bss: no bytes in the object code) that the _init function fills."""
+    array = ir.ArrayType(element, 2 * complex_entries)
+    table = ir.GlobalVariable(module, array, module.get_unique_name(name))
+    table.linkage = "internal"
+    table.initializer = ir.Constant(array, None)
+    table.align = 64
+    zero = ir.Constant(I32, 0)
+    return table.gep([zero, zero])      # (its first element: indexed like any other buffer)
+
+
+def _add_target_attributes(function):
+    from jaxlite.lower import llvm_target
+    llvm_target.add_function_attributes(function)
+
+
+# ---------------------------------------------------------------- the routine
+
+@dataclass(frozen=True)
+class FftSpec:
+    """lax.fft of `fft_type` ("FFT", "IFFT", "RFFT", "IRFFT") over trailing axes of
+    `lengths` (the fft_lengths), on `batch` entries, in `precision` ("float32"/"float64")."""
+    fft_type: str
+    precision: str
+    batch: int
+    lengths: tuple
+
+    def build(self):
+        name = "native_fft"
+        emitter = _FftEmitter(self)
+        module = define_routine(name, 2, self.batch, emitter.emit_entry)
+        emitter.define_init(name + "_init")
+        work = 5 * self.block * max(1.0, math.log2(max(self.block, 2)))
+        return Routine(module, name, self.batch, emitter.scratch_bytes, work, initialize=True)
+
+    @property
+    def block(self):
+        return math.prod(self.lengths)
+
+
+class _FftEmitter:
+    def __init__(self, spec):
+        self.spec, self.element = spec, _FLOAT_TYPES[spec.precision]
+        self.module = None
+        self.plans, self.half_turns = {}, {}
+
+    def plan(self, n):
+        if n not in self.plans:
+            self.plans[n] = make_plan(self.module, self.element, n)
+        return self.plans[n]
+
+    def emit_entry(self, b, pointers, scratch, entry):
+        if self.module is None:
+            self.module = b.module
+            self._layout()
+        src, dst = pointers
+        kind, lengths = self.spec.fft_type, self.spec.lengths
+        in_block, out_block = _block_sizes(kind, lengths)
+        src = gep(b, src, b.mul(entry, as_i64(in_block)), self.element)
+        dst = gep(b, dst, b.mul(entry, as_i64(out_block)), self.element)
+        regions = self._regions(b, scratch)
+        sign = 1 if kind in ("IFFT", "IRFFT") else -1
+        complex_lengths = list(lengths)
+        if kind == "RFFT":
+            self._real_to_complex(b, src, dst, lengths[-1], regions)
+            complex_lengths[-1] = lengths[-1] // 2 + 1
+            self._complex_axes(b, dst, dst, complex_lengths, range(len(lengths) - 1), sign, regions)
+        elif kind == "IRFFT":
+            complex_lengths[-1] = lengths[-1] // 2 + 1
+            source = src
+            if len(lengths) > 1:
+                source = regions["block"]
+                self._complex_axes(b, src, source, complex_lengths, range(len(lengths) - 1), sign, regions)
+            self._complex_to_real(b, source, dst, lengths, regions)
+        else:
+            self._complex_axes(b, src, dst, complex_lengths, reversed(range(len(lengths))), sign, regions)
+
+    def _layout(self):
+        """Scratch regions (in floats): a line, the complex spectrum of a real line, the plans'
+        work, and for a multidimensional IRFFT the block after its complex axes."""
+        spec, lengths = self.spec, self.spec.lengths
+        line, half = max(lengths), 0
+        work = 0
+        for axis, n in enumerate(lengths):
+            last_real = axis == len(lengths) - 1 and spec.fft_type in ("RFFT", "IRFFT")
+            size = (n // 2 if n % 2 == 0 else n) if last_real else n
+            if last_real:
+                half = max(half, n)
+            if size:
+                work = max(work, self.plan(size).work_complex)
+        block = math.prod(lengths[:-1]) * (lengths[-1] // 2 + 1) if spec.fft_type == "IRFFT" and len(lengths) > 1 else 0
+        sizes = {"line": line, "half": half, "work": work, "block": block}
+        self.offsets, total = {}, 0
+        for key, count in sizes.items():
+            self.offsets[key] = total
+            total += 2 * count + 16     # (complex entries as floats, 64-byte aligned for float32)
+        itemsize = 4 if self.element == F32 else 8
+        self.scratch_bytes = itemsize * total
+
+    def _regions(self, b, scratch):
+        return {key: gep(b, scratch, offset, self.element) for key, offset in self.offsets.items()}
+
+    def _complex_axes(self, b, src, dst, lengths, axes, sign, regions):
+        """Transform the complex block src along `axes` in turn into dst (the first pass reads
+        src, the rest work on dst in place)."""
+        source = src
+        for axis in axes:
+            n, inner, outer = lengths[axis], math.prod(lengths[axis + 1:]), math.prod(lengths[:axis])
+            scale = 1.0 / n if sign > 0 else 1.0
+            self._axis(b, source, dst, n, inner, outer, sign, scale, regions)
+            source = dst
+
+    def _axis(self, b, src, dst, n, inner, outer, sign, scale, regions):
+        plan, element = self.plan(n), self.element
+
+        def each_line(line):
+            o, c = b.udiv(line, as_i64(inner)), b.urem(line, as_i64(inner))
+            base = b.add(b.mul(o, as_i64(n * inner)), c)
+            source = gep(b, src, b.mul(base, as_i64(2)), element)
+            target = gep(b, dst, b.mul(base, as_i64(2)), element)
+            if inner == 1 and src is not dst:
+                plan.apply(b, source, 1, target, 1, regions["work"], sign, scale)
+                return
+            emit_loop(b, 0, n, lambda k: _store_complex(
+                b, _load_complex(b, source, b.mul(k, as_i64(inner)), element), regions["line"], k), name="gather")
+            plan.apply(b, regions["line"], 1, target, inner, regions["work"], sign, scale)
+        emit_loop(b, 0, outer * inner, each_line, name="line")
+
+    def _real_to_complex(self, b, src, dst, n, regions):
+        """The RFFT of each real line of length n (contiguous) into n // 2 + 1 complex entries."""
+        lines = math.prod(self.spec.lengths[:-1])
+        element, half = self.element, n // 2 + 1
+
+        def each_line(line):
+            source = gep(b, src, b.mul(line, as_i64(n)), element)
+            target = gep(b, dst, b.mul(line, as_i64(2 * half)), element)
+            spectrum = regions["half"]
+            if n % 2:
+                zero = ir.Constant(element, 0.0)
+                emit_loop(b, 0, n, lambda k: _store_complex(b, (load(b, source, k, element), zero),
+                                                            regions["line"], k), name="widen")
+                self.plan(n).apply(b, regions["line"], 1, spectrum, 1, regions["work"], -1)
+                emit_loop(b, 0, half, lambda k: _store_complex(
+                    b, _load_complex(b, spectrum, k, element), target, k), name="take")
+                return
+            self.plan(n // 2).apply(b, source, 1, spectrum, 1, regions["work"], -1)
+            self._split_spectra(b, spectrum, target, n)
+        emit_loop(b, 0, lines, each_line, name="rline")
+
+    def _split_spectra(self, b, z, target, n):
+        """X_k = (Z_k + conj Z_{h-k}) / 2 - i/2 exp(-2 pi i k / n) (Z_k - conj Z_{h-k}), h = n / 2."""
+        h, element = n // 2, self.element
+        table = self._half_turn_table(n)
+
+        def each_k(k):
+            zk = _load_complex(b, z, b.urem(k, as_i64(h)), element)
+            mirror = _conj(b, _load_complex(b, z, b.urem(b.sub(as_i64(h), k), as_i64(h)), element))
+            rotated = _times_i(b, _mul(b, _sub(b, zk, mirror), _load_complex(b, table, k, element)), -1)
+            _store_complex(b, _scale(b, _add(b, _add(b, zk, mirror), rotated), 0.5), target, k)
+        emit_loop(b, 0, h + 1, each_k, name="split")
+
+    def _complex_to_real(self, b, src, dst, lengths, regions):
+        """The IRFFT (scaled 1/n) of each line of n // 2 + 1 complex entries into n reals."""
+        n = lengths[-1]
+        lines, element, half = math.prod(lengths[:-1]), self.element, n // 2 + 1
+        zero = ir.Constant(element, 0.0)
+
+        def each_line(line):
+            source = gep(b, src, b.mul(line, as_i64(2 * half)), element)
+            target = gep(b, dst, b.mul(line, as_i64(n)), element)
+            spectrum = regions["line"]
+            if n % 2:
+                def hermitian(k):
+                    value = _load_complex(b, source, k, element)
+                    value = (value[0], b.select(b.icmp_signed("==", k, as_i64(0)), zero, value[1]))
+                    _store_complex(b, value, spectrum, k)
+                    with b.if_then(b.icmp_signed(">", k, as_i64(0))):
+                        _store_complex(b, _conj(b, value), spectrum, b.sub(as_i64(n), k))
+                emit_loop(b, 0, half, hermitian, name="hermitian")
+                out = regions["half"]
+                self.plan(n).apply(b, spectrum, 1, out, 1, regions["work"], 1, 1.0 / n)
+                emit_loop(b, 0, n, lambda k: store(b, _load_complex(b, out, k, element)[0], target, k), name="real")
+                return
+            self._join_spectra(b, source, spectrum, n)
+            self.plan(n // 2).apply(b, spectrum, 1, target, 1, regions["work"], 1, 1.0 / n)
+        emit_loop(b, 0, lines, each_line, name="cline")
+
+    def _join_spectra(self, b, x, z, n):
+        """Z_k = (X_k + conj X_{h-k}) + i exp(2 pi i k / n) (X_k - conj X_{h-k}), the imaginary
+        parts of X_0 and X_h ignored (as pocketfft's c2r does)."""
+        h, element = n // 2, self.element
+        table = self._half_turn_table(n)
+        zero = ir.Constant(element, 0.0)
+
+        def read(k):
+            value = _load_complex(b, x, k, element)
+            edge = b.or_(b.icmp_signed("==", k, as_i64(0)), b.icmp_signed("==", k, as_i64(h)))
+            return value[0], b.select(edge, zero, value[1])
+
+        def each_k(k):
+            xk, mirror = read(k), _conj(b, read(b.sub(as_i64(h), k)))
+            w = _conj(b, _load_complex(b, table, k, element))
+            rotated = _times_i(b, _mul(b, _sub(b, xk, mirror), w), 1)
+            _store_complex(b, _add(b, _add(b, xk, mirror), rotated), z, k)
+        emit_loop(b, 0, h, each_k, name="join")
+
+    def _half_turn_table(self, n):
+        """exp(-2 pi i k / n) for k <= n / 2."""
+        if n not in self.half_turns:
+            self.half_turns[n] = _global_table(self.module, self.element, n // 2 + 1, f"half_turns_{n}")
+        return self.half_turns[n]
+
+    def define_init(self, name):
+        function = ir.Function(self.module, ir.FunctionType(VOID, []), name)
+        b = ir.IRBuilder(function.append_basic_block("entry"))
+        for plan in self.plans.values():
+            plan.emit_init(b)
+        for n, table in self.half_turns.items():
+            emit_loop(b, 0, n // 2 + 1, lambda k: _store_complex(
+                b, _unit_root(b, k, n, -1, self.element), table, k), name="k")
+        b.ret_void()
+
+
+def _block_sizes(kind, lengths):
+    """Floats per batch entry of the operand and of the result."""
+    complex_block = math.prod(lengths[:-1]) * (lengths[-1] // 2 + 1) * 2
+    if kind == "RFFT":
+        return math.prod(lengths), complex_block
+    if kind == "IRFFT":
+        return complex_block, math.prod(lengths)
+    return 2 * math.prod(lengths), 2 * math.prod(lengths)
+
+
+_PRECISIONS = {np.dtype(np.complex64): "float32", np.dtype(np.complex128): "float64",
+               np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+
+
+def fft_spec(eqn):
+    """The routine of an fft equation, or None (zero-sized, or a dtype it does not handle)."""
+    aval = eqn.inputs[0].aval
+    precision = _PRECISIONS.get(np.dtype(aval.dtype))
+    lengths = tuple(int(n) for n in eqn.params["fft_lengths"])
+    shape = tuple(map(int, aval.shape))
+    if precision is None or not lengths or 0 in shape or 0 in lengths:
+        return None
+    batch = math.prod(shape[:len(shape) - len(lengths)])
+    return FftSpec(_type_name(eqn.params["fft_type"]), precision, batch, lengths)
+
+
+def _type_name(fft_type):
+    return getattr(fft_type, "name", str(fft_type)).upper()
