@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy as _np
 
 from jaxlite import _process
+from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.tree_util import tree_map
 
@@ -212,7 +213,8 @@ class AbstractMesh:
 
     shape = property(lambda self: OrderedDict(zip(self.axis_names, self.axis_sizes)))
     shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
-    size = property(lambda self: int(_np.prod(self.axis_sizes, dtype=int)))
+    # A mesh with no axes has no devices: size 0, as JAX counts it.
+    size = property(lambda self: int(_np.prod(self.axis_sizes, dtype=int)) if self.axis_names else 0)
     empty = property(lambda self: self.size == 0)
 
     def __eq__(self, other):
@@ -224,7 +226,7 @@ class AbstractMesh:
 
     def __repr__(self):
         sizes = ", ".join(f"{name!r}: {size}" for name, size in self.shape_tuple)
-        return f"AbstractMesh({sizes}, axis_types={self.axis_types})"
+        return f"AbstractMesh({sizes or '()'}, axis_types={self.axis_types})"
 
 
 _mesh_stack = []
@@ -305,8 +307,8 @@ class NamedSharding(Sharding):
     """An array's dimensions partitioned over the axes of a mesh, as `spec` says."""
 
     def __init__(self, mesh, spec, *, memory_kind=None):
-        if not isinstance(mesh, Mesh):
-            raise TypeError(f"NamedSharding's mesh must be a Mesh, got {type(mesh).__name__}")
+        if not isinstance(mesh, (Mesh, AbstractMesh)):
+            raise TypeError(f"NamedSharding's mesh must be a Mesh or an AbstractMesh, got {type(mesh).__name__}")
         if not isinstance(spec, PartitionSpec):
             raise TypeError(f"NamedSharding's spec must be a PartitionSpec, got {type(spec).__name__}")
         check_spec_axes(spec, mesh, "NamedSharding")
@@ -336,7 +338,17 @@ class NamedSharding(Sharding):
         return hash(("NamedSharding", self.mesh, self.spec))
 
     def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
+        memory = "" if isinstance(self.mesh, AbstractMesh) else ", memory_kind=device"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}{memory})"
+
+
+def _aval_sharding(aval):
+    """`aval.sharding`, as JAX gives it for an array that no mesh partitions: every
+    dimension unpartitioned over the empty abstract mesh."""
+    return NamedSharding(AbstractMesh((), ()), PartitionSpec(*(None,) * aval.ndim))
+
+
+ShapedArray.sharding = property(_aval_sharding)
 
 
 def check_spec_axes(spec, mesh, what):

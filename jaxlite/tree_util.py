@@ -2,7 +2,7 @@
 from typing import Any as _Any
 
 from jaxlite.core.tree_util import (DictKey, FlattenedIndexKey, GetAttrKey, Partial, PyTreeDef, SequenceKey,
-                                    all_leaves, flatten_one_level, flatten_one_level_with_keys, is_tree_node,
+                                    all_leaves, default_registry, flatten_one_level, flatten_one_level_with_keys, is_tree_node,
                                     keystr, register_dataclass, register_pytree_node,
                                     register_pytree_node_class, register_pytree_with_keys,
                                     register_pytree_with_keys_class, register_static, tree_all,

@@ -97,6 +97,47 @@ def flax_linen_cnn():
             "grads": {keystr(k): np.asarray(v).tolist() for k, v in jax.tree_util.tree_leaves_with_path(grads)}}
 
 
+def flax_nnx_mlp():
+    """flax.nnx, as its README shows it: a Module of Linear, BatchNorm and Dropout layers built
+    eagerly from nnx.Rngs, trained with nnx.Optimizer(optax.adam) in an nnx.jit step that takes
+    nnx.value_and_grad; then evaluated in eval mode. (The first Linear has no bias: BatchNorm
+    cancels it, so its gradient is rounding noise that adam would scale up to full steps.)"""
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    class Model(nnx.Module):
+        def __init__(self, din, dmid, dout, rngs: nnx.Rngs):
+            self.linear = nnx.Linear(din, dmid, use_bias=False, rngs=rngs)
+            self.bn = nnx.BatchNorm(dmid, rngs=rngs)
+            self.dropout = nnx.Dropout(0.2, rngs=rngs)
+            self.linear_out = nnx.Linear(dmid, dout, rngs=rngs)
+
+        def __call__(self, x):
+            x = nnx.relu(self.dropout(self.bn(self.linear(x))))
+            return self.linear_out(x)
+
+    model = Model(2, 16, 3, rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, x, y):
+        def loss_fn(model):
+            return ((model(x) - y) ** 2).mean()
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=(8, 2)).astype(np.float32))
+    y = jnp.asarray(rng.normal(size=(8, 3)).astype(np.float32))
+    losses = [float(train_step(model, optimizer, x, y)) for _ in range(5)]
+    model.eval()
+    return {"losses": losses, "eval_out": np.asarray(model(x)).tolist(),
+            "kernel": np.asarray(model.linear_out.kernel[...]).tolist(),
+            "batch_stats_mean": np.asarray(model.bn.mean[...]).tolist()}
+
+
 def chex_asserts_and_dataclasses():
     """chex dataclasses as pytrees, passing and failing asserts, asserts inside jit."""
     import chex
@@ -133,6 +174,32 @@ def chex_asserts_and_dataclasses():
     x = jnp.arange(3.0)
     return {"f": float(f(p, x)), "grad_w": np.asarray(jax.grad(f)(p, x).w).tolist(),
             "leaves": len(jax.tree_util.tree_leaves(p)), "keys": sorted(p.keys()), "failures": failures}
+
+
+def chex_chexify():
+    """chex.chexify on a jitted function: its chex asserts run as checks of the compiled code and
+    raise on the host after the call; the message as chex writes it (up to the source location)."""
+    import chex
+    import jax
+    import jax.numpy as jnp
+
+    @chex.chexify
+    @jax.jit
+    def log_abs(x, y):
+        chex.assert_tree_all_finite(x)
+        chex.assert_trees_all_equal(x, y)
+        return jnp.log(jnp.abs(x) + 1)
+
+    def message(*args):
+        try:
+            log_abs(*args)
+            chex.block_until_chexify_assertions_complete()
+        except AssertionError as error:
+            return str(error).split(" [failed at")[0]
+        return None
+    ones = jnp.ones(2)
+    return {"out": np.asarray(log_abs(ones, ones)).tolist(), "passes": message(ones, ones),
+            "not_finite": message(jnp.array([1.0, jnp.nan]), ones), "not_equal": message(ones, 2 * ones)}
 
 
 def distrax_distributions():
@@ -205,6 +272,6 @@ def blackjax_nuts():
     return {"steps": steps}
 
 
-QUICKSTARTS = {f.__name__: f for f in (optax_linear_regression, equinox_mlp, flax_linen_cnn,
-                                       chex_asserts_and_dataclasses, distrax_distributions, numpyro_nuts,
-                                       blackjax_nuts)}
+QUICKSTARTS = {f.__name__: f for f in (optax_linear_regression, equinox_mlp, flax_linen_cnn, flax_nnx_mlp,
+                                       chex_asserts_and_dataclasses, chex_chexify, distrax_distributions,
+                                       numpyro_nuts, blackjax_nuts)}

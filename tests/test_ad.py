@@ -139,6 +139,9 @@ PRIMITIVE_CASES = {
     "digamma": (lax.digamma, [uniform(0.5, 3)]),
     "polygamma": (lambda x: lax.polygamma(1, x), [uniform(0.5, 3)]),
     "cumsum": (lambda x: lax.cumsum(x, axis=1), [normal((2, 3))]),
+    # All four transforms, real in and out: RFFT, FFT of its last axis, IFFT of both, IRFFT.
+    "fft": (lambda x: lax.fft(lax.fft(lax.fft(lax.fft(x, "rfft", (3, 6)), "fft", (4,)), "ifft", (3, 4)),
+                              "irfft", (3, 6)) * x, [normal((2, 3, 6))]),
     "cumprod": (lambda x: lax.cumprod(x, axis=0, reverse=True), [uniform(0.5, 2, (3, 2))]),
     "cummax": (lambda x: lax.cummax(x, axis=1), [distinct()]),
     "cummin": (lambda x: lax.cummin(x, axis=1, reverse=True), [distinct()]),

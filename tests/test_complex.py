@@ -170,6 +170,8 @@ GRAD_CASES = {
     **{name: (getattr(lax, name), [_complex_point(), _complex_point(seed=1, shift=2.0)]) for name in
        ["add", "sub", "mul", "div", "pow"]},
     "integer_pow": (lambda z: lax.integer_pow(z, 3) + lax.integer_pow(z, -2), [_complex_point(shift=2.0)]),
+    "max": (lax.max, [_complex_point(), _complex_point(seed=1)]),
+    "min": (lax.min, [_complex_point(), _complex_point(seed=1)]),
     "angle": (jnp.angle, [_complex_point(shift=2.0)]),
     "dot_general": (lambda a, b: a @ b, [_complex_point((2, 3)), _complex_point((3, 2), seed=1)]),
     "reduce_sum": (lambda z: jnp.sum(z * z, axis=0), [_complex_point((2, 3))]),
@@ -187,3 +189,79 @@ def test_complex_derivatives_against_differences(name):
     from jaxlite.test_util import check_grads
     fun, args = GRAD_CASES[name]
     check_grads(fun, [jnp.asarray(a) for a in args], order=2)
+
+
+# ---------------------------------------------------------------- under jit
+
+def _loop_functions():
+    def while_doubling(z):
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * (1 + 1j)), (0, z))[1]
+
+    def scan_products(z):
+        return lax.scan(lambda c, y: (c * y + 1j, c - y), z[0], z)
+
+    def cond_on_real_part(z):
+        return lax.cond(z[0, 0].real > 0, lambda v: v * 2j, lambda v: jnp.conj(v), z)
+
+    def fori_rotation(z):
+        return lax.fori_loop(0, 4, lambda i, c: c * jnp.exp(0.3j * i), z)
+    return [while_doubling, scan_products, cond_on_real_part, fori_rotation]
+
+
+JIT_FUNCTIONS = {
+    **{name: getattr(jnp, name) for name in UNARY + ["conj", "real", "imag", "isfinite", "isnan"]},
+    **{name: (lambda f: lambda z: f(z, z[::-1] + 2))(getattr(jnp, name)) for name in BINARY},
+    "mixed": lambda z: jnp.abs(z) ** 2 + (z * 2.5 + 1j).real * jnp.angle(z),
+    "sum_mean": lambda z: (jnp.sum(z, axis=-1), jnp.mean(z * z), jnp.cumsum(z, axis=0)),
+    "indexing": lambda z: (z[::2], z.at[0].set(5j), z.at[1:].add(z[:-1] * 1j), z[jnp.array([0, 0, 1])]),
+    "where_concat": lambda z: jnp.concatenate([jnp.where(z.real > 0, z, -z), z.T.reshape(-1, z.shape[0])]),
+    "matmul": lambda z: z @ z.T.conj(),
+    "sort": lambda z: (jnp.sort(z, axis=0), jnp.argsort(z[0])),
+    "einsum": lambda z: jnp.einsum("ij,kj->ik", z, z * 1j),
+    "real_matmul_complex": lambda z: jnp.ones((2, z.shape[0]), jnp.float32) @ z,
+    "variance": lambda z: (jnp.var(z, axis=0), jnp.linalg.norm(z) if hasattr(jnp, "linalg") else jnp.abs(z)),
+    "complex_from_parts": lambda z: lax.complex(z.real * 2, jnp.cos(z.imag)),
+    "constants": lambda z: z * jnp.array([1 + 1j, 2 - 1j, 0.5j, 3.0])[: z.shape[-1]],
+    **{f.__name__: f for f in _loop_functions()},
+}
+
+
+@pytest.mark.parametrize("name", sorted(JIT_FUNCTIONS))
+def test_jit_matches_eager(name, caplog):
+    fun = JIT_FUNCTIONS[name]
+    z = jnp.asarray(_complex_point((4, 4), seed=3).astype(np.complex64))
+    eager = fun(z)
+    with caplog.at_level("WARNING", logger="jaxlite.jit"):
+        compiled = jaxlite.jit(fun)(z)
+    assert "numpy implementation" not in caplog.text          # every complex step is native code
+    for got, want in zip(jaxlite.tree_util.tree_leaves(compiled), jaxlite.tree_util.tree_leaves(eager)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=3e-5, atol=3e-5)
+
+
+def test_jit_program_holds_no_complex_value():
+    z = jnp.asarray(_complex_point((8,)).astype(np.complex64))
+    text = jaxlite.jit(lambda z: jnp.exp(z) * z.conj() + 1j).lower(z).as_text()
+    assert "c64" not in text and "complex" not in text
+
+
+def test_jit_of_grad_and_vmap_of_jit():
+    z = jnp.asarray(_complex_point((3, 4), seed=5).astype(np.complex64))
+
+    def loss(z):
+        return jnp.sum(jnp.abs(jnp.sin(z) @ z.T - 1j) ** 2)
+    np.testing.assert_allclose(jaxlite.jit(jaxlite.grad(loss))(z), jaxlite.grad(loss)(z), rtol=1e-4, atol=1e-4)
+    row = jaxlite.jit(lambda r: jnp.exp(r) * r.conj() @ r)
+    looped = np.stack([np.asarray(row(r)) for r in z])
+    np.testing.assert_allclose(jaxlite.vmap(row)(z), looped, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(jaxlite.jit(jaxlite.vmap(row))(z), looped, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [64, 300])     # 4 real products, and Gauss's 3
+def test_complex_matmul_on_the_gemm(size):
+    rng = np.random.default_rng(size)
+    a, b = ((rng.normal(size=(size, size)) + 1j * rng.normal(size=(size, size))).astype(np.complex64)
+            for _ in range(2))
+    want = a.astype(np.complex128) @ b
+    got = np.asarray(jaxlite.jit(jnp.matmul)(jnp.asarray(a), jnp.asarray(b)))
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())

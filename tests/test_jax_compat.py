@@ -301,6 +301,22 @@ def test_checkify_reports_the_first_failed_check_through_jit():
         checkify.checkify(f, errors=checkify.nan_checks)
 
 
+def test_checkify_collects_checks_of_a_jit_inside_it_and_check_error():
+    @jaxlite.jit
+    def f(x):
+        checkify.check(jnp.all(x > 0), "x must be positive")
+        return jnp.log(x)
+
+    checked = checkify.checkify(f)
+    error, out = checked(jnp.array([1.0, -1.0]))
+    assert error.get() == "x must be positive (`check` failed)"
+    assert checked(jnp.ones(2))[0].get() is None
+    rechecked = checkify.checkify(lambda x: checkify.check_error(checked(x)[0]))
+    assert rechecked(jnp.array([-1.0]))[0].get() == "x must be positive (`check` failed)"
+    with pytest.raises(checkify.JaxRuntimeError, match="positive"):
+        checkify.check_error(error)
+
+
 # ---------------------------------------------------------------- JAX's semantics for library code
 
 def test_tracers_are_instances_of_jax_array():

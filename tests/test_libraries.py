@@ -72,8 +72,16 @@ def test_flax_linen_conv_and_dense_init_apply_grad():
     _run("flax_linen_cnn", "flax")
 
 
+def test_flax_nnx_module_trains_with_nnx_optimizer_under_nnx_jit():
+    _run("flax_nnx_mlp", "flax")
+
+
 def test_chex_asserts_and_dataclasses():
     _run("chex_asserts_and_dataclasses", "chex")
+
+
+def test_chex_chexify_checks_asserts_inside_jit():
+    _run("chex_chexify", "chex")
 
 
 def test_distrax_normal_and_categorical_log_prob_sample_grad():

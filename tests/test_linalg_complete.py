@@ -194,3 +194,97 @@ def test_vmap_matches_a_loop(fun):
     a = np.random.default_rng(2).standard_normal((3, 4, 4)).astype(np.float32)
     check_vmap(fun, [a], atol=1e-5, rtol=1e-5)
     check_vmap(fun, [np.swapaxes(a, 0, 2)], in_axes=2, atol=1e-5, rtol=1e-5)
+
+
+def _complex_matrix(shape, seed, dtype):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+@pytest.mark.usefixtures("enable_x64")
+@settings(deadline=None, max_examples=20)
+@given(batches, st.integers(1, 4), st.sampled_from([np.complex64, np.complex128]))
+def test_complex_matrices_against_numpy(batch, n, dtype):
+    a = (_complex_matrix(batch + (n, n), n, dtype) + 2 * n * np.eye(n)).astype(dtype)
+    b = _complex_matrix(batch + (n, 2), n + 1, dtype)
+    hermitian = a @ np.conj(np.swapaxes(a, -1, -2))
+    tolerance = _tolerance(np.float32 if dtype == np.complex64 else np.float64)
+    for got, want in [(jnp.linalg.det(a), np.linalg.det(a)), (jnp.linalg.inv(a), np.linalg.inv(a)),
+                      (jnp.linalg.solve(a, b), np.linalg.solve(a, b)), (jnp.linalg.slogdet(a).sign, np.linalg.slogdet(a).sign),
+                      (jnp.linalg.cholesky(hermitian), np.linalg.cholesky(hermitian)),
+                      (jnp.linalg.eigvalsh(hermitian), np.linalg.eigvalsh(hermitian)),
+                      (jnp.linalg.qr(a).R, np.linalg.qr(a).R), (jnp.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False)),
+                      (jnp.linalg.pinv(a), np.linalg.pinv(a)), (jnp.linalg.norm(a, "nuc", (-2, -1)), np.linalg.norm(a, "nuc", (-2, -1)))]:
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tolerance["rtol"] * 10, atol=tolerance["atol"] * 10 * n)
+    w, v = (np.asarray(x) for x in jnp.linalg.eig(a))
+    assert w.dtype == dtype and v.dtype == dtype
+    np.testing.assert_allclose(a @ v, v * w[..., None, :], rtol=1e-3, atol=1e-3 if dtype == np.complex64 else 1e-9)
+
+
+def test_eig_is_complex_for_real_input_and_its_left_eigenvectors():
+    a = np.random.default_rng(3).standard_normal((2, 4, 4)).astype(np.float32)
+    w, vl, vr = (np.asarray(x) for x in lax_linalg.eig(a))
+    assert w.dtype == vl.dtype == vr.dtype == np.complex64
+    np.testing.assert_allclose(np.conj(np.swapaxes(vl, -1, -2)) @ a, w[..., :, None] * np.conj(np.swapaxes(vl, -1, -2)),
+                               atol=1e-4)
+    np.testing.assert_allclose(np.linalg.norm(vl, axis=-2), 1, rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
+        jaxlite.jvp(lambda x: jnp.linalg.eig(x).eigenvectors, (a[0],), (a[0],))
+    with pytest.raises(ValueError, match="square"):
+        jnp.linalg.eig(np.ones((3, 4)))
+
+
+@pytest.mark.usefixtures("enable_x64")
+@pytest.mark.parametrize("name, fun, hermitian", [
+    ("det", jnp.linalg.det, False), ("solve", lambda a: jnp.linalg.solve(a, a[:, :2]), False),
+    ("slogdet", lambda a: jnp.linalg.slogdet(a), False), ("cholesky", jnp.linalg.cholesky, True),
+    ("eigh", lambda a: (lambda v, w: (w, (v * v.conj()).real.sum(-1)))(*lax_linalg.eigh(a)), True),
+    ("qr", lambda a: lax_linalg.qr(a), False), ("svdvals", jnp.linalg.svdvals, False), ("pinv", jnp.linalg.pinv, False),
+])
+def test_complex_derivatives_to_second_order(name, fun, hermitian):
+    a = _complex_matrix((3, 3), len(name), np.complex128) + 3 * np.eye(3)
+    a = a @ a.conj().T if hermitian else a
+    check_grads(fun, [a], order=2, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.usefixtures("enable_x64")
+def test_eig_derivatives():
+    a = np.random.default_rng(4).standard_normal((4, 4))
+    check_grads(jnp.linalg.eigvals, [a], order=1, atol=1e-5, rtol=1e-5)
+    check_grads(lambda x: lax_linalg.eig(x, enable_eigvec_derivs=True)[1:], [a], order=1, modes=("fwd",),
+                atol=1e-5, rtol=1e-5)
+    check_vmap(lambda x: lax_linalg.eig(x), [np.random.default_rng(5).standard_normal((3, 4, 4))])
+
+
+@pytest.mark.usefixtures("enable_x64")
+def test_lax_linalg_compositions():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((3, 5, 5))
+    _, pivots, permutation = lax_linalg.lu(a)
+    np.testing.assert_array_equal(lax_linalg.lu_pivots_to_permutation(pivots, 5), permutation)
+    np.testing.assert_array_equal(lax_linalg.lu_pivots_to_permutation(np.array([2, 2, 2], np.int32), 4), [2, 0, 1, 3])
+    tall, c = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    h, taus = lax_linalg.geqrf(tall)
+    q = np.linalg.qr(tall, mode="complete")[0]
+    np.testing.assert_allclose(lax_linalg.ormqr(h, taus, c, transpose=True), q.T @ c, atol=1e-12)
+    np.testing.assert_allclose(lax_linalg.ormqr(h, taus, c.T, left=False), c.T @ q, atol=1e-12)
+    r, w = np.linalg.cholesky(tall.T @ tall).T, rng.standard_normal(3)
+    np.testing.assert_allclose(lax_linalg.cholesky_update(r, w), np.linalg.cholesky(r.T @ r + np.outer(w, w)).T,
+                               atol=1e-12)
+    np.testing.assert_allclose(lax_linalg.symmetric_product(tall, np.eye(5), alpha=2.0, beta=3.0),
+                               2 * tall @ tall.T + 3 * np.eye(5), atol=1e-12)
+    m = 6
+    dl, d, du = rng.standard_normal((2, m)), rng.standard_normal((2, m)) + 4, rng.standard_normal((2, m))
+    dl[:, 0], du[:, -1] = 0, 0
+    b = rng.standard_normal((2, m, 3))
+    dense = np.stack([np.diag(d[i]) + np.diag(dl[i, 1:], -1) + np.diag(du[i, :-1], 1) for i in range(2)])
+    for solve in (lax_linalg.tridiagonal_solve, jaxlite.jit(lax_linalg.tridiagonal_solve)):
+        np.testing.assert_allclose(solve(dl, d, du, b), np.linalg.solve(dense, b), atol=1e-12)
+    check_grads(lambda d, b: lax_linalg.tridiagonal_solve(dl, d, du, b), [d, b], order=2, atol=1e-5, rtol=1e-5)
+
+
+def test_vecdot_conjugates_its_first_argument():
+    x = np.array([[1 + 2j, 3j], [1j, 2]], np.complex64)
+    np.testing.assert_allclose(jnp.linalg.vecdot(x, x[0]), np.vecdot(x, x[0]))
+    np.testing.assert_allclose(jnp.vecdot(x, x, axis=0), np.vecdot(x, x, axis=0))

@@ -30,6 +30,15 @@ def test_array_devices_and_sharding():
     assert repr(x.sharding) == "SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)"
 
 
+def test_aval_sharding_is_unpartitioned_over_the_empty_abstract_mesh():
+    sharding = jaxlite.typeof(jnp.ones((2, 3))).sharding
+    assert repr(sharding) == "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None, None))"
+    assert sharding.spec == P(None, None) and sharding.mesh.empty
+    seen = []
+    jaxlite.jit(lambda x: seen.append(jaxlite.typeof(x).sharding.spec))(jnp.ones(3))
+    assert seen == [P(None)]
+
+
 def test_device_put_and_get():
     (device,) = jaxlite.devices()
     tree = jaxlite.device_put({"a": np.arange(3.0), "b": 1.5}, device)

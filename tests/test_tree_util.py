@@ -109,3 +109,12 @@ def test_unflatten_with_wrong_leaf_count_is_an_error():
 
 def test_is_leaf_stops_descent():
     assert tree_util.tree_leaves([(1, 2), (3,)], is_leaf=lambda x: isinstance(x, tuple)) == [(1, 2), (3,)]
+
+
+def test_default_registry_flattens_as_the_module_functions():
+    registry = tree_util.default_registry
+    assert registry.flatten({"a": 1, "b": [2, 3]}) == tree_util.tree_flatten({"a": 1, "b": [2, 3]})
+    assert registry.flatten_one_level({"a": 1, "b": 2}) == ((1, 2), ("a", "b"))
+    assert registry.flatten_one_level(3) is None
+    assert registry.flatten_with_path([4])[0] == [((tree_util.SequenceKey(0),), 4)]
+    assert registry.is_node(list) and not registry.is_node(int)

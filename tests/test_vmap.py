@@ -213,6 +213,7 @@ CASES = {
     "reduce_window_max": unary(_window(lax.max, -np.inf)),
     "reduce_window_min": unary(_window(lax.min, np.inf)),
     "cumsum": unary(lambda x: lax.cumsum(x, 0)),
+    "fft": unary(lambda x: lax.fft(lax.fft(x, "rfft", x.shape[-1:]), "ifft", x.shape[-1:-1] + (x.shape[-1] // 2 + 1,))),
     "cumprod": unary(lambda x: lax.cumprod(x, x.ndim - 1, reverse=True)),
     "cummax": unary(lambda x: lax.cummax(x, 0, reverse=True)),
     "cummin": unary(lambda x: lax.cummin(x, x.ndim - 1)),

@@ -6,7 +6,14 @@ import numpy as np
 from jaxlite.core import dtypes
 
 
-class ShapedArray:
+class AbstractValue:
+    """The base of every type a traced value can have (JAX's core.AbstractValue): arrays'
+    ShapedArray, Refs' AbstractRef, and the types code defines with jax.experimental.hijax."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """Shape, dtype and weak type of an array; hashable, so it can key caches."""
 
     __slots__ = ("shape", "dtype", "weak_type")

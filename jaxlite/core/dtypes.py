@@ -22,20 +22,31 @@ float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.fl
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
+# ml_dtypes' narrow types, as JAX has them: stored one element a byte, computed by
+# ml_dtypes' numpy kernels (through float32, rounding each result), and outside the
+# promotion lattice but for Python scalars (JAX allows no implicit promotion for them).
+NARROW_FLOATS = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
+    "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
+NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("int1", "int2", "int4"))
+NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("uint1", "uint2", "uint4"))
+NARROW_INTS = NARROW_SIGNED + NARROW_UNSIGNED
+
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             bfloat16, float16, float32, float64, complex64, complex128)
+             bfloat16, float16, float32, float64, complex64, complex128) + NARROW_FLOATS + NARROW_INTS
 
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 
 # Each type points to the types just above it; promotion climbs until paths meet.
 _ABOVE = {
     bool_: [WEAK_INT],
-    WEAK_INT: [uint8, int8],
+    WEAK_INT: [uint8, int8, *NARROW_INTS],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16, bfloat16, WEAK_COMPLEX],
+    WEAK_FLOAT: [float16, bfloat16, *NARROW_FLOATS, WEAK_COMPLEX],
     float16: [float32], bfloat16: [float32], float32: [float64, complex64], float64: [complex128],
     WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+    **{narrow: [] for narrow in NARROW_FLOATS + NARROW_INTS},
 }
 
 
@@ -55,8 +66,12 @@ _SHORT_NAMES = {bool_: "bool", bfloat16: "bf16"}
 
 
 def short_name(dtype):
-    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool."""
+    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool, f8_e4m3fn, i4."""
     dtype = np.dtype(dtype)
+    if dtype in NARROW_FLOATS:     # float8_e4m3fn -> f8_e4m3fn
+        return "f" + dtype.name[len("float"):]
+    if dtype in NARROW_INTS:       # int4 -> i4, uint2 -> u2
+        return ("u" if dtype in NARROW_UNSIGNED else "i") + dtype.name.rsplit("int", 1)[1]
     return _SHORT_NAMES.get(dtype) or f"{dtype.kind}{dtype.itemsize * 8}"
 
 
@@ -113,8 +128,11 @@ def check_user_dtype(dtype, name):
     warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
 
+_FLOATS = frozenset((float16, bfloat16, float32, float64) + NARROW_FLOATS)
+
+
 def is_float(dtype):
-    return np.dtype(dtype) in (float16, bfloat16, float32, float64)
+    return np.dtype(dtype) in _FLOATS
 
 
 def is_complex(dtype):
@@ -138,11 +156,19 @@ def complex_dtype(dtype):
 
 
 def is_int(dtype):
-    return np.dtype(dtype).kind in "iu"
+    dtype = np.dtype(dtype)
+    return dtype.kind in "iu" or dtype in NARROW_INTS
 
 
 def is_unsigned(dtype):
-    return np.dtype(dtype).kind == "u"
+    dtype = np.dtype(dtype)
+    return dtype.kind == "u" or dtype in NARROW_UNSIGNED
+
+
+def is_narrow(dtype):
+    """One of ml_dtypes' float8/6/4 or int4/2/1 types (numpy kind 'V')."""
+    dtype = np.dtype(dtype)
+    return dtype in NARROW_FLOATS or dtype in NARROW_INTS
 
 
 # ---------------------------------------------------------------- extended dtypes
@@ -178,11 +204,13 @@ def can_be_weak(dtype):
 
 
 def finfo(dtype):
-    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(real_dtype(dtype))
+    dtype = np.dtype(dtype)
+    return ml_dtypes.finfo(dtype) if dtype == bfloat16 or dtype in NARROW_FLOATS else np.finfo(real_dtype(dtype))
 
 
 def iinfo(dtype):
-    return np.iinfo(dtype)
+    dtype = np.dtype(dtype)
+    return ml_dtypes.iinfo(dtype) if dtype in NARROW_INTS else np.iinfo(dtype)
 
 
 def _lattice_node(dtype, weak):
@@ -199,7 +227,20 @@ def _lattice_node(dtype, weak):
 @functools.lru_cache(maxsize=1024)
 def _least_upper_bound(nodes):
     common = set.intersection(*(_UPPER[n] for n in nodes))
-    return next(t for t in common if common <= _UPPER[t])
+    bound = next((t for t in common if common <= _UPPER[t]), None)
+    if bound is None:
+        raise TypePromotionError(_no_promotion_message(nodes))
+    return bound
+
+
+def _no_promotion_message(nodes):
+    names = ", ".join(repr(n if isinstance(n, str) else n.name) for n in nodes)
+    narrow = [n for n in nodes if not isinstance(n, str) and is_narrow(n)]
+    which = "8-bit floats" if any(n in NARROW_FLOATS for n in narrow) else "1-bit, 2-bit and 4-bit integers"
+    return (f"Input dtypes ({names}) have no available implicit dtype promotion path. To avoid "
+            f"unintended promotion, {which} do not support implicit promotion. If you'd like your "
+            "inputs to be promoted to another type, you can do so explicitly using e.g. "
+            "x.astype('float32')")
 
 
 def _dtype_of_node(node):
@@ -263,10 +304,12 @@ def dtype_of(x):
 
 
 def scalar_to_numpy(x, dtype):
-    """Convert a Python scalar to a numpy scalar of `dtype`, refusing silent overflow."""
+    """Convert a Python scalar to a numpy scalar of `dtype`, refusing silent overflow (except
+    into the 1/2/4-bit integers, which wrap, as in JAX)."""
     dtype = np.dtype(dtype)
-    if isinstance(x, builtins.int) and not isinstance(x, builtins.bool) and is_int(dtype):
-        info = np.iinfo(dtype)
+    if isinstance(x, builtins.int) and not isinstance(x, builtins.bool) and is_int(dtype) and \
+            dtype not in NARROW_INTS:
+        info = iinfo(dtype)
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} too large to convert to {dtype}")
     return np.array(x, dtype=dtype)[()]

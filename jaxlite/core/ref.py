@@ -20,12 +20,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.abstract import AbstractValue, ShapedArray
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.trace import EVAL_TRACE, Tracer, current_trace
 
 
-class AbstractRef:
+class AbstractRef(AbstractValue):
     """The type of a Ref: `Ref{float32[3]}`, as jax.typeof prints it."""
 
     def __init__(self, inner_aval):

@@ -218,9 +218,16 @@ def eval_shape(fun, *args, **kwargs):
     return tree_unflatten(out_tree[0], shapes)
 
 
+# Types of values that code defines with jax.experimental.hijax.register_hitype.
+hitype_typeof = {}
+
+
 def typeof(x):
-    """The abstract value of an array, tracer or Python scalar (a ShapedArray), or of a
-    mutable array reference (an AbstractRef)."""
+    """The abstract value of an array, tracer or Python scalar (a ShapedArray), of a
+    mutable array reference (an AbstractRef), or of a registered hijax value."""
+    rule = hitype_typeof.get(type(x))
+    if rule is not None:
+        return rule(x)
     return x.aval if isinstance(x, Ref) else abstractify(x)
 
 

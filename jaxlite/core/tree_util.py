@@ -420,6 +420,41 @@ def tree_reduce_associative(operation, tree, *, identity=None, is_leaf=None):
     return leaves[0]
 
 
+class PyTreeRegistry:
+    """The registry of container types as an object (JAX's tree_util.default_registry), for
+    code that flattens through a registry: its methods are the module's functions."""
+
+    def flatten(self, tree, leaf_predicate=None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_with_path(self, tree, leaf_predicate=None):
+        return tree_flatten_with_path(tree, leaf_predicate, is_leaf_takes_path=leaf_predicate is not None)
+
+    def flatten_one_level(self, tree):
+        """(children, aux data) of a container; None for a leaf."""
+        return None if _node_kind(tree) is None else _as_tuple_children(flatten_one_level(tree))
+
+    def flatten_one_level_with_keys(self, tree):
+        return None if _node_kind(tree) is None else _as_tuple_children(flatten_one_level_with_keys(tree))
+
+    def is_node(self, type):
+        return is_tree_node(type)
+
+    def register_node(self, type, to_iterable, from_iterable, to_iterable_with_keys=None):
+        register_pytree_node(type, to_iterable, from_iterable, to_iterable_with_keys)
+
+    def register_dataclass_node(self, type, data_fields, meta_fields, /):
+        register_dataclass(type, list(data_fields), list(meta_fields))
+
+
+def _as_tuple_children(children_and_aux):
+    children, aux = children_and_aux
+    return tuple(children), aux
+
+
+default_registry = PyTreeRegistry()
+
+
 class Partial(functools.partial):
     """A functools.partial that is a pytree: its bound arguments are children, the function is static,
     so a partially applied function passes through jit and other transformations as an argument.

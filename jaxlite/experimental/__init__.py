@@ -1,3 +1,3 @@
 """jaxlite.experimental: APIs that JAX keeps under jax.experimental."""
 from jaxlite.callback import io_callback
-from jaxlite.experimental import checkify, layout, sparse
+from jaxlite.experimental import checkify, hijax, layout, sparse

@@ -7,8 +7,11 @@ format arguments, as arrays, so it passes out of jit, vmap and grad like any
 output. `error.get()` formats the failure message, `error.throw()` raises it.
 
 Checks are collected while f is traced, by the checkify call that runs it: put
-checkify outside jit (`jit(checkify(f))`); a check inside a jit that is inside
-checkify is reported as an error when the check runs. Only user checks exist
+checkify outside jit (`jit(checkify(f))`) to compile the checks with f. A jit inside
+checkify (`checkify(jit(f))`, as chex.chexify makes) is inlined into the checkify
+call's own trace (jit is disabled while f runs), so its checks are collected too:
+called eagerly, f then runs op by op. A check inside another transformation applied
+inside checkify (vmap, grad) is reported as an error when the check runs. Only user checks exist
 (`errors=user_checks`); JAX's automatic NaN, division and index checks are not
 implemented.
 """
@@ -17,8 +20,11 @@ import threading
 import numpy as np
 
 from jaxlite import numpy as jnp
-from jaxlite.core.trace import Tracer, current_trace
-from jaxlite.core.tree_util import register_pytree_node, tree_flatten, tree_map
+from jaxlite.core.array import Array
+from jaxlite.core.config import config
+from jaxlite.core.trace import EVAL_TRACE, Tracer, current_trace
+from jaxlite.core.tree_util import register_pytree_node, tree_flatten, tree_map, tree_unflatten
+from jaxlite.transforms.jit import disable_jit, jit
 
 
 class JaxRuntimeError(ValueError):
@@ -107,11 +113,35 @@ def check(pred, msg, *fmt_args, **fmt_kwargs):
         raise JaxRuntimeError(f"{msg.format(*args, **kwargs)} (`check` failed)")
 
 
+def check_error(error):
+    """Raise the failure an Error holds, if any; under checkify it goes into the returned Error."""
+    if not isinstance(error, Error):
+        raise TypeError(f"check_error takes a checkify.Error, got {type(error).__name__}")
+    if _collectors.stack:
+        for index, (msg, payload) in enumerate(zip(error.messages, error.payloads)):
+            _collectors.stack[-1].append((error.code != index, msg, payload, current_trace()))
+        return
+    error.throw()
+
+
 def _first_failure(preds):
     code = jnp.int32(-1)
     for index in reversed(range(len(preds))):
         code = jnp.where(preds[index], code, jnp.int32(index))
     return code
+
+
+def _compiled(collected, args, kwargs):
+    """Called eagerly, the checked function runs compiled (as JAX stages checkify): its array
+    arguments are the compiled function's, the others fixed values of its trace."""
+    leaves, tree = tree_flatten((args, kwargs))
+    dynamic = [isinstance(x, (Array, np.ndarray, np.generic)) for x in leaves]
+
+    def staged(*arrays):
+        values = iter(arrays)
+        args, kwargs = tree_unflatten(tree, [next(values) if d else x for x, d in zip(leaves, dynamic)])
+        return collected(*args, **kwargs)
+    return jit(staged)(*[x for x, d in zip(leaves, dynamic) if d])
 
 
 def checkify(f, errors=user_checks):
@@ -122,14 +152,21 @@ def checkify(f, errors=user_checks):
 
     def checked(*args, **kwargs):
         trace = current_trace()
+        if trace is EVAL_TRACE and not config.jax_disable_jit:
+            return _compiled(collected, args, kwargs)
+        return collected(*args, **kwargs)
+
+    def collected(*args, **kwargs):
+        trace = current_trace()
         _collectors.stack.append([])
         try:
-            out = f(*args, **kwargs)
+            with disable_jit():
+                out = f(*args, **kwargs)
         finally:
             checks = _collectors.stack.pop()
         if any(check_trace is not trace for *_, check_trace in checks):
-            raise NotImplementedError("checkify.check ran inside a transformation (jit, vmap, ...) applied "
-                                      "inside checkify; apply checkify innermost: jit(checkify(f))")
+            raise NotImplementedError("checkify.check ran inside a transformation (vmap, grad, ...) applied "
+                                      "inside checkify; apply checkify innermost: vmap(checkify(f))")
         code = _first_failure([p for p, *_ in checks])
         return Error(code, [m for _, m, *_ in checks], [payload for *_, payload, _ in checks]), out
     return checked

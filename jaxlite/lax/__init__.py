@@ -24,7 +24,12 @@ from jaxlite.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
 from jaxlite.lax.special_series import (bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a,
                                         igammac, random_gamma_grad, regularized_incomplete_beta, zeta)
 from jaxlite.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
+from jaxlite.lax.fft import FftType, fft
 from jaxlite.lax.random_bits import fma, threefry2x32
+from jaxlite.lax.other import (
+    AccuracyMode, ConvGeneralDilatedDimensionNumbers, DotAlgorithm, DotAlgorithmPreset, DotDimensionNumbers,
+    PrecisionLike, Tolerance, batch_matmul, conv_general_dilated_local, index_take, platform_dependent,
+    scatter_apply, shape_as_value, stage)
 from jaxlite.lax.ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
 from jaxlite.lax.rng import RandomAlgorithm, mulhi, mulhi_p, rng_bit_generator, rng_bit_generator_p, rng_uniform, rng_uniform_p
 from jaxlite.lax.slicing import (
@@ -55,6 +60,8 @@ from jaxlite.lax.cumulative import (
     cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p)
 from jaxlite.lax.dot import (
     dot_general_p)
+from jaxlite.lax.fft import (
+    fft_p)
 from jaxlite.lax.elementwise import (
     abs_p, acos_p, acosh_p, add_p, and_p, asin_p, asinh_p, atan2_p, atan_p, atanh_p,
     bitcast_convert_type_p, cbrt_p, ceil_p, clz_p, convert_element_type_p, cos_p, cosh_p, div_p,
@@ -66,7 +73,7 @@ from jaxlite.lax.elementwise import (
 from jaxlite.lax.gradients import (
     stop_gradient_p)
 from jaxlite.lax.parallel import (
-    all_gather_p, axis_index_p, pmax_p, pmin_p, psum_p)
+    all_gather_p, all_to_all_p, ppermute_p, axis_index_p, pmax_p, pmin_p, psum_p)
 from jaxlite.lax.reductions import (
     argmax_p, argmin_p, reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p, reduce_prod_p,
     reduce_sum_p, reduce_xor_p)

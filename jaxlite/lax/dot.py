@@ -68,9 +68,9 @@ def _exact_in_float64(lhs_dtype, rhs_dtype, out_dtype, k):
     fits out_dtype, so that a float64 matmul gives the integer result."""
     if not all(dtypes.is_int(d) for d in (lhs_dtype, rhs_dtype, out_dtype)):
         return False
-    magnitude = lambda dtype: max(-int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    magnitude = lambda dtype: max(-int(dtypes.iinfo(dtype).min), int(dtypes.iinfo(dtype).max))
     bound = k * magnitude(lhs_dtype) * magnitude(rhs_dtype)
-    return bound < min(2 ** 53, int(np.iinfo(out_dtype).max))
+    return bound < min(2 ** 53, int(dtypes.iinfo(out_dtype).max))
 
 
 dot_general_p = Primitive("dot_general")
@@ -79,8 +79,11 @@ dot_general_p.def_impl(_dot_general_impl)
 dot_general_p.def_abstract_eval(_dot_general_aval)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
-    """Contract lhs and rhs: dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))."""
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
+    """Contract lhs and rhs: dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)).
+
+    `out_sharding` is accepted as JAX does: on one device every sharding is the same."""
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
@@ -108,7 +111,7 @@ class Precision(enum.Enum):
         return self.name
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, out_sharding=None):
     """Vector/matrix product of rank-1 or rank-2 operands."""
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     if not (1 <= lhs.ndim <= 2 and 1 <= rhs.ndim <= 2):

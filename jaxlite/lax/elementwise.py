@@ -161,22 +161,24 @@ fusion_rules.elementwise(min_p, "min")
 min = _bind_nary(min_p)
 
 
-def _balanced_share(x, y, extremum):
+def _balanced_share(x, y, wins, extremum):
     """1 where x wins, 0 where it loses and 1/2 at ties, so max(x, x) has gradient 1
-    (at the broadcast shape: either operand may be a scalar). x wins where it is the extremum
-    and differs from y: the order extremum uses, so complex values (ordered
-    lexicographically, which lax.gt refuses) are covered too."""
-    won = bitwise_and(eq(extremum(x, y), x), ne(x, y))
+    (at the broadcast shape: either operand may be a scalar). Complex values, which
+    lax.gt refuses, win where they are the (lexicographic) extremum and differ."""
+    if dtypes.is_complex(x.dtype):
+        won = bitwise_and(eq(extremum(x, y), x), ne(x, y))
+    else:
+        won = wins(x, y)
     one, half, zero = (full_like(won, value, dtype=x.dtype) for value in (1, 0.5, 0))
     return select_n(won, select_n(eq(x, y), zero, half), one)
 
 
 defjvp(max_p,
-       lambda t, x, y: mul(t, _balanced_share(x, y, max)),
-       lambda t, x, y: mul(t, _balanced_share(y, x, max)))
+       lambda t, x, y: mul(t, _balanced_share(x, y, gt, max)),
+       lambda t, x, y: mul(t, _balanced_share(y, x, gt, max)))
 defjvp(min_p,
-       lambda t, x, y: mul(t, _balanced_share(x, y, min)),
-       lambda t, x, y: mul(t, _balanced_share(y, x, min)))
+       lambda t, x, y: mul(t, _balanced_share(x, y, lt, min)),
+       lambda t, x, y: mul(t, _balanced_share(y, x, lt, min)))
 
 nextafter_p = naryop_primitive("nextafter", np.nextafter, FLOAT)
 fusion_rules.elementwise(nextafter_p, "nextafter")
@@ -797,7 +799,7 @@ def _convert(x, new_dtype, weak_type=False):
         # Out-of-range and NaN values are undefined in C; clamp them as XLA does (NaN to 0).
         # The top can round up in x's format (float32(2**31 - 1) is 2**31, which astype
         # wraps to INT_MIN), so values at or past it take the maximum directly.
-        info = np.iinfo(new_dtype)
+        info = dtypes.iinfo(new_dtype)
         if x.dtype.itemsize < 4:
             x = x.astype(np.float32)      # exact; numpy's NaN tests do not see 16-bit NaNs
         x = np.nan_to_num(x, nan=0)

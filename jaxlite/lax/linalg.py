@@ -14,8 +14,11 @@ from jaxlite.core import dtypes, numpy_blas
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.namespace import dir_of_all
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import FLOAT, as_operand, check_dtype
+from jaxlite.lax.base import INEXACT, INTEGER, as_operand, check_dtype
+from jaxlite.lax.complex_parts import complex as make_complex, conj, imag, real
+from jaxlite.lax.reductions import argmax, reduce_sum
 from jaxlite.lax.dot import dot_general
+from jaxlite.lax.elementwise import abs as magnitude
 from jaxlite.lax.elementwise import (add, convert_element_type, div, eq, full_like, ge, gt, le, lt,
                                      mul, neg, select_n, square, sub)
 from jaxlite.lax.shapes import broadcast_in_dim, broadcasted_iota, full, pad, slice, transpose
@@ -23,14 +26,15 @@ from jaxlite.lax.slicing import take_along_axis
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import bdim_at_front
 
-__all__ = ["EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p", "eigh", "eigh_p", "geqrf", "geqrf_p",
-           "householder_product", "lu", "lu_p", "qr", "qr_p", "svd", "svd_p", "symmetrize", "triangular_solve",
-           "triangular_solve_p"]
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p", "cholesky_update",
+           "eig", "eig_p", "eigh", "eigh_p", "geqrf", "geqrf_p", "householder_product", "lu", "lu_p",
+           "lu_pivots_to_permutation", "ormqr", "qr", "qr_p", "svd", "svd_p", "symmetric_product", "symmetrize",
+           "triangular_solve", "triangular_solve_p", "tridiagonal_solve"]
 __dir__ = dir_of_all(globals())
 
 
 def _check_matrices(name, x, square=True):
-    check_dtype(name, x, FLOAT)
+    check_dtype(name, x, INEXACT)
     if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
         kind = "square matrices" if square else "matrices"
         raise ValueError(f"{name} needs {kind} in its last two axes, got shape {x.shape}")
@@ -93,7 +97,7 @@ def _cholesky_impl(x, symmetrize_input):
     """Lower Cholesky factor; matrices that are not positive definite give NaNs, as in JAX.
     numpy's LAPACK runs on one thread, as under jit (core/numpy_blas.py says why)."""
     if symmetrize_input:
-        x = (x + np.swapaxes(x, -1, -2)) * x.dtype.type(0.5)
+        x = (x + np.conj(np.swapaxes(x, -1, -2))) * x.dtype.type(0.5)
     with numpy_blas.single_threaded():
         return _or_nan_per_matrix(lambda a: [np.linalg.cholesky(a)], x)[0]
 
@@ -118,18 +122,14 @@ def cholesky(x, symmetrize_input=True):
     return triangle(factor, lower=True)
 
 
-def _symmetrized(x):
-    return mul(add(x, matrix_transpose(x)), convert_element_type(0.5, x.dtype))
-
-
 def _cholesky_jvp(primals, tangents, symmetrize_input):
-    """L_dot = L phi(L^-1 A_dot L^-T), phi taking the lower triangle with half the diagonal."""
+    """L_dot = L phi(L^-1 A_dot L^-H), phi taking the lower triangle with half the diagonal."""
     (x,), (x_dot,) = primals, tangents
     L = cholesky_p.bind(x, symmetrize_input=symmetrize_input)
     if symmetrize_input:
-        x_dot = _symmetrized(x_dot)
+        x_dot = symmetrize(x_dot)
     inner = triangular_solve(L, x_dot, left_side=True, lower=True)
-    inner = triangular_solve(L, inner, left_side=False, lower=True, transpose_a=True)
+    inner = triangular_solve(L, inner, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
     strictly_lower = triangle(inner, lower=True, strict=True)
     diagonal = sub(triangle(inner, lower=True), strictly_lower)
     phi = add(strictly_lower, mul(diagonal, convert_element_type(0.5, x.dtype)))
@@ -142,18 +142,19 @@ _batch_all_to_front(cholesky_p)   # (the batch axis may sit between the matrix a
 
 # ---------------------------------------------------------------- triangular_solve
 
-def _op(a, transpose_a):
+def _op(a, transpose_a, conjugate_a):
+    a = np.conj(a) if conjugate_a else a
     return np.swapaxes(a, -1, -2) if transpose_a else a
 
 
-def _triangular_solve_impl(a, b, left_side, lower, transpose_a, unit_diagonal):
+def _triangular_solve_impl(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     tri = np.tril(a) if lower else np.triu(a)
     if unit_diagonal:
         tri = tri.copy()
         idx = np.arange(a.shape[-1])
         tri[..., idx, idx] = 1
     compute = np.promote_types(a.dtype, np.float32)
-    tri = _op(tri, transpose_a).astype(compute)
+    tri = _op(tri, transpose_a, conjugate_a).astype(compute)
     b = b.astype(compute)
     lower = lower != bool(transpose_a)  # whether op(a) is lower triangular
     if left_side:
@@ -178,7 +179,7 @@ def _solve_or_substitute(tri, b, lower):
     return x
 
 
-def _triangular_solve_aval(a, b, left_side, lower, transpose_a, unit_diagonal):
+def _triangular_solve_aval(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     _check_matrices("triangular_solve", a)
     _check_matrices("triangular_solve", b, square=False)
     m = a.shape[-1]
@@ -199,16 +200,17 @@ def triangular_solve(a, b, left_side=False, lower=False, transpose_a=False, conj
                      unit_diagonal=False):
     """x with op(a) x = b (left_side) or x op(a) = b, op(a) = a or a^T; a triangular.
 
-    Only the named triangle of `a` is read; conjugate_a is accepted for real inputs.
+    Only the named triangle of `a` is read; conjugate_a solves with conj(op(a)) (a no-op on real a).
     """
     a, b = as_operand(a), as_operand(b)
-    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
-                                   transpose_a=bool(transpose_a), unit_diagonal=bool(unit_diagonal))
+    conjugate_a = bool(conjugate_a) and dtypes.is_complex(a.dtype)
+    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
+                                   conjugate_a=conjugate_a, unit_diagonal=bool(unit_diagonal))
 
 
-def _triangular_solve_jvp(primals, tangents, left_side, lower, transpose_a, unit_diagonal):
+def _triangular_solve_jvp(primals, tangents, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     (a, b), (a_dot, b_dot) = primals, tangents
-    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
                   unit_diagonal=unit_diagonal)
     x = triangular_solve_p.bind(a, b, **params)
     x_dot = ad.Zero(ad.tangent_aval(x.aval))
@@ -217,20 +219,22 @@ def _triangular_solve_jvp(primals, tangents, left_side, lower, transpose_a, unit
     if not ad.is_zero(a_dot):
         # op(a) x = b gives op(a_dot) x + op(a) x_dot = 0 (x op(a) = b likewise on the right).
         a_dot = triangle(a_dot, lower, strict=unit_diagonal)
+        a_dot = conj(a_dot) if conjugate_a else a_dot
         op_a_dot = matrix_transpose(a_dot) if transpose_a else a_dot
         product = matmul(op_a_dot, x) if left_side else matmul(x, op_a_dot)
         x_dot = ad.add_tangents(x_dot, neg(triangular_solve_p.bind(a, product, **params)))
     return x, x_dot
 
 
-def _triangular_solve_transpose(ct, a, b, left_side, lower, transpose_a, unit_diagonal):
-    """b -> op(a)^-1 b is linear; its transpose solves with op(a)^T."""
+def _triangular_solve_transpose(ct, a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    """b -> op(a)^-1 b is linear; its transpose solves with op(a)^T (conjugation stays)."""
     if ad.is_undefined(a):
         raise NotImplementedError("triangular_solve is linear only in b")
     if ad.is_zero(ct):
         return [None, None]
     return [None, triangular_solve_p.bind(a, ct, left_side=left_side, lower=lower,
-                                          transpose_a=not transpose_a, unit_diagonal=unit_diagonal)]
+                                          transpose_a=not transpose_a, conjugate_a=conjugate_a,
+                                          unit_diagonal=unit_diagonal)]
 
 
 ad.jvp_rules[triangular_solve_p] = _triangular_solve_jvp
@@ -352,11 +356,11 @@ def lu_solve(a, b):
 
 def adjoint(x):
     """The conjugate transpose of x's last two axes."""
-    return matrix_transpose(x)
+    return matrix_transpose(conj(x) if dtypes.is_complex(x.dtype) else x)
 
 
 def real_part(x):
-    return x
+    return real(x) if dtypes.is_complex(x.dtype) else x
 
 
 def _block(x, rows=None, cols=None):
@@ -379,16 +383,12 @@ def _reciprocal_off_diagonal(gaps):
     return sub(div(full_like(gaps, 1), add(gaps, eye)), eye)
 
 
-def _real_dtype(dtype):
-    return dtype
-
-
 # ---------------------------------------------------------------- eigh
 
 def _eigh_aval(x, lower):
     _check_matrices("eigh", x)
     base = x.strip_weak_type()
-    return [base, base.update(shape=x.shape[:-1], dtype=_real_dtype(x.dtype))]
+    return [base, base.update(shape=x.shape[:-1], dtype=dtypes.real_dtype(x.dtype))]
 
 
 def _eigh_impl(x, lower):
@@ -494,7 +494,8 @@ def _thin_qr_jvp(q, r, x_dot):
     x_dot_r_inv = triangular_solve(r, x_dot, left_side=False, lower=False)
     c = matmul(adjoint(q), x_dot_r_inv)
     below = triangle(c, lower=True, strict=True)
-    omega = sub(below, adjoint(below))
+    # The skew part's diagonal is imaginary for complex x: i Im(diag C) keeps diag(r) real.
+    omega = add(sub(below, adjoint(below)), mul(identity_like(c), sub(c, convert_element_type(real_part(c), c.dtype))))
     q_dot = add(matmul(q, sub(omega, c)), x_dot_r_inv)
     return q_dot, matmul(sub(c, omega), r)
 
@@ -625,14 +626,14 @@ def _reflect(a, q, k):
     """Apply the Householder reflection zeroing a[:, k+1:, k] to a's trailing rows, and
     accumulate it into q's trailing columns (column k of a all zero: no reflection)."""
     column = a[:, k:, k]
-    size = np.linalg.norm(column, axis=1)
-    beta = -np.copysign(size, column[:, 0])
+    alpha = column[:, 0]
+    phase = np.where(alpha == 0, 1, alpha / np.where(alpha == 0, 1, np.abs(alpha)))
     w = column.copy()
-    w[:, 0] -= beta
-    w_norm_sq = np.einsum("bi,bi->b", w, w)
+    w[:, 0] += phase * np.linalg.norm(column, axis=1)     # alpha - beta, beta = -phase |column|
+    w_norm_sq = np.einsum("bi,bi->b", np.conj(w), w).real
     scale = np.where(w_norm_sq > 0, 2 / np.where(w_norm_sq > 0, w_norm_sq, 1), 0)
-    a[:, k:, :] -= scale[:, None, None] * w[:, :, None] * np.einsum("bi,bij->bj", w, a[:, k:, :])[:, None, :]
-    q[:, :, k:] -= scale[:, None, None] * np.einsum("bij,bj->bi", q[:, :, k:], w)[:, :, None] * w[:, None, :]
+    a[:, k:, :] -= scale[:, None, None] * w[:, :, None] * np.einsum("bi,bij->bj", np.conj(w), a[:, k:, :])[:, None, :]
+    q[:, :, k:] -= scale[:, None, None] * np.einsum("bij,bj->bi", q[:, :, k:], w)[:, :, None] * np.conj(w)[:, None, :]
 
 
 qr_pivoted_p = Primitive("qr_pivoted", multiple_results=True)
@@ -661,7 +662,7 @@ def _svd_aval(a, full_matrices, compute_uv):
     m, n = a.shape[-2:]
     k, batch = min(m, n), a.shape[:-2]
     base = a.strip_weak_type()
-    s = base.update(shape=batch + (k,), dtype=_real_dtype(a.dtype))
+    s = base.update(shape=batch + (k,), dtype=dtypes.real_dtype(a.dtype))
     if not compute_uv:
         return [s]
     u_cols, vt_rows = (m, n) if full_matrices else (k, k)
@@ -762,7 +763,6 @@ def _diagonal(x):
 
 
 def _sum_last(x):
-    from jaxlite.lax.reductions import reduce_sum
     return reduce_sum(x, (x.ndim - 1,))
 
 
@@ -774,3 +774,198 @@ def _broadcast_last(vec, shape, row):
 
 ad.jvp_rules[svd_p] = _svd_jvp
 _batch_all_to_front(svd_p)
+
+
+# ---------------------------------------------------------------- eig
+
+def _eig_aval(x, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
+    _check_matrices("eig", x)
+    vectors = x.update(dtype=dtypes.complex_dtype(x.dtype), weak_type=False)
+    count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
+    return [vectors.update(shape=x.shape[:-1])] + [vectors] * count
+
+
+def _eig_impl(x, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
+    """numpy's eig (LAPACK's geev, in double precision), always complex as in JAX; left
+    eigenvectors are the rows of vr^-1, normalized as geev normalizes them (unit norm, the
+    largest component real); a matrix LAPACK fails on gives NaNs."""
+    def decompose(matrix):
+        w, vr = np.linalg.eig(matrix)
+        vr = vr.astype(np.result_type(vr, np.complex64))
+        return ([w.astype(vr.dtype)] + ([_left_eigenvectors(vr)] if compute_left_eigenvectors else [])
+                + ([vr] if compute_right_eigenvectors else []))
+    with numpy_blas.single_threaded():
+        results = _or_nan_per_matrix(decompose, x)
+    return [r.astype(dtypes.complex_dtype(x.dtype)) for r in results]
+
+
+def _left_eigenvectors(vr):
+    vl = np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))
+    vl = vl / np.linalg.norm(vl, axis=-2, keepdims=True)
+    largest = np.take_along_axis(vl, np.argmax(np.abs(vl), axis=-2)[..., None, :], -2)
+    return vl * (np.conj(largest) / np.abs(largest))
+
+
+eig_p = Primitive("eig", multiple_results=True)
+eig_p.def_impl(_eig_impl)
+eig_p.def_abstract_eval(_eig_aval)
+
+
+class EigImplementation(enum.Enum):
+    """Which eig algorithm runs: on CPU LAPACK's geev."""
+    LAPACK = "lapack"
+    MAGMA = "magma"
+    CUSOLVER = "cusolver"
+
+
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True, enable_eigvec_derivs=False,
+        implementation=None, use_magma=None):
+    """[w, vl, vr]: the (complex) eigenvalues and, as asked, the left and right eigenvectors
+    (columns, unit norm with the largest component real) of square matrices x."""
+    if implementation not in (None, EigImplementation.LAPACK):
+        raise NotImplementedError(f"eig: the {implementation} implementation is not supported on CPU")
+    return eig_p.bind(as_operand(x), compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                      compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs))
+
+
+def _eig_jvp(primals, tangents, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
+    """dw = diag(vr^-1 da vr); eigenvectors as _eigenvector_jvp (only with enable_eigvec_derivs,
+    as in JAX: they are differentiable only where the eigenvalues are distinct)."""
+    (a,), (a_dot,) = primals, tangents
+    if (compute_left_eigenvectors or compute_right_eigenvectors) and not enable_eigvec_derivs:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the input that "
+            "cannot be checked; pass enable_eigvec_derivs=True to lax.linalg.eig to opt in (as in JAX)")
+    outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors, compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = outs[0], outs[-1]
+    a_dot = convert_element_type(a_dot, vr.dtype)
+    projected = matmul(lu_solve(vr, a_dot), vr)
+    primal, tangent = [w], [_diagonal(projected)]
+    if compute_left_eigenvectors:
+        primal.append(outs[1])
+        tangent.append(_eigenvector_jvp(conj(w), outs[1], matmul(lu_solve(outs[1], adjoint(a_dot)), outs[1])))
+    if compute_right_eigenvectors:
+        primal.append(vr)
+        tangent.append(_eigenvector_jvp(w, vr, projected))
+    return primal, tangent
+
+
+def _eigenvector_jvp(w, v, projected):
+    """dv = U + v diag(c) with U = v (F o v^-1 da v), F_ij = 1 / (w_j - w_i): the eigenvalue
+    equation fixes dv_j up to a multiple c_j of v_j, which geev's normalization (unit norm, the
+    largest component k_j real) fixes: c_j = -Re(v_j^H U_j) - i Im(U_kj) / Re(v_kj)."""
+    gaps = sub(_broadcast_last(w, projected.shape, row=True), _broadcast_last(w, projected.shape, row=False))
+    u = matmul(v, mul(_reciprocal_off_diagonal(gaps), projected))
+    rows = v.ndim - 2
+    largest = argmax(magnitude(v), rows, dtypes.int32)
+    mask = convert_element_type(eq(broadcasted_iota(dtypes.int32, v.shape, rows),
+                                   broadcast_in_dim(largest, v.shape, tuple(d for d in range(v.ndim) if d != rows))),
+                                v.dtype)
+    c = make_complex(neg(real(reduce_sum(mul(conj(v), u), (rows,)))),
+                     div(neg(imag(reduce_sum(mul(mask, u), (rows,)))), real(reduce_sum(mul(mask, v), (rows,)))))
+    return add(u, mul(v, broadcast_in_dim(c, v.shape, tuple(d for d in range(v.ndim) if d != rows))))
+
+
+ad.jvp_rules[eig_p] = _eig_jvp
+_batch_all_to_front(eig_p)
+
+
+# ---------------------------------------------------------------- compositions: pivots, products, updates, tridiagonal
+
+def _last_entries(x, k):
+    """x[..., k:k+1]."""
+    return slice(x, (0,) * (x.ndim - 1) + (k,), x.shape[:-1] + (k + 1,))
+
+
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The permutation the row swaps k <-> pivots[..., k] make of range(permutation_size)."""
+    pivots = as_operand(pivots)
+    check_dtype("lu_pivots_to_permutation", pivots, INTEGER)
+    if pivots.ndim < 1 or pivots.shape[-1] > permutation_size:
+        raise ValueError(f"lu_pivots_to_permutation needs pivots of shape [..., k] with k <= permutation_size, "
+                         f"got {pivots.shape} and {permutation_size}")
+    shape = pivots.shape[:-1] + (int(permutation_size),)
+    last = len(shape) - 1
+    positions = broadcasted_iota(pivots.dtype, shape, last)
+    permutation = positions
+    for k in range(pivots.shape[-1]):
+        pivot = _spread(_last_entries(pivots, k), shape)
+        here = _spread(_last_entries(permutation, k), shape)
+        there = take_along_axis(permutation, pivot, last, mode="clip")
+        swapped = select_n(eq(positions, pivot), permutation, here)
+        permutation = select_n(eq(positions, full(shape, k, pivots.dtype)), swapped, there)
+    return permutation
+
+
+def _spread(x, shape):
+    """x (size 1 in its last axis) broadcast along it to shape."""
+    return broadcast_in_dim(x, shape, tuple(range(len(shape))))
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+    """alpha a a^T + beta c (c symmetric); with symmetrize_output the upper triangle is the
+    transpose of the lower one."""
+    a, c = as_operand(a_matrix), as_operand(c_matrix)
+    product = add(mul(convert_element_type(alpha, a.dtype), matmul(a, matrix_transpose(a))),
+                  mul(convert_element_type(beta, c.dtype), c))
+    if not symmetrize_output:
+        return product
+    return add(triangle(product, lower=True), matrix_transpose(triangle(product, lower=True, strict=True)))
+
+
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """Q c, Q^H c (left, transpose), c Q or c Q^H, Q the m x m product of geqrf's reflectors in a."""
+    a, taus, c = as_operand(a), as_operand(taus), as_operand(c)
+    m, n = a.shape[-2:]
+    square = a if n == m else (_block(a, cols=(0, m)) if n > m else
+                               pad(a, convert_element_type(0, a.dtype), [(0, 0, 0)] * (a.ndim - 1) + [(0, m - n, 0)]))
+    q = householder_product(square, taus)
+    q = adjoint(q) if transpose else q
+    return matmul(q, c) if left else matmul(c, q)
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of r^T r + w w^T, for upper-triangular r (refactorized: O(n^3),
+    where JAX's rotations take O(n^2); the same factor up to rounding)."""
+    r, w = as_operand(r_matrix), as_operand(w_vector)
+    column = broadcast_in_dim(w, w.shape + (1,), tuple(range(w.ndim)))
+    updated = add(matmul(matrix_transpose(r), r), matmul(column, matrix_transpose(column)))
+    return matrix_transpose(cholesky(updated))
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    """x with A x = b for tridiagonal A (lower diagonal dl, dl[0] = 0; diagonal d; upper du,
+    du[-1] = 0) over the batch axes, by forward elimination and back substitution (the Thomas
+    algorithm: no pivoting, so A should be diagonally dominant or positive definite; a zero
+    pivot gives infs and NaNs, and perturb_singular is accepted for JAX's signature)."""
+    from jaxlite.lax.control_flow.loops import scan
+    dl, d, du, b = (as_operand(x) for x in (dl, d, du, b))
+    m = d.shape[-1]
+    if not (dl.shape == d.shape == du.shape == b.shape[:-1]):
+        raise ValueError(f"tridiagonal_solve: dl, d and du need shape [..., m] and b [..., m, n], got "
+                         f"{dl.shape}, {d.shape}, {du.shape} and {b.shape}")
+    if m == 0:
+        return b
+    to_front = lambda x, axis: transpose(x, (axis,) + tuple(i for i in range(x.ndim) if i != axis))
+    diagonals = [to_front(x, x.ndim - 1) for x in (dl, d, du)]
+    rhs = to_front(b, b.ndim - 2)
+    along_rhs = lambda x: broadcast_in_dim(x, x.shape + (b.shape[-1],), tuple(range(x.ndim)))
+
+    def eliminate(carry, row):
+        upper_prev, rhs_prev = carry
+        lower, diagonal, upper, value = row
+        pivot = sub(diagonal, mul(lower, upper_prev))
+        upper_new = div(upper, pivot)
+        rhs_new = div(sub(value, mul(along_rhs(lower), rhs_prev)), along_rhs(pivot))
+        return (upper_new, rhs_new), (upper_new, rhs_new)
+    zeros = (full_like(diagonals[1][0], 0), full_like(rhs[0], 0))
+    _, (uppers, rhss) = scan(eliminate, zeros, (*diagonals, rhs))
+
+    def substitute(x_next, row):
+        upper, value = row
+        x = sub(value, mul(along_rhs(upper), x_next))
+        return x, x
+    _, x = scan(substitute, zeros[1], (uppers, rhss), reverse=True)
+    return transpose(x, tuple(range(1, x.ndim - 1)) + (0, x.ndim - 1))

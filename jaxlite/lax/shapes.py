@@ -125,7 +125,7 @@ def _reshape_impl(x, new_sizes, dimensions=None):
 
 
 reshape_p = _primitive("reshape", _reshape_impl, _reshape_aval)
-fusion_rules.fused(reshape_p, fusion_rules.reshape_rule)
+fusion_rules.fused(reshape_p, fusion_rules.reshape_rule, layout_operand=fusion_rules.reshape_layout_operand)
 
 
 def reshape(x, new_sizes, dimensions=None):

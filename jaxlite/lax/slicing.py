@@ -94,11 +94,11 @@ def _scatter_to_gather_dnums(d):
 
 def default_fill_value(dtype):
     """What an out-of-bounds gather reads by default: NaN, the most negative int, ..."""
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return float("nan")
     if dtypes.is_bool(dtype):
         return True
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     return int(info.max if dtypes.is_unsigned(dtype) else info.min)
 
 

@@ -104,7 +104,7 @@ def _descending_keys(x):
     if dtypes.is_bool(x.dtype):
         return [~x]
     if dtypes.is_unsigned(x.dtype):
-        return [np.iinfo(x.dtype).max - x]
+        return [dtypes.iinfo(x.dtype).max - x]
     if dtypes.is_int(x.dtype):
         return [-x.astype(np.int64)]
     # NaN ranks above +inf in top_k (as in XLA); bfloat16 and float16 sort as float32.

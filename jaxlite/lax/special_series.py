@@ -52,11 +52,11 @@ def _float_operands(name, *args):
 
 
 def _eps(x):
-    return float(np.finfo(x.dtype).eps)
+    return float(dtypes.finfo(x.dtype).eps)
 
 
 def _tiny(x):
-    return float(np.finfo(x.dtype).tiny)
+    return float(dtypes.finfo(x.dtype).tiny)
 
 
 def _any(x):

@@ -28,7 +28,7 @@ def _lowest(dtype):
         return -np.inf
     if dtypes.is_bool(dtype):
         return False
-    return np.iinfo(dtype).min
+    return dtypes.iinfo(dtype).min
 
 
 def _highest(dtype):
@@ -36,7 +36,7 @@ def _highest(dtype):
         return np.inf
     if dtypes.is_bool(dtype):
         return True
-    return np.iinfo(dtype).max
+    return dtypes.iinfo(dtype).max
 
 
 def _out_shape(shape, window_dimensions, window_strides, padding, base_dilation, window_dilation):

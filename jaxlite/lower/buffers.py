@@ -89,7 +89,8 @@ class PythonStep:
         eqn = self.step.eqn
         inputs = [np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else view(v) for v in eqn.inputs]
         outputs = [view(v) for v in eqn.outputs]
-        results = eqn.primitive.impl(*inputs, **eqn.params)
+        with np.errstate(all="ignore"):     # IEEE results without numpy's warnings, as eager runs it
+            results = eqn.primitive.impl(*inputs, **eqn.params)
         results = results if eqn.primitive.multiple_results else [results]
         for out, result in zip(outputs, results):
             np.copyto(out, np.asarray(result).astype(out.dtype, copy=False))

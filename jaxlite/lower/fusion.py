@@ -38,7 +38,7 @@ transcendentals stored by the reduction that computed them) in kernel_rewrites.p
 from jaxlite.core import dtypes
 from jaxlite.core.ir import Literal, Var
 from jaxlite.lower import kernel_ir, kernel_rewrites
-from jaxlite.lower.fusion_rules import LOWERINGS, domain_of, lowering_of, scan_index
+from jaxlite.lower.fusion_rules import LOWERINGS, domain_of, layout_operand, lowering_of, scan_index
 from jaxlite.lower.kernel_ir import INDEX, Buffer, ExprBuilder, Kernel, Reduce, Store
 
 
@@ -84,7 +84,8 @@ def is_fusible(eqn):
 
 
 def _supported_dtype(dtype):
-    return dtype.kind in "biuf" or dtype == dtypes.bfloat16
+    # ml_dtypes' float8/int4 family (one of which numpy calls kind "f") runs on its numpy kernels.
+    return (dtype.kind in "biuf" or dtype == dtypes.bfloat16) and not dtypes.is_narrow(dtype)
 
 
 def partition(jaxpr, eqn_step_kind):
@@ -129,6 +130,9 @@ def _initial_roots(jaxpr, producers, eqn_step_kind):
 def _domain(var, producers):
     """(iteration shape, reduced axes or None) of the kernel computing root `var`."""
     eqn = producers[var]
+    source = layout_operand(eqn)
+    if source is not None:
+        return source.aval.shape, None
     domain = domain_of(eqn)
     if domain == "reduction":
         axes = eqn.params["axes"]
@@ -307,6 +311,7 @@ def _lower_group(group, producers, roots, number):
                     list(lowering.inputs.values()), outputs, owned=lowering.owned)
     kernel = kernel_rewrites.accumulate_in_place(kernel, lowering.eb)
     kernel = kernel_rewrites.store_reduced_values(kernel, lowering.eb)
+    kernel = kernel_rewrites.unroll_pair_loops(kernel, lowering.eb)
     return KernelStep(kernel, list(lowering.inputs), list(group))
 
 
@@ -365,12 +370,19 @@ class _GroupLowering:
             self.stages.append(Store([], writes))
         per_element = [(v, scan_index(self.producers[v], i, self.eb) if self.reduced == "scan" else i)
                        for v, i in per_element]
-        writes = [(self.buffer(v), self.eb.linearize(i, v.aval.shape), self._compute(v, i))
-                  for v, i in per_element]
+        writes = [self._element_write(v, i) for v, i in per_element]
         if writes:
             inner = [l for a, l in enumerate(self.loops) if a not in self.outer_axes]
             self.stages.append(Store(inner, writes, ordered=self.reduced == "scan"))
         return self.stages
+
+    def _element_write(self, root, index):
+        """(buffer, offset, value) of the root at a point of the kernel's domain: a root keeping
+        its operand's order (a reshape) is the operand at the same point and offset."""
+        source = layout_operand(self.producers[root])
+        if source is not None:
+            return self.buffer(root), self.eb.linearize(index, source.aval.shape), self.value(source, index)
+        return self.buffer(root), self.eb.linearize(index, root.aval.shape), self._compute(root, index)
 
     def _kept_index(self, root, index):
         eqn = self.producers[root]

@@ -39,6 +39,8 @@ class FusedLowering:
     elementwise: bool = False           # result[i] depends on operands[i] only (same layout)
     kernel_op: Optional[str] = None     # the kernel-IR op of an elementwise primitive
     recomputed: bool = False            # with no variable operand, recomputed in each kernel
+    layout_operand: Optional[Callable] = None   # eqn -> the operand whose row-major order the
+    #                                     result keeps (a plain reshape), else None
 
 
 LOWERINGS = {}      # primitive -> FusedLowering
@@ -80,6 +82,12 @@ def lowering_of(eqn):
     if found is None or found.fusible is not None and not found.fusible(eqn):
         return None
     return found
+
+
+def layout_operand(eqn):
+    """The operand whose elements the result holds in the same row-major order, or None."""
+    found = LOWERINGS.get(eqn.primitive)
+    return found.layout_operand(eqn) if found is not None and found.layout_operand else None
 
 
 def domain_of(eqn):
@@ -142,6 +150,13 @@ def transpose_rule(lw, eqn, index):
     for out_axis, in_axis in enumerate(permutation):
         operand_index[in_axis] = index[out_axis]
     return lw.value(eqn.inputs[0], operand_index)
+
+
+def reshape_layout_operand(eqn):
+    """A reshape without `dimensions` keeps its operand's order: as a kernel's root it
+    iterates the operand's shape and stores at the same linear offsets (no division of
+    its index per element)."""
+    return eqn.inputs[0] if eqn.params.get("dimensions") is None else None
 
 
 def reshape_rule(lw, eqn, index):

@@ -1,6 +1,9 @@
 """Rewrites of finished kernels (kernel IR to kernel IR), applied by fusion to each kernel
-it lowers: both trade a second pass over memory or a second transcendental for a cheaper
-form of the same loop nest."""
+it lowers: they trade a second pass over memory, a second transcendental or a computation
+thrown away for a cheaper form of the same loop nest."""
+import operator
+
+from jaxlite.core import dtypes
 from jaxlite.lower import kernel_ir
 from jaxlite.lower.kernel_ir import Kernel, Reduce, Store
 
@@ -97,8 +100,9 @@ def _contains(root, node, ops=frozenset()):
     return False
 
 
-def _substitute(eb, root, replacements):
-    """`root` rebuilt with the nodes in `replacements` (keyed by node) replaced."""
+def _substitute(eb, root, replacements, rebuild=None):
+    """`root` rebuilt with the nodes in `replacements` (keyed by node) replaced; a node whose
+    arguments changed is made by `rebuild(eb, node, new_args)` when given."""
     replacements = {id(old): new for old, new in replacements.items()}
     stack = [(root, False)]
     while stack:
@@ -111,5 +115,52 @@ def _substitute(eb, root, replacements):
             continue
         args = tuple(replacements[id(a)] for a in e.args)
         same = all(new is old for new, old in zip(args, e.args))
-        replacements[id(e)] = e if same else eb.node(e.op, e.dtype, args, e.attr)
+        if same:
+            replacements[id(e)] = e
+        else:
+            replacements[id(e)] = rebuild(eb, e, args) if rebuild else eb.node(e.op, e.dtype, args, e.attr)
     return replacements[id(root)]
+
+
+def unroll_pair_loops(kernel, eb):
+    """A store whose innermost loop has extent 2 -- writing the interleaved parts of complex
+    values (complex_split.py), whose value is `select_n(i < 1, im, re)` -- stores both points
+    of that loop at each point of the others: the select folds away, so each part is computed
+    once (not both parts twice, one thrown away), and the loop vectorizer sees two stores
+    of stride 2 (an interleaved group) in the loop above."""
+    stages = [_unrolled_pair(stage, eb) for stage in kernel.stages]
+    if all(new is old for new, old in zip(stages, kernel.stages)):
+        return kernel
+    return Kernel(kernel.name, kernel.outer, stages, kernel.inputs, kernel.outputs, kernel.owned)
+
+
+def _unrolled_pair(stage, eb):
+    if not isinstance(stage, Store) or stage.ordered or stage.guard is not None or len(stage.loops) < 2 \
+            or stage.loops[-1].extent != 2:
+        return stage
+    pair = eb.loop_var(stage.loops[-1])
+    writes = [(buffer, _folded(eb, index, pair, k), _folded(eb, value, pair, k))
+              for k in (0, 1) for buffer, index, value in stage.writes]
+    return Store(stage.loops[:-1], writes)
+
+
+_COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+                "eq": operator.eq, "ne": operator.ne}
+_INDEX_ARITHMETIC = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
+
+
+def _folded(eb, root, loop_var, value):
+    """`root` at `loop_var` = value, with what that makes constant folded: index arithmetic,
+    comparisons of constants and selects by a constant."""
+    return _substitute(eb, root, {loop_var: eb.index(value)}, _fold_node)
+
+
+def _fold_node(eb, e, args):
+    constant = [a.attr[1] if a.op == "const" else None for a in args]
+    if e.op == "select_n" and constant[0] is not None:
+        return args[1 + int(constant[0])]
+    if None not in constant and e.op in _COMPARISONS:
+        return eb.const(_COMPARISONS[e.op](*constant), dtypes.bool_)
+    if None not in constant and e.op in _INDEX_ARITHMETIC and e.dtype == kernel_ir.INDEX:
+        return eb.index(_INDEX_ARITHMETIC[e.op](*constant))
+    return eb.node(e.op, e.dtype, args, e.attr)

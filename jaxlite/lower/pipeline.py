@@ -1,6 +1,7 @@
 """From a ClosedJaxpr to machine code: the compiler's stages, one named list (STAGES).
 
     jaxpr passes   inline calls, fold constants, simplify, CSE, DCE      passes.py
+    complex split  complex values as pairs of real ones                  complex_split.py
     rewrites       primitives computed with simpler ones                 rewrites.py
     GEMM passes    transposed products, operand layouts, epilogues, low-precision
                    products, 16-bit floats widened where eager widens    epilogues.py, quantized.py, passes.py
@@ -19,7 +20,8 @@ import numpy as np
 
 from jaxlite.core.config import config
 from jaxlite.core.ir import pretty_print
-from jaxlite.lower import epilogues, fusion, fusion_rules, kernel_ir, passes, quantized, rewrites, runtime, step_policy
+from jaxlite.lower import (complex_split, epilogues, fusion, fusion_rules, kernel_ir, passes, quantized, rewrites,
+                           runtime, step_policy)
 from jaxlite.lower import primitives as P
 from jaxlite.lower.buffers import BufferPlan
 from jaxlite.lower.fusion import EqnStep, KernelStep
@@ -32,8 +34,10 @@ logger = logging.getLogger("jaxlite.jit")
 class LoweredProgram:
     """The optimized jaxpr and its steps (fused kernels and equations run outside)."""
 
-    def __init__(self, closed, steps):
-        self.closed, self.steps = closed, steps
+    def __init__(self, closed, steps, interface=None):
+        """`interface`: the complex avals of the inputs and outputs, when the program had
+        complex ones before complex_split made them interleaved real parts (else None)."""
+        self.closed, self.steps, self.interface = closed, steps, interface
 
     def as_text(self):
         parts = [pretty_print(self.closed.jaxpr)]
@@ -101,6 +105,12 @@ def _rewrite(closed, options):
     return closed if rewritten is closed else run_stages(rewritten, CLEANUP, options)
 
 
+def _split_complex(closed, options):
+    """Complex values as real parts (complex_split.py), then the cleanup over what that made."""
+    split = complex_split.split_complex(closed)
+    return closed if split is closed else run_stages(split, CLEANUP, options)
+
+
 def _fuse(closed, options):
     steps = fusion.partition(closed.jaxpr, step_policy.eqn_step_kind)
     step_policy.log_fallbacks(steps)
@@ -123,13 +133,15 @@ def _memory_text(planned):
 
 def _generate_code(planned, options):
     program, plan = planned
-    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, plan, options.name)
+    return runtime.Executable(program.closed.jaxpr, program.closed.consts, program.steps, plan, options.name,
+                              program.interface)
 
 
 # The compiler, from a traced program to an Executable, in order. With config
 # "jaxlite_dump_passes" set, each stage's result is logged (logger "jaxlite.jit").
 STAGES = (
     *CLEANUP,
+    Stage("split_complex", _split_complex, _jaxpr_text),
     Stage("rewrites", _rewrite, _jaxpr_text),
     _jaxpr_pass(epilogues.swap_transposed_products),
     _jaxpr_pass(lambda closed: passes.transpose_gemm_operands(closed, step_policy.gemm_operand_permutations),
@@ -176,7 +188,9 @@ def lower_jaxpr(closed):
     """The stages up to fusion: the optimized jaxpr and its steps."""
     if config.jaxlite_dump_passes:
         logger.warning("jaxpr before passes:\n%s", pretty_print(closed.jaxpr))
-    return run_stages(closed, STAGES[:_FUSION + 1])
+    program = run_stages(closed, STAGES[:_FUSION + 1])
+    program.interface = complex_split.interface_of(closed)
+    return program
 
 
 def compile_program(program, name="jit_fn", donated=()):

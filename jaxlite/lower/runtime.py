@@ -60,10 +60,12 @@ assert _check_data_offset(), "numpy's array layout differs from the stable ABI t
 class Executable:
     """A compiled jaxpr: call it with flat numpy arrays, get flat numpy arrays back."""
 
-    def __init__(self, jaxpr, consts, steps, buffer_plan, name="jit_fn"):
-        """`buffer_plan`: where each value lives (buffers.BufferPlan, the pipeline's memory plan)."""
+    def __init__(self, jaxpr, consts, steps, buffer_plan, name="jit_fn", interface=None):
+        """`buffer_plan`: where each value lives (buffers.BufferPlan, the pipeline's memory plan).
+        `interface`: (input avals, output avals) as callers see them when the program had complex
+        ones (complex_split: the code sees their bytes as interleaved real parts), else None."""
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
-        self.name = name
+        self.name, self.interface = name, interface
         self.out_vars, self.donation = buffer_plan.out_vars, buffer_plan.donation
         self.object_slots, self.plan = buffer_plan.object_slots, buffer_plan.memory
         self.workspace_size = self.plan.size
@@ -209,14 +211,33 @@ class Executable:
     def _prepare_call(self, workspace=None):
         """Precomputed per-call facts, so a call does little more than allocate and jump."""
         jaxpr = self.jaxpr
-        self._out_specs = [(v.aval.shape, v.aval.dtype) for v in self.out_vars]
+        external = self._external_avals()
+        self._out_specs = [(external.get(v, v.aval).shape, external.get(v, v.aval).dtype) for v in self.out_vars]
         position = {v: i for i, v in enumerate(jaxpr.constvars + jaxpr.invars + self.out_vars)}
         self._out_sources = [np.array(v.val, v.aval.dtype) if isinstance(v, Literal) else position[v]
                              for v in jaxpr.outvars]
+        if self.interface is not None:
+            self._out_sources = [self._complex_source(source, aval)
+                                 for source, aval in zip(self._out_sources, self.interface[1])]
         self._reuse = [(k, self.donation.reused[v]) for k, v in enumerate(self.out_vars) if v in self.donation.reused]
         self._only_native = all(not isinstance(r, PythonStep) for r in self._runners)
         self._kept_workspace = _KeptWorkspace(self.workspace_size, workspace) \
             if self.workspace_size >= KEEP_WORKSPACE_BYTES else None
+
+    def _external_avals(self):
+        """Output variables whose callers see complex arrays (their buffers are allocated so)."""
+        if self.interface is None:
+            return {}
+        return {v: aval for v, aval in zip(self.jaxpr.outvars, self.interface[1])
+                if not isinstance(v, Literal) and aval.dtype != v.aval.dtype}
+
+    def _complex_source(self, source, aval):
+        """A complex output read from a constant or a literal (interleaved real parts): the
+        complex array itself, as a literal output is (computed outputs and arguments already are)."""
+        if aval.dtype.kind != "c" or type(source) is int and source >= len(self.consts):
+            return source
+        parts = self.consts[source] if type(source) is int else source
+        return np.ascontiguousarray(parts).view(aval.dtype).reshape(aval.shape)
 
     def __call__(self, args, owned=()):
         """Run on `args`. An output planned to reuse a donated argument's buffer (the code may
@@ -252,7 +273,7 @@ class Executable:
 
     def _run_mixed(self, slots, buffers, workspace):
         jaxpr = self.jaxpr
-        env = dict(zip(jaxpr.constvars + jaxpr.invars + self.out_vars, buffers))
+        env = {v: _as_aval(b, v.aval) for v, b in zip(jaxpr.constvars + jaxpr.invars + self.out_vars, buffers)}
         for runner in self._runners:
             if isinstance(runner, PythonStep):
                 runner(env, workspace, self.plan)
@@ -363,6 +384,13 @@ def _mapped_buffer(nbytes):
     buffer = np.empty(nbytes, np.uint8)
     buffer[::mmap.PAGESIZE] = 0
     return buffer
+
+
+def _as_aval(buffer, aval):
+    """A complex buffer as the interleaved real parts the program's steps see (a view)."""
+    if buffer.dtype == aval.dtype:
+        return buffer
+    return buffer.reshape(-1).view(aval.dtype).reshape(aval.shape)
 
 
 def _contiguous(x):

@@ -13,8 +13,8 @@ import logging
 
 import numpy as np
 
-from jaxlite.core.dtypes import bfloat16
-from jaxlite.lower import collectives, gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.core.dtypes import bfloat16, is_narrow
+from jaxlite.lower import collectives, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -35,11 +35,15 @@ FALLBACKS = {
     **{primitive: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)"
        for primitive in (P.eigh_p, P.qr_p, P.geqrf_p)},
     P.qr_pivoted_p: "numpy's LAPACK has no geqp3 that numpy calls: its numpy Householder loop runs",
+    P.eig_p: "complex results (numpy's geev runs between kernels until complex values are lowered)",
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
+    P.fft_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
-    **{primitive: "complex values: the compiler computes with real numbers only so far"
+    # complex_split computes every complex value with real ones; these remain only around an
+    # operation it has no rule for (reduce_prod, reduce_max, cumprod, ... of complex values).
+    **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
@@ -65,6 +69,7 @@ NATIVE_ROUTINES = {
     P.eigh_p: linalg_kernels.eigh_spec,
     P.qr_p: linalg_kernels.qr_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
+    P.fft_p: fft_kernels.fft_spec,
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 
@@ -100,9 +105,19 @@ def eqn_step_kind(eqn):
 def log_fallbacks(steps):
     for step in steps:
         if isinstance(step, EqnStep) and step.kind == "fallback" and not getattr(step.eqn.primitive, "runs_python", False):
+            if _on_narrow_dtypes(step.eqn):     # by design, as eager computes them: not worth a warning
+                logger.debug("jit: running %s on ml_dtypes' kernels between kernels (a float8/int4 "
+                             "operand)", step.eqn.primitive)
+                continue
             reason = FALLBACKS.get(step.eqn.primitive, "no lowering for this primitive yet")
             logger.warning("jit: running %s with its numpy implementation between kernels (%s)",
                            step.eqn.primitive, reason)
+
+
+def _on_narrow_dtypes(eqn):
+    """float8/6/4 and int4/2/1 values are computed by ml_dtypes' numpy kernels under jit too
+    (the fused kernels hold numpy's own types and bfloat16)."""
+    return any(is_narrow(v.aval.dtype) for v in eqn.inputs + eqn.outputs)
 
 
 # Narrow operands with a wide accumulator (what precision.bf16/int8 produce) run on the
@@ -162,7 +177,16 @@ def gemm_applies(eqn):
     # along n, so it would use one lane of each (64x64 in a loop body: ~0.2 us fused,
     # ~1.5 us on the GEMM; 1024x1024 at top level: ~0.12 ms fused, ~2 ms on the GEMM).
     # A short contraction stays fused too (see fusion_rules.UNROLLED_CONTRACTION).
-    return min(m, batch) >= 1 and k > UNROLLED_CONTRACTION and n > 1 and m * n * k >= 4096
+    # Below SMALL_PRODUCT multiply-adds a product is a fused loop, above it a GEMM call: the
+    # fused loop vectorizes its sum along k only, so it falls behind as soon as a GEMM tile
+    # fills (run time per call, GEMM / fused: 16x16x16 1.5 / 2.0 us, 16x32x16 1.6 / 2.9,
+    # 32x32x32 2.5 / 9.4, 64x64x64 8 / 246), while a first call costs the same once the
+    # family is in the kernel directory (disk_cache.kernel_directory: ~20 ms either way in a
+    # fresh process; compiling the family the first time on a machine is ~65 ms more).
+    return min(m, batch) >= 1 and k > UNROLLED_CONTRACTION and n > 1 and m * n * k >= SMALL_PRODUCT
+
+
+SMALL_PRODUCT = 4096
 
 
 def gemm_sizes(eqn):

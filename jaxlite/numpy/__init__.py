@@ -43,8 +43,11 @@ from jaxlite.numpy.scalar_types import (bfloat16, bool_, complex64, complex128, 
                                         float16, float32, float64, floating, generic, iinfo, inexact,
                                         int8, int16, int32, int64, integer, issubdtype, number,
                                         signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
+from jaxlite.numpy.scalar_types import (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3,
+                                        float8_e4m3b11fnuz, float8_e8m0fnu, int1, int2, int4, uint1, uint2,
+                                        uint4)
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
-from jaxlite.numpy import linalg
+from jaxlite.numpy import fft, linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
                                     unravel_index)
 from jaxlite.numpy.sorting import (argsort, argwhere, compress, extract, flatnonzero, lexsort,

@@ -37,9 +37,11 @@ def unstack(x, /, *, axis=0):
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
-    """Dot products along `axis`, broadcasting the other axes (conj(x1) once complex exists)."""
+    """Dot products along `axis` of conj(x1) and x2, broadcasting the other axes."""
     check_arraylike("vecdot", x1, x2)
     x1, x2 = promote_dtypes(x1, x2)
+    if dtypes.is_complex(x1.dtype):
+        x1 = lax.conj(x1)
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"axes must match; got shapes {x1.shape} and {x2.shape} with axis={axis}")
     x1 = shape_ops.moveaxis(x1, axis, -1)[..., None, :]

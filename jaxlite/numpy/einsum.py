@@ -148,7 +148,8 @@ def _greedy_pair(terms, output, sizes):
     return min(itertools.combinations(range(len(terms)), 2), key=cost)
 
 
-def einsum(subscripts, *operands, optimize="greedy", precision=None, preferred_element_type=None):
+def einsum(subscripts, *operands, optimize="greedy", precision=None, preferred_element_type=None,
+           out_sharding=None):
     """Einstein summation over the labelled axes of the operands."""
     if not isinstance(subscripts, str):
         raise TypeError("einsum: only the subscripts-string form is supported")

@@ -25,11 +25,16 @@ from jaxlite.numpy import (array_api, indexing, manipulation, math_functions, pr
 from jaxlite.transforms.custom_derivatives import custom_jvp
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes, promote_to_inexact
 
-__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq",
+__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
            "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
            "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
 __dir__ = dir_of_all(globals())
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 class EighResult(NamedTuple):
@@ -77,7 +82,7 @@ def _promoted_pair(name, a, b):
     """Common inexact dtype without broadcasting shapes (a matrix and a right-hand side)."""
     check_arraylike(name, a, b)
     a, b = promote_dtypes(a, b)
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         a, b = (lax.convert_element_type(x, dtypes.default_float_dtype()) for x in (a, b))
     return as_operand(a), as_operand(b)
 
@@ -96,6 +101,22 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     a = _square("cholesky", a)
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     return adjoint(factor) if upper else factor
+
+
+def eig(a):
+    """EigResult(eigenvalues, right eigenvectors as columns), complex also for real a."""
+    a = _inexact("eig", a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"The input to eig must be a square matrix. Got shape {a.shape}.")
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    a = _inexact("eigvals", a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"The input to eigvals must be a square matrix. Got shape {a.shape}.")
+    return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
 def _uplo_lower(uplo):
@@ -235,11 +256,11 @@ def _adjugate_by_svd(a, value):
     diagonal = identity_like(rows)
     others = lax.select_n(lax.convert_element_type(diagonal, dtypes.bool_), rows, lax.full_like(rows, 1))
     c = lax.reduce_prod(others, (rows.ndim - 1,))
-    scaled = lax.mul(lax_linalg.matrix_transpose(vt),
-                     lax.broadcast_in_dim(c, rows.shape, tuple(range(s.ndim - 1)) + (s.ndim,)))
+    scaled = lax.mul(adjoint(vt), lax.broadcast_in_dim(lax.convert_element_type(c, a.dtype), rows.shape,
+                                                       tuple(range(s.ndim - 1)) + (s.ndim,)))
     sign = lax.mul(_det(u), _det(vt))
     return lax.mul(lax.broadcast_in_dim(sign, a.shape, tuple(range(a.ndim - 2))),
-                   _matmul(scaled, lax_linalg.matrix_transpose(u)))
+                   _matmul(scaled, adjoint(u)))
 
 
 def slogdet(a, *, method=None):
@@ -273,7 +294,12 @@ def _slogdet_jvp(method, primals, tangents):
         derivative = lax.div(reductions.sum(lax.mul(adjugate_t, a_dot), axis=(-2, -1)), determinant)
     else:
         derivative = trace(lu_solve(a, a_dot))
-    return (sign, log_abs), (lax.full_like(sign, 0), derivative)
+    if not dtypes.is_complex(a.dtype):
+        return (sign, log_abs), (lax.full_like(sign, 0), derivative)
+    # The phase turns with the imaginary part: d sign = i Im(d) sign, d log|det| = Re(d).
+    log_abs_dot = lax.real(derivative)
+    return (sign, log_abs), (lax.mul(lax.sub(derivative, lax.convert_element_type(log_abs_dot, a.dtype)), sign),
+                             log_abs_dot)
 
 
 def _small_determinant_and_adjugate_t(a):

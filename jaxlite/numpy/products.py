@@ -5,7 +5,7 @@ from jaxlite.core.abstract import broadcast_shapes, canonicalize_axes
 from jaxlite.numpy.util import broadcast_to, check_arraylike, promote_dtypes
 
 
-def matmul(a, b, precision=None, preferred_element_type=None):
+def matmul(a, b, precision=None, preferred_element_type=None, *, out_sharding=None):
     """NumPy's matmul: 1-D operands are vectors; leading dimensions broadcast as batches."""
     check_arraylike("matmul", a, b)
     a, b = promote_dtypes(a, b)
@@ -33,7 +33,7 @@ def matmul(a, b, precision=None, preferred_element_type=None):
     return out
 
 
-def dot(a, b, precision=None, preferred_element_type=None):
+def dot(a, b, precision=None, preferred_element_type=None, *, out_sharding=None):
     """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last."""
     check_arraylike("dot", a, b)
     a, b = promote_dtypes(a, b)
@@ -79,7 +79,7 @@ def outer(a, b):
     return lax.dot_general(lax.reshape(a, (a.size,)), lax.reshape(b, (b.size,)), (((), ()), ((), ())))
 
 
-def tensordot(a, b, axes=2, precision=None, preferred_element_type=None):
+def tensordot(a, b, axes=2, precision=None, preferred_element_type=None, *, out_sharding=None):
     """Contract axes of a with axes of b: an int n pairs a's last n with b's first n."""
     a, b = _operands("tensordot", a, b)
     if isinstance(axes, int):

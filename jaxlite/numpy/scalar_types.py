@@ -58,12 +58,11 @@ float16, float32, float64 = (_scalar_type(f"float{8 * d.itemsize}", d)
                              for d in (dtypes.float16, dtypes.float32, dtypes.float64))
 bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
 complex64, complex128 = _scalar_type("complex64", dtypes.complex64), _scalar_type("complex128", dtypes.complex128)
-# Dtypes jaxlite does not compute with (DESIGN.md lists the ones it does): their names exist, as
-# libraries name them in tables and defaults (flax's fp8 modules); making an array of one raises
-# TypeError naming the dtype.
-float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz = (
-    _scalar_type(name, getattr(ml_dtypes, name))
-    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"))
+# ml_dtypes' narrow floats and ints (core.dtypes.NARROW_FLOATS/NARROW_INTS).
+(float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn,
+ float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu) = (
+    _scalar_type(d.name, d) for d in dtypes.NARROW_FLOATS)
+int1, int2, int4, uint1, uint2, uint4 = (_scalar_type(d.name, d) for d in dtypes.NARROW_INTS)
 
 
 _ABSTRACT = (generic, number, inexact, floating, integer, signedinteger, unsignedinteger,
@@ -82,7 +81,10 @@ def _as_dtype(x):
     return np.dtype(x.dtype if is_array else x)
 
 
-_ML_FLOATS = {np.dtype(ml_dtypes.bfloat16)}
+_ML_FLOATS = {np.dtype(ml_dtypes.bfloat16), *dtypes.NARROW_FLOATS}
+# numpy sees ml_dtypes' types as kind 'V': their place in numpy's abstract hierarchy.
+_ML_KINDS = {**{d: np.floating for d in _ML_FLOATS}, **{d: np.signedinteger for d in dtypes.NARROW_SIGNED},
+             **{d: np.unsignedinteger for d in dtypes.NARROW_UNSIGNED}}
 
 
 def issubdtype(arg1, arg2):
@@ -92,10 +94,10 @@ def issubdtype(arg1, arg2):
         return first == second if isinstance(second, dtypes.ExtendedDType) else issubclass(first.type, second)
     if isinstance(first, type) and issubclass(first, dtypes.extended):
         return isinstance(second, type) and issubclass(first, second)
-    if first in _ML_FLOATS:
+    if first in _ML_KINDS:
         if isinstance(second, np.dtype):
             return first == second
-        return issubclass(np.floating, second)
+        return issubclass(_ML_KINDS[first], second)
     return bool(np.issubdtype(first, second))
 
 

@@ -169,7 +169,7 @@ def _random_bits(key, width, shape):
     return lax.convert_element_type(lax.bitwise_xor(word1, word2), _UINT_BY_WIDTH[width])
 
 
-def bits(key, shape=(), dtype=None):
+def bits(key, shape=(), dtype=None, *, out_sharding=None):
     """Uniformly random unsigned integers (uint32 by default, uint64 with x64)."""
     key = _sampler_key("bits", key)
     dtype = dtypes.canonicalize_dtype(dtypes.uint64 if dtype is None else dtype)
@@ -223,7 +223,7 @@ def _scalar(value, dtype):
 # ---------------------------------------------------------------- continuous samplers
 
 
-def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, out_sharding=None):
     """Uniform floats in [minval, maxval)."""
     key = _sampler_key("uniform", key)
     return _uniform(key, shape_tuple(shape), _float_dtype("uniform", dtype), minval, maxval)
@@ -255,7 +255,7 @@ def _unit_floats(key, shape, dtype):
     return lax.sub(floats, _scalar(1.0, dtype))
 
 
-def normal(key, shape=(), dtype=None):
+def normal(key, shape=(), dtype=None, *, out_sharding=None):
     """Standard normal floats, by inverting the normal CDF at uniform points of (-1, 1)."""
     key = _sampler_key("normal", key)
     return _normal(key, shape_tuple(shape), _float_dtype("normal", dtype))
@@ -267,7 +267,7 @@ def _normal(key, shape, dtype):
     return lax.mul(_scalar(np.sqrt(2), dtype), erf_inv(u))
 
 
-def truncated_normal(key, lower, upper, shape=None, dtype=None):
+def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=None):
     """Standard normal floats conditioned on lower < x < upper."""
     key = _sampler_key("truncated_normal", key)
     dtype = _float_dtype("truncated_normal", dtype)
@@ -283,7 +283,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     return lax.clamp(above_lower, out, below_upper)
 
 
-def exponential(key, shape=(), dtype=None):
+def exponential(key, shape=(), dtype=None, *, out_sharding=None):
     """Floats with density exp(-x) on x >= 0."""
     key = _sampler_key("exponential", key)
     return _exponential(key, shape_tuple(shape), _float_dtype("exponential", dtype))
@@ -294,7 +294,7 @@ def _exponential(key, shape, dtype):
     return lax.neg(lax.log1p(lax.neg(u)))  # 1 - u lies in (0, 1]: log never sees 0
 
 
-def gumbel(key, shape=(), dtype=None, mode="low"):
+def gumbel(key, shape=(), dtype=None, mode="low", *, out_sharding=None):
     """Floats with density exp(-(x + exp(-x))).
 
     mode "high" spends a second draw on the low bits of small uniforms, which
@@ -322,7 +322,7 @@ def _unit_pair(key, shape, dtype):
     return [lax.index_in_dim(both, i, keepdims=False) for i in (0, 1)]
 
 
-def laplace(key, shape=(), dtype=None):
+def laplace(key, shape=(), dtype=None, *, out_sharding=None):
     """Floats with density exp(-|x|) / 2."""
     key = _sampler_key("laplace", key)
     dtype = _float_dtype("laplace", dtype)
@@ -330,7 +330,7 @@ def laplace(key, shape=(), dtype=None):
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
-def logistic(key, shape=(), dtype=None):
+def logistic(key, shape=(), dtype=None, *, out_sharding=None):
     """Floats with density exp(-x) / (1 + exp(-x))**2: the logit of a uniform."""
     key = _sampler_key("logistic", key)
     dtype = _float_dtype("logistic", dtype)
@@ -338,7 +338,7 @@ def logistic(key, shape=(), dtype=None):
     return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
 
 
-def cauchy(key, shape=(), dtype=None):
+def cauchy(key, shape=(), dtype=None, *, out_sharding=None):
     """Floats with density 1 / (pi (1 + x**2)): the tangent of a uniform angle."""
     key = _sampler_key("cauchy", key)
     dtype = _float_dtype("cauchy", dtype)
@@ -347,14 +347,14 @@ def cauchy(key, shape=(), dtype=None):
     return lax.div(lax.sin(angle), lax.cos(angle))
 
 
-def lognormal(key, sigma=1.0, shape=None, dtype=None):
+def lognormal(key, sigma=1.0, shape=None, dtype=None, *, out_sharding=None):
     """exp(sigma * z) for standard normal z."""
     key = _sampler_key("lognormal", key)
     dtype, shape = _float_dtype("lognormal", dtype), _param_shape(shape, sigma)
     return lax.exp(lax.mul(_normal(key, shape, dtype), _as_param("lognormal", sigma, dtype, shape)))
 
 
-def pareto(key, b, shape=None, dtype=None):
+def pareto(key, b, shape=None, dtype=None, *, out_sharding=None):
     """Floats >= 1 with density b / x**(b + 1): exp(e / b) for exponential e."""
     key = _sampler_key("pareto", key)
     dtype, shape = _float_dtype("pareto", dtype), _param_shape(shape, b)
@@ -362,7 +362,7 @@ def pareto(key, b, shape=None, dtype=None):
     return lax.exp(lax.div(e, _as_param("pareto", b, dtype, shape)))
 
 
-def rayleigh(key, scale, shape=None, dtype=None):
+def rayleigh(key, scale, shape=None, dtype=None, *, out_sharding=None):
     """scale * sqrt(-2 log u): the length of a 2-d normal vector of that scale."""
     key = _sampler_key("rayleigh", key)
     dtype, shape = _float_dtype("rayleigh", dtype), _param_shape(shape, scale)
@@ -383,7 +383,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
 # ---------------------------------------------------------------- discrete samplers
 
 
-def bernoulli(key, p=0.5, shape=None, mode="low"):
+def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     """Booleans that are True with probability p."""
     key = _sampler_key("bernoulli", key)
     p = jnp.asarray(p)
@@ -400,7 +400,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     return lax.lt(fine, lax.sub(p, coarse))
 
 
-def rademacher(key, shape=(), dtype=None):
+def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
     """-1 or 1 with equal probability (integers by default)."""
     key = _sampler_key("rademacher", key)
     dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
@@ -408,7 +408,7 @@ def rademacher(key, shape=(), dtype=None):
     return lax.sub(lax.mul(coin, 2), 1)
 
 
-def randint(key, shape, minval, maxval, dtype=None):
+def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
     """Integers in [minval, maxval).
 
     Each value joins two draws of the dtype's width into one twice as wide and
@@ -472,7 +472,7 @@ def _clip_to_int(x, dtype):
     return lax.convert_element_type(lax.clamp(int(low), x, int(high)), dtype)
 
 
-def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low"):
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode="low", *, out_sharding=None):
     """Indices drawn with probabilities softmax(logits) along `axis` (Gumbel-max trick).
 
     shape defaults to the logits' shape without `axis`; extra leading entries draw
@@ -509,7 +509,7 @@ def _categorical_without_replacement(key, logits, axis, shape, prefix, mode):
 # ---------------------------------------------------------------- permutations and choice
 
 
-def permutation(key, x, axis=0, independent=False):
+def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
     """A random permutation of range(x) for an int x, else x shuffled along `axis`.
 
     independent=True shuffles each slice along `axis` separately.

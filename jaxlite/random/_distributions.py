@@ -35,12 +35,12 @@ def _int_dtype(name, dtype):
 # ---------------------------------------------------------------- gamma and its relatives
 
 
-def gamma(key, a, shape=None, dtype=None):
+def gamma(key, a, shape=None, dtype=None, *, out_sharding=None):
     """Gamma(a) floats, density x**(a - 1) e**-x / Gamma(a); differentiable in a."""
     return _gamma("gamma", key, a, shape, dtype, log_space=False)
 
 
-def loggamma(key, a, shape=None, dtype=None):
+def loggamma(key, a, shape=None, dtype=None, *, out_sharding=None):
     """log of Gamma(a) floats, computed in log space so that tiny shapes keep their precision."""
     return _gamma("loggamma", key, a, shape, dtype, log_space=True)
 
@@ -56,7 +56,7 @@ def _gamma_of(key, a, shape, dtype, log_space):
     return random_gamma(key, a, log_space)
 
 
-def beta(key, a, b, shape=None, dtype=None):
+def beta(key, a, b, shape=None, dtype=None, *, out_sharding=None):
     """Beta(a, b) floats, as Ga / (Ga + Gb) of two log-space gamma draws."""
     key = _sampler_key("beta", key)
     dtype = _float_dtype("beta", dtype)
@@ -70,7 +70,7 @@ def beta(key, a, b, shape=None, dtype=None):
     return lax.div(scaled_a, lax.add(scaled_a, scaled_b))
 
 
-def dirichlet(key, alpha, shape=None, dtype=None):
+def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
     """Points of the simplex with density prod x_i**(alpha_i - 1), along alpha's last axis."""
     key = _sampler_key("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
@@ -83,7 +83,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     return softmax(_gamma_of(key, alpha, batch + alpha.shape[-1:], dtype, True), axis=-1)
 
 
-def chisquare(key, df, shape=None, dtype=None):
+def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):
     """Chi-square floats with `df` degrees of freedom: twice a Gamma(df / 2)."""
     key = _sampler_key("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
@@ -95,7 +95,7 @@ def _chisquare(key, df, shape, dtype):
     return lax.mul(lax.exp(_gamma_of(key, half_df, shape, dtype, True)), 2.0)
 
 
-def t(key, df, shape=None, dtype=None):
+def t(key, df, shape=None, dtype=None, *, out_sharding=None):
     """Student's t floats: a normal over the root of an independent chi-square / df."""
     key = _sampler_key("t", key)
     dtype = _float_dtype("t", dtype)
@@ -106,7 +106,7 @@ def t(key, df, shape=None, dtype=None):
     return lax.mul(_normal(key_n, shape, dtype), lax.sqrt(lax.div(half_df, g)))
 
 
-def f(key, dfnum, dfden, shape=None, dtype=None):
+def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
     """F floats: the ratio of two chi-squares, each over its degrees of freedom."""
     key = _sampler_key("f", key)
     dtype = _float_dtype("f", dtype)
@@ -117,7 +117,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     return lax.div(num, lax.div(_chisquare(key_den, dfden, shape, dtype), dfden))
 
 
-def generalized_normal(key, p, shape=(), dtype=None):
+def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
     """Floats with density proportional to exp(-|x|**p)."""
     key = _sampler_key("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
@@ -131,7 +131,7 @@ def _generalized_normal(key, p, shape, dtype):
     return lax.mul(_rademacher(key_r, shape, dtype), lax.pow(g, inverse_p))
 
 
-def ball(key, d, p=2, shape=(), dtype=None):
+def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
     """Points uniform in the unit p-norm ball of dimension d (Barthe et al.)."""
     key = _sampler_key("ball", key)
     dtype = _float_dtype("ball", dtype)
@@ -160,7 +160,7 @@ def _rademacher(key, shape, dtype):
 # ---------------------------------------------------------------- counts by rejection
 
 
-def poisson(key, lam, shape=None, dtype=None):
+def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
     """Poisson(lam) integers: Knuth's product of uniforms below lam = 10, Hormann's
     transformed rejection (PTRS) above, as TensorFlow and NumPy do."""
     key = _sampler_key("poisson", key)
@@ -355,7 +355,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     return lax.convert_element_type(jnp.moveaxis(counts, 0, -1), dtype)
 
 
-def geometric(key, p, shape=None, dtype=None):
+def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
     """The number of Bernoulli(p) trials up to the first success (integers >= 1)."""
     key = _sampler_key("geometric", key)
     dtype = _int_dtype("geometric", dtype)
@@ -370,7 +370,7 @@ def geometric(key, p, shape=None, dtype=None):
 # ---------------------------------------------------------------- from normals and uniforms
 
 
-def maxwell(key, shape=(), dtype=None):
+def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
     """Maxwell floats: the length of a standard normal 3-vector."""
     key = _sampler_key("maxwell", key)
     return _maxwell(key, shape_tuple(shape), _float_dtype("maxwell", dtype))
@@ -391,7 +391,7 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     return signed * scale + loc
 
 
-def wald(key, mean, shape=None, dtype=None):
+def wald(key, mean, shape=None, dtype=None, *, out_sharding=None):
     """Inverse Gaussian floats with the given mean (and shape parameter 1)."""
     key = _sampler_key("wald", key)
     dtype = _float_dtype("wald", dtype)
@@ -406,7 +406,7 @@ def wald(key, mean, shape=None, dtype=None):
     return lax.select_n(z <= mean / (mean + x), mean_sq / x, x)
 
 
-def triangular(key, left, mode, right, shape=None, dtype=None):
+def triangular(key, left, mode, right, shape=None, dtype=None, *, out_sharding=None):
     """Floats with a triangular density on [left, right] peaking at mode (inverse CDF)."""
     key = _sampler_key("triangular", key)
     dtype = _float_dtype("triangular", dtype)
@@ -418,7 +418,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     return lax.select_n(u < (mode - left) / (right - left), falling, rising)
 
 
-def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky", *, out_sharding=None):
     """Normal vectors with the given mean (..., n) and covariance (..., n, n).
 
     method "svd" or "eigh" factors a singular covariance too; both factor it by an
@@ -454,7 +454,7 @@ def _covariance_factor(cov, method):
     return u * lax.sqrt(s)[..., None, :]
 
 
-def orthogonal(key, n, shape=(), dtype=None, m=None):
+def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     """Haar-random matrices with orthonormal columns (n >= m) or rows: n x m, square by default.
 
     The Q factor of a normal matrix, made unique by giving R a positive diagonal

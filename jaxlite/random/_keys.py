@@ -12,6 +12,7 @@ Only JAX's default implementation, threefry2x32, exists here.
 import numpy as np
 
 from jaxlite.core import dtypes
+from jaxlite.core.abstract import AbstractValue
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
 from jaxlite.core.tree_util import register_pytree_node
@@ -47,6 +48,29 @@ def resolve_impl(impl):
     raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: {names}?')
 
 
+class KeyAval(AbstractValue):
+    """The type of a typed key array, as jax.typeof gives it: key<fry>[3]."""
+
+    __slots__ = ("shape", "dtype")
+    weak_type = False
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+    ndim = property(lambda self: len(self.shape))
+
+    def __eq__(self, other):
+        return isinstance(other, KeyAval) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def str_short(self):
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    __str__ = __repr__ = str_short
+
+
 class PRNGKeyArray:
     """An array of typed PRNG keys (see the module docstring)."""
     __array_priority__ = 100
@@ -59,6 +83,7 @@ class PRNGKeyArray:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
     itemsize = property(lambda self: self.dtype.itemsize)
+    aval = property(lambda self: KeyAval(self.shape, self.dtype))
 
     def _like(self, key_data):
         return PRNGKeyArray(self.dtype.impl, key_data)

@@ -644,6 +644,65 @@ def hyp1f1(a, b, x):
     return _jnp.where(negative, _lax.exp(x) * total, total)
 
 
+# Past this argument 2F1's series converges slowly: 1 - z takes over (Gauss's connection formula).
+_HYP2F1_SERIES_UP_TO = 0.75
+
+
+def _hyp2f1_series(a, b, c, z):
+    """The Gauss series sum (a)_k (b)_k / ((c)_k k!) z^k over a fixed number of terms, enough
+    for z <= 3/4 (a fixed count keeps it a scan, so reverse mode differentiates it)."""
+    terms = 240 if _finfo(z).bits >= 64 else 120
+
+    def body(k, state):
+        term, total = state
+        k = k.astype(z.dtype)
+        term = term * (a + k) * (b + k) / ((c + k) * (k + 1)) * z
+        return term, total + term
+
+    ones = _jnp.ones_like(z)
+    return _lax.fori_loop(0, terms, body, (ones, ones))[1]
+
+
+def _is_nonpositive_integer(v):
+    return (v <= 0) & (v == _jnp.round(v))
+
+
+def _hyp2f1_unit_interval(a, b, c, z):
+    """2F1 for 0 <= z < 1: the series up to 3/4, beyond it the connection formula in 1 - z
+    (two series whose gamma-function weights need c - a - b away from an integer; at an
+    integer the series itself runs on, less accurate close to 1)."""
+    d = c - a - b
+    terminating = _is_nonpositive_integer(a) | _is_nonpositive_integer(b)
+    connected = (z > _HYP2F1_SERIES_UP_TO) & ~terminating & (_jnp.abs(d - _jnp.round(d)) > 1e-3)
+    direct = _hyp2f1_series(a, b, c, _jnp.where(connected, 0.0, z))
+    w = _jnp.where(connected, 1 - z, 0.5)
+    safe_d = _jnp.where(connected, d, 0.5)
+    first = gamma(c) * gamma(safe_d) / (gamma(c - a) * gamma(c - b)) * _hyp2f1_series(a, b, 1 - safe_d, w)
+    second = (gamma(c) * gamma(-safe_d) / (gamma(a) * gamma(b)) * w ** safe_d
+              * _hyp2f1_series(c - a, c - b, 1 + safe_d, w))
+    return _jnp.where(connected, first + second, direct)
+
+
+def hyp2f1(a, b, c, x):
+    """Gauss's hypergeometric function 2F1(a, b; c; x) for real arguments and x <= 1 (inf for
+    x > 1, as JAX returns there). Negative x goes through Pfaff's transformation
+    2F1(a, b; c; x) = (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)) into [0, 1)."""
+    a, b, c, x = _inexact("hyp2f1", a, b, c, x)
+    negative = x < 0
+    below_one = x < 1
+    z = _jnp.where(negative, x / (x - 1), _jnp.where(below_one, x, 0.0))
+    b_eff = _jnp.where(negative, c - b, b)
+    scale = _jnp.where(negative, (1 - x) ** -a, 1.0)
+    value = scale * _hyp2f1_unit_interval(a, b_eff, c, z)
+    d = c - a - b
+    safe_d = _jnp.where(d > 0, d, 1.0)
+    at_one = _jnp.where(d > 0, gamma(c) * gamma(safe_d) / (gamma(c - a) * gamma(c - b)), _np.inf)
+    value = _jnp.where(below_one, value, _jnp.where(x == 1, at_one, _np.inf))
+    pole = _is_nonpositive_integer(c) & ~(_is_nonpositive_integer(a) & (a > c)) & \
+        ~(_is_nonpositive_integer(b) & (b > c))
+    return _jnp.where(pole & (x != 0), _np.inf, value).astype(x.dtype)
+
+
 # ---------------------------------------------------------------- sine, cosine and Fresnel integrals
 # Beyond small arguments, both come from continued fractions of complex argument (of the
 # exponential integral and of erfc), evaluated with (real, imaginary) pairs.

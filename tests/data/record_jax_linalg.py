@@ -54,6 +54,27 @@ def cases(api, jnp, lax_linalg):
         "qr pivoting r": lambda: np.abs(lax_linalg.qr(tall, pivoting=True)[1]),
         "qr pivoting p": lambda: lax_linalg.qr(tall, pivoting=True)[2],
     }
+    complex_square = square + 1j * _matrix((4, 4), 15)
+    complex_tangent = _matrix((4, 4), 16) + 1j * _matrix((4, 4), 17)
+    hermitian = complex_square + complex_square.conj().T
+    calls.update({
+        "eigvals": lambda: jnp.sort(jnp.linalg.eigvals(square)),
+        "eigvals jvp": lambda: api.jvp(lambda a: jnp.sort(jnp.linalg.eigvals(a)), (square,), (_matrix((4, 4), 18),))[1],
+        "eigvals complex jvp": lambda: api.jvp(lambda a: jnp.sort(jnp.linalg.eigvals(a)), (complex_square,),
+                                               (complex_tangent,))[1],
+        "eig eigenvector jvp products": lambda: _eig_vector_products(api, jnp, lax_linalg, square),
+        "eigh complex jvp": lambda: api.jvp(jnp.linalg.eigvalsh, (hermitian,), (complex_tangent + complex_tangent.conj().T,))[1],
+        "qr complex jvp": lambda: jnp.concatenate([jnp.ravel(t) for t in api.jvp(
+            lambda a: lax_linalg.qr(a, full_matrices=False), (complex_square[:, :3],), (complex_tangent[:, :3],))[1]]),
+        "det complex grad": lambda: api.grad(lambda a: jnp.abs(jnp.linalg.det(a)))(complex_square),
+        "slogdet complex jvp": lambda: jnp.stack(api.jvp(lambda a: tuple(jnp.linalg.slogdet(a)), (complex_square,),
+                                                         (complex_tangent,))[1]),
+        "inv complex": lambda: jnp.linalg.inv(complex_square),
+        "pinv complex jvp": lambda: api.jvp(jnp.linalg.pinv, (complex_square[:, :3],), (complex_tangent[:, :3],))[1],
+        "svd complex jvp singular values": lambda: api.jvp(jnp.linalg.svdvals, (complex_square,), (complex_tangent,))[1],
+        "cholesky complex jvp": lambda: api.jvp(jnp.linalg.cholesky, (hermitian @ hermitian.conj().T,),
+                                                (complex_tangent + complex_tangent.conj().T,))[1],
+    })
     for name, x in (("tall", tall), ("wide", wide), ("square", square)):
         for full in (True, False):
             calls[f"qr jvp {name} full={full}"] = lambda x=x, full=full: jnp.concatenate([
@@ -67,6 +88,14 @@ def _vector_products(v, v_dot):
     """v^T v_dot: each column's tangent against the eigenvectors, free of the columns' signs
     (both flip together), so comparable across LAPACK builds."""
     return v.T @ v_dot
+
+
+def _eig_vector_products(api, jnp, lax_linalg, x):
+    """conj(vr) * vr_dot, sorted by eigenvalue: free of each eigenvector's sign."""
+    (w, vr), (_, vr_dot) = api.jvp(lambda a: lax_linalg.eig(a, compute_left_eigenvectors=False,
+                                                            enable_eigvec_derivs=True), (x,), (_matrix(x.shape, 19),))
+    order = jnp.argsort(w)
+    return (jnp.conj(vr) * vr_dot)[:, order]
 
 
 def _svd_product(result):

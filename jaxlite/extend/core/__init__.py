@@ -1,6 +1,7 @@
 """jaxlite.extend.core: primitives and jaxpr types for code that defines its own (jax.extend.core)."""
 import weakref as _weakref
 
+from jaxlite.core.effects import Effect, Effects, no_effects
 from jaxlite.core.ir import ClosedJaxpr, Eqn as JaxprEqn, Jaxpr, Literal, Var
 from jaxlite.core.ir import typecheck as check_jaxpr
 from jaxlite.core.primitive import Primitive

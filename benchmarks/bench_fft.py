@@ -1,0 +1,73 @@
+"""jnp.fft.fft and jnp.fft.rfft under jit (the native FFT routine, lower/fft_kernels.py) side by
+side with numpy.fft (pocketfft) and, where it imports, JAX's jit on CPU.
+
+Run: PYTHONPATH=. python benchmarks/bench_fft.py [n ...]
+or, to add JAX's column: PYTHONPATH=. /work/jaxref/bin/python benchmarks/bench_fft.py
+Prints per length (complex64 for fft, float32 for rfft, batch 1): the best time of several
+calls in microseconds for numpy, jaxlite and JAX, and the ratios jaxlite / numpy and
+jaxlite / JAX (below 1: jaxlite is faster). The lengths: powers of two 2^10..2^20 and
+non-powers of two (1000; 1009, a prime: Bluestein; 3^10; 2*3*5*7*11).
+"""
+import sys
+import time
+
+import numpy as np
+
+import jaxlite
+import jaxlite.numpy as jnp
+
+try:
+    import jax
+    import jax.numpy as jax_numpy
+except ImportError:
+    jax = None
+
+LENGTHS = [2 ** k for k in (10, 12, 14, 16, 18, 20)] + [1000, 1009, 3 ** 10, 2 * 3 * 5 * 7 * 11]
+BUDGET_SECONDS = 0.2     # per timing: repeats until it is spent (at least 3 calls)
+
+
+def best_time(call):
+    call()
+    times, spent = [], 0.0
+    while spent < BUDGET_SECONDS or len(times) < 3:
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+        spent += times[-1]
+    return min(times)
+
+
+def timings(name, x):
+    ours = jaxlite.jit(getattr(jnp.fft, name))
+    row = {"numpy": best_time(lambda: getattr(np.fft, name)(x)),
+           "jaxlite": best_time(lambda: jaxlite.block_until_ready(ours(x)))}
+    if jax is not None:
+        theirs = jax.jit(getattr(jax_numpy.fft, name))
+        device_x = jax.device_put(x)
+        row["jax"] = best_time(lambda: theirs(device_x).block_until_ready())
+    return row
+
+
+def check(name, x):
+    expected = getattr(np.fft, name)(x.astype(np.complex128 if name == "fft" else np.float64))
+    got = np.asarray(jaxlite.jit(getattr(jnp.fft, name))(x))
+    return float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
+
+
+def main(lengths):
+    rng = np.random.default_rng(0)
+    print(f"{'transform':>9s} {'n':>8s} | {'numpy us':>10s} {'jaxlite us':>10s} {'jax us':>10s} | "
+          f"{'ours/numpy':>10s} {'ours/jax':>9s} | rel. error")
+    for n in lengths:
+        signals = {"fft": (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64),
+                   "rfft": rng.standard_normal(n).astype(np.float32)}
+        for name, x in signals.items():
+            row = timings(name, x)
+            numpy_us, ours_us = row["numpy"] * 1e6, row["jaxlite"] * 1e6
+            jax_us = row["jax"] * 1e6 if "jax" in row else float("nan")
+            print(f"{name:>9s} {n:8d} | {numpy_us:10.1f} {ours_us:10.1f} {jax_us:10.1f} | "
+                  f"{ours_us / numpy_us:10.2f} {ours_us / jax_us:9.2f} | {check(name, x):.1e}", flush=True)
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or LENGTHS)

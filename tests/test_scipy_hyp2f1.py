@@ -1,0 +1,43 @@
+"""jax.scipy.special.hyp2f1 against scipy: values across its regimes, derivatives, jit, vmap."""
+import numpy as np
+import scipy.special as sp
+from hypothesis import given, settings, strategies as st
+
+import jaxlite
+import jaxlite.scipy.special as S
+from jaxlite.test_util import check_grads, check_vmap, enable_x64
+
+
+@settings(deadline=None, max_examples=15)
+@given(st.floats(-3, 3), st.floats(-3, 3), st.floats(0.3, 5), st.floats(-6, 0.97))
+def test_matches_scipy_in_float64(a, b, c, x):
+    with enable_x64():
+        got = float(S.hyp2f1(a, b, c, x))
+    want = sp.hyp2f1(a, b, c, x)
+    # Where c - a - b is an integer past the series' range the series runs on (looser).
+    d, z = c - a - b, (x / (x - 1) if x < 0 else x)
+    rtol = 1e-5 if abs(d - round(d)) <= 1e-3 and z > 0.75 else 1e-8
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-10 * max(1.0, abs(want)))
+
+
+def test_special_points_as_jax():
+    assert float(S.hyp2f1(1.0, 2.0, 3.0, 0.0)) == 1.0
+    np.testing.assert_allclose(S.hyp2f1(1.5, 2.5, 4.5, 1.0), sp.hyp2f1(1.5, 2.5, 4.5, 1.0), rtol=1e-5)
+    assert float(S.hyp2f1(1.0, 2.0, 3.0, 1.0)) == np.inf        # c - a - b <= 0 at x = 1
+    assert float(S.hyp2f1(1.0, 2.0, 3.0, 1.5)) == np.inf        # x > 1, as JAX returns
+    assert float(S.hyp2f1(1.0, 2.0, -2.0, 0.5)) == np.inf       # a pole of (c)_k
+    np.testing.assert_allclose(S.hyp2f1(-2.0, 3.0, 1.5, 0.9), sp.hyp2f1(-2.0, 3.0, 1.5, 0.9), atol=1e-6)
+    assert S.hyp2f1(1, 1, 2, 0).dtype == np.float32
+
+
+def test_derivatives_jit_and_vmap():
+    with enable_x64():
+        args = (np.float64(0.7), np.float64(1.3), np.float64(2.9), np.float64(0.4))
+        check_grads(S.hyp2f1, args, order=1, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
+        dx = jaxlite.grad(S.hyp2f1, argnums=3)(*args)
+        np.testing.assert_allclose(dx, 0.7 * 1.3 / 2.9 * sp.hyp2f1(1.7, 2.3, 3.9, 0.4), rtol=1e-10)
+    xs = np.array([-4.0, -0.5, 0.2, 0.8, 0.95], np.float32)
+    np.testing.assert_allclose(jaxlite.jit(S.hyp2f1)(0.5, 1.5, 2.2, xs), S.hyp2f1(0.5, 1.5, 2.2, xs), rtol=1e-6)
+    np.testing.assert_allclose(S.hyp2f1(0.5, 1.5, 2.2, xs), sp.hyp2f1(0.5, 1.5, 2.2, xs.astype(np.float64)),
+                               rtol=2e-5)
+    check_vmap(lambda x: S.hyp2f1(0.5, 1.5, 2.2, x), (xs,))
