@@ -227,3 +227,17 @@ def test_float32_power_is_rounded_as_compiled_code_rounds_it():
     rng = np.random.default_rng(0)
     a, b = np.abs(rng.standard_normal(4000)).astype(np.float32) * 4, (rng.standard_normal(4000) * 6).astype(np.float32)
     assert np.mean(np.asarray(jnp.power(a, b)) != np.asarray(jaxlite.jit(jnp.power)(a, b))) < 2e-3
+
+
+def test_tanh_saturates_where_jaxs_does_eager_and_jit():
+    """seed 25904: tanh(9.77) was 1 - 2**-24 eagerly (numpy's float32 tanh stays below 1 up to
+    10) and 1 under jit, so .astype(int32) gave 0 and 1. Both now give +-1 from |x| = 7.9988117,
+    where JAX's tanh does."""
+    edge = np.float32(7.9988117)
+    x = np.float32([9.770831, -9.770831, edge, np.nextafter(edge, np.float32(0)), 8.5, np.nan])
+    for fun in (jnp.tanh, jaxlite.jit(jnp.tanh)):
+        out = np.asarray(fun(x))
+        np.testing.assert_array_equal(out[[0, 1, 2, 4]], [1, -1, 1, 1])                   # JAX's values
+        assert out[3] < 1 and np.isnan(out[5])
+    for fun in (lambda v: jnp.tanh(v).astype(jnp.int32), jaxlite.jit(lambda v: jnp.tanh(v).astype(jnp.int32))):
+        np.testing.assert_array_equal(fun(x[:3]), [1, -1, 1])

@@ -125,14 +125,18 @@ def _reading_subnormals_as_zero(numpy_fn):
     return impl
 
 
+# Complex values are pairs of these floats to the hardware.
+_FLOAT_MODE_DTYPES = frozenset(_FLUSHED_FLOATS) | {np.dtype(np.complex64), np.dtype(np.complex128)}
+
+
 def flushing_subnormals(numpy_fn):
-    """numpy_fn on float32/float64/bfloat16 operands run as compiled code runs (and XLA:CPU,
+    """numpy_fn on float32/float64/bfloat16 (and complex) operands run as compiled code runs (and XLA:CPU,
     eager and jit): subnormal operands and results flushed to signed zeros (FTZ/DAZ set in
     MXCSR, lower/float_mode.py). float16 needs none: its subnormals are float32 normals."""
     flushed = []
 
     def impl(*operands, **params):
-        if not any(getattr(x, "dtype", None) in _FLUSHED_FLOATS for x in operands):
+        if not any(getattr(x, "dtype", None) in _FLOAT_MODE_DTYPES for x in operands):
             return numpy_fn(*operands, **params)
         if not flushed:
             from jaxlite.lower.float_mode import flushing_subnormals as in_float_mode

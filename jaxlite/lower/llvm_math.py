@@ -439,7 +439,9 @@ def _tanh_f32(e, x):
     product = e.mul(n, d)
     numerator = e.select(halve, e.add(product, product), n)
     denominator = e.select(halve, e.fma(n, n, e.mul(d, d)), d)
-    return e.copysign(e.div(numerator, denominator), x)
+    from jaxlite.lax.elementwise import TANH_ONE_F32       # +-1 from there, as eager and JAX
+    quotient = e.select(e.le(e.c(TANH_ONE_F32), abs_x), e.c(1.0), e.div(numerator, denominator))
+    return e.copysign(quotient, x)
 
 
 def _tanh_by_expm1(e, x):
