@@ -32,23 +32,32 @@ _LAYOUT = {dtypes.float32: (dtypes.int32, 23, 127), dtypes.float64: (dtypes.int6
 
 def frexp(x, /):
     """Mantissa in [0.5, 1) and int32 exponent with x = mantissa * 2**exponent, read from
-    the bits (subnormals are scaled into the normal range first)."""
+    the bits (subnormals are scaled into the normal range first). Zeros, subnormals and
+    non-finite values are told apart by their bits, not by float comparisons, because
+    float arithmetic flushes subnormals (as XLA's does): a subnormal then scales to a
+    signed zero and comes out as (+-0.5, -149), as in JAX."""
     (x,) = promote_to_inexact("frexp", x)
     narrow = x.dtype not in _LAYOUT
     wide = lax.convert_element_type(x, dtypes.float32) if narrow else x
     int_dtype, mantissa_bits, bias = _LAYOUT[wide.dtype]
-    subnormal = lax.lt(lax.abs(wide), lax.full_like(wide, np.finfo(wide.dtype).tiny))
+
+    def constant(value):
+        return lax.full(wide.shape, value, int_dtype)
+
+    def exponent_field(bits):
+        return lax.bitwise_and(lax.shift_right_logical(bits, constant(mantissa_bits)), constant(2 * bias + 1))
+
+    raw = lax.bitcast_convert_type(wide, int_dtype)
+    magnitude_bits = lax.bitwise_and(raw, constant((1 << (8 * wide.dtype.itemsize - 1)) - 1))
+    zero = lax.eq(magnitude_bits, constant(0))
+    subnormal = lax.bitwise_and(lax.eq(exponent_field(raw), constant(0)), lax.bitwise_not(zero))
+    special = lax.bitwise_or(zero, lax.eq(exponent_field(raw), constant(2 * bias + 1)))
     scaled = lax.select_n(subnormal, wide, lax.mul(wide, lax.full_like(wide, 2.0 ** mantissa_bits)))
     bits = lax.bitcast_convert_type(scaled, int_dtype)
-    exponent_field = lax.bitwise_and(lax.shift_right_logical(bits, lax.full_like(bits, mantissa_bits)),
-                                     lax.full_like(bits, 2 * bias + 1))
-    exponent = lax.sub(exponent_field, lax.full_like(bits, bias - 1))
-    exponent = lax.select_n(subnormal, exponent, lax.sub(exponent, lax.full_like(bits, mantissa_bits)))
-    cleared = lax.bitwise_and(bits, lax.full_like(bits, ~((2 * bias + 1) << mantissa_bits)))
-    mantissa = lax.bitcast_convert_type(
-        lax.bitwise_or(cleared, lax.full_like(bits, (bias - 1) << mantissa_bits)), wide.dtype)
-    special = lax.bitwise_or(lax.eq(wide, lax.full_like(wide, 0)),
-                             lax.bitwise_not(lax.is_finite(wide)))
+    exponent = lax.sub(exponent_field(bits), constant(bias - 1))
+    exponent = lax.select_n(subnormal, exponent, lax.sub(exponent, constant(mantissa_bits)))
+    cleared = lax.bitwise_and(bits, constant(~((2 * bias + 1) << mantissa_bits)))
+    mantissa = lax.bitcast_convert_type(lax.bitwise_or(cleared, constant((bias - 1) << mantissa_bits)), wide.dtype)
     mantissa = lax.select_n(special, mantissa, wide)
     exponent = lax.select_n(special, lax.convert_element_type(exponent, dtypes.int32),
                             lax.full(wide.shape, 0, dtypes.int32))

@@ -357,16 +357,11 @@ def trace_call(fun, args, description):
     return body, consts + flat_args, out_trees[0]
 
 
-def call_jvp_rule(primitive, rename=None):
-    """The JVP of a call primitive: the same primitive on the JVP of its body.
-
-    `rename(params)` gives the new equation's other params (jit names its calls).
-    """
+def call_jvp_rule(primitive):
+    """The JVP of a call primitive: the same primitive, with the same params, on the JVP of its body."""
     def rule(primals, tangents, jaxpr, **params):
         jvp_closed, out_nonzero = jvp_jaxpr(jaxpr, [not is_zero(t) for t in tangents])
-        new_params = rename(params) if rename else params
-        outs = primitive.bind(*primals, *nonzero_tangents(tangents),
-                              jaxpr=jvp_closed, **new_params)
+        outs = primitive.bind(*primals, *nonzero_tangents(tangents), jaxpr=jvp_closed, **params)
         return tangents_out(outs, out_nonzero, jaxpr.out_avals)
     return rule
 

@@ -366,20 +366,18 @@ def batched_aval(aval, dim, size):
     return aval.update(shape=aval.shape[:dim] + (size,) + aval.shape[dim:])
 
 
-def call_batch_rule(primitive, rename=None):
+def call_batch_rule(primitive):
     """The batching rule of a primitive whose `jaxpr` param is applied to all operands.
 
     An axis rule (register it in axis_batch_rules): the body may hold collectives
     over the enclosing vmap's axis, even when no operand is batched. Without
     those, unbatched operands bind the call unchanged (no new jaxpr to compile).
-    `rename(params)` gives the new equation's other params.
     """
     def rule(axis, args, dims, jaxpr, **params):
         if all(d is None for d in dims) and not uses_named_axes(jaxpr):
             return primitive.bind(*args, jaxpr=jaxpr, **params), [None] * len(jaxpr.out_avals)
         batched, out_dims = batch_jaxpr(jaxpr, dims, axis.axis_size, axis.axis_name)
-        new_params = rename(params) if rename else params
-        return primitive.bind(*args, jaxpr=batched, **new_params), list(out_dims)
+        return primitive.bind(*args, jaxpr=batched, **params), list(out_dims)
     return rule
 
 

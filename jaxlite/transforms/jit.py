@@ -182,14 +182,10 @@ def _jit_impl(*args, jaxpr, name):
 jit_p.def_impl(_jit_impl)
 
 
-def _named(transform):
-    """The params of a transformed jit call: its name says what was done to it."""
-    return lambda params: {"name": f"{transform}({params['name']})"}
-
-
-ad.jvp_rules[jit_p] = ad.call_jvp_rule(jit_p, _named("jvp"))
+# jvp and vmap of a jit call keep its name, as JAX prints them.
+ad.jvp_rules[jit_p] = ad.call_jvp_rule(jit_p)
 # An axis rule: collectives in the body see the enclosing vmap's axis name.
-batching.axis_batch_rules[jit_p] = batching.call_batch_rule(jit_p, _named("vmap"))
+batching.axis_batch_rules[jit_p] = batching.call_batch_rule(jit_p)
 # Reverse mode: the known part of the body runs now as one jitted call, the
 # unknown part is staged as another, and transposing it transposes its body.
 partial_eval_rules[jit_p] = call_partial_eval_rule(jit_p)
