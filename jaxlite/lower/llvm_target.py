@@ -42,7 +42,6 @@ import ctypes
 import ctypes.util
 import functools
 import os
-import re
 import threading
 
 import llvmlite.binding as llvm
@@ -50,6 +49,7 @@ from llvmlite import ir
 from llvmlite.binding import ffi
 
 from jaxlite.lower import lapack
+from jaxlite.lower.llvm_helpers import F16, F32, F64, I32, call_intrinsic
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -73,31 +73,31 @@ def _ensure_initialized():
 # not have: an unresolved call jumps to address 0. So the JIT gets its own, rounding
 # correctly once: double -> float rounded to odd (exact sticky bit), then float -> half
 # (one F16C instruction).
-_HELPERS_IR = """
-declare double @llvm.fabs.f64(double)
-define half @jaxlite_truncdfhf2(double %x) {
-  %near = fptrunc double %x to float
-  %wide = fpext float %near to double
-  %bits = bitcast float %near to i32
-  %wide_abs = call double @llvm.fabs.f64(double %wide)
-  %x_abs = call double @llvm.fabs.f64(double %x)
-  %over = fcmp ogt double %wide_abs, %x_abs
-  %less = sub i32 %bits, 1
-  %toward_zero = select i1 %over, i32 %less, i32 %bits
-  %inexact = fcmp une double %wide, %x
-  %odd = or i32 %toward_zero, 1
-  %rounded = select i1 %inexact, i32 %odd, i32 %toward_zero
-  %float = bitcast i32 %rounded to float
-  %half = fptrunc float %float to half
-  ret half %half
-}
-"""
+def _truncdfhf2_module():
+    """The module defining jaxlite_truncdfhf2: double -> float toward zero with the sticky
+    bit in the last place (rounding to odd), then float -> half rounded to nearest."""
+    module = ir.Module("jaxlite_runtime_helpers")
+    function = ir.Function(module, ir.FunctionType(F16, [F64]), "jaxlite_truncdfhf2")
+    (x,) = function.args
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    near = builder.fptrunc(x, F32)
+    wide = builder.fpext(near, F64)
+    bits = builder.bitcast(near, I32)
+    over = builder.fcmp_ordered(">", call_intrinsic(builder, "llvm.fabs.f64", F64, [wide]),
+                                call_intrinsic(builder, "llvm.fabs.f64", F64, [x]))
+    toward_zero = builder.select(over, builder.sub(bits, ir.Constant(I32, 1)), bits)
+    inexact = builder.fcmp_unordered("!=", wide, x)
+    rounded = builder.select(inexact, builder.or_(toward_zero, ir.Constant(I32, 1)), toward_zero)
+    builder.ret(builder.fptrunc(builder.bitcast(rounded, F32), F16))
+    return module
+
+
 _helpers = None     # the engine holding the helpers' code: alive for the whole process
 
 
 def _define_runtime_helpers():
     global _helpers
-    module_ref = llvm.parse_assembly(_HELPERS_IR)
+    module_ref = llvm.parse_assembly(str(_truncdfhf2_module()))
     # (Inside initialization: new_target_machine would wait for it.)
     machine = llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), codemodel="jitdefault")
@@ -151,16 +151,14 @@ def add_function_attributes(target, bits=None):
 
     llvmlite.ir only accepts a fixed list of attribute names. Given an llvmlite.ir.Function,
     the string attributes go into its attribute set directly (they print as "key"="value");
-    given a module or IR text, the IR text is returned with them on every definition.
+    given a module, the module's IR text is returned with them on every definition.
     """
-    if isinstance(target, ir.Function):
+    functions = [target] if isinstance(target, ir.Function) else [
+        f for f in target.functions if not f.is_declaration]
+    for function in functions:
         for key, value in function_attributes(bits).items():
-            set.add(target.attributes, '"%s"="%s"' % (key, value))
-        return target
-    attrs = " ".join(f'"{key}"="{value}"' for key, value in function_attributes(bits).items())
-    return re.sub(r"^(define [^{\n]*?)(\s*\{)?$",
-                  lambda line: f"{line.group(1)} {attrs}{line.group(2) or ''}",
-                  str(target), flags=re.MULTILINE)
+            set.add(function.attributes, '"%s"="%s"' % (key, value))
+    return target if isinstance(target, ir.Function) else str(target)
 
 
 def optimize(module_ref, tm, speed_level=3):
