@@ -29,7 +29,7 @@ import numpy as np
 from jaxlite.core.dtypes import bfloat16
 from jaxlite.lower import gemm, llvm_helpers, llvm_math, llvm_target, native_pool
 from jaxlite.lower.gemm import Epilogue, InnerProduct
-from jaxlite.lower.llvm_helpers import I8, I16, I32, VOID
+from jaxlite.lower.llvm_helpers import F32, I8, I16, I32, VOID
 from jaxlite.lower.native_call import array_data
 
 _ACTIVATION_OFFSET = 128
@@ -103,7 +103,7 @@ def _dequantizing(relu):
     The float arguments arrive as int32 views, since every kernel argument has C's type."""
     def apply(ctx, acc):
         builder = ctx.builder
-        floats = ir.VectorType(ir.FloatType(), acc.type.count)
+        floats = ir.VectorType(F32, acc.type.count)
         argument = lambda index: builder.bitcast(ctx.load(index), floats)
         value = builder.fmul(builder.sitofp(acc, floats), builder.fmul(argument(0), argument(1)))
         value = builder.fadd(value, argument(2))
@@ -423,9 +423,8 @@ class LowPrecisionGemm:
 def _quantizer_module(name, pointers, sizes=0):
     """(module, function, builder, call) for
     `void name(ptr * pointers, i64 * sizes, i64 start, i64 stop)`;
-    call(name, *args) calls the float32 LLVM intrinsic llvm.<name>.f32."""
+    call(name, *args) calls the float32 LLVM intrinsic llvm.<name>.F32."""
     module = ir.Module(name=name)
-    f32 = ir.FloatType()
     arguments = [llvm_helpers.PTR] * pointers + [llvm_helpers.I64] * (sizes + 2)
     function = ir.Function(module, ir.FunctionType(VOID, arguments), name)
     for pointer in function.args[:pointers]:
@@ -434,22 +433,20 @@ def _quantizer_module(name, pointers, sizes=0):
         pointer.add_attribute("noalias")
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     call = lambda intrinsic, *args: builder.call(
-        llvm_helpers.declare(module, f"llvm.{intrinsic}.f32", f32, [f32] * len(args)), list(args), fastmath=("nnan", "nsz"))
+        llvm_helpers.declare(module, f"llvm.{intrinsic}.F32", F32, [F32] * len(args)), list(args), fastmath=("nnan", "nsz"))
     return module, function, builder, call
 
 
 def _scale_of(builder, call, amax):
     """max(amax, 127 * tiny) / 127, as precision.quantize computes it."""
-    f32 = ir.FloatType()
     floor = float(np.float32(_INT8_MAX * np.finfo(np.float32).tiny))
-    return builder.fdiv(call("maxnum", amax, ir.Constant(f32, floor)), ir.Constant(f32, float(_INT8_MAX)))
+    return builder.fdiv(call("maxnum", amax, ir.Constant(F32, floor)), ir.Constant(F32, float(_INT8_MAX)))
 
 
 def _quantized(builder, call, value, scale):
     """clamp(rint(value / scale), -127, 127) as an int32."""
-    f32 = ir.FloatType()
     value = call("rint", builder.fdiv(value, scale))
-    value = call("minnum", call("maxnum", value, ir.Constant(f32, -_INT8_MAX)), ir.Constant(f32, _INT8_MAX))
+    value = call("minnum", call("maxnum", value, ir.Constant(F32, -_INT8_MAX)), ir.Constant(F32, _INT8_MAX))
     return builder.fptosi(value, I32)
 
 
@@ -493,24 +490,23 @@ def _compile_quantizer(offset):
     do. Scalar loops: LLVM vectorizes them."""
     module, function, builder, call = _quantizer_module("quantize", 3, sizes=2)
     x, q, scales, k, k_padded, row_start, row_end = function.args
-    f32, i8 = ir.FloatType(), I8
-    fill = ir.Constant(i8, _ACTIVATION_OFFSET if offset else 0)
+    fill = ir.Constant(I8, _ACTIVATION_OFFSET if offset else 0)
 
     def row(r):
-        x_row = builder.gep(x, [builder.mul(r, k)], source_etype=f32)
-        q_row = builder.gep(q, [builder.mul(r, k_padded)], source_etype=i8)
-        element = lambda j: builder.load(builder.gep(x_row, [j], source_etype=f32), typ=f32)
+        x_row = builder.gep(x, [builder.mul(r, k)], source_etype=F32)
+        q_row = builder.gep(q, [builder.mul(r, k_padded)], source_etype=I8)
+        element = lambda j: builder.load(builder.gep(x_row, [j], source_etype=F32), typ=F32)
         (amax,) = llvm_helpers.emit_loop(builder, 0, k, lambda j, m: [call("maxnum", m, call("fabs", element(j)))],
-                                 carried=[ir.Constant(f32, 0.0)], name="j")
+                                 carried=[ir.Constant(F32, 0.0)], name="j")
         scale = _scale_of(builder, call, amax)
-        builder.store(scale, builder.gep(scales, [r], source_etype=f32))
+        builder.store(scale, builder.gep(scales, [r], source_etype=F32))
 
         def quantize(j):
-            byte = builder.xor(builder.trunc(_quantized(builder, call, element(j), scale), i8), fill)
-            builder.store(byte, builder.gep(q_row, [j], source_etype=i8))
+            byte = builder.xor(builder.trunc(_quantized(builder, call, element(j), scale), I8), fill)
+            builder.store(byte, builder.gep(q_row, [j], source_etype=I8))
         llvm_helpers.emit_loop(builder, 0, k, quantize, name="jq")
         def pad(j):
-            builder.store(fill, builder.gep(q_row, [j], source_etype=i8))
+            builder.store(fill, builder.gep(q_row, [j], source_etype=I8))
         llvm_helpers.emit_loop(builder, k, k_padded, pad, name="jp")
     llvm_helpers.emit_loop(builder, row_start, row_end, row, name="r")
     builder.ret_void()
@@ -578,22 +574,21 @@ def _compile_weight_quantizer(k, n, panel_width):
     module, function, builder, call = _quantizer_module("quantize_weights", 4)
     w, words, scales, correction, tile_start, tile_end = function.args
     start, stop = _tile_columns(builder, n, panel_width, tile_start, tile_end)
-    f32 = ir.FloatType()
-    element = lambda i, j: builder.load(builder.gep(w, [_row_major(builder, i, n, j)], source_etype=f32), typ=f32)
-    scale_at = lambda j: builder.gep(scales, [j], source_etype=f32)
-    llvm_helpers.emit_loop(builder, start, stop, _storing(builder, ir.Constant(f32, 0.0), scale_at), name="j0")
+    element = lambda i, j: builder.load(builder.gep(w, [_row_major(builder, i, n, j)], source_etype=F32), typ=F32)
+    scale_at = lambda j: builder.gep(scales, [j], source_etype=F32)
+    llvm_helpers.emit_loop(builder, start, stop, _storing(builder, ir.Constant(F32, 0.0), scale_at), name="j0")
 
     def column_max(i):
         def update(j):
-            amax = call("maxnum", builder.load(scale_at(j), typ=f32), call("fabs", element(i, j)))
+            amax = call("maxnum", builder.load(scale_at(j), typ=F32), call("fabs", element(i, j)))
             builder.store(amax, scale_at(j))
         llvm_helpers.emit_loop(builder, start, stop, update, name="jm")
     llvm_helpers.emit_loop(builder, 0, k, column_max, name="i")
 
     def finish_scale(j):
-        builder.store(_scale_of(builder, call, builder.load(scale_at(j), typ=f32)), scale_at(j))
+        builder.store(_scale_of(builder, call, builder.load(scale_at(j), typ=F32)), scale_at(j))
     llvm_helpers.emit_loop(builder, start, stop, finish_scale, name="js")
-    quantized = lambda i, j: _quantized(builder, call, element(i, j), builder.load(scale_at(j), typ=f32))
+    quantized = lambda i, j: _quantized(builder, call, element(i, j), builder.load(scale_at(j), typ=F32))
     _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start, tile_end, quantized)
     builder.ret_void()
     return _compiled_quantizer(module, "quantize_weights", 4)
@@ -606,9 +601,8 @@ def _compile_int8_packer(k, n, panel_width):
     micro-panels with their correction, exactly as prepare_b returns them."""
     module, function, builder, _ = _quantizer_module("pack_int8", 3)
     w, words, correction, tile_start, tile_end = function.args
-    i8 = I8
     value = lambda i, j: builder.sext(builder.load(
-        builder.gep(w, [_row_major(builder, i, n, j)], source_etype=i8), typ=i8), I32)
+        builder.gep(w, [_row_major(builder, i, n, j)], source_etype=I8), typ=I8), I32)
     _emit_int8_panels(builder, k, n, panel_width, words, correction, tile_start, tile_end, value)
     builder.ret_void()
     return _compiled_quantizer(module, "pack_int8", 3)
@@ -644,8 +638,7 @@ def _emit_panel_columns(builder, first, width, n, column, past_n):
 
 
 def _float32_as_bf16_bits(builder, w, index):
-    f32 = ir.FloatType()
-    return llvm_math.emit_f32_to_bf16_bits(builder, builder.load(builder.gep(w, [index], source_etype=f32), typ=f32))
+    return llvm_math.emit_f32_to_bf16_bits(builder, builder.load(builder.gep(w, [index], source_etype=F32), typ=F32))
 
 
 def _bf16_bits(builder, w, index):
@@ -710,16 +703,15 @@ def _compile_row_padder():
     LLVM vectorizes; only the given rows are read or written."""
     module, function, builder, _ = _quantizer_module("pad_rows", 2, sizes=3)
     src, dst, row_bytes, padded_row_bytes, xor_byte, row_start, row_end = function.args
-    i8 = I8
-    fill = builder.trunc(xor_byte, i8)
+    fill = builder.trunc(xor_byte, I8)
 
     def row(r):
-        src_row = builder.gep(src, [builder.mul(r, row_bytes)], source_etype=i8)
-        dst_row = builder.gep(dst, [builder.mul(r, padded_row_bytes)], source_etype=i8)
-        dst_at = lambda j: builder.gep(dst_row, [j], source_etype=i8)
+        src_row = builder.gep(src, [builder.mul(r, row_bytes)], source_etype=I8)
+        dst_row = builder.gep(dst, [builder.mul(r, padded_row_bytes)], source_etype=I8)
+        dst_at = lambda j: builder.gep(dst_row, [j], source_etype=I8)
 
         def copy(j):
-            byte = builder.load(builder.gep(src_row, [j], source_etype=i8), typ=i8)
+            byte = builder.load(builder.gep(src_row, [j], source_etype=I8), typ=I8)
             builder.store(builder.xor(byte, fill), dst_at(j))
         llvm_helpers.emit_loop(builder, 0, row_bytes, copy, name="j")
         llvm_helpers.emit_loop(builder, row_bytes, padded_row_bytes, _storing(builder, fill, dst_at), name="jp")

@@ -130,11 +130,11 @@ def _fortran_arguments(b, values, int_bits):
 
 
 def _widen(b, element):
-    return (lambda x: b.fpext(x, _like(x, ir.DoubleType()))) if element != ir.DoubleType() else None
+    return (lambda x: b.fpext(x, _like(x, F64))) if element != F64 else None
 
 
 def _narrow(b, element):
-    return (lambda x: b.fptrunc(x, _like(x, element))) if element != ir.DoubleType() else None
+    return (lambda x: b.fptrunc(x, _like(x, element))) if element != F64 else None
 
 
 def _like(value, element):
@@ -206,7 +206,7 @@ class PotrfSpec:
         element, n = _FLOAT_TYPES[self.dtype], self.n
         a, factor = (_Matrix(b, p, entry, n, n, element) for p in pointers)
         # The column-major matrix LAPACK sees, as its row-major transpose.
-        work = _Matrix(b, scratch, as_i64(0), n, n, ir.DoubleType())
+        work = _Matrix(b, scratch, as_i64(0), n, n, F64)
         _copy(b, _Symmetrized(a) if self.symmetrize else a, work, transposed=True, convert=_widen(b, element))
         uplo, order, lda, info = _fortran_arguments(b, ["L", n, max(1, n), 0], self.int_bits)
         _call_lapack(b, "dpotrf", [uplo, order, work.base, lda, info], characters=1, one_thread=self.one_thread)
@@ -564,7 +564,7 @@ class SvdSpec:
         return _scratch_regions(sizes)
 
     def _emit_matrix(self, b, pointers, scratch, entry):
-        element, double = _FLOAT_TYPES[self.dtype], ir.DoubleType()
+        element, double = _FLOAT_TYPES[self.dtype], F64
         m, n, k = self.m, self.n, min(self.m, self.n)
         (u_rows, u_cols), (vt_rows, vt_cols) = self._factor_shapes
         shapes = [(m, n), (1, k)] + ([(u_rows, u_cols), (vt_rows, vt_cols)] if self.compute_uv else [])
@@ -666,7 +666,7 @@ class EighSpec:
                                  "iwork": self.int_bits // 8 * self.liwork})
 
     def _emit_matrix(self, b, pointers, scratch, entry):
-        element, n, double = _FLOAT_TYPES[self.dtype], self.n, ir.DoubleType()
+        element, n, double = _FLOAT_TYPES[self.dtype], self.n, F64
         if n == 0:
             return
         a, v = (_Matrix(b, p, entry, n, n, element) for p in pointers[:2])
@@ -734,7 +734,7 @@ class QrSpec:
                                  "work": 8 * self.lwork})
 
     def _emit_matrix(self, b, pointers, scratch, entry):
-        element, double = _FLOAT_TYPES[self.dtype], ir.DoubleType()
+        element, double = _FLOAT_TYPES[self.dtype], F64
         m, n, k = self.m, self.n, min(self.m, self.n)
         a = _Matrix(b, pointers[0], entry, m, n, element)
         region = _region_pointers(b, scratch, self._layout()[0])

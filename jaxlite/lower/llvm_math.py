@@ -31,7 +31,7 @@ import numpy as np
 from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
-from jaxlite.lower import kernel_ir
+from jaxlite.lower import kernel_ir, llvm_helpers
 from jaxlite.lower.llvm_helpers import I16, I32, call_intrinsic, declare
 
 _FAST = ("contract",)
@@ -57,8 +57,8 @@ class _Format:
         return 2.0 ** (1 - self.bias)
 
 
-F32 = _Format(32, 23, 127, np.float32)
-F64 = _Format(64, 52, 1023, np.float64)
+FORMAT32 = _Format(32, 23, 127, np.float32)
+FORMAT64 = _Format(64, 52, 1023, np.float64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,11 +97,11 @@ _LN2 = math.log(2)
 # (e^r - 1) / r and (2^r - 1) / r on the reduced ranges |r| <= ln2/2 and |r| <= 1/2 (widened
 # for the rounding of n). A double-precision fit is limited to ~1e-15 by the power-basis
 # conversion, so float64 uses the Taylor series to a degree where its remainder is < 1e-18.
-_EXPM1_OVER_X = {F32: _fit(lambda r: _divided_by(np.expm1, r, 1.0), -0.36, 0.36, 6),
-                 F64: _scaled_exp_taylor(Decimal(1), 13)}
-_EXP2M1_OVER_X = {F32: _fit(lambda r: _divided_by(lambda t: np.expm1(t * _LN2), r, _LN2),
+_EXPM1_OVER_X = {FORMAT32: _fit(lambda r: _divided_by(np.expm1, r, 1.0), -0.36, 0.36, 6),
+                 FORMAT64: _scaled_exp_taylor(Decimal(1), 13)}
+_EXP2M1_OVER_X = {FORMAT32: _fit(lambda r: _divided_by(lambda t: np.expm1(t * _LN2), r, _LN2),
                             -0.51, 0.51, 6),
-                  F64: _scaled_exp_taylor(_LN2_EXACT, 13)}
+                  FORMAT64: _scaled_exp_taylor(_LN2_EXACT, 13)}
 
 # log(1 + f) = f + f^2 * L(f) on the mantissa interval [sqrt(1/2), sqrt(2)) minus one.
 _LOG1P_F_TERM = _fit(lambda f: _divided_by(lambda t: (np.log1p(t) - t) / t, f, -0.5),
@@ -191,7 +191,7 @@ _TWO_OVER_PI = _two_over_pi_chunks(7, 29)
 # The IR builder wrapper
 
 def _format_of(scalar_type):
-    return F64 if isinstance(scalar_type, ir.DoubleType) else F32
+    return FORMAT64 if isinstance(scalar_type, ir.DoubleType) else FORMAT32
 
 
 class _Ops:
@@ -419,7 +419,7 @@ _TANH_OVER_X_DENOMINATOR = (1.0, 0.46016810919208023, 0.022703930805575766, 0.00
 
 
 def _tanh(e, x):
-    return _tanh_f32(e, x) if e.fmt is F32 else _tanh_by_expm1(e, x)
+    return _tanh_f32(e, x) if e.fmt is FORMAT32 else _tanh_by_expm1(e, x)
 
 
 def _tanh_f32(e, x):
@@ -569,13 +569,13 @@ def _sin_quadrant(d, abs_x, quadrant_offset):
 
 
 def _sin(e, x):
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     abs_x = e.convert(e.fabs(x), d)
     return _flip_sign_like(e, d.convert(_sin_quadrant(d, abs_x, 0), e), x)
 
 
 def _cos(e, x):
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     abs_x = e.convert(e.fabs(x), d)
     return d.convert(_sin_quadrant(d, abs_x, 1), e)
 
@@ -583,7 +583,7 @@ def _cos(e, x):
 def _tan(e, x):
     """sin r / cos r, or -cos r / sin r in odd quadrants (tan has period pi): near a pole the
     divisor is sin of a small, relatively exact r, so the result keeps its accuracy."""
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     n, sin_r, cos_r = _reduced_sin_cos(d, e.convert(e.fabs(x), d))
     odd = _quadrant_bit(d, n, 1)
     ratio = d.div(d.select(odd, d.neg(cos_r), sin_r), d.select(odd, sin_r, cos_r))
@@ -600,7 +600,7 @@ def _atan_unit(d, t):
 
 def _atan(e, x):
     """atan|x| = pi/2 - atan(1/|x|) beyond 1; odd."""
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     size = e.convert(e.fabs(x), d)
     beyond_one = d.gt(size, d.c(1.0))
     reduced = _atan_unit(d, d.select(beyond_one, d.div(d.c(1.0), size), size))
@@ -611,7 +611,7 @@ def _atan(e, x):
 def _atan2(e, y, x):
     """The angle of (x, y) from atan of min/max(|x|, |y|) in [0, 1], moved to its octant;
     IEEE's signed zeros and infinities as numpy gives them (atan2(+-0, -0) = +-pi)."""
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     ay, ax = e.convert(e.fabs(y), d), e.convert(e.fabs(x), d)
     steep = d.gt(ay, ax)
     low, high = d.select(steep, ax, ay), d.select(steep, ay, ax)
@@ -640,7 +640,7 @@ def _erf_pieces(d, x):
 
 
 def _erf(e, x):
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     xd = e.convert(x, d)
     abs_x, near_zero, tail = _erf_pieces(d, xd)
     far = d.copysign(d.sub(d.c(1.0), tail), xd)
@@ -649,7 +649,7 @@ def _erf(e, x):
 
 
 def _erfc(e, x):
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     xd = e.convert(x, d)
     abs_x, near_zero, tail = _erf_pieces(d, xd)
     far = d.select(d.lt(xd, d.c(0.0)), d.sub(d.c(2.0), tail), tail)
@@ -663,7 +663,7 @@ def _erfc(e, x):
 def _libm(builder, name, *args):
     """Call libm's `name` (the `f`-suffixed variant for float) lane by lane."""
     e = _Ops(builder, args[0].type)
-    symbol = name + ("f" if e.fmt is F32 else "")
+    symbol = name + ("f" if e.fmt is FORMAT32 else "")
     function = declare(builder.module, symbol, e.scalar, [e.scalar] * len(args))
     if not e.lanes:
         return builder.call(function, args)
@@ -689,7 +689,7 @@ def _in_double(impl):
     """An emitter computing impl in double and rounding back to the input's type."""
     def emit(builder, x):
         e = _Ops(builder, x.type)
-        d = e.with_scalar(ir.DoubleType())
+        d = e.with_scalar(llvm_helpers.F64)
         return d.convert(impl(d, e.convert(x, d)), e)
     return emit
 
@@ -700,7 +700,7 @@ def _erf_inv_f32(e, y):
     one = e.c(1.0)
     size = e.fabs(y)
     w = e.neg(_log(e, e.mul(e.sub(one, size), e.add(one, size))))
-    d = e.with_scalar(ir.DoubleType())
+    d = e.with_scalar(llvm_helpers.F64)
     wd = e.convert(w, d)
     central = d.polynomial(wd, _ERF_INV_CENTRAL)
     tail = d.polynomial(d.sqrt(wd), _ERF_INV_TAIL)
@@ -875,7 +875,7 @@ def emit_f32_to_bf16_bits(builder, x):
 
 def emit_bf16_bits_to_f32(builder, bits16):
     """bfloat16 bits (i16) -> float32: the bits are the top half of the float32."""
-    e = _Ops(builder, _same_shape(bits16.type, ir.FloatType()))
+    e = _Ops(builder, _same_shape(bits16.type, llvm_helpers.F32))
     widened = builder.zext(bits16, e.int_ty)
     return e.from_bits(builder.shl(widened, e.i(16)))
 
@@ -887,7 +887,7 @@ def _emitter(impl, double_libm_name=None):
     """An emitter from an _Ops-level impl; double inputs go to libm when a name is given."""
     def emit(builder, x):
         e = _Ops(builder, x.type)
-        if double_libm_name and e.fmt is F64:
+        if double_libm_name and e.fmt is FORMAT64:
             return _libm(builder, double_libm_name, x)
         return impl(e, x)
     emit.__name__ = "emit_" + impl.__name__.lstrip("_")
@@ -912,7 +912,7 @@ emit_erfc = _emitter(_erfc, "erfc")
 
 def emit_erf_inv(builder, x):
     e = _Ops(builder, x.type)
-    return _erf_inv_f32(e, x) if e.fmt is F32 else _emit_erf_inv_double(builder, x)
+    return _erf_inv_f32(e, x) if e.fmt is FORMAT32 else _emit_erf_inv_double(builder, x)
 
 
 _emit_erf_inv_double = _in_double(_erf_inv_double)
@@ -923,7 +923,7 @@ emit_digamma = _in_double(_digamma_double)
 
 def emit_atan2(builder, y, x):
     e = _Ops(builder, y.type)
-    return _atan2(e, y, x) if e.fmt is F32 else _libm(builder, "atan2", y, x)
+    return _atan2(e, y, x) if e.fmt is FORMAT32 else _libm(builder, "atan2", y, x)
 
 
 _LIBM_UNARY = ("asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "lgamma")
