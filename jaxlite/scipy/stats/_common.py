@@ -1,7 +1,5 @@
 """Helpers the distribution modules share: promotion, location-scale, support masks."""
-import numpy as np
-
-from jaxlite import numpy as jnp
+from jaxlite import nn, numpy as jnp
 from jaxlite.scipy._util import inexact_dtype as float_dtype  # noqa: F401 (shared with the modules)
 from jaxlite.numpy.util import promote_to_inexact
 
@@ -23,8 +21,8 @@ def outside(condition, value, fill):
 
 
 def log1mexp(log_p):
-    """log(1 - exp(log_p)) for log_p <= 0, accurate at both ends (Maechler's switch at -log 2)."""
-    return jnp.where(log_p > -np.log(2), jnp.log(-jnp.expm1(log_p)), jnp.log1p(-jnp.exp(log_p)))
+    """log(1 - exp(log_p)) for log_p <= 0, accurate at both ends (jax.nn.log1mexp of -log_p)."""
+    return nn.log1mexp(-log_p)
 
 
 def off_lattice(k):

@@ -2,7 +2,8 @@
 import numpy as _np
 
 from jaxlite import numpy as _jnp
-from jaxlite.scipy.stats._common import outside as _outside, promote as _promote, standardized as _standardized
+from jaxlite.scipy.stats._common import log1mexp as _log1mexp, outside as _outside, promote as _promote
+from jaxlite.scipy.stats._common import standardized as _standardized
 
 
 def logpdf(x, b, loc=0, scale=1):
@@ -28,7 +29,7 @@ def cdf(x, b, loc=0, scale=1):
 
 
 def logcdf(x, b, loc=0, scale=1):
-    return _jnp.log1p(-sf(x, b, loc, scale))
+    return _log1mexp(logsf(x, b, loc, scale))
 
 
 def ppf(q, b, loc=0, scale=1):
