@@ -1,4 +1,5 @@
 """Helpers the distribution modules share: promotion, location-scale, support masks."""
+
 from jaxlite import nn, numpy as jnp
 from jaxlite.scipy._util import inexact_dtype as float_dtype  # noqa: F401 (shared with the modules)
 from jaxlite.numpy.util import promote_to_inexact
