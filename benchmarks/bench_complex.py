@@ -9,11 +9,10 @@ a modulus-and-phase mix `|z|^2 + angle(z) * re(w)`, and complex matmuls at 256^2
 (real products of the parts on the generated GEMM: 4 of them, or Gauss's 3 from a contraction
 of 256). Times are medians, as in run.py.
 """
-import argparse
 
 import numpy as np
 
-from run import _backends, measure, table
+from run import run_side_by_side
 
 
 def _complex(rng, shape):
@@ -45,14 +44,5 @@ WORKLOADS = {f.__name__: f for f in [
     _matmul(256), _matmul(1024)]}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), default=list(WORKLOADS))
-    names = parser.parse_args().only
-    backends = _backends()
-    results = {name: {b.name: measure(b, *WORKLOADS[name](b)) for b in backends.values()} for name in names}
-    print(table(results))
-
-
 if __name__ == "__main__":
-    main()
+    run_side_by_side(WORKLOADS, __doc__)

@@ -7,11 +7,10 @@
 least-squares solve. jaxlite and numpy call the same LAPACK (numpy's OpenBLAS), JAX its own
 (jaxlib's). Times are medians, as in run.py.
 """
-import argparse
 
 import numpy as np
 
-from run import _backends, measure, table
+from run import run_side_by_side
 
 
 def _factorization(name, call, shape):
@@ -40,14 +39,5 @@ for _name, _call in CALLS.items():
         WORKLOADS[_workload.__name__] = _workload
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), default=list(WORKLOADS))
-    names = parser.parse_args().only
-    backends = _backends()
-    results = {name: {b.name: measure(b, *WORKLOADS[name](b)) for b in backends.values()} for name in names}
-    print(table(results))
-
-
 if __name__ == "__main__":
-    main()
+    run_side_by_side(WORKLOADS, __doc__)

@@ -9,11 +9,10 @@ attention scores einsum 'bqhd,bkhd->bhqk' (8x256x8x64), whose GEMM reads operand
 that a fused kernel first transposes. numpy's transpose is a view, so its side copies
 it to a contiguous array (what the others produce). Times are medians, as in run.py.
 """
-import argparse
 
 import numpy as np
 
-from run import _backends, measure, table
+from run import run_side_by_side
 
 
 def _materialized(b):
@@ -46,14 +45,5 @@ WORKLOADS = {f.__name__: f for f in [_transpose_scale_add(512, 512), _transpose_
                                      swap_heads_4d, attention_scores]}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), default=list(WORKLOADS))
-    names = parser.parse_args().only
-    backends = _backends()
-    results = {name: {b.name: measure(b, *WORKLOADS[name](b)) for b in backends.values()} for name in names}
-    print(table(results))
-
-
 if __name__ == "__main__":
-    main()
+    run_side_by_side(WORKLOADS, __doc__)

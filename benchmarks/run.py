@@ -261,6 +261,17 @@ def table(results):
     return "\n".join(lines + [""] + compile_row)
 
 
+def run_side_by_side(workloads, doc):
+    """The main of a benchmark script: its workloads (or those --only names) on every
+    backend, printed as one table."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(workloads), default=list(workloads))
+    names = parser.parse_args().only
+    backends = _backends()
+    results = {name: {b.name: measure(b, *workloads[name](b)) for b in backends.values()} for name in names}
+    print(table(results))
+
+
 def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
