@@ -31,6 +31,7 @@ import numpy as np
 from llvmlite import ir
 from numpy.polynomial import Chebyshev, Polynomial
 
+from jaxlite.core.powers import power_by_squaring
 from jaxlite.lower import kernel_ir, llvm_helpers
 from jaxlite.lower.llvm_helpers import I16, I32, call_intrinsic, declare
 
@@ -797,14 +798,7 @@ def _polygamma_tail(m):
 
 def _power(d, u, exponent):
     """u ** exponent for a static exponent >= 1, by squaring."""
-    result, square = None, u
-    while exponent:
-        if exponent & 1:
-            result = square if result is None else d.mul(result, square)
-        exponent >>= 1
-        if exponent:
-            square = d.mul(square, square)
-    return result
+    return power_by_squaring(u, exponent, d.mul)
 
 
 def _zeta_sum(d, z, m):
