@@ -138,7 +138,10 @@ FACTORIZATIONS = {
     "eig": (lax.linalg.eig, True),
     "eig_right": (lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False), True),
     "eigvals": (lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False), True),
+    "qr_pivoted": (lambda a: lax.linalg.qr(a, pivoting=True), False),
+    "qr_pivoted_thin": (lambda a: lax.linalg.qr(a, pivoting=True, full_matrices=False), False),
 }
+REAL_TOO = ("eig", "qr_pivoted")     # real factorizations new here (the others: tests/test_native_lapack*.py)
 SIZES = st.sampled_from([0, 1, 2, 3, 5, 8])
 
 
@@ -146,11 +149,11 @@ SIZES = st.sampled_from([0, 1, 2, 3, 5, 8])
 @given(st.sampled_from(sorted(FACTORIZATIONS)), st.lists(st.integers(0, 2), max_size=1).map(tuple), SIZES, SIZES,
        st.sampled_from(COMPLEX + [np.float32, np.float64]), st.integers(0, 2 ** 16))
 def test_factorizations_under_jit_are_the_eager_bits(name, batch, m, n, dtype, seed):
-    """numpy's own LAPACK (dgeev/zgeev, zpotrf, zheevd, zgeqrf+zungqr, zgesdd, cgetrf/zgetrf)
-    natively under jit gives eager's bits."""
+    """numpy's own LAPACK (dgeev/zgeev, dgeqp3/zgeqp3, zpotrf, zheevd, zgeqrf+zungqr, zgesdd,
+    cgetrf/zgetrf) natively under jit gives eager's bits, and eager leaves its operand alone."""
     fun, square = FACTORIZATIONS[name]
-    if np.dtype(dtype).kind == "f" and not name.startswith("eig"):
-        return      # real factorizations: tests/test_native_lapack*.py
+    if np.dtype(dtype).kind == "f" and not name.startswith(REAL_TOO):
+        return
     n = m if square else n
     rng = np.random.default_rng(seed)
     with enable_x64():
@@ -158,7 +161,9 @@ def test_factorizations_under_jit_are_the_eager_bits(name, batch, m, n, dtype, s
             a = rng.standard_normal(batch + (m, n)).astype(dtype)
         else:
             a = _hermitian(rng, batch + (m, m), dtype) if name in ("cholesky", "eigh") else _complex(rng, batch + (m, n), dtype)
+        operand = a.copy()
         assert_same_bits(jaxlite.jit(fun)(a), fun(a))
+        assert_same_bits(a, operand)
 
 
 def test_factorizations_run_natively(caplog):
@@ -168,6 +173,23 @@ def test_factorizations_run_natively(caplog):
         assert_same_bits(_jit_natively(fun, a, caplog=caplog), fun(a))
     real = rng.standard_normal((3, 5, 5)).astype(np.float32)
     assert_same_bits(_jit_natively(lax.linalg.eig, real, caplog=caplog), lax.linalg.eig(real))
+    pivoted = lambda a: lax.linalg.qr(a, pivoting=True)     # noqa: E731
+    assert_same_bits(_jit_natively(pivoted, real[:, :, :3], caplog=caplog), pivoted(real[:, :, :3]))
+
+
+def test_pivoted_qr_is_geqp3s():
+    """x[:, p] = q r with |diag(r)| non-increasing (and scipy's modes, as JAX's)."""
+    import jaxlite.scipy.linalg as scipy_linalg
+    with enable_x64():
+        a = np.random.default_rng(8).standard_normal((6, 4)) @ np.diag([1e-3, 1, 1e3, 1e1])
+        q, r, p = (np.asarray(x) for x in lax.linalg.qr(a, pivoting=True))
+        np.testing.assert_allclose(q @ r, a[:, p], atol=1e-10)
+        assert list(p[:2]) == [2, 3] and np.all(np.diff(np.abs(np.diag(r))) <= 0)
+        shapes = {mode: [x.shape for x in scipy_linalg.qr(a, mode=mode, pivoting=True)] for mode in ("full", "economic", "r")}
+        assert shapes == {"full": [(6, 6), (6, 4), (4,)], "economic": [(6, 4), (4, 4), (4,)], "r": [(6, 4), (4,)]}
+        product, _, permutation = scipy_linalg.qr_multiply(a, np.ones(6), pivoting=True)
+        np.testing.assert_allclose(np.asarray(product), np.ones(6) @ q[:, :4], atol=1e-10)
+        assert list(permutation) == list(p)
 
 
 def test_left_eigenvectors_are_lapacks_as_in_jax():

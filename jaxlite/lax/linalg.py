@@ -279,7 +279,7 @@ def _getrf(matrix):
     """[lu, pivots, permutation] of one complex matrix by cgetrf/zgetrf."""
     from jaxlite.lower import lapack
     m, n = matrix.shape
-    lu = np.asfortranarray(matrix)
+    lu = np.array(matrix, order="F")      # getrf overwrites it
     interchanges = np.zeros(min(m, n), np.int64 if lapack.find(lapack.getrf_routine(matrix.dtype)).int_bits == 64
                             else np.int32)
     if m * n:
@@ -625,8 +625,15 @@ def _qr_pivoted_aval(x, full_matrices):
 
 
 def _qr_pivoted_impl(x, full_matrices):
-    """Householder QR choosing at each step the remaining column of largest norm (LAPACK's
-    geqp3 strategy; numpy has no geqp3), in float64 as numpy's linalg, over the whole batch."""
+    """LAPACK's geqp3 and orgqr (ungqr) in double precision, as numpy's linalg computes qr (and
+    jit calls the same routines: lower/linalg_kernels.QrSpec); where numpy's LAPACK is not one
+    we can call, Householder QR choosing at each step the remaining column of largest norm
+    (geqp3's strategy), over the whole batch."""
+    from jaxlite.lower import lapack
+    if lapack.find("zgeqp3" if dtypes.is_complex(x.dtype) else "dgeqp3") is not None:
+        with numpy_blas.single_threaded():
+            return [r.astype(x.dtype) if r.dtype.kind != "i" else r
+                    for r in _each_matrix(lambda a: _geqp3(a, full_matrices), x)]
     m, n = x.shape[-2:]
     a = np.array(x, dtype=np.promote_types(x.dtype, np.float64)).reshape((math.prod(x.shape[:-2]), m, n))
     batch = np.arange(a.shape[0])
@@ -643,6 +650,27 @@ def _qr_pivoted_impl(x, full_matrices):
     shape = x.shape[:-2]
     return [q.reshape(shape + q.shape[1:]).astype(x.dtype), r.reshape(shape + r.shape[1:]).astype(x.dtype),
             permutation.astype(np.int32).reshape(shape + (n,))]
+
+
+def _geqp3(matrix, full_matrices):
+    """[q, r, permutation] of one matrix: geqp3 with every column free, then orgqr on its
+    reflectors (with the LWORK jit uses)."""
+    from jaxlite.lower import lapack
+    m, n = matrix.shape
+    k, is_complex = min(m, n), dtypes.is_complex(matrix.dtype)
+    a = np.array(matrix, np.complex128 if is_complex else np.float64, order="F")     # LAPACK overwrites it
+    q_cols = m if full_matrices else k
+    columns = np.zeros(n, np.int64 if lapack.find("dgeqp3").int_bits == 64 else np.int32)
+    if not k:
+        return [np.eye(m, q_cols, dtype=a.dtype), np.zeros((q_cols, n), a.dtype), np.arange(n, dtype=np.int32)]
+    lwork = lapack.qr_workspace(m, n, q_cols, is_complex, pivoting=True)
+    work, tau = np.zeros(lwork, a.dtype), np.zeros(k, a.dtype)
+    rwork = [np.zeros(2 * n)] if is_complex else []
+    lapack.call("zgeqp3" if is_complex else "dgeqp3", [m, n, a, m, columns, tau, work, lwork, *rwork, 0], 0)
+    q = np.zeros((m, q_cols), a.dtype, order="F")
+    q[:, :min(n, q_cols)] = a[:, :min(n, q_cols)]
+    lapack.call("zungqr" if is_complex else "dorgqr", [m, q_cols, k, q, m, tau, work, lwork, 0], 0)
+    return [np.ascontiguousarray(q), np.triu(a[:q_cols]), (columns - 1).astype(np.int32)]
 
 
 def _reflect(a, q, k):
@@ -844,7 +872,7 @@ def _geev_with_left_vectors(matrix):
     if lapack.find("zgeev" if is_complex else "dgeev") is None:
         w, vr = np.linalg.eig(matrix)
         return w, _left_eigenvectors(vr.astype(np.result_type(vr, np.complex64))), vr
-    a = np.asfortranarray(matrix, np.complex128 if is_complex else np.float64)
+    a = np.array(matrix, np.complex128 if is_complex else np.float64, order="F")     # LAPACK overwrites it
     vl, vr = (np.zeros((n, n), a.dtype, order="F") for _ in range(2))
     lwork = lapack.geev_workspace(n, True, is_complex) if n else 1
     work, ld = np.zeros(lwork, a.dtype), max(n, 1)

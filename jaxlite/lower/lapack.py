@@ -27,7 +27,7 @@ from jaxlite.core import numpy_blas
 # precision, also for float32), their complex128 twins for complex values, strsm/dtrsm (and
 # ctrsm/ztrsm) for triangular_solve and cgetrf/zgetrf for the lu of complex values.
 ROUTINES = ("dgesdd", "dpotrf", "dsyevd", "dgeqrf", "dorgqr", "strsm", "dtrsm", "dgeev", "dgeqp3",
-            "zgesdd", "zpotrf", "zheevd", "zgeqrf", "zungqr", "ctrsm", "ztrsm", "zgeev", "cgetrf", "zgetrf")
+            "zgesdd", "zpotrf", "zheevd", "zgeqrf", "zungqr", "ctrsm", "ztrsm", "zgeev", "zgeqp3", "cgetrf", "zgetrf")
 
 
 def symbol(routine):
@@ -170,15 +170,20 @@ def syevd_workspace(n, complex_values=False):
 
 
 @functools.lru_cache(maxsize=None)
-def qr_workspace(m, n, q_cols, complex_values=False):
-    """An LWORK enough for dgeqrf on m x n and dorgqr making q_cols columns of Q (zgeqrf and
-    zungqr): the larger of their optimal sizes (a larger LWORK changes neither routine's blocking)."""
+def qr_workspace(m, n, q_cols, complex_values=False, pivoting=False):
+    """An LWORK enough for dgeqrf (dgeqp3 with pivoting) on m x n and dorgqr making q_cols
+    columns of Q (zgeqrf, zgeqp3, zungqr): the larger of their optimal sizes (a larger LWORK
+    changes none of the routines' blocking)."""
     k = min(m, n)
-    geqrf, orgqr = ("zgeqrf", "zungqr") if complex_values else ("dgeqrf", "dorgqr")
-    factor = _query(geqrf, [m, n, 0.0, max(m, 1), 0.0, 0.0, -1, 0], 0)[5]
+    z = "z" if complex_values else "d"
+    if pivoting:
+        rwork = [0.0] if complex_values else []
+        factor = _query(z + "geqp3", [m, n, 0.0, max(m, 1), 0, 0.0, 0.0, -1, *rwork, 0], 0)[6]
+    else:
+        factor = _query(z + "geqrf", [m, n, 0.0, max(m, 1), 0.0, 0.0, -1, 0], 0)[5]
     if q_cols == 0:
         return _optimal(factor)
-    product = _query(orgqr, [m, q_cols, k, 0.0, max(m, 1), 0.0, 0.0, -1, 0], 0)[6]
+    product = _query("zungqr" if complex_values else "dorgqr", [m, q_cols, k, 0.0, max(m, 1), 0.0, 0.0, -1, 0], 0)[6]
     return max(_optimal(factor), _optimal(product))
 
 

@@ -77,7 +77,7 @@ def _conj(b, z):
 
 
 # numpy's complex LAPACK and BLAS routines, by the name of their real counterparts.
-_COMPLEX_ROUTINES = {"dpotrf": "zpotrf", "dgeqrf": "zgeqrf", "dorgqr": "zungqr", "dsyevd": "zheevd",
+_COMPLEX_ROUTINES = {"dpotrf": "zpotrf", "dgeqrf": "zgeqrf", "dgeqp3": "zgeqp3", "dorgqr": "zungqr", "dsyevd": "zheevd",
                      "dgesdd": "zgesdd", "dgeev": "zgeev", "strsm": "ctrsm", "dtrsm": "ztrsm"}
 
 
@@ -851,7 +851,9 @@ class QrSpec:
     the packed h and taus) as np.linalg.qr computes them: dgeqrf in double precision on a
     column-major copy, then dorgqr on its first columns (all m of them for a full q, the
     rest made unit columns), with workspace-queried LWORK, on one OpenBLAS thread as the
-    eager version runs it."""
+    eager version runs it. With pivoting, dgeqp3 factors instead (every column free), and
+    its 1-based column order is the permutation, a third result (as the eager version,
+    which calls the same routines)."""
     dtype: np.dtype
     batch: int
     m: int
@@ -861,17 +863,18 @@ class QrSpec:
     lwork: int
     int_bits: int
     one_thread: bool
+    pivoting: bool = False
 
     def build(self):
         name = "lapack_qr"
-        module = define_routine(name, 3, self.batch, self._emit_matrix)
+        module = define_routine(name, 3 + self.pivoting, self.batch, self._emit_matrix)
         return Routine(module, name, self.batch, self._layout()[1], 0)
 
     def _layout(self):
         m, n = self.m, self.n
         z = _element_bytes(_double_of(_LAPACK_TYPES[self.dtype]))
         return _scratch_regions({"a": z * m * n, "tau": z * max(1, min(m, n)), "q": z * m * self.q_cols,
-                                 "work": z * self.lwork})
+                                 "work": z * self.lwork, "jpvt": 8 * max(1, n), "rwork": 16 * max(1, n)})
 
     def _emit_matrix(self, b, pointers, scratch, entry):
         element = _LAPACK_TYPES[self.dtype]
@@ -884,9 +887,20 @@ class QrSpec:
         _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
         sizes = _fortran_arguments(b, [m, n, max(1, m), self.lwork, 0, self.q_cols, k], self.int_bits)
         rows, cols, lda, lwork, info, q_cols, reflectors = sizes
-        if k:
+        if k and self.pivoting:
+            columns = _Matrix(b, region["jpvt"], as_i64(0), 1, n, ir.IntType(self.int_bits))
+            emit_loop(b, 0, n, lambda j: columns.store(ir.Constant(columns.element_type, 0), 0, j))    # all free
+            rwork = [region["rwork"]] if _is_complex(element) else []
+            _call_lapack(b, _routine("dgeqp3", element), [rows, cols, work_a.base, lda, columns.base, tau.base,
+                                                          region["work"], lwork, *rwork, info],
+                         characters=0, one_thread=self.one_thread)
+        elif k:
             _call_lapack(b, _routine("dgeqrf", element), [rows, cols, work_a.base, lda, tau.base, region["work"], lwork, info],
                          characters=0, one_thread=self.one_thread)
+        if self.pivoting:
+            permutation = _Matrix(b, pointers[3], entry, 1, n, I32)
+            emit_loop(b, 0, n, lambda j: permutation.store(
+                b.sub(b.trunc(columns.load(0, j), I32), ir.Constant(I32, 1)) if k else b.trunc(j, I32), 0, j))
         narrow = _narrow(b, element)
         if not self.q_cols:
             h, taus = _Matrix(b, pointers[1], entry, m, n, element), _Matrix(b, pointers[2], entry, 1, k, element)
@@ -914,21 +928,25 @@ def _zero_strict_lower(b, matrix):
         lambda j: matrix.store(zero, i, j), name="j"), name="row")
 
 
-def _qr_spec(eqn, q_cols, r_rows):
-    found = _lapack_operand(eqn, "dorgqr") and _lapack_operand(eqn, "dgeqrf")
+def _qr_spec(eqn, q_cols, r_rows, pivoting=False):
+    found = _lapack_operand(eqn, "dorgqr") and _lapack_operand(eqn, "dgeqp3" if pivoting else "dgeqrf")
     if found is None:
         return None
     aval, element, function = found
     m, n = map(int, aval.shape[-2:])
-    lwork = lapack.qr_workspace(m, n, q_cols, _is_complex(element)) if min(m, n) else 1
+    lwork = lapack.qr_workspace(m, n, q_cols, _is_complex(element), pivoting) if min(m, n) else 1
     return QrSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, q_cols, r_rows, lwork, function.int_bits,
-                  numpy_blas.thread_control() is not None)
+                  numpy_blas.thread_control() is not None, pivoting)
 
 
-def qr_spec(eqn):
+def qr_spec(eqn, pivoting=False):
     m, n = map(int, eqn.inputs[0].aval.shape[-2:])
     k = m if eqn.params["full_matrices"] else min(m, n)
-    return _qr_spec(eqn, k, k)
+    return _qr_spec(eqn, k, k, pivoting)
+
+
+def qr_pivoted_spec(eqn):
+    return qr_spec(eqn, pivoting=True)
 
 
 def geqrf_spec(eqn):

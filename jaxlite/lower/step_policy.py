@@ -34,7 +34,8 @@ FALLBACKS = {
               "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
     **{primitive: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)"
        for primitive in (P.eigh_p, P.qr_p, P.geqrf_p)},
-    P.qr_pivoted_p: "numpy's LAPACK has no geqp3 that numpy calls: its numpy Householder loop runs",
+    P.qr_pivoted_p: ("in float16, and where numpy's LAPACK is not a library exporting dgeqp3 (lapack.py): "
+                     "its numpy Householder loop runs"),
     P.eig_p: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)",
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
@@ -71,6 +72,7 @@ NATIVE_ROUTINES = {
     P.eigh_p: linalg_kernels.eigh_spec,
     P.eig_p: linalg_kernels.eig_spec,
     P.qr_p: linalg_kernels.qr_spec,
+    P.qr_pivoted_p: linalg_kernels.qr_pivoted_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
     complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
