@@ -101,11 +101,11 @@ def _cumulative_primitive(name, ufunc, accepts):
 
 
 def _lowest(dtype):
-    return -np.inf if dtypes.is_float(dtype) else dtypes.iinfo(dtype).min
+    return -np.inf if dtypes.is_inexact(dtype) else dtypes.iinfo(dtype).min
 
 
 def _highest(dtype):
-    return np.inf if dtypes.is_float(dtype) else dtypes.iinfo(dtype).max
+    return np.inf if dtypes.is_inexact(dtype) else dtypes.iinfo(dtype).max
 
 
 cumsum_p, cumsum = _cumulative_primitive("cumsum", np.add, NUMBER)
