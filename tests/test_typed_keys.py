@@ -42,7 +42,7 @@ def test_key_data_round_trip():
     words = random.key_data(random.split(TYPED, 4))
     assert words.shape == (4, 2) and words.dtype == np.uint32
     np.testing.assert_array_equal(random.key_data(random.wrap_key_data(words)), words)
-    assert random.clone(TYPED) is TYPED
+    assert bool(random.clone(TYPED) == TYPED) and random.clone(TYPED).dtype == TYPED.dtype
 
 
 def test_typed_keys_through_jit_vmap_and_tree_functions():
@@ -56,7 +56,7 @@ def test_typed_keys_through_jit_vmap_and_tree_functions():
     mapped = tree_util.tree_map(lambda x: x, {"rng": TYPED})
     np.testing.assert_array_equal(random.key_data(mapped["rng"]), random.key_data(TYPED))
     jaxpr = jaxlite.make_jaxpr(lambda k: random.uniform(k))(TYPED)
-    assert jaxpr.jaxpr.invars[0].aval.shape == (2,)
+    assert str(jaxpr.jaxpr.invars[0].aval.str_short()) == "key<fry>[]"
 
 
 def test_key_errors():

@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxlite.core import errors
 from jaxlite.core.array import Array, intern_signature
+from jaxlite.core.extended import ExtendedArray, is_extended, wrap_physical
 from jaxlite.core.trace import Tracer
 from jaxlite.core.tree_util import tree_unflatten
 
@@ -69,7 +70,7 @@ def delete_donated(flat_args, paired):
 def make_call(entry, executable, in_signatures):
     """The call function of a compiled signature: args -> the output pytree."""
     native = executable.native_entry()
-    if native is None or entry.extra_args:
+    if native is None or entry.extra_args or any(map(is_extended, entry.closed.out_avals)):
         return _general_call(entry)
     return _generated_call(entry, executable, native, in_signatures)
 
@@ -90,15 +91,19 @@ def run_entry(entry, flat_args):
     outs = executable(entry.extra_args + values, {p + extra for p in owned})
     if paired:
         delete_donated(flat_args, paired)
-    return [Array(o, weak) for o, weak in zip(outs, entry.out_weak_types)]
+    return [wrap_physical(Array(o, weak), aval)
+            for o, weak, aval in zip(outs, entry.out_weak_types, entry.closed.out_avals)]
 
 
 def numpy_argument(x, aval):
-    """The numpy value a compiled program takes for one flat argument."""
+    """The numpy value a compiled program takes for one flat argument (a typed key array:
+    its words)."""
     if type(x) is Array:
         return x._value
     if isinstance(x, Tracer):
         raise errors.escaped_tracer_error(x)
+    if isinstance(x, ExtendedArray):
+        return x._physical._value
     return np.asarray(x, aval.dtype)
 
 

@@ -27,7 +27,7 @@ import warnings
 import weakref
 from contextlib import contextmanager
 
-from jaxlite.core import errors
+from jaxlite.core import errors, extended
 from jaxlite.core.array import Array, signature_of
 from jaxlite.core.config import config
 from jaxlite.core import ref as ref_module
@@ -148,6 +148,7 @@ def _compile(closed, name, donated=()):
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
     collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
+    closed = extended.physicalize(closed)     # compiled code sees typed keys as their words
     executable = program_cache.compile_cached(
         closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
         donated)
