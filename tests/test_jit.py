@@ -271,12 +271,14 @@ def _every_primitive():
 
 
 def test_every_primitive_has_a_lowering_or_an_explained_fallback():
+    from jaxlite.core.extended import physical_rules
     from jaxlite.lower import fusion_rules, step_policy
     primitives = _every_primitive()
     assert len(primitives) > 50, "found too few primitives"
     declared = (set(fusion_rules.LOWERINGS) | set(step_policy.FALLBACKS) | set(step_policy.CONTROL_FLOW)
                 | set(step_policy.NATIVE_ROUTINES) | set(step_policy.GEMM_PRIMITIVES)
                 | set(compiler_rewrites)            # computed with simpler primitives
+                | set(physical_rules)               # typed keys: rewritten to their words first
                 | set(call_primitives))             # inlined
     handled = {p.name for p in declared} | set(NEVER_LOWERED)
     missing = sorted(primitives - handled)

@@ -186,6 +186,7 @@ class prng_key(extended):
 
 # The tangent type of values that have no derivative (typed keys): a dtype with no data, as in JAX.
 float0 = np.dtype([("float0", np.void, 0)])
+_SHORT_NAMES[float0] = "float0"
 
 
 class ExtendedDType:

@@ -705,10 +705,15 @@ fusion_rules.elementwise(ne_p, "ne")
 def _physical_comparison(combine, reduction):
     """Typed keys are equal when all their words are (JAX allows == and != on keys)."""
     def rule(in_avals, x, y):
-        from jaxlite.lax import reductions   # reductions build on this module
-        trailing = len(next(a for a in in_avals if is_extended(a)).dtype.physical_shape)
+        from jaxlite.lax import reductions   # reductions and shapes build on this module
+        from jaxlite.lax.shapes import broadcast_in_dim
+        trailing = next(a for a in in_avals if is_extended(a)).dtype.physical_shape
+        shape = in_avals[0].shape if in_avals[0].shape else in_avals[1].shape
+        # A rank-0 key beside a key array: its words are broadcast here, not by the primitive.
+        x, y = (broadcast_in_dim(v, shape + trailing, tuple(range(len(shape), len(shape) + len(trailing))))
+                if a.shape != shape else v for v, a in zip((x, y), in_avals))
         words = combine(x, y)
-        return getattr(reductions, reduction)(words, tuple(range(words.ndim - trailing, words.ndim)))
+        return getattr(reductions, reduction)(words, tuple(range(len(shape), words.ndim)))
     return rule
 
 

@@ -20,7 +20,7 @@ import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import broadcast_shapes, canonicalize_axis
-from jaxlite.core.trace import Tracer
+from jaxlite.core.trace import EVAL_TRACE, Tracer, current_trace
 from jaxlite.lax.base import scalar_like, shape_tuple
 from jaxlite.lax.special import erf, erf_inv
 from jaxlite.numpy.util import promote_to_inexact
@@ -38,6 +38,8 @@ _WORD = 2 ** 32
 
 def PRNGKey(seed):
     """A raw key from an integer seed: the words of `key(seed)`, uint32[2]."""
+    if _is_eager_int(seed):
+        return _int_seed_words(seed)
     return _keys.unwrap(key(seed))
 
 
@@ -45,7 +47,20 @@ def key(seed, *, impl=None):
     """A typed key (dtype key<fry>, shape ()) from an integer seed: its high and low 32-bit
     words. Without x64 a seed is 32 bits wide, so the high word is 0 and a Python int
     keeps only its low 32 bits, as in JAX."""
-    return _keys.seed(_seed_operand(seed), resolve_impl(impl))
+    impl = resolve_impl(impl)
+    if _is_eager_int(seed):
+        return KeyTy(impl).wrap(_int_seed_words(seed))
+    return _keys.seed(_seed_operand(seed), impl)
+
+
+def _is_eager_int(seed):
+    """A Python int seed outside any trace: the common case, whose words are made at once."""
+    return type(seed) is int and current_trace() is EVAL_TRACE
+
+
+def _int_seed_words(seed):
+    high = (seed >> 32) % _WORD if dtypes.x64_enabled() else 0
+    return jnp.asarray(np.array([high, seed % _WORD], dtype=np.uint32))
 
 
 def _seed_operand(seed):
@@ -54,11 +69,11 @@ def _seed_operand(seed):
     if np.ndim(seed):
         raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
                         f"{np.shape(seed)} != (). Use jaxlite.vmap for batching")
-    if isinstance(seed, (int, np.integer)):
+    if isinstance(seed, int):
         wide = dtypes.x64_enabled()
         unsigned, signed = (np.uint64, np.int64) if wide else (np.uint32, np.int32)
-        return np.array(int(seed) % (_WORD ** 2 if wide else _WORD), unsigned).view(signed)[()]
-    return seed
+        return np.array(seed % (_WORD ** 2 if wide else _WORD), unsigned).view(signed)[()]
+    return jnp.asarray(seed)
 
 
 def key_data(keys):
@@ -498,7 +513,7 @@ def _randint(key, shape, minval, maxval, dtype):
 
 def _split_pair(key):
     keys = _split(key, (2,))
-    return [lax.index_in_dim(keys, i, keepdims=False) for i in (0, 1)]
+    return [keys[0], keys[1]]     # concrete keys index their words directly
 
 
 def _clip_to_int(x, dtype):

@@ -253,7 +253,17 @@ def _physical_seed(seeds, impl):
     return per_key(_seed_words, seeds.ndim)(seeds)
 
 
+def _seed_impl(seeds, impl):
+    """_seed_words in numpy (keys are made often, eagerly)."""
+    words = np.zeros(seeds.shape + (2,), np.uint32)
+    if seeds.dtype.itemsize == 8:
+        words[..., 0] = seeds.view(np.uint64) >> 32
+    words[..., 1] = seeds.astype(np.uint32)
+    return words
+
+
 random_seed_p = _key_primitive("random_seed", _seed_aval, _physical_seed)
+random_seed_p.def_impl(_seed_impl)
 random_wrap_p = _key_primitive("random_wrap", _wrap_aval, _identity)
 random_unwrap_p = _key_primitive("random_unwrap", _unwrap_aval, _identity)
 random_split_p = _key_primitive("random_split", _split_aval, _physical_split)
