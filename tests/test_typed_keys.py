@@ -196,3 +196,14 @@ def test_arithmetic_on_keys_raises_type_error(misuse):
         misuse(TYPED)
     with pytest.raises(TypeError):
         jaxlite.jit(misuse)(TYPED)
+
+
+def test_jitted_calls_with_typed_keys_take_the_fast_path():
+    split = jaxlite.jit(lambda k, x: (random.split(k), k, x + 1))
+    first = split(TYPED, 1.0)
+    assert len(split._fast_calls) == 1
+    again = split(TYPED, 1.0)
+    for a, b in zip(first[:2], again[:2]):
+        assert a.dtype == b.dtype == TYPED.dtype
+        np.testing.assert_array_equal(random.key_data(a), random.key_data(b))
+    np.testing.assert_array_equal(random.key_data(again[1]), random.key_data(TYPED))

@@ -19,7 +19,7 @@ control-flow primitives need no entry: their rule rewrites their bodies.
 import weakref
 
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.array import Array, as_array_argument
+from jaxlite.core.array import Array, as_array_argument, intern_signature
 from jaxlite.core.dtypes import ExtendedDType
 
 physical_rules = {}
@@ -28,7 +28,7 @@ physical_rules = {}
 class ExtendedArray:
     """A concrete array of an extended dtype: the dtype and the Array of physical data."""
 
-    __slots__ = ("dtype", "_physical")
+    __slots__ = ("dtype", "_physical", "_signature")   # _signature: see signature_of
     __array_priority__ = 100
 
     def __init__(self, dtype, physical):
@@ -47,6 +47,16 @@ class ExtendedArray:
 
 
 Array.virtual_instance_types += (ExtendedArray,)
+
+
+def signature_of(array):
+    """An extended array's interned signature for jit's fast path (array.signature_of's)."""
+    try:
+        return array._signature
+    except AttributeError:
+        physical = array._physical._value
+        array._signature = intern_signature(array.shape, array.dtype, False, physical.flags.c_contiguous)
+        return array._signature
 
 
 class ExtendedOperand(Exception):

@@ -470,9 +470,11 @@ def _fast_key(signatures):
 
 
 def _array_signatures(args):
-    """The interned signature of each argument if all are Arrays, else None."""
+    """The interned signature of each argument if all are Arrays (or typed key arrays), else None."""
     if all(type(x) is Array for x in args):
         return tuple(map(signature_of, args))
+    if all(type(x) is Array or isinstance(x, extended.ExtendedArray) for x in args):
+        return tuple(signature_of(x) if type(x) is Array else extended.signature_of(x) for x in args)
     return None
 
 
