@@ -208,3 +208,23 @@ def test_jitted_calls_with_typed_keys_take_the_fast_path():
         assert a.dtype == b.dtype == TYPED.dtype
         np.testing.assert_array_equal(random.key_data(a), random.key_data(b))
     np.testing.assert_array_equal(random.key_data(again[1]), random.key_data(TYPED))
+
+
+def test_array_methods_on_key_arrays_eagerly_and_under_jit():
+    keys = random.split(TYPED, 4)
+    words = np.asarray(random.key_data(keys))
+    cases = [(lambda ks, k: ks.at[1].set(k), words[[0, 0, 2, 3]]),
+             (lambda ks, k: ks.take(jnp.array([3, 1])), words[[3, 1]]),
+             (lambda ks, k: ks.reshape(2, 2).transpose().swapaxes(0, 1).reshape(4, 1).squeeze(), words),
+             (lambda ks, k: jnp.take(ks, jnp.array([0, 7])), np.array([words[0], [2 ** 32 - 1] * 2]))]
+    for fun, expected in cases:
+        np.testing.assert_array_equal(random.key_data(fun(keys, keys[0])), expected)
+        np.testing.assert_array_equal(random.key_data(jaxlite.jit(fun)(keys, keys[0])), expected)
+
+
+def test_aot_stages_with_keys():
+    lowered = jaxlite.jit(lambda k: random.split(k)).lower(TYPED)
+    assert "u32[2]" in lowered.as_text()       # compiled code sees the words
+    np.testing.assert_array_equal(random.key_data(lowered.compile()(TYPED)), random.key_data(random.split(TYPED)))
+    traced = jaxlite.jit(lambda k: random.split(k, 3)).trace(jaxlite.ShapeDtypeStruct((), random.key_dtype()))
+    assert str(traced.jaxpr.jaxpr.outvars[0].aval.str_short()) == "key<fry>[3]"

@@ -94,7 +94,10 @@ def _scatter_to_gather_dnums(d):
 
 
 def default_fill_value(dtype):
-    """What an out-of-bounds gather reads by default: NaN, the most negative int, ..."""
+    """What an out-of-bounds gather reads by default: NaN, the most negative int, ...
+    (a typed key: that of its words)."""
+    if isinstance(dtype, dtypes.ExtendedDType):
+        dtype = dtype.physical_dtype
     if dtypes.is_inexact(dtype):
         return float("nan")
     if dtypes.is_complex(dtype):

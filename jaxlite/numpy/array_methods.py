@@ -115,7 +115,8 @@ for _name in ("sum", "prod", "mean", "max", "min", "all", "any", "var", "std", "
 
 
 def install():
-    # Typed key arrays get the operators too, so arithmetic on them raises as on traced keys.
+    # Typed key arrays get the operators and methods too (their own fast indexing and reshaping
+    # come first), so they behave, and arithmetic on them raises, as on traced keys.
     for cls in (Array, Tracer, ExtendedArray):
         for name, fn in _BINARY.items():
             setattr(cls, f"__{name}__", _defer_to_others(fn))
@@ -124,7 +125,6 @@ def install():
             setattr(cls, f"__{name}__", _defer_to_others(fn))
         for name, fn in _UNARY.items():
             setattr(cls, f"__{name}__", fn)
-    for cls in (Array, Tracer):
         for name, fn in _METHODS.items():
             setattr(cls, name, fn)
     for name, attribute in array_api.ARRAY_METHODS.items():
