@@ -259,6 +259,7 @@ NEVER_LOWERED = {
     "pvary": "passes._identity replaces it by its operand (only its transpose does something)",
     "replicated_output": "passes._identity replaces it by its operand (only its transpose does something)",
     "fft": "its operands or results are complex: complex_split makes it fft_pairs (the native routine, fft_kernels)",
+    "dce_sink": "it has no results, so the compiler's dead-code elimination removes it",
 }
 
 
