@@ -29,7 +29,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import dtypes, errors
+from jaxlite.core import dtypes, errors, extended
 from jaxlite.core.array import Array, intern_signature, signature_of
 from jaxlite.core.config import config
 from jaxlite.core import ref as ref_module
@@ -152,6 +152,7 @@ def _compile(closed, name, donated=()):
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
     collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
+    closed = extended.physicalize(closed)     # compiled code sees typed keys as their words
     executable = program_cache.compile_cached(
         closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
         donated)
@@ -511,9 +512,11 @@ def _numpy_signature(shape, dtype, contiguous):
 
 
 def _array_signatures(args):
-    """The interned signature of each argument if all are Arrays, else None."""
+    """The interned signature of each argument if all are Arrays (or typed key arrays), else None."""
     if all(type(x) is Array for x in args):
         return tuple(map(signature_of, args))
+    if all(type(x) is Array or isinstance(x, extended.ExtendedArray) for x in args):
+        return tuple(signature_of(x) if type(x) is Array else extended.signature_of(x) for x in args)
     return None
 
 
