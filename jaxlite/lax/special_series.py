@@ -21,6 +21,7 @@ from jaxlite.lax.elementwise import (abs, convert_element_type, exp, floor, full
                                      log, log1p, pow, select_n, sign, sqrt)
 from jaxlite.lax.reductions import reduce_or
 from jaxlite.lax.special import digamma, lgamma
+from jaxlite.transforms import ad
 from jaxlite.transforms.ad import jvp
 from jaxlite.transforms.custom_derivatives import custom_jvp
 
@@ -479,3 +480,23 @@ def bessel_i0e(x):
 def bessel_i1e(x):
     """exp(-|x|) I1(x)."""
     return bessel_i1e_p.bind(*_float_operands("bessel_i1e", x))
+
+
+# Derivatives in closed form (I0' = I1, I1' = I0 - I1 / x), not through the series: the
+# series' own derivative doubles its length, and under jit its float64 transpose made one
+# kernel too deep to lower. Each rule calls the other primitive, so every order follows.
+def _bessel_i0e_jvp(x_dot, x):
+    return x_dot * (bessel_i1e_p.bind(x) - sign(x) * bessel_i0e_p.bind(x))
+
+
+def _bessel_i1e_jvp(tangents, out, x):
+    """At |x| <= eps, where 1/x overflows, the slope is its limit 1/2."""
+    eps = dtypes.finfo(x.dtype).eps
+    not_tiny = abs(x) > eps
+    safe_x = where(not_tiny, x, full_like(x, eps))
+    slope = bessel_i0e_p.bind(safe_x) - out * (sign(safe_x) + 1 / safe_x)
+    return tangents[0] * where(not_tiny, slope, full_like(x, 0.5))
+
+
+ad.defjvp(bessel_i0e_p, _bessel_i0e_jvp)
+ad.defjvp_with_output(bessel_i1e_p, _bessel_i1e_jvp)
