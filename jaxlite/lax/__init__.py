@@ -31,6 +31,7 @@ from jaxlite.lax.other import (
     PrecisionLike, Tolerance, batch_matmul, conv_general_dilated_local, index_take, platform_dependent,
     scatter_apply, shape_as_value, stage)
 from jaxlite.lax.ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
+from jaxlite.lax.scaled_dot import scaled_dot
 from jaxlite.lax.rng import RandomAlgorithm, mulhi, mulhi_p, rng_bit_generator, rng_bit_generator_p, rng_uniform, rng_uniform_p
 from jaxlite.lax.slicing import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_index_in_dim,
