@@ -53,7 +53,7 @@ __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
     "ad", "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
     "dtypes", "errors", "experimental", "extend", "flatten_util", "image", "interpreters", "lax", "nn",
     "numpy", "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
-    lazy_submodules=_LAZY_SUBMODULES)
+    lazy_names=_LAZY_SUBMODULES)
 
 __version__ = "0.1.0"
 
