@@ -57,10 +57,6 @@ __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
 
 __version__ = "0.1.0"
 
-# The compiler's start-up (imports, LLVM, the call trampoline) begins now, in the background.
-from jaxlite.lower.warm_up import start as _start_warm_up  # noqa: E402
-_start_warm_up()
-
 
 def effects_barrier():
     """Wait until the side effects (callbacks) of computations already run are done: jaxlite

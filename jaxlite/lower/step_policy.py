@@ -15,7 +15,8 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.dtypes import is_narrow
-from jaxlite.lower import collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.lower import (collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, native_pool,
+                           sort_kernels)
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -205,7 +206,7 @@ def gemm_sizes(eqn):
 
 # Every GEMM step may use the CPUs this process may run on; its plan (autotune.py) says
 # how many threads it takes and how it splits C among them.
-GEMM_THREADS = gemm.available_cpus()
+GEMM_THREADS = native_pool.available_cpus()
 
 
 def _free_dims(eqn):
