@@ -112,13 +112,20 @@ def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False, out_dtype
 
 
 # Float dtypes whose subnormals DAZ reads as zeros -> their smallest normal. float16's are
-# float32 normals once widened.
-_FLUSHED_FLOATS = {np.dtype(t): dtypes.finfo(t).tiny for t in (np.float32, np.float64, dtypes.bfloat16)}
+# float32 normals once widened. bfloat16 joins when ml_dtypes is loaded (no value has it before).
+_FLUSHED_FLOATS = {np.dtype(t): np.finfo(t).tiny for t in (np.float32, np.float64)}
+
+
+def _flushed_float_tiny(dtype):
+    tiny = _FLUSHED_FLOATS.get(dtype)
+    if tiny is None and dtypes.is_bfloat16(dtype):
+        tiny = _FLUSHED_FLOATS[dtype] = dtypes.finfo(dtype).tiny
+    return tiny
 
 
 def _reading_subnormals_as_zero(numpy_fn):
     def impl(x, **params):
-        tiny = _FLUSHED_FLOATS.get(x.dtype)
+        tiny = _flushed_float_tiny(x.dtype)
         if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
             magnitude = np.abs(x)
             if magnitude.min() < tiny:                # zeros, or subnormals
@@ -133,6 +140,11 @@ def _reading_subnormals_as_zero(numpy_fn):
 _FLOAT_MODE_DTYPES = frozenset(_FLUSHED_FLOATS) | {np.dtype(np.complex64), np.dtype(np.complex128)}
 
 
+def _in_float_mode(operand):
+    dtype = getattr(operand, "dtype", None)
+    return dtype in _FLOAT_MODE_DTYPES or dtypes.is_bfloat16(dtype)
+
+
 def flushing_subnormals(numpy_fn):
     """numpy_fn on float32/float64/bfloat16 (and complex) operands run as compiled code runs (and XLA:CPU,
     eager and jit): subnormal operands and results flushed to signed zeros (FTZ/DAZ set in
@@ -140,7 +152,7 @@ def flushing_subnormals(numpy_fn):
     flushed = []
 
     def impl(*operands, **params):
-        if not any(getattr(x, "dtype", None) in _FLOAT_MODE_DTYPES for x in operands):
+        if not any(_in_float_mode(x) for x in operands):
             return numpy_fn(*operands, **params)
         if not flushed:
             from jaxlite.lower.float_mode import flushing_subnormals as in_float_mode

@@ -38,7 +38,7 @@ def _accumulating_in_float32(numpy_fn):
     """A sum or product of 16-bit floats accumulated in float32 and rounded once, as compiled
     code does (and XLA, for jnp.sum and jnp.prod); numpy would round every partial result."""
     def reduce(x, axis):
-        if x.dtype in (dtypes.bfloat16, dtypes.float16):
+        if dtypes.is_16bit_float(x.dtype):
             return numpy_fn(x.astype(np.float32), axis=axis).astype(x.dtype)
         return numpy_fn(x, axis=axis)
     return reduce

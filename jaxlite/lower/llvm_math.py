@@ -23,7 +23,9 @@ in w = -log(1 - y^2) (vectorized), the float64 one and digamma in double with li
 Polynomial coefficients are fitted at import by Chebyshev interpolation (near-minimax) so each
 table states the function and interval it approximates instead of a column of magic numbers.
 """
+import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -66,11 +68,26 @@ FORMAT64 = _Format(64, 52, 1023, np.float64)
 # ---------------------------------------------------------------------------------------------
 # Constants and polynomial tables
 
-def _fit(func, lo, hi, degree):
-    """Power-basis coefficients, lowest first, of the Chebyshev interpolant of func on [lo, hi]."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        interpolant = Chebyshev.interpolate(func, degree, domain=[lo, hi])
-    return tuple(interpolant.convert(kind=Polynomial).coef)
+class _fit(Sequence):
+    """Power-basis coefficients, lowest first, of the Chebyshev interpolant of func on [lo, hi].
+    Fitted when first read: the tables' fits cost ~15 ms, which a process compiling no such
+    function (or loading its programs from the persistent cache) need not pay."""
+
+    def __init__(self, func, lo, hi, degree):
+        self._arguments = (func, lo, hi, degree)
+
+    @functools.cached_property
+    def coefficients(self):
+        func, lo, hi, degree = self._arguments
+        with np.errstate(divide="ignore", invalid="ignore"):
+            interpolant = Chebyshev.interpolate(func, degree, domain=[lo, hi])
+        return tuple(interpolant.convert(kind=Polynomial).coef)
+
+    def __getitem__(self, index):
+        return self.coefficients[index]
+
+    def __len__(self):
+        return len(self.coefficients)
 
 
 def _divided_by(func, t, value_at_zero):

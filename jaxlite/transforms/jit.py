@@ -18,9 +18,11 @@ pass later flattens. Evaluating `jit_p` eagerly compiles its body (cached by the
 jaxpr object, which those helpers memoize so repeated transforms reuse it).
 """
 import collections
+import functools
 import inspect
 import logging
 import operator
+import sys
 import threading
 import types
 import warnings
@@ -39,6 +41,7 @@ from jaxlite.core.ref import Ref
 from jaxlite.core.staging import _aval_of_spec, abstractify, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace, float_checks
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
+from jaxlite.lower import warm_up
 from jaxlite.transforms import ad, batching, dispatch, stages
 from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
 
@@ -146,18 +149,26 @@ class _CacheEntry:
 def _compile(closed, name, donated=()):
     """Machine code for `closed`: from the persistent cache when configured (as in JAX, this
     still counts and logs as a compile; disk_cache.stats tells hits apart), else compiled."""
-    from jaxlite.lower import collectives, pipeline, program_cache
+    # Only what a hit in the persistent cache needs is imported here: the compiler (pipeline,
+    # ~60 ms of imports: the code generators) when there is something to compile.
+    from jaxlite.lower import program_cache
     if config.jax_log_compiles:
         shown = ", ".join(a.str_short() for a in closed.in_avals)
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
-    collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
+    collectives = sys.modules.get("jaxlite.lower.collectives")   # imported by any MPI job's set-up
+    if collectives is not None:
+        collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
     closed = extended.physicalize(closed)     # compiled code sees typed keys as their words
-    executable = program_cache.compile_cached(
-        closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
-        donated)
+    executable = program_cache.compile_cached(closed, name, functools.partial(_compile_program, donated=donated),
+                                              donated)
     _warn_unusable_donations(executable.donation.unusable)
     return executable
+
+
+def _compile_program(closed, name, donated):
+    from jaxlite.lower import pipeline
+    return pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated)
 
 
 def _warn_unusable_donations(avals):
@@ -229,6 +240,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), d
     if backend not in (None, "cpu"):
         raise RuntimeError(f"jit(backend={backend!r}): jaxlite has only the 'cpu' backend")
     errors.check_callable(fun, "jit")
+    warm_up.start()     # the compiler's start-up, in the background (lower/warm_up.py)
     return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
