@@ -125,15 +125,33 @@ def _flushed_float_tiny(dtype):
 
 def _reading_subnormals_as_zero(numpy_fn):
     def impl(x, **params):
-        tiny = _flushed_float_tiny(x.dtype)
-        if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
-            magnitude = np.abs(x)
-            if magnitude.min() < tiny:                # zeros, or subnormals
-                subnormal = (magnitude < tiny) & (magnitude > 0)
-                if subnormal.any():
-                    x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
-        return numpy_fn(x, **params)
+        return numpy_fn(subnormals_flushed(x), **params)
     return impl
+
+
+def subnormals_flushed(x):
+    """x with its subnormals as signed zeros (float32/float64/bfloat16; others unchanged), as
+    FTZ/DAZ make compiled code read and write them."""
+    tiny = _flushed_float_tiny(x.dtype)
+    if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
+        magnitude = np.abs(x)
+        if magnitude.min() < tiny:                # zeros, or subnormals
+            subnormal = (magnitude < tiny) & (magnitude > 0)
+            if subnormal.any():
+                x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
+    return x
+
+
+def flushed_below(dtype):
+    """The smallest normal of a dtype whose subnormals compiled code flushes, else None."""
+    tiny = _flushed_float_tiny(np.dtype(dtype))
+    return None if tiny is None else float(tiny)
+
+
+def smallest_nonzero_magnitude(x):
+    """min |x| over x's nonzero entries (inf when there are none), as a Python float."""
+    magnitude = np.abs(x)
+    return float(np.min(magnitude, where=magnitude > 0, initial=np.inf))
 
 
 # Complex values are pairs of these floats to the hardware.

@@ -86,12 +86,18 @@ def _divide(x, y):
     return np.divide(x, y)
 
 
+def _div_jvp_denominator(t, x, y):
+    """-t x / y^2 rounded as JAX's rule rounds it, -t * x * y^-2: where the two terms of a
+    quotient's derivative nearly cancel (sin(s) / s near 0), a last-bit difference is the result."""
+    return mul(mul(neg(t), x), integer_pow(y, -2))
+
+
 div_p = naryop_primitive("div", _divide, NUMBER)
 fusion_rules.elementwise(div_p, "div")
 div = _bind_nary(div_p)
 defjvp(div_p,
        lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(neg(t), div(div(x, y), y)))
+       lambda t, x, y: _div_jvp_denominator(t, x, y))
 ad.transpose_rules[div_p] = lambda ct, x, y: [unbroadcast(div(ct, y), x.aval), None]
 
 
@@ -109,11 +115,16 @@ defjvp(rem_p,
        lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
 
 def _power(x, y):
-    """Through float64 for narrower floats: numpy's float32 power is off by an ulp at times
-    (9.5 ** 9.5 and larger), which the compiled pow, like XLA's, is not."""
-    if x.dtype.itemsize < 8 and dtypes.is_float(x.dtype):
-        return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
-    return np.power(x, y)
+    """libm's pow, as the compiled kernels (and XLA:CPU's) call it: numpy's float32 power is
+    its own approximation (a fifth of its results differ by an ulp), and even float64 pow
+    rounded to float32 differs from powf near a rounding tie. 16-bit floats go through powf
+    and one rounding, as jit computes them."""
+    if not dtypes.is_float(x.dtype):
+        return np.power(x, y)
+    from jaxlite.lower import libm_loops          # loads llvmlite: only when a float pow runs
+    if x.dtype.itemsize < 4:
+        return libm_loops.apply("pow", x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+    return libm_loops.apply("pow", x, y)
 
 
 pow_p = naryop_primitive("pow", _power, INEXACT)
