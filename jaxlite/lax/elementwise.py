@@ -117,8 +117,10 @@ def _power(x, y):
 pow_p = naryop_primitive("pow", _power, INEXACT)
 fusion_rules.elementwise(pow_p, "pow")
 def pow(x, y):
-    """x ** y; a Python scalar exponent takes x's dtype (JAX's pow takes an integer exponent)."""
-    y = scalar_like(x, y) if dtypes.is_python_scalar(y) and hasattr(x, "dtype") else y
+    """x ** y; a Python int exponent takes x's dtype (JAX's pow takes an integer exponent), a
+    Python float or complex one is of its default dtype, which x's must be (as JAX's)."""
+    if type(y) is int and hasattr(x, "dtype"):
+        y = scalar_like(x, y)
     return pow_p.bind(*as_operands(x, y))
 
 
@@ -460,7 +462,7 @@ defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 exp2_p = unary_primitive("exp2", np.exp2, INEXACT)
 fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
-defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
+defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, scalar_like(out, float(np.log(2))))))
 
 log_p = unary_primitive("log", np.log, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(log_p, "log")
@@ -493,7 +495,7 @@ def _rsqrt(x):
 rsqrt_p = unary_primitive("rsqrt", _rsqrt, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
-defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
+defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), scalar_like(out, -0.5))))
 
 cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(cbrt_p, "cbrt")
