@@ -6,7 +6,9 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.array import Array
 from jaxlite.core.primitive import Primitive
+from jaxlite.core.trace import EVAL_TRACE, set_current_trace
 from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, ORDERED, REAL, as_operand,
                               as_operands, check_dtype, flushing_subnormals, naryop_primitive, scalar_like,
                               unary_primitive)
@@ -441,7 +443,8 @@ def _integer_pow_aval(x, y):
 def _integer_pow_jvp(t, x, y):
     if y == 0:
         return mul(t, scalar_like(t, 0))
-    return mul(t, mul(integer_pow(x, y - 1), scalar_like(x, y)))
+    # As JAX writes it: y * x ** (y - 1), the power left out when it is x itself.
+    return mul(t, mul(scalar_like(x, y), x if y == 2 else integer_pow(x, y - 1)))
 
 
 defjvp(integer_pow_p, _integer_pow_jvp)
@@ -827,6 +830,9 @@ def convert_element_type(x, new_dtype, weak_type=False):
     x = as_operand(x, new_dtype if dtypes.is_python_scalar(x) else None)
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x
+    if type(x) is Array:        # a constant: converted now (JAX folds it), never staged
+        with set_current_trace(EVAL_TRACE):
+            return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 

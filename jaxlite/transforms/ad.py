@@ -890,7 +890,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         out, vjp_fun, *aux = vjp(partial, *chosen, has_aux=has_aux)
         _check_scalar_output(out, holomorphic)
         from jaxlite import lax
-        grads = vjp_fun(lax.full((), 1, aval_of(as_array_argument(out)).dtype))
+        out_aval = aval_of(as_array_argument(out))     # the seed is weakly typed as the output (as JAX)
+        grads = vjp_fun(lax.convert_element_type(1, out_aval.dtype, weak_type=out_aval.weak_type))
         grads = grads[0] if isinstance(argnums, int) else grads
         return ((out, aux[0]) if has_aux else out), grads
 
