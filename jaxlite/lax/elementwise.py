@@ -6,7 +6,9 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.array import Array
 from jaxlite.core.primitive import Primitive
+from jaxlite.core.trace import EVAL_TRACE, set_current_trace
 from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, ORDERED, REAL, as_operand,
                               as_operands, check_dtype, flushing_subnormals, naryop_primitive, scalar_like,
                               unary_primitive)
@@ -130,8 +132,10 @@ def _power(x, y):
 pow_p = naryop_primitive("pow", _power, INEXACT)
 fusion_rules.elementwise(pow_p, "pow")
 def pow(x, y):
-    """x ** y; a Python scalar exponent takes x's dtype (JAX's pow takes an integer exponent)."""
-    y = scalar_like(x, y) if dtypes.is_python_scalar(y) and hasattr(x, "dtype") else y
+    """x ** y; a Python int exponent takes x's dtype (JAX's pow takes an integer exponent), a
+    Python float or complex one is of its default dtype, which x's must be (as JAX's)."""
+    if type(y) is int and hasattr(x, "dtype"):
+        y = scalar_like(x, y)
     return pow_p.bind(*as_operands(x, y))
 
 
@@ -452,7 +456,8 @@ def _integer_pow_aval(x, y):
 def _integer_pow_jvp(t, x, y):
     if y == 0:
         return mul(t, scalar_like(t, 0))
-    return mul(t, mul(integer_pow(x, y - 1), scalar_like(x, y)))
+    # As JAX writes it: y * x ** (y - 1), the power left out when it is x itself.
+    return mul(t, mul(scalar_like(x, y), x if y == 2 else integer_pow(x, y - 1)))
 
 
 defjvp(integer_pow_p, _integer_pow_jvp)
@@ -473,7 +478,7 @@ defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 exp2_p = unary_primitive("exp2", np.exp2, INEXACT)
 fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
-defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
+defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, scalar_like(out, float(np.log(2))))))
 
 log_p = unary_primitive("log", np.log, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(log_p, "log")
@@ -506,7 +511,7 @@ def _rsqrt(x):
 rsqrt_p = unary_primitive("rsqrt", _rsqrt, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
-defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
+defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), scalar_like(out, -0.5))))
 
 cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(cbrt_p, "cbrt")
@@ -863,6 +868,9 @@ def convert_element_type(x, new_dtype, weak_type=False):
     x = as_operand(x, new_dtype if dtypes.is_python_scalar(x) else None)
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x
+    if type(x) is Array:        # a constant: converted now (JAX folds it), never staged
+        with set_current_trace(EVAL_TRACE):
+            return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 
