@@ -3,6 +3,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_axis
+from jaxlite.core.ir import print_params_jaxlite_omits
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, ORDERED, as_operand, check_dtype, flushing_subnormals
 from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
@@ -38,7 +39,7 @@ def _accumulating_in_float32(numpy_fn):
     """A sum or product of 16-bit floats accumulated in float32 and rounded once, as compiled
     code does (and XLA, for jnp.sum and jnp.prod); numpy would round every partial result."""
     def reduce(x, axis):
-        if x.dtype in (dtypes.bfloat16, dtypes.float16):
+        if dtypes.is_16bit_float(x.dtype):
             return numpy_fn(x.astype(np.float32), axis=axis).astype(x.dtype)
         return numpy_fn(x, axis=axis)
     return reduce
@@ -60,6 +61,7 @@ def _expand_reduced(x, shape, axes):
 
 
 reduce_sum_p = _reduction_primitive("reduce_sum", _accumulating_in_float32(np.sum), NUMBER)
+print_params_jaxlite_omits(reduce_sum_p, out_sharding=None)
 fusion_rules.reduction(reduce_sum_p, "sum")
 reduce_sum = _binder(reduce_sum_p)
 ad.deflinear(reduce_sum_p, lambda ct, x, axes: [_expand_reduced(ct, x.aval.shape, axes)])

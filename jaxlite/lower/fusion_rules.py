@@ -527,7 +527,7 @@ def dot_compute_dtype(lhs_dtype, out_dtype):
     """The accumulation dtype, as the numpy implementation chooses it."""
     import numpy as np
     compute = np.promote_types(out_dtype, lhs_dtype)
-    if compute in (dtypes.bfloat16, dtypes.float16):
+    if dtypes.is_16bit_float(compute):
         return np.dtype(np.float32)
     return compute
 

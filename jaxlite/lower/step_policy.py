@@ -13,8 +13,10 @@ import logging
 
 import numpy as np
 
-from jaxlite.core.dtypes import bfloat16, is_narrow
-from jaxlite.lower import collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.core import dtypes
+from jaxlite.core.dtypes import is_narrow
+from jaxlite.lower import (collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, native_pool,
+                           sort_kernels)
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -144,7 +146,7 @@ def operand_dtypes(eqn):
     """The dtypes a product's operands multiply in: bf16 for the float32 operands a bf16 GEMM
     step rounds itself (quantized.round_bf16_operands_in_gemms), else their own."""
     rounded = eqn.params.get("rounded", ()) if eqn.primitive is dot_epilogue_p else ()
-    return [np.dtype(bfloat16) if i in rounded else v.aval.dtype for i, v in enumerate(eqn.inputs[:2])]
+    return [dtypes.bfloat16 if i in rounded else v.aval.dtype for i, v in enumerate(eqn.inputs[:2])]
 
 
 def is_low_precision_gemm(eqn):
@@ -156,7 +158,7 @@ def is_int8_gemm(eqn):
 
 
 def is_bf16_gemm(eqn):
-    return is_low_precision_gemm(eqn) and operand_dtypes(eqn)[0] == bfloat16
+    return is_low_precision_gemm(eqn) and dtypes.is_bfloat16(operand_dtypes(eqn)[0])
 
 
 def epilogue_fusable(eqn):
@@ -164,7 +166,7 @@ def epilogue_fusable(eqn):
     bf16 one, which also rounds its result to bf16 when the next product reads it so
     (epilogues.ROUND_BF16). int8 products fuse their dequantization, bias and relu in
     quantized.int8_matmul."""
-    return gemm_applies(eqn) and (low_precision_gemm(eqn) is None or operand_dtypes(eqn)[0] == bfloat16)
+    return gemm_applies(eqn) and (low_precision_gemm(eqn) is None or dtypes.is_bfloat16(operand_dtypes(eqn)[0]))
 
 
 def gemm_applies(eqn):
@@ -208,7 +210,7 @@ def gemm_sizes(eqn):
 
 # Every GEMM step may use the CPUs this process may run on; its plan (autotune.py) says
 # how many threads it takes and how it splits C among them.
-GEMM_THREADS = gemm.available_cpus()
+GEMM_THREADS = native_pool.available_cpus()
 
 
 def _free_dims(eqn):
