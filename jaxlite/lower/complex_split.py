@@ -506,24 +506,25 @@ GAUSS_MIN_CONTRACTION = 256
 
 
 def _tree_reduction(combine, identity):
-    """reduce_prod/max/min of complex values: rounds of pairwise `combine` (of Pairs) over
-    the reduced axes, merged into one (reductions.pairwise_tree)."""
+    """reduce_prod/max/min of complex values: rounds of pairwise `combine` (of Pairs) along
+    each reduced axis in turn, the last first (reductions.pairwise_tree: contiguous halves,
+    no transposed copy)."""
     def rule(eqn, x):
-        axes = eqn.params["axes"]
-        parts = [reductions.grouped_last(part, axes) for part in (x.re, x.im)]
-        re, im = reductions.pairwise_tree(lambda a, b: _parts_of(combine(Pair(*a), Pair(*b))), parts,
-                                          [identity.real, identity.imag])
-        return Pair(re, im)
+        parts = [x.re, x.im]
+        for axis in sorted(eqn.params["axes"], reverse=True):
+            parts = reductions.pairwise_tree(lambda a, b: _parts_of(combine(Pair(*a), Pair(*b))), parts,
+                                             [identity.real, identity.imag], axis)
+        return Pair(*parts)
     return rule
 
 
-def _prefix_combination(combine):
+def _prefix_combination(combine, identity):
     """cumprod/cummax/cummin of complex values: a parallel prefix scan of `combine` (of Pairs)
-    in rounds of elementwise kernels, as JAX computes them (lax.associative_scan)."""
+    in rounds of elementwise kernels (cumulative.prefix_scan)."""
     def rule(eqn, x):
-        def on_parts(a, b):
-            return tuple(_parts_of(combine(Pair(*a), Pair(*b))))
-        re, im = lax.associative_scan(on_parts, (x.re, x.im), reverse=eqn.params["reverse"], axis=eqn.params["axis"])
+        re, im = cumulative.prefix_scan(lambda a, b: _parts_of(combine(Pair(*a), Pair(*b))),
+                                        [identity.real, identity.imag], [x.re, x.im], eqn.params["axis"],
+                                        eqn.params["reverse"])
         return Pair(re, im)
     return rule
 
@@ -662,9 +663,9 @@ RULES = {
     slicing.scatter_mul_p: _scatter_entry_by_entry(_mul),
     slicing.scatter_max_p: _scatter_entry_by_entry(_greater(lax.gt)),
     slicing.scatter_min_p: _scatter_entry_by_entry(_greater(lax.lt)),
-    cumulative.cumprod_p: _prefix_combination(_mul),
-    cumulative.cummax_p: _prefix_combination(_greater(lax.gt)),
-    cumulative.cummin_p: _prefix_combination(_greater(lax.lt)),
+    cumulative.cumprod_p: _prefix_combination(_mul, 1),
+    cumulative.cummax_p: _prefix_combination(_greater(lax.gt), complex(-np.inf, -np.inf)),
+    cumulative.cummin_p: _prefix_combination(_greater(lax.lt), complex(np.inf, np.inf)),
     ew.integer_pow_p: lambda eqn, x: _integer_pow(x, eqn.params["y"]),
     **{primitive: _elementwise(fn) for primitive, fn in (
         (ew.max_p, _greater(lax.gt)), (ew.min_p, _greater(lax.lt)), (ew.add_p, _add), (ew.add_any_p, _add), (ew.sub_p, _sub), (ew.mul_p, _mul), (ew.div_p, _div),
