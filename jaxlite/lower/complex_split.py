@@ -196,12 +196,16 @@ def _on_parts_impl(*parts, primitive, params, in_avals):
     return [_as_parts(out) if dtypes.is_complex(out.dtype) else out for out in outs]
 
 
+def _inner_out_avals(primitive, params, in_avals):
+    outs = primitive.abstract_eval(*in_avals, **dict(params))
+    return outs if primitive.multiple_results else [outs]
+
+
 def inner_eqn(eqn):
     """The equation an on_parts equation computes, on its complex values (its native routine's spec)."""
-    primitive, params = eqn.params["primitive"], dict(eqn.params["params"])
-    outs = primitive.abstract_eval(*eqn.params["in_avals"], **params)
-    outs = outs if primitive.multiple_results else [outs]
-    return Eqn(primitive, [Var(aval) for aval in eqn.params["in_avals"]], params, [Var(aval) for aval in outs])
+    primitive, params, in_avals = eqn.params["primitive"], eqn.params["params"], eqn.params["in_avals"]
+    return Eqn(primitive, [Var(aval) for aval in in_avals], dict(params),
+               [Var(aval) for aval in _inner_out_avals(primitive, params, in_avals)])
 
 
 # A primitive with a native routine on complex buffers, its complex operands and results given
@@ -210,8 +214,7 @@ def inner_eqn(eqn):
 on_parts_p = Primitive("on_parts", multiple_results=True)
 on_parts_p.def_impl(_on_parts_impl)
 on_parts_p.def_abstract_eval(lambda *parts, primitive, params, in_avals: [
-    pair_aval(out.aval) for out in inner_eqn(Eqn(on_parts_p, [], dict(primitive=primitive, params=params,
-                                                                      in_avals=in_avals), [])).outputs])
+    pair_aval(aval) for aval in _inner_out_avals(primitive, params, in_avals)])
 
 
 def _parts(z):
