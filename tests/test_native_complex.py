@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
-from jaxlite.test_util import assert_same_bits, check_grads, enable_x64
+from jaxlite.test_util import assert_same_bits, cache_hits_in_a_second_process, check_grads, enable_x64
 
 COMPLEX = [np.complex64, np.complex128]
 
@@ -210,6 +210,26 @@ def test_a_matrix_geev_fails_on_is_nan_under_jit():
     got = jaxlite.jit(lax.linalg.eig)(a)
     assert_same_bits(got, lax.linalg.eig(a))
     assert np.isnan(np.asarray(got[0])[1]).all() and not np.isnan(np.asarray(got[0])[[0, 2]]).any()
+
+
+_CACHED_COMPLEX_LAPACK = """
+import numpy as np, jaxlite
+from jaxlite import lax
+from jaxlite.lower import disk_cache
+jaxlite.config.update("jax_compilation_cache_dir", {cache!r})
+a = np.random.default_rng(4).standard_normal((2, 5, 5)).astype(np.float32)
+z = (a + 1j * a[:, ::-1]).astype(np.complex64)
+fun = lambda a, z: (lax.linalg.eig(a), lax.linalg.svd(z), lax.linalg.lu(z), lax.linalg.qr(a, pivoting=True))
+got, want = jaxlite.jit(fun)(a, z), fun(a, z)
+leaves = jaxlite.tree_util.tree_leaves
+assert all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(leaves(got), leaves(want)))
+print(disk_cache.stats["hits"])
+"""
+
+
+def test_cached_complex_routines_link_to_this_processs_lapack(tmp_path):
+    """Routines stored by one process call zgesdd, dgeev... by our symbol names, bound again in the next."""
+    assert cache_hits_in_a_second_process(_CACHED_COMPLEX_LAPACK, tmp_path / "cache") > 0
 
 
 LINALG = {
