@@ -299,5 +299,7 @@ def test_complex_scatters_searchsorted_and_poly_as_numpy():
         np.testing.assert_array_equal(jnp.searchsorted(keys, z[::-1]), np.searchsorted(keys, z[::-1]))
         square = z[:4].reshape(2, 2)
         _assert_close(jnp.poly(square), np.poly(square).astype(np.complex128), rtol=1e-12)
+        _assert_close(jnp.polyder(z), np.polyder(z), rtol=1e-13)     # complex coefficients stay complex
+        _assert_close(jnp.polyint(z[:3]), np.polyint(z[:3]), rtol=1e-13)
     with pytest.raises(ValueError, match="square 2d"):
         jnp.poly(jnp.ones((2, 3)))

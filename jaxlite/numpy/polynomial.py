@@ -13,9 +13,7 @@ from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_d
 def _inexact(name, *arrays):
     """Arrays in their common dtype, made inexact, without broadcasting their shapes."""
     check_arraylike(name, *arrays)
-    arrays = promote_dtypes(*arrays)
-    dtype = arrays[0].dtype if dtypes.is_float(arrays[0].dtype) else dtypes.default_float_dtype()
-    return [lax.convert_element_type(a, dtype) for a in arrays]
+    return promote_dtypes_inexact(*arrays)
 
 
 def _coefficients(name, *polys):
