@@ -45,19 +45,22 @@ def _accumulate_in(ufunc, x, axis, reverse):
     return (np.flip(out, axis) if reverse else out).astype(x.dtype)
 
 
-def _prefix_scan(combine, identity, x, axis, reverse):
-    """Inclusive scan of an associative `combine` in lax operations (used for JVPs)."""
-    if reverse:
-        x = rev(x, (axis,))
-    n, shift = x.shape[axis], 1
-    fill = convert_element_type(identity, x.dtype)
+def prefix_scan(combine, identities, operands, axis, reverse):
+    """Inclusive scan along `axis` of `operands` (arrays of one shape, combined together by an
+    associative combine(earlier list, later list) -> list) in lax operations: log2(n) rounds,
+    each combining every element with the one `shift` before it (Hillis-Steele; the first
+    `shift` take `identities`). Used for JVPs, and under jit for complex cumulative products
+    and extrema (lower/complex_split.py): each round is one contiguous elementwise kernel."""
+    operands = [rev(x, (axis,)) for x in operands] if reverse else list(operands)
+    n, shift = operands[0].shape[axis], 1
     while shift < n:
-        config = [(0, 0, 0)] * x.ndim
+        config = [(0, 0, 0)] * operands[0].ndim
         config[axis] = (shift, 0, 0)
-        earlier = pad(slice_in_dim(x, 0, n - shift, axis=axis), fill, config)
-        x = combine(earlier, x)
+        earlier = [pad(slice_in_dim(x, 0, n - shift, axis=axis), convert_element_type(fill, x.dtype), config)
+                   for x, fill in zip(operands, identities)]
+        operands = combine(earlier, operands)
         shift *= 2
-    return rev(x, (axis,)) if reverse else x
+    return [rev(x, (axis,)) for x in operands] if reverse else operands
 
 
 def _cumulative_aval(name, accepts):
@@ -80,7 +83,7 @@ def _scan_jvp(primitive, combine, identity):
         out = primitive.bind(*primals, axis=axis, reverse=reverse)
 
         def scan(x):
-            return [_prefix_scan(combine, identity(x.dtype), x, axis, reverse)]
+            return prefix_scan(lambda a, b: [combine(a[0], b[0])], [identity(x.dtype)], [x], axis, reverse)
         _, (tangent_out,) = ad.jvp_flat(scan, primals, tangents)
         return out, tangent_out
     ad.jvp_rules[primitive] = rule
@@ -101,11 +104,11 @@ def _cumulative_primitive(name, ufunc, accepts):
 
 
 def _lowest(dtype):
-    return -np.inf if dtypes.is_float(dtype) else dtypes.iinfo(dtype).min
+    return -np.inf if dtypes.is_inexact(dtype) else dtypes.iinfo(dtype).min
 
 
 def _highest(dtype):
-    return np.inf if dtypes.is_float(dtype) else dtypes.iinfo(dtype).max
+    return np.inf if dtypes.is_inexact(dtype) else dtypes.iinfo(dtype).max
 
 
 cumsum_p, cumsum = _cumulative_primitive("cumsum", np.add, NUMBER)
