@@ -30,11 +30,6 @@ ABSENT_NAMESPACES = {
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
 MISSING = {
-    "jax.scipy.special": {
-        COMPLEX: """
-            sph_harm_y wofz
-        """,
-    },
     "jax": {
         MPI: """
             NamedSharding P Shard auto_pcast copy_to_host_async default_device host_count host_id

@@ -319,3 +319,90 @@ def test_spectral_functions_jit_vmap_grad_and_errors():
             call()
     with pytest.warns(UserWarning, match="nperseg = 256 is greater than input length"):
         assert signal.welch(x)[1].shape == (3, 33)
+
+
+# ---------------------------------------------------------------- special: wofz and sph_harm_y
+
+import scipy.special as sp   # noqa: E402
+
+from jaxlite.scipy import special   # noqa: E402
+
+
+def _relative_error(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    representable = np.abs(want) < np.finfo(np.real(got).dtype).max / 4
+    return np.max(np.abs(got - want)[representable] / np.abs(want)[representable])
+
+
+def _mpmath_wofz(z):
+    import mpmath
+    with mpmath.workdps(40):
+        return np.array([complex(mpmath.exp(-mpmath.mpc(v) ** 2) * mpmath.erfc(-1j * mpmath.mpc(v))) for v in z])
+
+
+@settings(max_examples=4, deadline=None)
+@given(scale=st.sampled_from([0.01, 1.0, 6.0, 50.0]), seed=st.integers(0, 2 ** 16))
+def test_wofz_as_scipy_in_both_precisions(scale, seed):
+    rng = np.random.default_rng(seed)
+    z = scale * (rng.standard_normal(400) + 1j * rng.standard_normal(400))
+    z64 = z.astype(np.complex64)
+    got = special.wofz(z64)
+    assert got.dtype == np.complex64
+    # the lower half plane's reflection 2 exp(-z^2) - w(-z) cancels a little near the real axis
+    assert _relative_error(got, sp.wofz(z64.astype(complex))) < 5e-6
+    assert _relative_error(jaxlite.jit(special.wofz)(z64), sp.wofz(z64.astype(complex))) < 5e-6
+    upper = z64.imag >= 0
+    assert _relative_error(np.asarray(got)[upper], sp.wofz(z64[upper].astype(complex))) < 1e-6
+    with enable_x64():
+        got = np.asarray(special.wofz(z))
+        assert got.dtype == np.complex128
+        assert _relative_error(got[z.imag >= 0], sp.wofz(z[z.imag >= 0])) < 1e-13
+        # below, scipy rounds the phase 2xy once (1e-13 at |z| = 50): compare with 40 digits
+        lower = z[z.imag < 0][:40]
+        assert _relative_error(got[z.imag < 0][:40], _mpmath_wofz(lower)) < 5e-15
+
+
+def test_wofz_special_values_dtypes_grads_and_vmap():
+    assert special.wofz(1.0).dtype == np.complex64 and special.wofz(np.arange(3)).dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(special.wofz(np.array([0, 100j, -100j, 1e20]))),
+                               sp.wofz(np.array([0, 100j, -100j, 1e20])), rtol=1e-6)
+    z = np.array([0.3 + 0.2j, -1.5 + 2j, 2 - 0.5j, 0.1 - 3j])
+    with enable_x64():
+        check_grads(special.wofz, [z], order=2)
+        # holomorphic: w'(z) = 2i / sqrt(pi) - 2 z w(z)
+        derivative = jaxlite.vmap(jaxlite.grad(special.wofz, holomorphic=True))(z)
+        np.testing.assert_allclose(np.asarray(derivative), 2j / np.sqrt(np.pi) - 2 * z * sp.wofz(z), rtol=1e-12)
+    check_vmap(special.wofz, [z.astype(np.complex64)], atol=1e-6, rtol=1e-6)
+    assert fallback_steps(special.wofz, z.astype(np.complex64)) == []
+
+
+@settings(max_examples=6, deadline=None)
+@given(n_max=st.integers(0, 9), seed=st.integers(0, 2 ** 16))
+def test_sph_harm_y_as_scipy(n_max, seed):
+    rng = np.random.default_rng(seed)
+    n = rng.integers(0, n_max + 1, 50)
+    m = rng.integers(-n_max - 1, n_max + 2, 50)
+    theta, phi = rng.uniform(-1, 4, 50), rng.uniform(-4, 4, 50)
+    got = special.sph_harm_y(n, m, theta.astype(np.float32), phi.astype(np.float32))
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(got), sp.sph_harm_y(n, m, theta.astype(np.float32), phi.astype(np.float32)),
+                               atol=2e-6 * (n_max + 1))
+    with enable_x64():
+        got = special.sph_harm_y(n, m, theta, phi, n_max=n_max + 1)
+        assert got.dtype == np.complex128
+        np.testing.assert_allclose(np.asarray(got), sp.sph_harm_y(n, m, theta, phi), atol=1e-13)
+
+
+def test_sph_harm_y_jit_vmap_grads_and_errors():
+    n, m = np.array([0, 1, 2, 3, 4]), np.array([0, -1, 2, 1, -3])
+    theta, phi = np.linspace(0.2, 2.8, 5, dtype=np.float32), np.linspace(-3, 3, 5, dtype=np.float32)
+    fixed = lambda t, p: special.sph_harm_y(n, m, t, p, n_max=4)
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(fixed)(theta, phi)), np.asarray(fixed(theta, phi)), atol=1e-6)
+    assert fallback_steps(fixed, theta, phi) == []
+    check_vmap(lambda t: special.sph_harm_y(2, 1, t, 0.4), [theta], atol=1e-6)
+    with enable_x64():
+        check_grads(lambda t, p: special.sph_harm_y(n, m, t, p), [theta.astype(float), phi.astype(float)], order=2)
+    with pytest.raises(jaxlite.errors.ConcretizationTypeError, match="n_max"):
+        jaxlite.jit(special.sph_harm_y)(n, m, theta, phi)
+    with pytest.raises(NotImplementedError, match="diff_n"):
+        special.sph_harm_y(n, m, theta, phi, diff_n=1)
