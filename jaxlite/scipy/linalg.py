@@ -455,12 +455,14 @@ def _householder_qr(a):
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
-    """The QR decomposition: (q, r) for mode "full" or "economic", (r,) for mode "r"."""
+    """The QR decomposition: (q, r) for mode "full" or "economic", (r,) for mode "r"; with
+    pivoting (LAPACK's geqp3), the column permutation p last, a[:, p] = q r."""
     if mode not in ("full", "r", "economic"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
-    if pivoting:
-        raise NotImplementedError("qr with pivoting=True needs a column-pivoted QR primitive")
     a = _float_matrix("qr", a)
+    if pivoting:
+        q, r, p = _lax.linalg.qr(a, pivoting=True, full_matrices=mode != "economic")
+        return (r, p) if mode == "r" else (q, r, p)
     q, r = _householder_qr(a)
     k = min(a.shape[-2:])
     if mode == "economic":
@@ -470,14 +472,15 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
 
 def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
                 overwrite_c=False):
-    """(c @ q, r) for mode "right", (q @ c, r) for mode "left", with the economic q."""
+    """(c @ q, r) for mode "right", (q @ c, r) for mode "left", with the economic q (and the
+    column permutation last with pivoting)."""
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
     a, c = _as_inexact(a, c)
-    q, r = qr(a, mode="economic", pivoting=pivoting)
+    q, r, *permutation = qr(a, mode="economic", pivoting=pivoting)
     c_matrix = c if c.ndim > 1 else (c[None, :] if mode == "right" else c[:, None])
     product = _jnp.matmul(c_matrix, q) if mode == "right" else _jnp.matmul(q, c_matrix)
-    return (product if c.ndim > 1 else product.reshape(-1)), r
+    return ((product if c.ndim > 1 else product.reshape(-1)), r, *permutation)
 
 
 def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
