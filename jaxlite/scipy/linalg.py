@@ -417,15 +417,15 @@ def helmert(n, full=False):
 
 # ---------------------------------------------------------------- QR
 
-def _reflector(x):
-    """The unit v for which (I - 2 v v^H) x = -phase(x_0) |x| e_1 (LAPACK's sign choice, so
-    that forming v never cancels; the phase is x_0's sign for real x); v = 0 when x is 0."""
+def _reflector(x, pivot=0):
+    """The unit v for which (I - 2 v v^H) x = -phase(x_p) |x| e_p, p the pivot index (LAPACK's
+    sign choice, so that forming v never cancels; the phase is x_p's sign for real x); v = 0
+    when x is 0. x is zero before the pivot, which may be traced."""
     norm = _jnp.sqrt(_jnp.sum(_jnp.abs(x) ** 2, axis=-1, keepdims=True))
-    first = x[..., :1]
+    first = _lax.dynamic_index_in_dim(x, pivot, axis=-1)
     magnitude = _jnp.abs(first)
     phase = _jnp.where(magnitude > 0, first / _jnp.where(magnitude > 0, magnitude, 1), 1).astype(x.dtype)
-    alpha = -phase * norm
-    v = x.at[..., 0].add(-alpha[..., 0])
+    v = x - (_jnp.arange(x.shape[-1]) == pivot) * (-phase * norm)
     v_norm = _jnp.sqrt(_jnp.sum(_jnp.abs(v) ** 2, axis=-1, keepdims=True))
     return _jnp.where(v_norm > 0, v / _jnp.where(v_norm > 0, v_norm, 1.0), 0.0)
 
@@ -490,12 +490,17 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
     n = a.shape[-1]
     if a.shape[-2] != n:
         raise ValueError(f"hessenberg expects a square matrix, got shape {a.shape}")
-    h, q = a, _identity_like(a)
-    for k in range(n - 2):
-        v = _reflector(h[..., k + 1:, k])
-        h = _reflect_columns(_reflect_rows(h, v, k + 1), v, k + 1)
-        q = _reflect_columns(q, v, k + 1)
-    h = h * (_np.arange(n)[:, None] <= _np.arange(n)[None, :] + 1)
+    rows = _jnp.arange(n)
+
+    def reduce_column(k, hq):
+        # one loop body for every column (not one unrolled step each): jit compiles it once
+        h, q = hq
+        column = _lax.dynamic_index_in_dim(h, k, axis=-1, keepdims=False)
+        v = _reflector(_jnp.where(rows > k, column, 0), k + 1)
+        return _reflect_columns(_reflect_rows(h, v, 0), v, 0), _reflect_columns(q, v, 0)
+
+    h, q = _lax.fori_loop(0, max(n - 2, 0), reduce_column, (a, _identity_like(a)))
+    h = _jnp.where(_hessenberg_mask(n), h, 0)
     return (h, q) if calc_q else h
 
 
