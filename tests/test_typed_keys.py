@@ -91,22 +91,18 @@ def test_dtypes_module():
 
 # ---------------------------------------------------------------- keys inside jaxprs, against JAX
 
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 import typed_key_cases  # noqa: E402
 from jaxlite import lax  # noqa: E402
 
-_RECORDED = json.loads((Path(__file__).parent / "data" / "jax_typed_keys.json").read_text())["cases"]
+_RECORDED = typed_key_cases.recorded("jax_typed_keys.json")
 _CASES = typed_key_cases.cases(jaxlite, jnp, lax)
 
 
 @pytest.mark.parametrize("name", sorted(_CASES))
 def test_key_functions_give_jax_values_eagerly_and_under_jit(name):
     fun, make_args = _CASES[name]
-    args = make_args()
-    assert typed_key_cases.plain(jaxlite, fun(*args)) == _RECORDED[name]["value"]
-    assert typed_key_cases.plain(jaxlite, jaxlite.jit(fun)(*args)) == _RECORDED[name]["value"]
+    for got in typed_key_cases.eager_and_jit(jaxlite, typed_key_cases.plain, fun, make_args()):
+        assert got == _RECORDED[name]["value"]
 
 
 @pytest.mark.parametrize("name", sorted(set(_CASES) - set(typed_key_cases.PRINTED_DIFFERENTLY)))
