@@ -99,9 +99,6 @@ MISSING = {
             scaled_dot_general scaled_matmul
         """,
     },
-    "jax.numpy": {
-        COMPLEX: "roots",
-    },
     "jax.sharding": {
         MPI: """
             AbstractDevice ManualAxisType auto_axes explicit_axes get_abstract_mesh

@@ -148,8 +148,8 @@ def _param_text(value, namer, indent):
         return "(\n" + "\n".join(inner) + "\n" + " " * indent + ")"
     if isinstance(value, np.dtype):
         return value.name
-    if isinstance(value, enum.Enum):     # as JAX: an enum's own repr where it has one
-        return repr(value) if "__repr__" in vars(type(value)) else f"{type(value).__name__}.{value.name}"
+    if isinstance(value, enum.Enum):     # as JAX, str(): an IntEnum's number (fft_type=0), else Class.NAME
+        return str(value)
     if isinstance(value, str):
         return value
     if callable(value) and hasattr(value, "__name__"):
