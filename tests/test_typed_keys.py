@@ -194,6 +194,17 @@ def test_arithmetic_on_keys_raises_type_error(misuse):
         jaxlite.jit(misuse)(TYPED)
 
 
+def test_a_key_plus_a_number_raises_as_in_jax():
+    with pytest.raises(TypeError, match=r"^add does not accept dtypes key<fry>, int32\.$"):
+        TYPED + 1
+
+
+def test_make_jaxpr_takes_a_shape_dtype_struct_of_keys():
+    spec = jaxlite.ShapeDtypeStruct((3,), random.key_dtype())
+    assert str(jaxlite.make_jaxpr(random.key_data)(spec)) == \
+        "{ lambda ; a:key<fry>[3]. let b:u32[3,2] = random_unwrap a in (b,) }"
+
+
 def test_jitted_calls_with_typed_keys_take_the_fast_path():
     split = jaxlite.jit(lambda k, x: (random.split(k), k, x + 1))
     x = jnp.asarray(1.0)
