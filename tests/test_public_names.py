@@ -84,18 +84,12 @@ MISSING = {
             device_put_p pbroadcast pcast precv psend ragged_all_to_all ragged_all_to_all_p
             sharding_constraint_p with_sharding_constraint
         """,
-        "ordering tokens and DCE sinks (XLA's side-effect ordering): jaxlite's effects have no "
-        "token values yet": "after_all after_all_p create_token create_token_p dce_sink dce_sink_p",
-        "composite (a named decomposition kept as one op): not built yet": "composite",
         "JAX primitives whose functions jaxlite's lax computes as compositions of other primitives "
         "(the functions exist; jaxprs show their parts)": """
             approx_top_k_p clamp_p copy_p eq_to_p le_to_p lt_to_p optimization_barrier_p reduce_p
             reduce_window_p scatter_sub_p select_and_gather_add_p select_and_scatter_add_p
             select_and_scatter_p split_p stack_p stage_p tile_p unstack_p
         """,
-    },
-    "jax.numpy": {
-        COMPLEX: "roots",
     },
     "jax.sharding": {
         MPI: """

@@ -39,6 +39,8 @@ from jaxlite.lax.slicing import (
     dynamic_update_slice_in_dim, gather, scatter,
     scatter_add, scatter_max, scatter_min, scatter_mul)
 from jaxlite.lax.sorting import sort, sort_key_val, top_k
+from jaxlite.lax.tokens import after_all, after_all_p, create_token, create_token_p, dce_sink, dce_sink_p
+from jaxlite.lax.named_composite import composite
 from jaxlite.lax.linalg import cholesky, lu, svd, triangular_solve
 from jaxlite.lax.convolution import conv_general_dilated
 from jaxlite.lax.windowed import reduce_window
