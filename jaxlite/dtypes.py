@@ -2,11 +2,8 @@
 import numpy as _np
 
 from jaxlite.core import dtypes as _dtypes
-from jaxlite.core.dtypes import extended, prng_key, result_type
+from jaxlite.core.dtypes import extended, float0, prng_key, result_type
 from jaxlite.numpy.scalar_types import finfo, iinfo, issubdtype
-
-# The tangent type of integer and boolean values: a dtype with no data, as in JAX.
-float0 = _np.dtype([("float0", _np.void, 0)])
 
 
 class TypePromotionError(ValueError):

@@ -139,7 +139,9 @@ def is_16bit_float(dtype):
 
 
 def short_name(dtype):
-    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool, f8_e4m3fn, i4."""
+    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool, f8_e4m3fn, i4, key<fry>."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
     dtype = as_dtype(dtype)
     if dtype in _ml.narrow_floats:     # float8_e4m3fn -> f8_e4m3fn
         return "f" + dtype.name[len("float"):]
@@ -252,11 +254,26 @@ class prng_key(extended):
     """The scalar type of typed PRNG keys (jax.random.key)."""
 
 
+# The tangent type of values that have no derivative (typed keys): a dtype with no data, as in JAX.
+float0 = np.dtype([("float0", np.void, 0)])
+_SHORT_NAMES[float0] = "float0"
+
+
 class ExtendedDType:
     """An element type that is not a numpy dtype; `type` is its scalar type (a subclass of
-    `extended`), which is what issubdtype compares."""
+    `extended`), which is what issubdtype compares.
+
+    Each element is stored as an array of `physical_shape` and `physical_dtype` (a typed
+    PRNG key as its two uint32 words): an array of shape S is held, and compiled, as its
+    physical data of shape S + physical_shape (core/extended.py)."""
     type = extended
     name = "extended"
+    physical_shape = ()
+    physical_dtype = None
+
+    def wrap(self, data):
+        """The concrete array of this dtype whose physical data is the Array `data`."""
+        raise NotImplementedError
 
     def __repr__(self):
         return self.name
@@ -357,11 +374,27 @@ def result_type(*args, return_weak_type_flag=False):
     """
     if not args:
         raise ValueError("result_type needs at least one argument")
-    pairs = [_dtype_and_weakness(x) for x in args]
+    try:
+        pairs = [_dtype_and_weakness(x) for x in args]
+    except TypeError:
+        dtype = _extended_result_type(args)
+        return (dtype, False) if return_weak_type_flag else dtype
     node = _least_upper_bound(tuple(_lattice_node(d, w) for d, w in pairs))
     dtype = _dtype_of_node(node)
     weak = isinstance(node, str)
     return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def _extended_result_type(args):
+    """Values of one extended dtype (typed keys) combine only with each other, as in JAX."""
+    found = {getattr(x, "dtype", x) for x in args}
+    first = next(iter(found))
+    if len(found) != 1 or not isinstance(first, ExtendedDType):
+        shown = ", ".join(str(dtype_of(x) if not isinstance(getattr(x, "dtype", x), ExtendedDType)
+                              else getattr(x, "dtype", x)) for x in args)
+        raise TypeError(f"the dtypes {shown} have no common type: typed keys combine only with "
+                        "keys of the same implementation")
+    return first
 
 
 def is_python_scalar(x):

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import errors
+from jaxlite.core import errors, extended
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, wrap_numpy_outputs
 from jaxlite.core.config import config
@@ -108,7 +108,10 @@ class EvalTrace(Trace):
     """
 
     def process_primitive(self, primitive, args, params):
-        values = [_numpy_value(x, Array) for x in args]
+        try:
+            values = [_numpy_value(x, Array) for x in args]
+        except extended.ExtendedOperand:
+            return extended.evaluate(primitive, args, params)
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
         errors.check_allocation(sum(a.size * a.dtype.itemsize for a in out_avals), lambda: (
             f"the result of {primitive.name} ({', '.join(a.str_short() for a in out_avals)})"))
@@ -127,6 +130,8 @@ def _numpy_value(x, array_type):
         return x._value
     if isinstance(x, Tracer):
         raise errors.escaped_tracer_error(x)
+    if isinstance(x, extended.ExtendedArray):
+        raise extended.ExtendedOperand
     return np.asarray(x)
 
 

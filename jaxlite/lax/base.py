@@ -36,7 +36,11 @@ _ACCEPTS = {
 
 
 def check_dtype(name, aval, accepts, position="argument"):
-    if not _ACCEPTS[accepts](aval.dtype):
+    try:
+        accepted = _ACCEPTS[accepts](aval.dtype)
+    except TypeError:   # an extended dtype (typed keys): no arithmetic, as in JAX
+        accepted = accepts == ANY
+    if not accepted:
         raise TypeError(f"{name} does not accept dtype {aval.dtype.name} for its {position}; "
                         f"it needs a {accepts} dtype")
 
@@ -61,7 +65,7 @@ def as_operands(*args):
     lax.add(float16_array, 1.0) and lax.add(1, 1.0) raise TypeError (jnp.add promotes).
     One exception, where JAX would raise: a real scalar with a complex operand takes its dtype,
     as jaxlite's complex rules (issue 16, under way) are written that way."""
-    complex_dtype = next((a.dtype for a in args if hasattr(a, "dtype") and np.dtype(a.dtype).kind == "c"), None)
+    complex_dtype = next((a.dtype for a in args if getattr(getattr(a, "dtype", None), "kind", None) == "c"), None)
     return [as_operand(a, complex_dtype if complex_dtype is not None and not isinstance(a, bool) else None)
             for a in args]
 

@@ -12,6 +12,8 @@ from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, OR
                               unary_primitive)
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
+from jaxlite.core.extended import is_extended, physical_rules
+from jaxlite.transforms import physical
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
 
 
@@ -698,6 +700,25 @@ eq_p, eq = _comparison("eq", np.equal, ANY)
 fusion_rules.elementwise(eq_p, "eq")
 ne_p, ne = _comparison("ne", np.not_equal, ANY)
 fusion_rules.elementwise(ne_p, "ne")
+
+
+def _physical_comparison(combine, reduction):
+    """Typed keys are equal when all their words are (JAX allows == and != on keys)."""
+    def rule(in_avals, x, y):
+        from jaxlite.lax import reductions   # reductions and shapes build on this module
+        from jaxlite.lax.shapes import broadcast_in_dim
+        trailing = next(a for a in in_avals if is_extended(a)).dtype.physical_shape
+        shape = in_avals[0].shape if in_avals[0].shape else in_avals[1].shape
+        # A rank-0 key beside a key array: its words are broadcast here, not by the primitive.
+        x, y = (broadcast_in_dim(v, shape + trailing, tuple(range(len(shape), len(shape) + len(trailing))))
+                if a.shape != shape else v for v, a in zip((x, y), in_avals))
+        words = combine(x, y)
+        return getattr(reductions, reduction)(words, tuple(range(len(shape), words.ndim)))
+    return rule
+
+
+physical_rules[eq_p] = _physical_comparison(eq, "reduce_and")
+physical_rules[ne_p] = _physical_comparison(ne, "reduce_or")
 lt_p, lt = _comparison("lt", np.less)
 fusion_rules.elementwise(lt_p, "lt")
 le_p, le = _comparison("le", np.less_equal)
@@ -739,6 +760,7 @@ select_n_p = Primitive("select_n")
 fusion_rules.elementwise(select_n_p, "select_n")
 select_n_p.def_impl(_select_n)
 select_n_p.def_abstract_eval(_select_n_aval)
+physical.structural(select_n_p)
 
 
 def _select_n_batch(args, dims):
@@ -821,7 +843,12 @@ batching.vectorized_rule(convert_element_type_p)
 
 
 def convert_element_type(x, new_dtype, weak_type=False):
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    try:
+        new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    except TypeError:
+        if isinstance(new_dtype, dtypes.ExtendedDType) and getattr(x, "dtype", None) == new_dtype:
+            return x    # typed keys to their own dtype (jnp code promotes operands this way)
+        raise
     x = as_operand(x, new_dtype if dtypes.is_python_scalar(x) else None)
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x

@@ -36,8 +36,9 @@ FALLBACKS = {
               "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
     **{primitive: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)"
        for primitive in (P.eigh_p, P.qr_p, P.geqrf_p)},
-    P.qr_pivoted_p: "numpy's LAPACK has no geqp3 that numpy calls: its numpy Householder loop runs",
-    P.eig_p: "complex results (numpy's geev runs between kernels until complex values are lowered)",
+    P.qr_pivoted_p: ("in float16, and where numpy's LAPACK is not a library exporting dgeqp3 (lapack.py): "
+                     "its numpy Householder loop runs"),
+    P.eig_p: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)",
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
@@ -47,7 +48,7 @@ FALLBACKS = {
     # operation it has no rule for (reduce_prod, reduce_max, cumprod, ... of complex values).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
-    complex_split.complex_view_p: "complex values meeting a native complex routine (FFT, LAPACK): a copy",
+    complex_split.on_parts_p: "where its routine does not apply (the same cases as the primitive's own)",
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
     P.rng_uniform_p: "stateful draws from numpy's global generator (XLA leaves RngUniform's values to the backend)",
@@ -71,9 +72,12 @@ NATIVE_ROUTINES = {
     P.lu_p: linalg_kernels.lu_spec,
     P.svd_p: linalg_kernels.svd_spec,
     P.eigh_p: linalg_kernels.eigh_spec,
+    P.eig_p: linalg_kernels.eig_spec,
     P.qr_p: linalg_kernels.qr_spec,
+    P.qr_pivoted_p: linalg_kernels.qr_pivoted_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
+    complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 

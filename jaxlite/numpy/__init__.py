@@ -76,7 +76,7 @@ from jaxlite.numpy.manipulation import (append, apply_along_axis, apply_over_axe
                                         insert, packbits, partition, piecewise, place, put,
                                         resize, rollaxis, select, trim_zeros, unpackbits, vander)
 from jaxlite.numpy.polynomial import (poly, polyadd, polyder, polydiv, polyfit, polyint, polymul,
-                                      polysub, polyval)
+                                      polysub, polyval, roots)
 from jaxlite.numpy.setops import intersect1d, isin, setdiff1d, setxor1d, union1d
 from jaxlite.numpy.statistics import (corrcoef, cov, nanargmax, nanargmin, nanmedian,
                                       nanpercentile, nanquantile)

@@ -189,8 +189,9 @@ def _slice_selection(s, size):
 
 
 def _static_basic_getitem(x, entries):
-    """A strided box (slice + rev), reshaped to drop integer axes and add new ones."""
-    selections, shape, axis = [], [], 0
+    """A strided box (slice + rev), squeezed to drop integer axes (as JAX), or reshaped
+    where new axes come in too."""
+    selections, shape, axis, integer_axes = [], [], 0, []
     for entry in entries:
         if entry is None:
             shape.append(1)
@@ -201,6 +202,7 @@ def _static_basic_getitem(x, entries):
             shape.append(selection.count)
         else:
             selection = _AxisSelection(entry % size, 1, 1)
+            integer_axes.append(axis)
         selections.append(selection)
         axis += 1
     starts = [s.start for s in selections]
@@ -208,6 +210,8 @@ def _static_basic_getitem(x, entries):
     box = lax.slice(x, starts, limits, [s.step for s in selections])
     flipped = tuple(i for i, s in enumerate(selections) if s.reversed)
     box = lax.rev(box, flipped) if flipped else box
+    if integer_axes and None not in entries:
+        return lax.squeeze(box, tuple(integer_axes))
     return lax.reshape(box, tuple(shape))
 
 

@@ -74,7 +74,10 @@ def zero_like(x):
 
 
 def tangent_aval(aval):
-    """Tangents have the primal's shape and dtype, never a weak type."""
+    """Tangents have the primal's shape and dtype, never a weak type; those of an extended
+    dtype (typed keys) are float0, as in JAX."""
+    if isinstance(aval.dtype, dtypes.ExtendedDType):
+        return ShapedArray(aval.shape, dtypes.float0)
     return ShapedArray(aval.shape, aval.dtype)
 
 
@@ -100,6 +103,8 @@ def materialize(t):
 
 
 def zeros(aval):
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
     from jaxlite import lax  # lax registers into this module's tables: import lazily
     return lax.full(aval.shape, 0, aval.dtype)
 
@@ -652,9 +657,9 @@ def _check_cotangent(out_aval, ct):
 
 def _cotangent_value(ct, primal_aval):
     """Cotangents are arrays for the user, weakly typed as their primal (as JAX); an integer
-    input gets zeros of its own dtype."""
+    input gets zeros of its own dtype, a typed key float0 zeros."""
     if is_zero(ct):
-        return zeros(primal_aval)
+        return zeros(tangent_aval(primal_aval))
     if primal_aval.weak_type and not aval_of(ct).weak_type and aval_of(ct).dtype == primal_aval.dtype:
         from jaxlite import lax
         return lax.convert_element_type(ct, primal_aval.dtype, weak_type=True)
@@ -757,7 +762,7 @@ def _check_grad_inputs(args, allow_int, holomorphic):
     if allow_int:
         return
     for dtype in _leaf_dtypes(args):
-        if not dtypes.is_inexact(dtype):
+        if isinstance(dtype, dtypes.ExtendedDType) or not dtypes.is_inexact(dtype):
             raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
                             f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use "
                             f"Boolean- or integer-valued inputs, use vjp or set allow_int to True.")

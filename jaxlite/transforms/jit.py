@@ -29,8 +29,10 @@ import warnings
 import weakref
 from contextlib import contextmanager
 
-from jaxlite.core import errors
-from jaxlite.core.array import Array, signature_of
+import numpy as np
+
+from jaxlite.core import dtypes, errors, extended
+from jaxlite.core.array import Array, intern_signature, signature_of
 from jaxlite.core.config import config
 from jaxlite.core import ref as ref_module
 from jaxlite.core.ir import FreshlyNamed, pp_params_rules
@@ -105,6 +107,8 @@ def _clear_fast_calls():
 
 
 def _on_config_change(name, value):
+    if name in ("jax_enable_x64", "jax_transfer_guard"):
+        _numpy_signatures.clear()
     if name == "jax_enable_x64":
         clear_caches()
     elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
@@ -155,6 +159,7 @@ def _compile(closed, name, donated=()):
     collectives = sys.modules.get("jaxlite.lower.collectives")   # imported by any MPI job's set-up
     if collectives is not None:
         collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
+    closed = extended.physicalize(closed)     # compiled code sees typed keys as their words
     executable = program_cache.compile_cached(closed, name, functools.partial(_compile_program, donated=donated),
                                               donated)
     _warn_unusable_donations(executable.donation.unusable)
@@ -273,7 +278,10 @@ class JittedFunction:
                 # One argument (the common case) is keyed by its signature, not a 1-tuple.
                 key = args[0]._signature if len(args) == 1 else tuple(map(_signature_attribute, args))
             except AttributeError:
-                key = _fast_key(_array_signatures(args))
+                arrays = _numpy_as_arrays(args)
+                key = _fast_key(_array_signatures(arrays))
+                call = self._fast_calls.get(key)
+                return call(arrays) if call is not None else self._call(args, kwargs)
             call = self._fast_calls.get(key)
             if call is not None:
                 return call(args)
@@ -283,6 +291,8 @@ class JittedFunction:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        if current_trace() is EVAL_TRACE:
+            args = _numpy_as_arrays(args)
         entry, flat_args = self._entry(args, kwargs)
         if config.jax_transfer_guard in ("log", "disallow"):
             _guard_transfers(flat_args, entry.in_avals[len(entry.extra_args):])
@@ -480,10 +490,45 @@ def _fast_key(signatures):
     return signatures[0] if signatures is not None and len(signatures) == 1 else signatures
 
 
+# (shape, dtype, C-contiguous) of a numpy argument -> the signature of its Array (None: it
+# goes the general way: its dtype narrows, or a transfer guard reports it).
+_numpy_signatures = {}
+
+
+def _numpy_as_arrays(args):
+    """numpy arguments as Arrays on their buffers (what jnp.asarray makes), so that calls
+    with them take the fast path too."""
+    return tuple(_as_array(x) if type(x) is np.ndarray else x for x in args)
+
+
+def _as_array(x):
+    key = (x.shape, x.dtype, x.flags.c_contiguous)
+    signature = _numpy_signatures.get(key, False)
+    if signature is False:
+        signature = _numpy_signature(*key)
+    if signature is None:
+        return x
+    array = Array(x)
+    array._signature = signature
+    return array
+
+
+def _numpy_signature(shape, dtype, contiguous):
+    if len(_numpy_signatures) >= 256:
+        _numpy_signatures.clear()
+    kept = (dtype.isnative and dtype in dtypes.SUPPORTED and dtypes.canonicalize_dtype(dtype) == dtype
+            and config.jax_transfer_guard not in ("log", "disallow"))
+    signature = intern_signature(shape, dtype, False, contiguous) if kept else None
+    _numpy_signatures[(shape, dtype, contiguous)] = signature
+    return signature
+
+
 def _array_signatures(args):
-    """The interned signature of each argument if all are Arrays, else None."""
+    """The interned signature of each argument if all are Arrays (or typed key arrays), else None."""
     if all(type(x) is Array for x in args):
         return tuple(map(signature_of, args))
+    if all(type(x) is Array or isinstance(x, extended.ExtendedArray) for x in args):
+        return tuple(signature_of(x) if type(x) is Array else extended.signature_of(x) for x in args)
     return None
 
 

@@ -12,8 +12,10 @@ import numpy as np
 
 from jaxlite.core.abstract import ShapeDtypeStruct
 from jaxlite.core.array import Array
+from jaxlite.core.extended import physicalize, wrap_physical
 from jaxlite.core.staging import _aval_of_spec
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+from jaxlite.transforms.dispatch import numpy_argument
 
 __all__ = ["ArgInfo", "Compiled", "Lowered", "Traced", "Wrapped"]
 
@@ -85,7 +87,7 @@ class Traced(_Stage):
 
     def lower(self):
         from jaxlite.lower import pipeline
-        return Lowered(self._entry, self.in_tree, self._name, pipeline.lower_jaxpr(self._entry.closed))
+        return Lowered(self._entry, self.in_tree, self._name, pipeline.lower_jaxpr(physicalize(self._entry.closed)))
 
 
 class Lowered(_Stage):
@@ -159,9 +161,9 @@ class Compiled(_Stage):
             raise TypeError(f"Function compiled with input pytree does not match the input pytree it "
                             f"was called with: compiled with {self.in_tree}, called with {in_tree}")
         self._check_types(flat_args)
-        values = [np.asarray(x._value if type(x) is Array else x, a.dtype) for x, a in zip(flat_args, self.in_avals)]
+        values = [numpy_argument(x, a) for x, a in zip(flat_args, self.in_avals)]
         outs = self.executable(values)
-        arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, self.out_avals)]
+        arrays = [wrap_physical(Array(np.asarray(o), a.weak_type), a) for o, a in zip(outs, self.out_avals)]
         return tree_unflatten(self.out_tree, arrays)
 
     call = __call__
