@@ -325,6 +325,7 @@ def _lower_group(group, producers, roots, number):
     kernel = kernel_rewrites.accumulate_in_place(kernel, lowering.eb)
     kernel = kernel_rewrites.store_reduced_values(kernel, lowering.eb)
     kernel = kernel_rewrites.unroll_pair_loops(kernel, lowering.eb)
+    kernel = kernel_rewrites.split_at_pieces(kernel, lowering.eb)
     return KernelStep(kernel, list(lowering.inputs), list(group))
 
 
