@@ -33,15 +33,56 @@ def test_jitted_method_binds_a_static_self():
 def test_the_vjp_function_is_a_pytree_that_crosses_jit():
     x = jnp.array([0.5, 1.0])
     _, pullback = jaxlite.vjp(jnp.sin, x)
-    assert isinstance(pullback, jaxlite.tree_util.Partial)
     assert [np.shape(leaf) for leaf in jaxlite.tree_util.tree_leaves(pullback)] == [(2,)]
     (ct,) = jaxlite.jit(lambda f, c: f(c))(pullback, jnp.ones(2))
     np.testing.assert_allclose(ct, np.cos([0.5, 1.0]), rtol=1e-6)
 
 
+def _layer(w, x):
+    return jnp.tanh(x @ w)
+
+
+def test_vjp_keeps_the_primal_inputs_it_reads_in_args_res():
+    """As JAX's VJP object: args_res holds the arguments the backward pass reads (NotNeeded()
+    for the others), opaque_residuals what else it saved; an argument taken out of args_res
+    and put back (or replaced) is what the backward pass uses."""
+    w, x = jnp.ones((3, 3)), jnp.ones((2, 3))
+    y, f_vjp = jaxlite.vjp(_layer, w, x)
+    assert f_vjp.args_res[0] is w and f_vjp.args_res[1] is x
+    assert [np.shape(r) for r in f_vjp.opaque_residuals] == [(2, 3)]
+    assert str(f_vjp.in_tree) == "PyTreeDef((*, *))" and str(f_vjp.out_tree) == "PyTreeDef(*)"
+    assert "dot_general" in str(f_vjp.jaxpr)
+    _, only_x = jaxlite.vjp(lambda w, x: x * 2.0, w, x)
+    assert repr(only_x.args_res) == "[NotNeeded(), NotNeeded()]"
+    f_vjp.args_res[0] = 2 * w            # JAX's recorded cotangents for this replacement
+    dw, dx = f_vjp(jnp.ones_like(y))
+    np.testing.assert_allclose(dw, np.full((3, 3), 0.0197322), rtol=5e-5)
+    np.testing.assert_allclose(dx, np.full((2, 3), 0.05919661), rtol=5e-5)
+    f_vjp.args_res[0] = type(only_x.args_res[0])()        # NotNeeded(): w dropped
+    with pytest.raises(ValueError, match="args_res holds NotNeeded"):
+        f_vjp(jnp.ones_like(y))
+    with pytest.raises(TypeError, match="called with 2 arguments"):
+        only_x(jnp.ones_like(y), 1.0)
+
+
+def test_a_vjp_with_args_res_restored_inside_jit_matches_grad():
+    w, x = jnp.ones((3, 3)), jnp.ones((2, 3))
+
+    def backward(f_vjp, w, ct):
+        f_vjp.args_res[0] = w
+        return f_vjp(ct)
+    _, f_vjp = jaxlite.jit(lambda w, x: jaxlite.vjp(_layer, w, x))(w, x)
+    dw, dx = jaxlite.jit(backward)(f_vjp, w, jnp.ones((2, 3)))
+    want = jaxlite.grad(lambda w, x: jnp.sum(_layer(w, x)), argnums=(0, 1))(w, x)
+    np.testing.assert_allclose(dw, want[0], rtol=1e-5)
+    np.testing.assert_allclose(dx, want[1], rtol=1e-5)
+
+
 @pytest.mark.parametrize("a, b", [(1, 1.0), (np.int32(1), 1.0), (np.ones(2, np.float32), np.ones(2, np.int32)),
                                   (np.ones(3, np.float32), 1), (np.ones(3, np.float16), 1.0),
-                                  (np.ones(3, np.int8), 1), (np.ones(3, np.int32), 1.0)])
+                                  (np.ones(3, np.int8), 1), (np.ones(3, np.int32), 1.0),
+                                  (np.ones(3, np.complex64), 1.0), (1.0, np.ones(3, np.complex64)),
+                                  (np.ones(3, np.complex64), 1), (np.ones(3, np.float32), 1j)])
 def test_lax_refuses_mixed_dtypes(a, b):
     """A Python scalar is weakly typed but of its own default dtype (int32, float32): lax takes it
     only with an operand of that dtype, as JAX's lax does."""
@@ -62,6 +103,17 @@ def test_fwd_and_bwd_split_vjp_into_two_reusable_functions(jitted):
         np.testing.assert_allclose(got, want, rtol=2e-5)
     fwd_x, bwd_x = jaxlite.fwd_and_bwd(layer, argnums=1, jitted=jitted)
     np.testing.assert_allclose(bwd_x(fwd_x(w, x)[1], jnp.ones(2)), expected[1], rtol=2e-5)
+
+
+def test_a_real_scalar_with_a_complex_array_raises_in_lax_and_promotes_in_jnp():
+    z = jnp.ones(3, np.complex64)
+    with pytest.raises(TypeError, match=r"lax.mul requires .* got complex64, float32. \(Tip: jnp.multiply"):
+        jaxlite.jit(lambda z: lax.mul(z, 2.0))(z)
+    with pytest.raises(TypeError, match="lax.pow requires"):
+        lax.pow(z, 2.0)
+    for f in (lambda z: jnp.multiply(z, 2.0) + 1, lambda z: lax.add(z, 1j) * lax.pow(z, 2)):
+        assert f(z).dtype == np.complex64
+        np.testing.assert_allclose(jaxlite.jit(f)(z), f(z), rtol=1e-6)
 
 
 def test_lax_takes_python_scalars_of_the_operands_dtype():

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from jaxlite.core import dtypes
-from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.abstract import ShapedArray, hitype_typeof, is_hi
 
 
 class _ArrayType(type):
@@ -199,9 +199,14 @@ def signature_of(array):
 
 
 def wrap_numpy(value, aval):
-    """An Array holding a numpy result, with the dtype and weak type of `aval`."""
+    """An Array holding a numpy result, with the dtype and weak type of `aval` (a value of a
+    hijax type stays the object it is)."""
+    if is_hi(aval):
+        return value
     value = np.asarray(value)
     if value.dtype != aval.dtype:
+        if isinstance(aval.dtype, dtypes.ExtendedDType):   # a primitive made physical data
+            return aval.dtype.wrap(Array(value))
         value = value.astype(aval.dtype)
     return Array(value, aval.weak_type)
 
@@ -223,5 +228,7 @@ def as_array_argument(x):
     if isinstance(x, (np.ndarray, np.generic)):
         value = np.asarray(x)
         return Array(value.astype(dtypes.canonicalize_dtype(value.dtype), copy=False))
+    if type(x) in hitype_typeof:
+        return x
     raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid jaxlite type: "
                     "arguments must be arrays, numpy arrays or Python scalars (or pytrees of them)")

@@ -74,7 +74,7 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars."""
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "__weakref__")
 
     def __init__(self, jaxpr, consts):
         assert len(jaxpr.constvars) == len(consts)
@@ -98,6 +98,7 @@ class _Namer:
 
     def __init__(self):
         self.names = {}
+        self.unused = set()     # equation outputs nothing reads: printed `_`, as JAX prints them
 
     def __call__(self, var):
         if isinstance(var, Literal):
@@ -107,7 +108,8 @@ class _Namer:
         return self.names[var]
 
     def binder(self, var):
-        return f"{self(var)}:{var.aval.str_short()}"
+        name = "_" if var in self.unused else self(var)
+        return f"{name}:{var.aval.str_short()}"
 
 
 def _base26(n):
@@ -130,6 +132,12 @@ def _literal_text(val):
 pp_params_rules = {}
 
 
+def print_params_jaxlite_omits(primitive, **values):
+    """Print `primitive`'s equations with params JAX's has and jaxlite's does not need (e.g.
+    `out_sharding=None`: one CPU device), among its own in sorted order, as JAX prints them."""
+    pp_params_rules[primitive] = lambda eqn: sorted({**values, **eqn.params}.items())
+
+
 class FreshlyNamed:
     """A jaxpr param printed with names of its own (as JAX prints a jit's body)."""
 
@@ -148,8 +156,8 @@ def _param_text(value, namer, indent):
         return "(\n" + "\n".join(inner) + "\n" + " " * indent + ")"
     if isinstance(value, np.dtype):
         return value.name
-    if isinstance(value, enum.Enum):     # as JAX: an enum's own repr where it has one
-        return repr(value) if "__repr__" in vars(type(value)) else f"{type(value).__name__}.{value.name}"
+    if isinstance(value, enum.Enum):     # as JAX, str(): an IntEnum's number (fft_type=0), else Class.NAME
+        return str(value)
     if isinstance(value, str):
         return value
     if callable(value) and hasattr(value, "__name__"):
@@ -159,18 +167,20 @@ def _param_text(value, namer, indent):
 
 def pretty_print_eqn(eqn, namer, indent=4):
     """One equation; as JAX, its params go one a line when they hold a jaxpr or run long."""
-    outs = " ".join(namer.binder(v) for v in eqn.outputs) or "()"
+    # An equation with no results (dce_sink, debug_print) has no left-hand side, as in JAX.
+    lhs = "".join(f"{namer.binder(v)} " for v in eqn.outputs) + "= " if eqn.outputs else ""
     args = " ".join(namer(v) for v in eqn.inputs)
     rule = pp_params_rules.get(eqn.primitive)
     shown = rule(eqn) if rule is not None else sorted(eqn.params.items())
     params = [f"{k}={_param_text(v, namer, indent + 2)}" for k, v in shown]
-    line = f"{outs} = {eqn.primitive.name}[{' '.join(params)}] {args}" if params else \
-        f"{outs} = {eqn.primitive.name} {args}"
+    line = f"{lhs}{eqn.primitive.name}[{' '.join(params)}] {args}" if params else \
+        f"{lhs}{eqn.primitive.name} {args}"
+    # JAX keeps the space before an empty operand list (`a:Tok = create_token `).
     if not params or ("\n" not in line and len(line) + indent <= 80):
-        return line.rstrip()
+        return line
     pad = " " * indent
     listed = "".join(f"\n{pad}  {p}" for p in params)
-    return f"{outs} = {eqn.primitive.name}[{listed}\n{pad}] {args}".rstrip()
+    return f"{lhs}{eqn.primitive.name}[{listed}\n{pad}] {args}"
 
 
 def pretty_print(jaxpr, indent=0, namer=None):
@@ -179,6 +189,8 @@ def pretty_print(jaxpr, indent=0, namer=None):
     namer = _Namer() if namer is None else namer
     consts = " ".join(namer.binder(v) for v in jaxpr.constvars)
     args = " ".join(namer.binder(v) for v in jaxpr.invars)
+    read = {v for e in jaxpr.eqns for v in e.inputs if isinstance(v, Var)} | set(jaxpr.outvars)
+    namer.unused.update(v for e in jaxpr.eqns for v in e.outputs if v not in read)
     eqns = [pretty_print_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
     names = [namer(v) for v in jaxpr.outvars]
     outs = f"({names[0]},)" if len(names) == 1 else "(" + ", ".join(names) + ")"
@@ -186,7 +198,7 @@ def pretty_print(jaxpr, indent=0, namer=None):
     if "\n" not in one_line and len(one_line) + indent <= 80:
         return one_line
     pad = " " * indent
-    body = "".join(f"\n{pad}    {e}" for e in eqns)
+    body = "".join(f"\n{pad}    {e}" for e in eqns) or f"\n{pad}    "    # JAX keeps an empty body's line
     return f"{{ lambda {consts}; {args}. let{body}\n{pad}  in {outs} }}"
 
 

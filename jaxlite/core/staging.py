@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from jaxlite.core import dtypes, errors
-from jaxlite.core.abstract import ShapedArray, ShapeDtypeStruct
+from jaxlite.core.abstract import ShapedArray, ShapeDtypeStruct, hi_type_of, hitype_typeof, is_hi
 from jaxlite.core.array import Array
 from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from jaxlite.core.ref import Ref, discharged, lifting_closed_over_refs
@@ -105,14 +105,16 @@ def abstractify(x):
         return ShapedArray((), dtype, weak)
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype))
+    if type(x) in hitype_typeof:
+        return hi_type_of(x)
     raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid jaxlite type: "
                     "arguments must be arrays, numpy arrays or Python scalars "
                     "(or pytrees of them)")
 
 
-def trace_to_jaxpr(flat_fun, in_avals, description="a staged function"):
+def trace_to_jaxpr(flat_fun, in_avals, description="a staged function", trace_type=JaxprTrace):
     """Trace `flat_fun(*tracers) -> list of outputs` into a ClosedJaxpr."""
-    trace = JaxprTrace(description)
+    trace = trace_type(description)
     try:
         args = [trace.new_arg(a) for a in in_avals]
         with set_current_trace(trace):
@@ -131,7 +133,7 @@ def flatten_fun(fun, in_tree):
         outputs = fun(*args, **kwargs)
         leaves, out_tree = tree_flatten(outputs)
         for leaf in leaves:
-            if not isinstance(leaf, _OUTPUT_TYPES):
+            if not isinstance(leaf, _OUTPUT_TYPES) and type(leaf) not in hitype_typeof:
                 raise _invalid_output_error(fun, leaf)
         out_tree_cell.append(out_tree)
         return leaves
@@ -214,25 +216,22 @@ def eval_shape(fun, *args, **kwargs):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     avals = [_aval_of_spec(x) for x in flat_args]
     closed = trace_to_jaxpr(flat_fun, avals, f"eval_shape of {_function_name(fun)}")
-    shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+    # A hijax type is its own description (JAX returns it as is).
+    shapes = [a if is_hi(a) else ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+              for a in closed.out_avals]
     return tree_unflatten(out_tree[0], shapes)
-
-
-# Types of values that code defines with jax.experimental.hijax.register_hitype.
-hitype_typeof = {}
 
 
 def typeof(x):
     """The abstract value of an array, tracer or Python scalar (a ShapedArray), of a
     mutable array reference (an AbstractRef), or of a registered hijax value."""
-    rule = hitype_typeof.get(type(x))
-    if rule is not None:
-        return rule(x)
     return x.aval if isinstance(x, Ref) else abstractify(x)
 
 
 def _aval_of_spec(x):
     if isinstance(x, ShapeDtypeStruct):
+        if isinstance(x.dtype, dtypes.ExtendedDType):
+            return ShapedArray(x.shape, x.dtype)
         return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
     return abstractify(x)
 

@@ -36,7 +36,11 @@ _ACCEPTS = {
 
 
 def check_dtype(name, aval, accepts, position="argument"):
-    if not _ACCEPTS[accepts](aval.dtype):
+    try:
+        accepted = _ACCEPTS[accepts](aval.dtype)
+    except TypeError:   # an extended dtype (typed keys): no arithmetic, as in JAX
+        accepted = accepts == ANY
+    if not accepted:
         raise TypeError(f"{name} does not accept dtype {aval.dtype.name} for its {position}; "
                         f"it needs a {accepts} dtype")
 
@@ -56,14 +60,11 @@ def as_operand(x, dtype=None):
 
 def as_operands(*args):
     """Operands for an elementwise primitive: a Python scalar is a weakly typed array of its
-    default dtype (int32, float32, bool), as in JAX, so the primitive refuses a mix of dtypes
-    as JAX's lax does: lax.add(float32_array, 1.0) is float32, lax.add(float32_array, 1),
-    lax.add(float16_array, 1.0) and lax.add(1, 1.0) raise TypeError (jnp.add promotes).
-    One exception, where JAX would raise: a real scalar with a complex operand takes its dtype,
-    as jaxlite's complex rules (issue 16, under way) are written that way."""
-    complex_dtype = next((a.dtype for a in args if hasattr(a, "dtype") and np.dtype(a.dtype).kind == "c"), None)
-    return [as_operand(a, complex_dtype if complex_dtype is not None and not isinstance(a, bool) else None)
-            for a in args]
+    default dtype (int32, float32, complex64, bool), as in JAX, so the primitive refuses a mix
+    of dtypes as JAX's lax does: lax.add(float32_array, 1.0) is float32, lax.add(float32_array, 1),
+    lax.add(float16_array, 1.0), lax.add(complex64_array, 1.0) and lax.add(1, 1.0) raise
+    TypeError (jnp.add promotes)."""
+    return [as_operand(a) for a in args]
 
 
 def scalar_like(x, value):
@@ -81,13 +82,22 @@ def elementwise_shape(name, avals):
     return shapes.pop() if shapes else ()
 
 
+# The jnp function a mixed-dtype error points to, for the binary primitives JAX names one for.
+_JNP_EQUIVALENTS = {"add": "add", "atan2": "arctan2", "div": "divide", "eq": "equal", "max": "maximum",
+                    "min": "minimum", "mul": "multiply", "ne": "not_equal", "nextafter": "nextafter",
+                    "pow": "float_power", "sub": "subtract", "shift_left": "left_shift",
+                    "shift_right_logical": "right_shift", "shift_right_arithmetic": "right_shift"}
+
+
 def elementwise_aval(name, avals, accepts, out_dtype=None):
     for position, aval in enumerate(avals):
         check_dtype(name, aval, accepts, f"argument {position}")
     if len({a.dtype for a in avals}) > 1:
         shown = ", ".join(a.dtype.name for a in avals)
-        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. (Tip: "
-                        f"jnp.{name} is a similar function that does automatic type promotion on inputs).")
+        tip = _JNP_EQUIVALENTS.get(name)
+        tip = "" if tip is None else (f" (Tip: jnp.{tip} is a similar function that does automatic type "
+                                      "promotion on inputs).")
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}.{tip}")
     dtype = avals[0].dtype if out_dtype is None else out_dtype
     dtype = dtype(avals[0].dtype) if callable(dtype) else dtype
     weak = all(a.weak_type for a in avals) and dtypes.can_be_weak(dtype)
@@ -108,8 +118,15 @@ def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False, out_dtype
 
 
 # Float dtypes whose subnormals DAZ reads as zeros -> their smallest normal. float16's are
-# float32 normals once widened.
-_FLUSHED_FLOATS = {np.dtype(t): dtypes.finfo(t).tiny for t in (np.float32, np.float64, dtypes.bfloat16)}
+# float32 normals once widened. bfloat16 joins when ml_dtypes is loaded (no value has it before).
+_FLUSHED_FLOATS = {np.dtype(t): np.finfo(t).tiny for t in (np.float32, np.float64)}
+
+
+def _flushed_float_tiny(dtype):
+    tiny = _FLUSHED_FLOATS.get(dtype)
+    if tiny is None and dtypes.is_bfloat16(dtype):
+        tiny = _FLUSHED_FLOATS[dtype] = dtypes.finfo(dtype).tiny
+    return tiny
 
 
 def _reading_subnormals_as_zero(numpy_fn):
@@ -121,7 +138,7 @@ def _reading_subnormals_as_zero(numpy_fn):
 def subnormals_flushed(x):
     """x with its subnormals as signed zeros (float32/float64/bfloat16; others unchanged), as
     FTZ/DAZ make compiled code read and write them."""
-    tiny = _FLUSHED_FLOATS.get(x.dtype)
+    tiny = _flushed_float_tiny(x.dtype)
     if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
         magnitude = np.abs(x)
         if magnitude.min() < tiny:                # zeros, or subnormals
@@ -133,7 +150,7 @@ def subnormals_flushed(x):
 
 def flushed_below(dtype):
     """The smallest normal of a dtype whose subnormals compiled code flushes, else None."""
-    tiny = _FLUSHED_FLOATS.get(np.dtype(dtype))
+    tiny = _flushed_float_tiny(np.dtype(dtype))
     return None if tiny is None else float(tiny)
 
 
@@ -147,6 +164,11 @@ def smallest_nonzero_magnitude(x):
 _FLOAT_MODE_DTYPES = frozenset(_FLUSHED_FLOATS) | {np.dtype(np.complex64), np.dtype(np.complex128)}
 
 
+def _in_float_mode(operand):
+    dtype = getattr(operand, "dtype", None)
+    return dtype in _FLOAT_MODE_DTYPES or dtypes.is_bfloat16(dtype)
+
+
 def flushing_subnormals(numpy_fn):
     """numpy_fn on float32/float64/bfloat16 (and complex) operands run as compiled code runs (and XLA:CPU,
     eager and jit): subnormal operands and results flushed to signed zeros (FTZ/DAZ set in
@@ -154,7 +176,7 @@ def flushing_subnormals(numpy_fn):
     flushed = []
 
     def impl(*operands, **params):
-        if not any(getattr(x, "dtype", None) in _FLOAT_MODE_DTYPES for x in operands):
+        if not any(_in_float_mode(x) for x in operands):
             return numpy_fn(*operands, **params)
         if not flushed:
             from jaxlite.lower.float_mode import flushing_subnormals as in_float_mode

@@ -85,7 +85,7 @@ def _numpy_dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None)
     k = int(np.prod(a.shape[a.ndim - nc:]))
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
     compute = np.promote_types(out_dtype, lhs.dtype)
-    if compute == dtypes.bfloat16 or compute == dtypes.float16:
+    if dtypes.is_16bit_float(compute):
         compute = np.float32
     elif _exact_in_float64(lhs.dtype, rhs.dtype, out_dtype, k):
         compute = np.float64    # numpy's integer matmul has no BLAS: ~100x slower

@@ -6,12 +6,16 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.array import Array
 from jaxlite.core.primitive import Primitive
+from jaxlite.core.trace import EVAL_TRACE, set_current_trace
 from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, ORDERED, REAL, as_operand,
                               as_operands, check_dtype, flushing_subnormals, naryop_primitive, scalar_like,
                               unary_primitive)
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
+from jaxlite.core.extended import is_extended, physical_rules
+from jaxlite.transforms import physical
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
 
 
@@ -128,8 +132,10 @@ def _power(x, y):
 pow_p = naryop_primitive("pow", _power, INEXACT)
 fusion_rules.elementwise(pow_p, "pow")
 def pow(x, y):
-    """x ** y; a Python scalar exponent takes x's dtype (JAX's pow takes an integer exponent)."""
-    y = scalar_like(x, y) if dtypes.is_python_scalar(y) and hasattr(x, "dtype") else y
+    """x ** y; a Python int exponent takes x's dtype (JAX's pow takes an integer exponent), a
+    Python float or complex one is of its default dtype, which x's must be (as JAX's)."""
+    if type(y) is int and hasattr(x, "dtype"):
+        y = scalar_like(x, y)
     return pow_p.bind(*as_operands(x, y))
 
 
@@ -450,7 +456,8 @@ def _integer_pow_aval(x, y):
 def _integer_pow_jvp(t, x, y):
     if y == 0:
         return mul(t, scalar_like(t, 0))
-    return mul(t, mul(integer_pow(x, y - 1), scalar_like(x, y)))
+    # As JAX writes it: y * x ** (y - 1), the power left out when it is x itself.
+    return mul(t, mul(scalar_like(x, y), x if y == 2 else integer_pow(x, y - 1)))
 
 
 defjvp(integer_pow_p, _integer_pow_jvp)
@@ -471,7 +478,7 @@ defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 exp2_p = unary_primitive("exp2", np.exp2, INEXACT)
 fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
-defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
+defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, scalar_like(out, float(np.log(2))))))
 
 log_p = unary_primitive("log", np.log, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(log_p, "log")
@@ -504,7 +511,7 @@ def _rsqrt(x):
 rsqrt_p = unary_primitive("rsqrt", _rsqrt, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
-defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
+defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), scalar_like(out, -0.5))))
 
 cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(cbrt_p, "cbrt")
@@ -709,6 +716,25 @@ eq_p, eq = _comparison("eq", np.equal, ANY)
 fusion_rules.elementwise(eq_p, "eq")
 ne_p, ne = _comparison("ne", np.not_equal, ANY)
 fusion_rules.elementwise(ne_p, "ne")
+
+
+def _physical_comparison(combine, reduction):
+    """Typed keys are equal when all their words are (JAX allows == and != on keys)."""
+    def rule(in_avals, x, y):
+        from jaxlite.lax import reductions   # reductions and shapes build on this module
+        from jaxlite.lax.shapes import broadcast_in_dim
+        trailing = next(a for a in in_avals if is_extended(a)).dtype.physical_shape
+        shape = in_avals[0].shape if in_avals[0].shape else in_avals[1].shape
+        # A rank-0 key beside a key array: its words are broadcast here, not by the primitive.
+        x, y = (broadcast_in_dim(v, shape + trailing, tuple(range(len(shape), len(shape) + len(trailing))))
+                if a.shape != shape else v for v, a in zip((x, y), in_avals))
+        words = combine(x, y)
+        return getattr(reductions, reduction)(words, tuple(range(len(shape), words.ndim)))
+    return rule
+
+
+physical_rules[eq_p] = _physical_comparison(eq, "reduce_and")
+physical_rules[ne_p] = _physical_comparison(ne, "reduce_or")
 lt_p, lt = _comparison("lt", np.less)
 fusion_rules.elementwise(lt_p, "lt")
 le_p, le = _comparison("le", np.less_equal)
@@ -750,6 +776,7 @@ select_n_p = Primitive("select_n")
 fusion_rules.elementwise(select_n_p, "select_n")
 select_n_p.def_impl(_select_n)
 select_n_p.def_abstract_eval(_select_n_aval)
+physical.structural(select_n_p)
 
 
 def _select_n_batch(args, dims):
@@ -832,10 +859,18 @@ batching.vectorized_rule(convert_element_type_p)
 
 
 def convert_element_type(x, new_dtype, weak_type=False):
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    try:
+        new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    except TypeError:
+        if isinstance(new_dtype, dtypes.ExtendedDType) and getattr(x, "dtype", None) == new_dtype:
+            return x    # typed keys to their own dtype (jnp code promotes operands this way)
+        raise
     x = as_operand(x, new_dtype if dtypes.is_python_scalar(x) else None)
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x
+    if type(x) is Array:        # a constant: converted now (JAX folds it), never staged
+        with set_current_trace(EVAL_TRACE):
+            return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 

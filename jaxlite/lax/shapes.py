@@ -5,13 +5,14 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_axis
-from jaxlite.core.ir import pp_params_rules
+from jaxlite.core.ir import pp_params_rules, print_params_jaxlite_omits
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, as_operand, as_operands, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.reductions import reduce_sum
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms import physical
 from jaxlite.transforms.batching import bdim_at_front, move_dim
 
 
@@ -51,6 +52,7 @@ broadcast_in_dim_p = _primitive("broadcast_in_dim", _broadcast_in_dim_impl, _bro
 pp_params_rules[broadcast_in_dim_p] = lambda eqn: (
     [("broadcast_dimensions", eqn.params["broadcast_dimensions"])] if eqn.params["broadcast_dimensions"] else [])
 fusion_rules.fused(broadcast_in_dim_p, fusion_rules.broadcast_in_dim_rule, recomputed=True)
+physical.structural(broadcast_in_dim_p)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
@@ -129,7 +131,9 @@ def _reshape_impl(x, new_sizes, dimensions=None):
 
 
 reshape_p = _primitive("reshape", _reshape_impl, _reshape_aval)
+print_params_jaxlite_omits(reshape_p, sharding=None)
 fusion_rules.fused(reshape_p, fusion_rules.reshape_rule, layout_operand=fusion_rules.reshape_layout_operand)
+physical.structural(reshape_p)
 
 
 def reshape(x, new_sizes, dimensions=None):
@@ -175,6 +179,7 @@ def _transpose_aval(x, permutation):
 
 transpose_p = _primitive("transpose", lambda x, permutation: np.transpose(x, permutation), _transpose_aval)
 fusion_rules.fused(transpose_p, fusion_rules.transpose_rule)
+physical.structural(transpose_p)
 
 
 def transpose(x, permutation):
@@ -208,6 +213,7 @@ def _squeeze_aval(x, dimensions):
 
 squeeze_p = _primitive("squeeze", lambda x, dimensions: np.squeeze(x, dimensions), _squeeze_aval)
 fusion_rules.fused(squeeze_p, fusion_rules.squeeze_rule)
+physical.structural(squeeze_p)
 
 
 def squeeze(x, dimensions):
@@ -237,6 +243,7 @@ def _rev_aval(x, dimensions):
 
 rev_p = _primitive("rev", lambda x, dimensions: np.flip(x, dimensions), _rev_aval)
 fusion_rules.fused(rev_p, fusion_rules.rev_rule)
+physical.structural(rev_p)
 
 
 def rev(x, dimensions):
@@ -277,6 +284,7 @@ def _slice_impl(x, start_indices, limit_indices, strides=None):
 
 slice_p = _primitive("slice", _slice_impl, _slice_aval)
 fusion_rules.fused(slice_p, fusion_rules.slice_rule)
+physical.structural(slice_p)
 
 
 def slice(x, start_indices, limit_indices, strides=None):
@@ -420,6 +428,7 @@ def _concatenate_aval(*xs, dimension):
 concatenate_p = _primitive("concatenate", lambda *xs, dimension: np.concatenate(xs, dimension),
                            _concatenate_aval)
 fusion_rules.fused(concatenate_p, fusion_rules.concatenate_rule)
+physical.structural(concatenate_p)
 
 
 def concatenate(operands, dimension):
@@ -470,6 +479,7 @@ def _iota_impl(dtype, shape, dimension):
 
 
 iota_p = _primitive("iota", _iota_impl, _iota_aval)
+print_params_jaxlite_omits(iota_p, sharding=None)
 fusion_rules.fused(iota_p, fusion_rules.iota_rule, recomputed=True)
 
 

@@ -15,6 +15,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.core.array import Array
+from jaxlite.core.powers import power_by_squaring
 from jaxlite.core.namespace import dir_of_all
 from jaxlite.lax import linalg as lax_linalg
 from jaxlite.lax.base import as_operand
@@ -493,14 +494,7 @@ def matrix_power(a, n):
         return identity_like(a)
     if n < 0:
         a, n = inv(a), -n
-    result, power = None, a
-    while n:
-        if n & 1:
-            result = power if result is None else _matmul(result, power)
-        n >>= 1
-        if n:
-            power = _matmul(power, power)
-    return result
+    return power_by_squaring(a, n, _matmul)
 
 
 # ---------------------------------------------------------------- norms

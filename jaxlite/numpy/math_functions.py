@@ -40,7 +40,7 @@ def _scaled(name, factor):
 deg2rad = radians = _scaled("deg2rad", math.pi / 180)
 rad2deg = degrees = _scaled("rad2deg", 180 / math.pi)
 log2 = _inexact_unary("log2", lambda x: lax.div(lax.log(x), scalar_like(x, math.log(2))))
-log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), math.log(10)))
+log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), scalar_like(x, math.log(10))))
 
 
 def _weak_when_inputs_are(fn):
