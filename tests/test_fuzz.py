@@ -259,3 +259,14 @@ def test_grad_of_erf_family_in_16bit_floats(fun, dtype):
     for g in (jaxlite.grad(loss), jaxlite.jit(jaxlite.grad(loss))):
         out = g(x)
         assert out.dtype == np.float32 and abs(float(out) - expected) <= 2e-2 * abs(expected)
+
+
+def test_sinc_derivatives_at_zero_are_jaxs_bits():
+    """seed 26546's neighbourhood: sinc's derivatives at 0 are the series' coefficients of
+    pi x times pi per order, rounded in float32 as JAX rounds them (pi**2 / 3 rounded once
+    was an ulp away)."""
+    derivative, values = jnp.sinc, []
+    for _ in range(4):
+        derivative = jaxlite.grad(derivative)
+        values.append([float(derivative(np.float32(0))), float(jaxlite.jit(derivative)(np.float32(0)))])
+    np.testing.assert_array_equal(values, [[0, 0], [-3.2898683547973633] * 2, [0, 0], [19.481821060180664] * 2])
