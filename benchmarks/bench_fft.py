@@ -1,12 +1,15 @@
 """jnp.fft.fft and jnp.fft.rfft under jit (the native FFT routine, lower/fft_kernels.py) side by
 side with numpy.fft (pocketfft) and, where it imports, JAX's jit on CPU.
 
-Run: PYTHONPATH=. python benchmarks/bench_fft.py [n ...]
+Run: PYTHONPATH=. python benchmarks/bench_fft.py [--eager] [n ...]
 or, to add JAX's column: PYTHONPATH=. /work/jaxref/bin/python benchmarks/bench_fft.py
 Prints per length (complex64 for fft, float32 for rfft, batch 1): the best time of several
 calls in microseconds for numpy, jaxlite and JAX, and the ratios jaxlite / numpy and
-jaxlite / JAX (below 1: jaxlite is faster). The lengths: powers of two 2^10..2^20 and
-non-powers of two (1000; 1009, a prime: Bluestein; 3^10; 2*3*5*7*11).
+jaxlite / JAX (below 1: jaxlite is faster). jaxlite and JAX are given their own arrays
+(jnp.asarray, jax.device_put), as a program holding its data would; `--eager` times the
+transforms without jit (the per-call dispatch cost at small lengths). The lengths: powers of
+two 2^10..2^20 and non-powers of two (1000; 1009, a prime: Bluestein; 3^10; 2*3*5*7*11);
+with --eager 64..4096.
 """
 import sys
 import time
@@ -23,6 +26,7 @@ except ImportError:
     jax = None
 
 LENGTHS = [2 ** k for k in (10, 12, 14, 16, 18, 20)] + [1000, 1009, 3 ** 10, 2 * 3 * 5 * 7 * 11]
+EAGER_LENGTHS = [64, 256, 1024, 4096]
 BUDGET_SECONDS = 0.2     # per timing: repeats until it is spent (at least 3 calls)
 
 
@@ -37,13 +41,14 @@ def best_time(call):
     return min(times)
 
 
-def timings(name, x):
-    ours = jaxlite.jit(getattr(jnp.fft, name))
+def timings(name, x, eager=False):
+    ours, our_x = getattr(jnp.fft, name), jnp.asarray(x)
+    ours = ours if eager else jaxlite.jit(ours)
     row = {"numpy": best_time(lambda: getattr(np.fft, name)(x)),
-           "jaxlite": best_time(lambda: jaxlite.block_until_ready(ours(x)))}
+           "jaxlite": best_time(lambda: jaxlite.block_until_ready(ours(our_x)))}
     if jax is not None:
-        theirs = jax.jit(getattr(jax_numpy.fft, name))
-        device_x = jax.device_put(x)
+        theirs, device_x = getattr(jax_numpy.fft, name), jax.device_put(x)
+        theirs = theirs if eager else jax.jit(theirs)
         row["jax"] = best_time(lambda: theirs(device_x).block_until_ready())
     return row
 
@@ -54,15 +59,16 @@ def check(name, x):
     return float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
 
 
-def main(lengths):
+def main(lengths, eager=False):
     rng = np.random.default_rng(0)
+    print("eager (no jit)" if eager else "under jit")
     print(f"{'transform':>9s} {'n':>8s} | {'numpy us':>10s} {'jaxlite us':>10s} {'jax us':>10s} | "
           f"{'ours/numpy':>10s} {'ours/jax':>9s} | rel. error")
     for n in lengths:
         signals = {"fft": (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64),
                    "rfft": rng.standard_normal(n).astype(np.float32)}
         for name, x in signals.items():
-            row = timings(name, x)
+            row = timings(name, x, eager)
             numpy_us, ours_us = row["numpy"] * 1e6, row["jaxlite"] * 1e6
             jax_us = row["jax"] * 1e6 if "jax" in row else float("nan")
             print(f"{name:>9s} {n:8d} | {numpy_us:10.1f} {ours_us:10.1f} {jax_us:10.1f} | "
@@ -70,4 +76,5 @@ def main(lengths):
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or LENGTHS)
+    eager = "--eager" in sys.argv[1:]
+    main([int(a) for a in sys.argv[1:] if a != "--eager"] or (EAGER_LENGTHS if eager else LENGTHS), eager)

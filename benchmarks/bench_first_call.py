@@ -6,6 +6,9 @@ Every measurement is one fresh process (nothing in memory), jaxlite's and JAX's
 alternated, and what is reported is CPU time (time.process_time: all of the
 process's threads), which a loaded machine disturbs far less than wall time;
 medians over the runs, and jaxlite / JAX ratios (below 1: jaxlite needs less).
+Two figures per scenario: "work", the CPU time of the timed work alone, and "total",
+everything from the import on (import, pause, work): what a library does in the
+background during the pause counts in the total only.
 
 Scenarios (each process imports its library, waits `pause` seconds, the time a
 program spends building its data and defining its functions, then does the timed work):
@@ -70,7 +73,8 @@ _cpu1 = time.process_time()
 
 _EPILOGUE = """
 _work = time.process_time() - _cpu1
-print(json.dumps({"import": _import * 1e3, "work": _work * 1e3}))
+_total = time.process_time() - _cpu0
+print(json.dumps({"import": _import * 1e3, "work": _work * 1e3, "total": _total * 1e3}))
 """
 
 _SESSION = """
@@ -201,16 +205,19 @@ def _median(samples, field):
 def _report(rows, results, options):
     field_of = lambda name: "import" if name == "import" else "work"
     print(f"CPU ms, medians of {options.runs} fresh processes (jaxlite / JAX < 1: jaxlite needs less)")
-    print(f"{'scenario':34s} {'jaxlite':>9s} {'JAX':>9s} {'ratio':>7s}")
+    print(f"{'scenario':34s} {'jaxlite':>9s} {'JAX':>9s} {'ratio':>7s}   total: {'jaxlite':>9s} {'JAX':>9s} {'ratio':>7s}")
     table = {}
     for name, first_ever in rows:
-        field = field_of(name)
-        mine = _median(results[(name, first_ever)]["jaxlite"], field)
-        theirs = _median(results[(name, False)]["jax"], field)
         label = name + (" (first run ever)" if first_ever else "")
-        table[label] = {"jaxlite": mine, "jax": theirs}
-        ratio = mine / theirs if theirs == theirs and theirs else float("nan")
-        print(f"{label:34s} {mine:9.1f} {theirs:9.1f} {ratio:7.2f}")
+        table[label] = {}
+        columns = []
+        for field in (field_of(name), "total"):
+            mine = _median(results[(name, first_ever)]["jaxlite"], field)
+            theirs = _median(results[(name, False)]["jax"], field)
+            table[label].update({f"jaxlite_{field}": mine, f"jax_{field}": theirs})
+            ratio = mine / theirs if theirs == theirs and theirs else float("nan")
+            columns.append(f"{mine:9.1f} {theirs:9.1f} {ratio:7.2f}")
+        print(f"{label:34s} {columns[0]}   total: {columns[1]}")
     if "cold" in [name for name, _ in rows]:
         samples = results[("cold", False)]
         totals = {library: statistics.median(s["import"] + s["work"] for s in samples[library])

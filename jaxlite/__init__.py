@@ -53,13 +53,9 @@ __dir__ = _dir_hiding_submodules(globals(), public_submodules=(
     "ad", "ad_checkpoint", "api_util", "core", "custom_batching", "custom_derivatives", "debug", "distributed",
     "dtypes", "errors", "experimental", "extend", "flatten_util", "image", "interpreters", "lax", "nn",
     "numpy", "ops", "precision", "random", "scipy", "sharding", "stages", "tree", "tree_util", "typing"),
-    lazy_submodules=_LAZY_SUBMODULES)
+    lazy_names=_LAZY_SUBMODULES)
 
 __version__ = "0.1.0"
-
-# The compiler's start-up (imports, LLVM, the call trampoline) begins now, in the background.
-from jaxlite.lower.warm_up import start as _start_warm_up  # noqa: E402
-_start_warm_up()
 
 
 def effects_barrier():

@@ -2,11 +2,8 @@
 import numpy as _np
 
 from jaxlite.core import dtypes as _dtypes
-from jaxlite.core.dtypes import bfloat16, extended, prng_key, result_type
+from jaxlite.core.dtypes import extended, float0, prng_key, result_type
 from jaxlite.numpy.scalar_types import finfo, iinfo, issubdtype
-
-# The tangent type of integer and boolean values: a dtype with no data, as in JAX.
-float0 = _np.dtype([("float0", _np.void, 0)])
 
 
 class TypePromotionError(ValueError):
@@ -39,3 +36,14 @@ def itemsize_bits(dtype):
     if isinstance(dtype, _dtypes.ExtendedDType):
         return 8 * dtype.itemsize
     return 8 * _np.dtype(dtype).itemsize
+
+
+def __getattr__(name):
+    # bfloat16 appears on first use, which imports ml_dtypes (see core.dtypes).
+    if name == "bfloat16":
+        return _dtypes.bfloat16
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"bfloat16"})

@@ -179,7 +179,9 @@ def enable_x64():
 
 def _raw_bits(x):
     """The raw bits, so NaN payloads and the signs of zeros and NaNs are compared too."""
-    x = np.asarray(x)
+    x = np.ascontiguousarray(x)
+    if x.dtype.kind == "c":     # its parts' bits (numpy has no 128-bit unsigned integers)
+        x = x.view(x.real.dtype)
     return x.view(f"u{x.dtype.itemsize}") if x.dtype != np.bool_ else x
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import jaxlite
 import jaxlite.numpy as jnp
-from jaxlite.lower import disk_cache, gemm, kernel_ir, llvm_target, runtime
+from jaxlite.lower import codegen, disk_cache, gemm, kernel_ir, llvm_target
 
 
 def _kernel_module(scale):
@@ -76,7 +76,7 @@ def test_only_reduction_loops_ask_for_interleaving():
     x = np.ones((64, 256), np.float32)
     text = jaxlite.jit(lambda v: jnp.exp(v) / jnp.sum(v, axis=1, keepdims=True)).lower(x).compile().executable.llvm_ir
     hinted = [line for line in text.splitlines() if "!llvm.loop" in line]
-    assert hinted and f"i32 {runtime.codegen.REDUCTION_INTERLEAVE}" in text
+    assert hinted and f"i32 {codegen.REDUCTION_INTERLEAVE}" in text
     assert text.count("llvm.loop.interleave.count") == 1       # one hint node, shared
     assert len(hinted) < sum(line.lstrip().startswith("br i1") for line in text.splitlines())
 

@@ -32,11 +32,7 @@ TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4,
 # so the entry is removed with the fix). See the report for the owners of these bugs.
 JIT_BUGS = {}
 # Known failures of jit composed with differentiation, and why.
-AD_JIT_BUGS = {
-    "bessel_i1e": "fusion lowers a kernel's expression recursively (lower/fusion.py): the float64 vjp of "
-                  "bessel_i1e (its 70-term series and the series' transpose in one kernel) exceeds "
-                  "Python's recursion limit under jit (also before bessel_i1e became a primitive)",
-}
+AD_JIT_BUGS = {}
 
 
 def assert_same(actual, expected, what):

@@ -425,3 +425,72 @@ def test_parameter_texts_are_exact():
     assert text.value({"b": 1, 2: "a"}) == text.value({2: "a", "b": 1})
     assert text.value(1) != text.value(1.0) != text.value(True)
     assert text.value(np.float32(0.1)) != text.value(np.float64(0.1))
+
+
+# ---------------------------------------------------------------- pruning the kernel directory
+
+_DAY = 24 * 3600
+
+
+def _kernel_entries(root, monkeypatch, environments):
+    """Entries written under each environment digest in `environments` (name -> digest)."""
+    for name, environment in environments.items():
+        monkeypatch.setattr(disk_cache, "environment_digest", lambda environment=environment: environment)
+        disk_cache.write(disk_cache.make_key("helper", name.encode()), b"payload of " + name.encode(), root)
+    monkeypatch.undo()
+    return {path.name: path for path in root.iterdir() if not path.name.startswith(".")}
+
+
+def _age(path, days):
+    when = path.stat().st_mtime - days * _DAY
+    os.utime(path, (when, when), follow_symlinks=False)
+
+
+def test_prune_deletes_unused_foreign_and_long_unused_entries_only(tmp_path, monkeypatch):
+    root = tmp_path / "kernels"
+    monkeypatch.setenv(disk_cache.KERNEL_CACHE_VARIABLE, str(root))
+    assert disk_cache.kernel_directory() == root
+    current, foreign = disk_cache.environment_digest(), b"\x01" * 32
+    entries = _kernel_entries(root, monkeypatch, {"fresh_foreign": foreign})
+    (fresh_foreign,) = entries.values()
+    old_foreign, recent_current, old_current, ancient_current = (
+        root / disk_cache.make_key("helper", name.encode()) for name in ("a", "b", "c", "d"))
+    old_foreign.write_bytes(fresh_foreign.read_bytes())
+    for path in (recent_current, old_current, ancient_current):
+        disk_cache.write(path.name, b"ours", root)
+    _age(old_foreign, 2)
+    _age(old_current, 2)
+    _age(ancient_current, 31)
+    stray = root / ".program-0123-abcd.tmp"        # an interrupted writer's temporary
+    stray.write_bytes(b"")
+    _age(stray, 1)
+    foreign_file = root / "notes.txt"              # not named as entries are: never deleted
+    foreign_file.write_bytes(b"")
+    _age(foreign_file, 40)
+    link = root / "helper-link"
+    link.symlink_to(old_foreign)
+    _age(link, 40)
+    removed = disk_cache.prune(root)
+    assert sorted(removed) == sorted([old_foreign.name, ancient_current.name, stray.name])
+    assert all(p.exists() for p in (fresh_foreign, recent_current, old_current, foreign_file))
+    assert link.is_symlink() and (root / disk_cache.KEY_FILE).exists()
+    assert current == disk_cache.environment_digest()
+
+
+def test_a_hit_renews_an_entry_and_pruning_runs_once_a_day(tmp_path, monkeypatch):
+    root = tmp_path / "kernels"
+    monkeypatch.setenv(disk_cache.KERNEL_CACHE_VARIABLE, str(root))
+    root = disk_cache.kernel_directory()
+    key = disk_cache.make_key("helper", b"renewed")
+    disk_cache.write(key, b"ours", root)
+    _age(root / key, 40)
+    assert disk_cache.read(key, root) == b"ours"
+    assert disk_cache.prune(root) == []                  # the hit made it recent
+    marker = root / disk_cache.PRUNE_MARKER
+    assert marker.exists()                               # the write pruned, and left the marker
+    _age(root / key, 40)
+    disk_cache.write(disk_cache.make_key("helper", b"second"), b"ours", root)
+    assert (root / key).exists()                         # pruned less than a day ago: not again
+    _age(marker, 2)
+    disk_cache.write(disk_cache.make_key("helper", b"third"), b"ours", root)
+    assert not (root / key).exists()

@@ -116,6 +116,30 @@ def test_fast_path_survives_cache_clearing():
     np.testing.assert_array_equal(f(x), [3, 6])
 
 
+def test_numpy_arguments_take_the_fast_path():
+    f = jaxlite.jit(lambda x, y: (x * 2 + y, x))
+    x, y = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones(3, np.float32)
+    for _ in range(2):
+        doubled, same = f(x, y)
+        np.testing.assert_array_equal(doubled, x * 2 + 1)
+        np.testing.assert_array_equal(same, x)
+    assert len(f._fast_calls) == 1
+    np.testing.assert_array_equal(f(x.T.copy().T, y)[0], x * 2 + 1)     # not C-contiguous
+
+
+def test_numpy_arguments_that_narrow_or_are_guarded_go_the_general_way():
+    f = jaxlite.jit(lambda x: x + 1)
+    wide = np.arange(3, dtype=np.float64)
+    for _ in range(2):
+        assert f(wide).dtype == np.float32
+    narrow = np.arange(3, dtype=np.float32)
+    f(narrow), f(narrow)
+    with jaxlite.transfer_guard("disallow"):
+        with pytest.raises(jaxlite.errors.JaxRuntimeError, match="Disallowed host-to-device transfer"):
+            f(narrow)
+    np.testing.assert_array_equal(f(narrow), [1, 2, 3])
+
+
 def test_native_entry_rejects_wrong_calls():
     f = jaxlite.jit(lambda x: x + 1)
     x = _fresh([1.0])

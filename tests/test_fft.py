@@ -98,6 +98,13 @@ def test_lax_fft_dtypes_and_types():
     assert isinstance(lax.FftType.IRFFT, int) and lax.FftType.IRFFT == 3
 
 
+def test_fft_params_print_as_jax():
+    """JAX prints FftType by str(), its integer: fft_type=0 and fft_type=3 as make_jaxpr shows them."""
+    assert "fft[fft_lengths=(8,) fft_type=0]" in str(jaxlite.make_jaxpr(jnp.fft.fft)(np.ones(8, np.complex64)))
+    irfft2 = str(jaxlite.make_jaxpr(jnp.fft.irfft2)(np.ones((4, 8), np.complex64)))
+    assert "f32[4,14] = fft[fft_lengths=(4, 14) fft_type=3]" in irfft2
+
+
 ERRORS = [
     (lambda: lax.fft(np.ones(4), "foo", (4,)), ValueError, "Unknown FFT type 'foo'"),
     (lambda: lax.fft(np.ones(4), 3.0, (4,)), TypeError, "Unknown FFT type value"),

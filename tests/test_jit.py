@@ -259,6 +259,7 @@ NEVER_LOWERED = {
     "pvary": "passes._identity replaces it by its operand (only its transpose does something)",
     "replicated_output": "passes._identity replaces it by its operand (only its transpose does something)",
     "fft": "its operands or results are complex: complex_split makes it fft_pairs (the native routine, fft_kernels)",
+    "dce_sink": "it has no results, so the compiler's dead-code elimination removes it",
 }
 
 
@@ -271,12 +272,14 @@ def _every_primitive():
 
 
 def test_every_primitive_has_a_lowering_or_an_explained_fallback():
+    from jaxlite.core.extended import physical_rules
     from jaxlite.lower import fusion_rules, step_policy
     primitives = _every_primitive()
     assert len(primitives) > 50, "found too few primitives"
     declared = (set(fusion_rules.LOWERINGS) | set(step_policy.FALLBACKS) | set(step_policy.CONTROL_FLOW)
                 | set(step_policy.NATIVE_ROUTINES) | set(step_policy.GEMM_PRIMITIVES)
                 | set(compiler_rewrites)            # computed with simpler primitives
+                | set(physical_rules)               # typed keys: rewritten to their words first
                 | set(call_primitives))             # inlined
     handled = {p.name for p in declared} | set(NEVER_LOWERED)
     missing = sorted(primitives - handled)

@@ -1,4 +1,4 @@
-"""The compiler's start-up runs in the background from `import jaxlite` (lower/warm_up.py)."""
+"""The compiler's start-up runs in the background from a program's first jit(f) (lower/warm_up.py)."""
 import os
 import subprocess
 import sys
@@ -10,34 +10,46 @@ _PROBE = """
 import sys
 import jaxlite
 from jaxlite.lower import warm_up
+if {cache_dir!r}:
+    jaxlite.config.update("jax_compilation_cache_dir", {cache_dir!r})
+print("thread" if warm_up._thread is not None else "no thread", "llvm" if "llvmlite" in sys.modules else "no llvm")
+f = jaxlite.jit(lambda x: x + 1.0)
 warm_up.wait()
 from jaxlite.lower import native_call
 print("compiler" if "jaxlite.lower.pipeline" in sys.modules else "no compiler",
       "trampoline" if native_call._trampoline is not None else "no trampoline")
-print(float(jaxlite.jit(lambda x: x + 1.0)(1.0)))
+print(float(f(1.0)))
 """
 
 
-def _probe(**env):
-    done = subprocess.run([sys.executable, "-c", _PROBE], env=dict(os.environ, PYTHONPATH=str(ROOT), **env),
+def _probe(cache_dir="", **env):
+    done = subprocess.run([sys.executable, "-c", _PROBE.format(cache_dir=cache_dir)],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), **env),
                           capture_output=True, text=True, check=True, timeout=300)
     return done.stdout.split("\n")
 
 
-def test_import_starts_the_compiler_in_the_background():
-    assert _probe()[:2] == ["compiler trampoline", "2.0"]
+def test_the_first_jit_starts_the_compiler_in_the_background():
+    assert _probe()[:3] == ["no thread no llvm", "compiler trampoline", "2.0"]
+
+
+def test_with_a_compilation_cache_the_compiler_waits_for_a_miss(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    assert _probe(str(cache))[:3] == ["no thread no llvm", "no compiler trampoline", "2.0"]
 
 
 def test_warm_up_can_be_turned_off():
-    assert _probe(JAXLITE_WARM_UP="0")[:2] == ["no compiler no trampoline", "2.0"]
+    assert _probe(JAXLITE_WARM_UP="0")[:3] == ["no thread no llvm", "no compiler no trampoline", "2.0"]
 
 
-def test_a_fork_right_after_import_gets_a_working_compiler():
+def test_a_fork_right_after_the_first_jit_gets_a_working_compiler():
     program = """
 import os, jaxlite
+f = jaxlite.jit(lambda x: x * 3.0)
 pid = os.fork()
 if pid == 0:
-    os._exit(0 if float(jaxlite.jit(lambda x: x * 3.0)(2.0)) == 6.0 else 3)
+    os._exit(0 if float(f(2.0)) == 6.0 else 3)
 print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
     done = subprocess.run([sys.executable, "-c", program], env=dict(os.environ, PYTHONPATH=str(ROOT)),

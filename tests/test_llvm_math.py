@@ -90,7 +90,7 @@ ACCURATE_F32 = {
     "sin": np.sin,                      # 0 (evaluated in double)
     "cos": np.cos,                      # 0 (evaluated in double)
     "tan": np.tan,                      # 0 (evaluated in double)
-    "atan": np.arctan,                  # 1 (evaluated in double)
+    "atan": np.arctan,                  # 1 (the quotient 1/|x| in float32, the rest in double)
     "erf": pointwise(math.erf),         # 1 (evaluated in double)
     "erfc": pointwise(math.erfc),       # 1 (evaluated in double)
 }
@@ -313,7 +313,12 @@ def test_float32_atan2_special_values_and_octants(kernels):
     values = np.array([0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 3e-39, 2.5, -7.0, 1e30], np.float32)
     y, x = (a.ravel() for a in np.meshgrid(values, values))
     want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
-    assert_identical(kernels("f32_atan2", y, x), want)
+    got = kernels("f32_atan2", y, x)
+    # Exact where an argument is special or the parts are equal; elsewhere within an ulp
+    # (the quotient is rounded to float32 once, as in JAX's float32 atan2).
+    special = ~np.isfinite(y) | ~np.isfinite(x) | (y == 0) | (x == 0) | (np.abs(y) == np.abs(x))
+    assert_identical(got[special], want[special])
+    assert ulp_distance(got[~special], want[~special]).max() <= 1
     t = np.random.default_rng(7).normal(0, 1, 20000).astype(np.float32)
     for y, x in ((t, t), (t, -t), (t, np.nextafter(t, np.float32(0))), (t * 1e-30, t), (t, t * 1e-30)):
         want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)

@@ -160,7 +160,7 @@ def test_big_scatters_split_their_rows_across_threads(count, seed, op, mode, dty
         return getattr(a.at[k], op)(u, mode=mode) + 1
     assert_native_and_agree(update, x, jnp.asarray(i), updates)
     [kernel] = scatter_kernels(update, x, jnp.asarray(i), updates)
-    assert kernel.owned is not None and entry_points.splits(kernel) == (entry_points.gemm.available_cpus() > 1)
+    assert kernel.owned is not None and entry_points.splits(kernel) == (entry_points.native_pool.available_cpus() > 1)
 
 
 def test_split_scatter_windows_straddle_the_shares():

@@ -16,7 +16,6 @@ JAX_NAMES = json.loads(
     (pathlib.Path(__file__).parent / "data" / "jax_public_names.json").read_text())["namespaces"]
 
 SCIPY = "owned by the scipy work: issue 17 item 1"
-LAXRAND_ITEM5 = "owned by the laxrand work: issue 17 item 5"
 LIBS = "owned by the libs work: issue 21"
 MPI = "owned by the mpi work: issue 18 (devices, sharding, multi-process)"
 TRANSFORMS = "owned by the transforms work: issue 22"
@@ -85,25 +84,12 @@ MISSING = {
             device_put_p pbroadcast pcast precv psend ragged_all_to_all ragged_all_to_all_p
             sharding_constraint_p with_sharding_constraint
         """,
-        "ordering tokens and DCE sinks (XLA's side-effect ordering): jaxlite's effects have no "
-        "token values yet": "after_all after_all_p create_token create_token_p dce_sink dce_sink_p",
-        "composite (a named decomposition kept as one op) and scaled_dot (microscaled float8 "
-        "products): not built yet": "composite scaled_dot",
         "JAX primitives whose functions jaxlite's lax computes as compositions of other primitives "
         "(the functions exist; jaxprs show their parts)": """
             approx_top_k_p clamp_p copy_p eq_to_p le_to_p lt_to_p optimization_barrier_p reduce_p
             reduce_window_p scatter_sub_p select_and_gather_add_p select_and_scatter_add_p
             select_and_scatter_p split_p stack_p stage_p tile_p unstack_p
         """,
-    },
-    "jax.nn": {
-        LAXRAND_ITEM5: """
-            get_scaled_dot_general_config
-            scaled_dot_general scaled_matmul
-        """,
-    },
-    "jax.numpy": {
-        COMPLEX: "roots",
     },
     "jax.sharding": {
         MPI: """

@@ -27,7 +27,8 @@ shapes_2d = st.tuples(st.integers(1, 5), st.integers(1, 5))
 def test_convolutions_as_scipy(name, mode, data):
     shapes = shapes_2d if name.endswith("2d") else data.draw(st.sampled_from([shapes_1d, shapes_2d]))
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
-    a, b = (rng.standard_normal(data.draw(shapes)).astype(np.float32) for _ in range(2))
+    dtype = data.draw(st.sampled_from([np.float32, np.complex64]))
+    a, b = (_standard_normal(rng, data.draw(shapes), dtype) for _ in range(2))
     try:
         want = getattr(ss, name)(a, b, mode)
     except ValueError:
@@ -35,8 +36,15 @@ def test_convolutions_as_scipy(name, mode, data):
             getattr(signal, name)(a, b, mode)
         return
     got = getattr(signal, name)(a, b, mode)
-    assert got.shape == want.shape and got.dtype == np.float32
+    assert got.shape == want.shape and got.dtype == dtype
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
+def _standard_normal(rng, shape, dtype):
+    values = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        values = values + 1j * rng.standard_normal(shape)
+    return values.astype(dtype)
 
 
 def test_signal_dtypes_and_errors_as_jax():

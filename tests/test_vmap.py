@@ -29,11 +29,17 @@ NO_BATCHING_RULE = {
     "iota": "takes no operands, so under vmap it is never batched and binds as it is",
     "process_axis_index": "takes no operands, so under vmap it is never batched and binds as it is",
     "rng_uniform": "stateful draws between two scalar bounds; JAX has no batching rule for it either",
+    "create_token": "takes no operands, so under vmap it is never batched and binds as it is",
+    "composite": "JAX has no batching rule for lax.composite either",
 }
 
 # Primitives not compared against a Python loop over the batch, with the reason.
 NOT_LOOPABLE = {
     "iota": NO_BATCHING_RULE["iota"],
+    "create_token": NO_BATCHING_RULE["create_token"],
+    "composite": NO_BATCHING_RULE["composite"],
+    "after_all": "a batch of tokens is one token (tokens hold no values): tested in test_tokens",
+    "dce_sink": "no results to compare: tested in test_tokens",
     "rng_uniform": NO_BATCHING_RULE["rng_uniform"],
     "psum": "a collective combines the lanes, so a loop over lanes cannot express it: "
             "tested against numpy in the collective tests below",

@@ -37,7 +37,9 @@ class ShapedArray(AbstractValue):
     def __init__(self, shape, dtype, weak_type=False):
         # Shapes usually arrive as tuples of ints already; only convert the others.
         self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
-        self.dtype = dtype if type(dtype) is np.dtype or isinstance(dtype, np.dtype) else np.dtype(dtype)
+        if not (type(dtype) is np.dtype or isinstance(dtype, (np.dtype, dtypes.ExtendedDType))):
+            dtype = np.dtype(dtype)
+        self.dtype = dtype
         self.weak_type = bool(weak_type)
 
     ndim = property(lambda self: len(self.shape))
@@ -79,7 +81,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, *, sharding=None, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.sharding = sharding
 

@@ -211,6 +211,8 @@ def wrap_numpy(value, aval):
         return value
     value = np.asarray(value)
     if value.dtype != aval.dtype:
+        if isinstance(aval.dtype, dtypes.ExtendedDType):   # a primitive made physical data
+            return aval.dtype.wrap(Array(value))
         value = value.astype(aval.dtype)
     return Array(value, aval.weak_type)
 

@@ -8,9 +8,10 @@ canonicalized to 32 bits (complex128 to complex64).
 """
 import builtins
 import functools
+import sys
+import threading
 import warnings
 
-import ml_dtypes
 import numpy as np
 
 from jaxlite.core.config import config
@@ -19,34 +20,48 @@ bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
-bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
-# ml_dtypes' narrow types, as JAX has them: stored one element a byte, computed by
-# ml_dtypes' numpy kernels (through float32, rounding each result), and outside the
+# ml_dtypes' types: bfloat16, and the narrow ones as JAX has them: stored one element a byte,
+# computed by ml_dtypes' numpy kernels (through float32, rounding each result), and outside the
 # promotion lattice but for Python scalars (JAX allows no implicit promotion for them).
-NARROW_FLOATS = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
+# Importing ml_dtypes costs ~600 ms CPU, most of `import jaxlite`, so it is imported when one of
+# its types is first named (dtypes.bfloat16, jnp.float8_e4m3fn, dtype="bfloat16", an array of one):
+# until then no value can have one of its types. The module attributes bfloat16, NARROW_FLOATS,
+# NARROW_SIGNED, NARROW_UNSIGNED and NARROW_INTS appear then (see __getattr__); jaxlite's own code
+# asks is_bfloat16/is_narrow instead, which never import it.
+NARROW_FLOAT_NAMES = (
     "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
-    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
-NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("int1", "int2", "int4"))
-NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("uint1", "uint2", "uint4"))
-NARROW_INTS = NARROW_SIGNED + NARROW_UNSIGNED
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")
+NARROW_SIGNED_NAMES = ("int1", "int2", "int4")
+NARROW_UNSIGNED_NAMES = ("uint1", "uint2", "uint4")
+ML_DTYPE_NAMES = frozenset(("bfloat16",) + NARROW_FLOAT_NAMES + NARROW_SIGNED_NAMES + NARROW_UNSIGNED_NAMES)
+_ML_DTYPES_ATTRIBUTES = ("bfloat16", "NARROW_FLOATS", "NARROW_SIGNED", "NARROW_UNSIGNED", "NARROW_INTS")
 
-SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             bfloat16, float16, float32, float64, complex64, complex128) + NARROW_FLOATS + NARROW_INTS
+
+class _MlTypes:
+    """ml_dtypes' types once loaded; empty before (nothing can have them then)."""
+    bfloat16 = None
+    narrow_floats = narrow_signed = narrow_unsigned = narrow_ints = ()
+
+
+_ml = _MlTypes()
+_ml_lock = threading.Lock()
+
+SUPPORTED = [bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+             float16, float32, float64, complex64, complex128]
 
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 
 # Each type points to the types just above it; promotion climbs until paths meet.
 _ABOVE = {
     bool_: [WEAK_INT],
-    WEAK_INT: [uint8, int8, *NARROW_INTS],
+    WEAK_INT: [uint8, int8],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16, bfloat16, *NARROW_FLOATS, WEAK_COMPLEX],
-    float16: [float32], bfloat16: [float32], float32: [float64, complex64], float64: [complex128],
+    WEAK_FLOAT: [float16, WEAK_COMPLEX],
+    float16: [float32], float32: [float64, complex64], float64: [complex128],
     WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
-    **{narrow: [] for narrow in NARROW_FLOATS + NARROW_INTS},
 }
 
 
@@ -62,16 +77,76 @@ def _upper_bounds(node):
 
 _UPPER = {node: _upper_bounds(node) for node in _ABOVE}
 
-_SHORT_NAMES = {bool_: "bool", bfloat16: "bf16"}
+_SHORT_NAMES = {bool_: "bool"}
+_FLOATS = {float16, float32, float64}
+
+
+def load_ml_dtypes():
+    """ml_dtypes, imported now if it was not, with its types added to jaxlite's tables."""
+    with _ml_lock:
+        if _ml.bfloat16 is None:
+            _add_ml_dtypes()
+    return sys.modules["ml_dtypes"]
+
+
+def _add_ml_dtypes():
+    import ml_dtypes
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    narrow_floats, narrow_signed, narrow_unsigned = (tuple(np.dtype(getattr(ml_dtypes, name)) for name in names)
+        for names in (NARROW_FLOAT_NAMES, NARROW_SIGNED_NAMES, NARROW_UNSIGNED_NAMES))
+    narrow = narrow_floats + narrow_signed + narrow_unsigned
+    SUPPORTED[SUPPORTED.index(float16):SUPPORTED.index(float16)] = [bf16]
+    SUPPORTED.extend(narrow)
+    _ABOVE[WEAK_INT][2:] = narrow_signed + narrow_unsigned
+    _ABOVE[WEAK_FLOAT][1:1] = [bf16, *narrow_floats]
+    _ABOVE.update({bf16: [float32], **{t: [] for t in narrow}})
+    _UPPER.update({node: _upper_bounds(node) for node in _ABOVE})
+    _SHORT_NAMES[bf16] = "bf16"
+    _FLOATS.update((bf16,) + narrow_floats)
+    _least_upper_bound.cache_clear()
+    globals().update(bfloat16=bf16, NARROW_FLOATS=narrow_floats, NARROW_SIGNED=narrow_signed,
+                     NARROW_UNSIGNED=narrow_unsigned, NARROW_INTS=narrow_signed + narrow_unsigned)
+    _ml.narrow_floats, _ml.narrow_signed, _ml.narrow_unsigned = narrow_floats, narrow_signed, narrow_unsigned
+    _ml.narrow_ints = narrow_signed + narrow_unsigned
+    _ml.bfloat16 = bf16     # last: other threads read it as "loaded"
+
+
+def __getattr__(name):
+    if name in _ML_DTYPES_ATTRIBUTES:
+        load_ml_dtypes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ML_DTYPES_ATTRIBUTES))
+
+
+def as_dtype(x):
+    """np.dtype(x), with ml_dtypes' types in jaxlite's tables first when `x` may be one: it names
+    one, or ml_dtypes was imported (by the program, say), so that values can have its types."""
+    if _ml.bfloat16 is None and ("ml_dtypes" in sys.modules or isinstance(x, str) and x in ML_DTYPE_NAMES):
+        load_ml_dtypes()
+    return np.dtype(x)
+
+
+def is_bfloat16(dtype):
+    return _ml.bfloat16 is not None and dtype == _ml.bfloat16
+
+
+def is_16bit_float(dtype):
+    return dtype == float16 or is_bfloat16(dtype)
 
 
 def short_name(dtype):
-    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool, f8_e4m3fn, i4."""
-    dtype = np.dtype(dtype)
-    if dtype in NARROW_FLOATS:     # float8_e4m3fn -> f8_e4m3fn
+    """The jaxpr spelling of a dtype: f32, i8, u16, bf16, bool, f8_e4m3fn, i4, key<fry>."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
+    dtype = as_dtype(dtype)
+    if dtype in _ml.narrow_floats:     # float8_e4m3fn -> f8_e4m3fn
         return "f" + dtype.name[len("float"):]
-    if dtype in NARROW_INTS:       # int4 -> i4, uint2 -> u2
-        return ("u" if dtype in NARROW_UNSIGNED else "i") + dtype.name.rsplit("int", 1)[1]
+    if dtype in _ml.narrow_ints:       # int4 -> i4, uint2 -> u2
+        return ("u" if dtype in _ml.narrow_unsigned else "i") + dtype.name.rsplit("int", 1)[1]
     return _SHORT_NAMES.get(dtype) or f"{dtype.kind}{dtype.itemsize * 8}"
 
 
@@ -102,7 +177,7 @@ def canonicalize_dtype(dtype):
 @functools.lru_cache(maxsize=512)
 def _canonicalize(dtype, x64):
     try:
-        dtype = np.dtype(dtype)
+        dtype = as_dtype(dtype)
     except TypeError as err:
         raise TypeError(f"{dtype!r} is not a valid dtype") from err
     if dtype not in SUPPORTED:
@@ -117,7 +192,7 @@ def check_user_dtype(dtype, name):
     The warning points at the user's line, not at jaxlite's."""
     if dtype is None or x64_enabled() or any(dtype is t for t in (builtins.float, builtins.int, builtins.complex)):
         return
-    requested = np.dtype(dtype)
+    requested = as_dtype(dtype)
     if requested not in _NARROWED:
         return
     message = (f"Explicitly requested dtype {requested} requested in {name} is not available, and "
@@ -128,11 +203,8 @@ def check_user_dtype(dtype, name):
     warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
 
-_FLOATS = frozenset((float16, bfloat16, float32, float64) + NARROW_FLOATS)
-
-
 def is_float(dtype):
-    return np.dtype(dtype) in _FLOATS
+    return as_dtype(dtype) in _FLOATS
 
 
 def is_complex(dtype):
@@ -156,19 +228,19 @@ def complex_dtype(dtype):
 
 
 def is_int(dtype):
-    dtype = np.dtype(dtype)
-    return dtype.kind in "iu" or dtype in NARROW_INTS
+    dtype = as_dtype(dtype)
+    return dtype.kind in "iu" or dtype in _ml.narrow_ints
 
 
 def is_unsigned(dtype):
-    dtype = np.dtype(dtype)
-    return dtype.kind == "u" or dtype in NARROW_UNSIGNED
+    dtype = as_dtype(dtype)
+    return dtype.kind == "u" or dtype in _ml.narrow_unsigned
 
 
 def is_narrow(dtype):
     """One of ml_dtypes' float8/6/4 or int4/2/1 types (numpy kind 'V')."""
-    dtype = np.dtype(dtype)
-    return dtype in NARROW_FLOATS or dtype in NARROW_INTS
+    dtype = as_dtype(dtype)
+    return dtype in _ml.narrow_floats or dtype in _ml.narrow_ints
 
 
 # ---------------------------------------------------------------- extended dtypes
@@ -182,11 +254,26 @@ class prng_key(extended):
     """The scalar type of typed PRNG keys (jax.random.key)."""
 
 
+# The tangent type of values that have no derivative (typed keys): a dtype with no data, as in JAX.
+float0 = np.dtype([("float0", np.void, 0)])
+_SHORT_NAMES[float0] = "float0"
+
+
 class ExtendedDType:
     """An element type that is not a numpy dtype; `type` is its scalar type (a subclass of
-    `extended`), which is what issubdtype compares."""
+    `extended`), which is what issubdtype compares.
+
+    Each element is stored as an array of `physical_shape` and `physical_dtype` (a typed
+    PRNG key as its two uint32 words): an array of shape S is held, and compiled, as its
+    physical data of shape S + physical_shape (core/extended.py)."""
     type = extended
     name = "extended"
+    physical_shape = ()
+    physical_dtype = None
+
+    def wrap(self, data):
+        """The concrete array of this dtype whose physical data is the Array `data`."""
+        raise NotImplementedError
 
     def __repr__(self):
         return self.name
@@ -204,13 +291,15 @@ def can_be_weak(dtype):
 
 
 def finfo(dtype):
-    dtype = np.dtype(dtype)
-    return ml_dtypes.finfo(dtype) if dtype == bfloat16 or dtype in NARROW_FLOATS else np.finfo(real_dtype(dtype))
+    dtype = as_dtype(dtype)
+    if is_bfloat16(dtype) or dtype in _ml.narrow_floats:
+        return load_ml_dtypes().finfo(dtype)
+    return np.finfo(real_dtype(dtype))
 
 
 def iinfo(dtype):
-    dtype = np.dtype(dtype)
-    return ml_dtypes.iinfo(dtype) if dtype in NARROW_INTS else np.iinfo(dtype)
+    dtype = as_dtype(dtype)
+    return load_ml_dtypes().iinfo(dtype) if dtype in _ml.narrow_ints else np.iinfo(dtype)
 
 
 def _lattice_node(dtype, weak):
@@ -236,7 +325,7 @@ def _least_upper_bound(nodes):
 def _no_promotion_message(nodes):
     names = ", ".join(repr(n if isinstance(n, str) else n.name) for n in nodes)
     narrow = [n for n in nodes if not isinstance(n, str) and is_narrow(n)]
-    which = "8-bit floats" if any(n in NARROW_FLOATS for n in narrow) else "1-bit, 2-bit and 4-bit integers"
+    which = "8-bit floats" if any(n in _ml.narrow_floats for n in narrow) else "1-bit, 2-bit and 4-bit integers"
     return (f"Input dtypes ({names}) have no available implicit dtype promotion path. To avoid "
             f"unintended promotion, {which} do not support implicit promotion. If you'd like your "
             "inputs to be promoted to another type, you can do so explicitly using e.g. "
@@ -259,7 +348,7 @@ class TypePromotionError(ValueError):
 
 def promote_types(a, b):
     """The dtype both strong dtypes promote to (jnp.promote_types)."""
-    node = _least_upper_bound((np.dtype(a), np.dtype(b)))
+    node = _least_upper_bound((as_dtype(a), as_dtype(b)))
     return _dtype_of_node(node)
 
 
@@ -273,8 +362,8 @@ def _dtype_and_weakness(x):
     if isinstance(x, builtins.complex):
         return default_complex_dtype(), True
     if hasattr(x, "dtype"):
-        return np.dtype(x.dtype), getattr(x, "weak_type", False)
-    return np.dtype(x), False
+        return as_dtype(x.dtype), getattr(x, "weak_type", False)
+    return as_dtype(x), False
 
 
 def result_type(*args, return_weak_type_flag=False):
@@ -285,11 +374,27 @@ def result_type(*args, return_weak_type_flag=False):
     """
     if not args:
         raise ValueError("result_type needs at least one argument")
-    pairs = [_dtype_and_weakness(x) for x in args]
+    try:
+        pairs = [_dtype_and_weakness(x) for x in args]
+    except TypeError:
+        dtype = _extended_result_type(args)
+        return (dtype, False) if return_weak_type_flag else dtype
     node = _least_upper_bound(tuple(_lattice_node(d, w) for d, w in pairs))
     dtype = _dtype_of_node(node)
     weak = isinstance(node, str)
     return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def _extended_result_type(args):
+    """Values of one extended dtype (typed keys) combine only with each other, as in JAX."""
+    found = {getattr(x, "dtype", x) for x in args}
+    first = next(iter(found))
+    if len(found) != 1 or not isinstance(first, ExtendedDType):
+        shown = ", ".join(str(dtype_of(x) if not isinstance(getattr(x, "dtype", x), ExtendedDType)
+                              else getattr(x, "dtype", x)) for x in args)
+        raise TypeError(f"the dtypes {shown} have no common type: typed keys combine only with "
+                        "keys of the same implementation")
+    return first
 
 
 def is_python_scalar(x):
@@ -306,9 +411,9 @@ def dtype_of(x):
 def scalar_to_numpy(x, dtype):
     """Convert a Python scalar to a numpy scalar of `dtype`, refusing silent overflow (except
     into the 1/2/4-bit integers, which wrap, as in JAX)."""
-    dtype = np.dtype(dtype)
+    dtype = as_dtype(dtype)
     if isinstance(x, builtins.int) and not isinstance(x, builtins.bool) and is_int(dtype) and \
-            dtype not in NARROW_INTS:
+            dtype not in _ml.narrow_ints:
         info = iinfo(dtype)
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} too large to convert to {dtype}")

@@ -74,7 +74,7 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars."""
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "__weakref__")
 
     def __init__(self, jaxpr, consts):
         assert len(jaxpr.constvars) == len(consts)
@@ -156,8 +156,8 @@ def _param_text(value, namer, indent):
         return "(\n" + "\n".join(inner) + "\n" + " " * indent + ")"
     if isinstance(value, np.dtype):
         return value.name
-    if isinstance(value, enum.Enum):     # as JAX: an enum's own repr where it has one
-        return repr(value) if "__repr__" in vars(type(value)) else f"{type(value).__name__}.{value.name}"
+    if isinstance(value, enum.Enum):     # as JAX, str(): an IntEnum's number (fft_type=0), else Class.NAME
+        return str(value)
     if isinstance(value, str):
         return value
     if callable(value) and hasattr(value, "__name__"):
@@ -167,19 +167,20 @@ def _param_text(value, namer, indent):
 
 def pretty_print_eqn(eqn, namer, indent=4):
     """One equation; as JAX, its params go one a line when they hold a jaxpr or run long."""
-    outs = " ".join(namer.binder(v) for v in eqn.outputs) or "()"
+    # An equation with no results (dce_sink, debug_print) has no left-hand side, as in JAX.
+    lhs = "".join(f"{namer.binder(v)} " for v in eqn.outputs) + "= " if eqn.outputs else ""
     args = " ".join(namer(v) for v in eqn.inputs)
     rule = pp_params_rules.get(eqn.primitive)
     shown = rule(eqn) if rule is not None else sorted(eqn.params.items())
     params = [f"{k}={_param_text(v, namer, indent + 2)}" for k, v in shown]
-    # As JAX's, an equation with params and no operands ends in a space.
-    line = f"{outs} = {eqn.primitive.name}[{' '.join(params)}] {args}" if params else \
-        f"{outs} = {eqn.primitive.name} {args}".rstrip()
+    line = f"{lhs}{eqn.primitive.name}[{' '.join(params)}] {args}" if params else \
+        f"{lhs}{eqn.primitive.name} {args}"
+    # JAX keeps the space before an empty operand list (`a:Tok = create_token `).
     if not params or ("\n" not in line and len(line) + indent <= 80):
         return line
     pad = " " * indent
     listed = "".join(f"\n{pad}  {p}" for p in params)
-    return f"{outs} = {eqn.primitive.name}[{listed}\n{pad}] {args}"
+    return f"{lhs}{eqn.primitive.name}[{listed}\n{pad}] {args}"
 
 
 def pretty_print(jaxpr, indent=0, namer=None):

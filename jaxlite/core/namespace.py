@@ -5,8 +5,9 @@ built here shows its API and its public subpackages only; the modules stay impor
 from types import ModuleType
 
 
-def dir_hiding_submodules(namespace, public_submodules, lazy_submodules=(), unlisted=()):
-    """`lazy_submodules` are shown before their first import (the package's __getattr__ imports them);
+def dir_hiding_submodules(namespace, public_submodules, lazy_names=(), unlisted=()):
+    """`lazy_names` (submodules, ml_dtypes' scalar types) are shown before their first use (the
+    package's __getattr__ makes them then);
     `unlisted` names stay usable but out of dir(): jaxlite's own helpers in a JAX namespace."""
     package = namespace["__name__"]
 
@@ -17,7 +18,7 @@ def dir_hiding_submodules(namespace, public_submodules, lazy_submodules=(), unli
     def __dir__():
         return sorted({name for name, value in namespace.items()
                        if not is_implementation_module(name, value) and name not in unlisted}
-                      | set(lazy_submodules))
+                      | set(lazy_names))
     return __dir__
 
 

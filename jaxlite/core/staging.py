@@ -230,6 +230,8 @@ def typeof(x):
 
 def _aval_of_spec(x):
     if isinstance(x, ShapeDtypeStruct):
+        if isinstance(x.dtype, dtypes.ExtendedDType):
+            return ShapedArray(x.shape, x.dtype)
         return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
     return abstractify(x)
 

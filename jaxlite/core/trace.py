@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import errors
+from jaxlite.core import errors, extended
 from jaxlite.core.abstract import ShapedArray, hi_type_of, hitype_typeof, is_hi
 from jaxlite.core.array import Array, wrap_numpy_outputs
 from jaxlite.core.config import config
@@ -108,7 +108,10 @@ class EvalTrace(Trace):
     """
 
     def process_primitive(self, primitive, args, params):
-        values = [_numpy_value(x, Array) for x in args]
+        try:
+            values = [_numpy_value(x, Array) for x in args]
+        except extended.ExtendedOperand:
+            return extended.evaluate(primitive, args, params)
         if primitive.abstract_eval is None:     # as JAX, a primitive with only an impl runs eagerly
             return _impl_only(primitive, values, params)
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
@@ -136,6 +139,8 @@ def _numpy_value(x, array_type):
         return x._value
     if isinstance(x, Tracer):
         raise errors.escaped_tracer_error(x)
+    if isinstance(x, extended.ExtendedArray):
+        raise extended.ExtendedOperand
     if type(x) in hitype_typeof:
         return x
     return np.asarray(x)

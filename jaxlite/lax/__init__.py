@@ -31,6 +31,7 @@ from jaxlite.lax.other import (
     PrecisionLike, Tolerance, batch_matmul, conv_general_dilated_local, index_take, platform_dependent,
     scatter_apply, shape_as_value, stage)
 from jaxlite.lax.ragged import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
+from jaxlite.lax.scaled_dot import scaled_dot
 from jaxlite.lax.rng import RandomAlgorithm, mulhi, mulhi_p, rng_bit_generator, rng_bit_generator_p, rng_uniform, rng_uniform_p
 from jaxlite.lax.slicing import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_index_in_dim,
@@ -38,6 +39,8 @@ from jaxlite.lax.slicing import (
     dynamic_update_slice_in_dim, gather, scatter,
     scatter_add, scatter_max, scatter_min, scatter_mul)
 from jaxlite.lax.sorting import sort, sort_key_val, top_k
+from jaxlite.lax.tokens import after_all, after_all_p, create_token, create_token_p, dce_sink, dce_sink_p
+from jaxlite.lax.named_composite import composite
 from jaxlite.lax.linalg import cholesky, lu, svd, triangular_solve
 from jaxlite.lax.convolution import conv_general_dilated
 from jaxlite.lax.windowed import reduce_window

@@ -36,7 +36,11 @@ _ACCEPTS = {
 
 
 def check_dtype(name, aval, accepts, position="argument"):
-    if not _ACCEPTS[accepts](aval.dtype):
+    try:
+        accepted = _ACCEPTS[accepts](aval.dtype)
+    except TypeError:   # an extended dtype (typed keys): no arithmetic, as in JAX
+        accepted = accepts == ANY
+    if not accepted:
         raise TypeError(f"{name} does not accept dtype {aval.dtype.name} for its {position}; "
                         f"it needs a {accepts} dtype")
 
@@ -114,25 +118,55 @@ def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False, out_dtype
 
 
 # Float dtypes whose subnormals DAZ reads as zeros -> their smallest normal. float16's are
-# float32 normals once widened.
-_FLUSHED_FLOATS = {np.dtype(t): dtypes.finfo(t).tiny for t in (np.float32, np.float64, dtypes.bfloat16)}
+# float32 normals once widened. bfloat16 joins when ml_dtypes is loaded (no value has it before).
+_FLUSHED_FLOATS = {np.dtype(t): np.finfo(t).tiny for t in (np.float32, np.float64)}
+
+
+def _flushed_float_tiny(dtype):
+    tiny = _FLUSHED_FLOATS.get(dtype)
+    if tiny is None and dtypes.is_bfloat16(dtype):
+        tiny = _FLUSHED_FLOATS[dtype] = dtypes.finfo(dtype).tiny
+    return tiny
 
 
 def _reading_subnormals_as_zero(numpy_fn):
     def impl(x, **params):
-        tiny = _FLUSHED_FLOATS.get(x.dtype)
-        if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
-            magnitude = np.abs(x)
-            if magnitude.min() < tiny:                # zeros, or subnormals
-                subnormal = (magnitude < tiny) & (magnitude > 0)
-                if subnormal.any():
-                    x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
-        return numpy_fn(x, **params)
+        return numpy_fn(subnormals_flushed(x), **params)
     return impl
+
+
+def subnormals_flushed(x):
+    """x with its subnormals as signed zeros (float32/float64/bfloat16; others unchanged), as
+    FTZ/DAZ make compiled code read and write them."""
+    tiny = _flushed_float_tiny(x.dtype)
+    if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
+        magnitude = np.abs(x)
+        if magnitude.min() < tiny:                # zeros, or subnormals
+            subnormal = (magnitude < tiny) & (magnitude > 0)
+            if subnormal.any():
+                x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
+    return x
+
+
+def flushed_below(dtype):
+    """The smallest normal of a dtype whose subnormals compiled code flushes, else None."""
+    tiny = _flushed_float_tiny(np.dtype(dtype))
+    return None if tiny is None else float(tiny)
+
+
+def smallest_nonzero_magnitude(x):
+    """min |x| over x's nonzero entries (inf when there are none), as a Python float."""
+    magnitude = np.abs(x)
+    return float(np.min(magnitude, where=magnitude > 0, initial=np.inf))
 
 
 # Complex values are pairs of these floats to the hardware.
 _FLOAT_MODE_DTYPES = frozenset(_FLUSHED_FLOATS) | {np.dtype(np.complex64), np.dtype(np.complex128)}
+
+
+def _in_float_mode(operand):
+    dtype = getattr(operand, "dtype", None)
+    return dtype in _FLOAT_MODE_DTYPES or dtypes.is_bfloat16(dtype)
 
 
 def flushing_subnormals(numpy_fn):
@@ -142,7 +176,7 @@ def flushing_subnormals(numpy_fn):
     flushed = []
 
     def impl(*operands, **params):
-        if not any(getattr(x, "dtype", None) in _FLOAT_MODE_DTYPES for x in operands):
+        if not any(_in_float_mode(x) for x in operands):
             return numpy_fn(*operands, **params)
         if not flushed:
             from jaxlite.lower.float_mode import flushing_subnormals as in_float_mode

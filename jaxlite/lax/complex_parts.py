@@ -58,8 +58,11 @@ def _conj_aval(x, input_dtype):
     return x.update(dtype=dtypes.complex_dtype(x.dtype), weak_type=x.weak_type)
 
 
-conj_p = unary_primitive("conj", lambda x, input_dtype: np.conjugate(x).astype(dtypes.complex_dtype(x.dtype)),
-                         INEXACT)
+def _conj_impl(x, input_dtype):
+    return np.conjugate(x).astype(dtypes.complex_dtype(x.dtype), copy=False)    # (a real x widens)
+
+
+conj_p = unary_primitive("conj", _conj_impl, INEXACT)
 conj_p.def_abstract_eval(_conj_aval)
 
 

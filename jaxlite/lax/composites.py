@@ -246,7 +246,7 @@ def _interleave(even, odd, axis):
     odd_gaps[axis] = (1, 0 if same_length else 1, 1)
     spread_even, spread_odd = pad(even, zero, even_gaps), pad(odd, zero, odd_gaps)
     position = broadcasted_iota(np.int32, spread_even.shape, axis)
-    return select_n(eq(rem(position, 2), 1), spread_even, spread_odd)
+    return select_n(eq(rem(position, np.int32(2)), np.int32(1)), spread_even, spread_odd)
 
 
 # ---------------------------------------------------------------- convolutions

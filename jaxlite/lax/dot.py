@@ -7,7 +7,8 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.ir import pp_params_rules
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import NUMBER, as_operand, check_dtype
+from jaxlite.lax.base import (NUMBER, as_operand, check_dtype, flushed_below, smallest_nonzero_magnitude,
+                              subnormals_flushed)
 from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.shapes import transpose
 from jaxlite.lower import fusion_rules
@@ -45,6 +46,35 @@ def _dot_general_aval(lhs, rhs, dimension_numbers, preferred_element_type=None):
 
 
 def _dot_general_impl(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    """numpy's BLAS, unless a subnormal may enter or arise: BLAS threads do not run with
+    compiled code's FTZ/DAZ (XLA:CPU's too), so those products run jit's own GEMM."""
+    if _may_meet_subnormals(lhs, rhs):
+        return _compiled_dot_general(lhs, rhs, dimension_numbers, preferred_element_type)
+    return subnormals_flushed(_numpy_dot_general(lhs, rhs, dimension_numbers, preferred_element_type))
+
+
+def _may_meet_subnormals(lhs, rhs):
+    """A subnormal operand, or two nonzero entries whose product is below the smallest normal.
+    (A sum cancelling to a subnormal is flushed afterwards.)"""
+    tiny = flushed_below(np.promote_types(lhs.dtype, rhs.dtype))
+    if tiny is None or not lhs.size or not rhs.size:
+        return False
+    smallest_lhs, smallest_rhs = smallest_nonzero_magnitude(lhs), smallest_nonzero_magnitude(rhs)
+    return min(smallest_lhs, smallest_rhs) < tiny or smallest_lhs * smallest_rhs < tiny
+
+
+def _compiled_dot_general(lhs, rhs, dimension_numbers, preferred_element_type):
+    from jaxlite.transforms.jit import jit
+    if not _compiled:
+        _compiled.append(jit(dot_general, static_argnames=("dimension_numbers", "preferred_element_type")))
+    out = _compiled[0](lhs, rhs, dimension_numbers=dimension_numbers, preferred_element_type=preferred_element_type)
+    return np.asarray(out)
+
+
+_compiled = []
+
+
+def _numpy_dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs_perm = list(lb) + _free_dims(lhs.ndim, lc, lb) + list(lc)
     rhs_perm = list(rb) + list(rc) + _free_dims(rhs.ndim, rc, rb)
@@ -55,7 +85,7 @@ def _dot_general_impl(lhs, rhs, dimension_numbers, preferred_element_type=None):
     k = int(np.prod(a.shape[a.ndim - nc:]))
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
     compute = np.promote_types(out_dtype, lhs.dtype)
-    if compute == dtypes.bfloat16 or compute == dtypes.float16:
+    if dtypes.is_16bit_float(compute):
         compute = np.float32
     elif _exact_in_float64(lhs.dtype, rhs.dtype, out_dtype, k):
         compute = np.float64    # numpy's integer matmul has no BLAS: ~100x slower

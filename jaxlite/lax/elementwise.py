@@ -14,6 +14,8 @@ from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, OR
                               unary_primitive)
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
+from jaxlite.core.extended import is_extended, physical_rules
+from jaxlite.transforms import physical
 from jaxlite.transforms.ad import defjvp, defjvp_with_output, defjvp_zero
 
 
@@ -86,12 +88,18 @@ def _divide(x, y):
     return np.divide(x, y)
 
 
+def _div_jvp_denominator(t, x, y):
+    """-t x / y^2 rounded as JAX's rule rounds it, -t * x * y^-2: where the two terms of a
+    quotient's derivative nearly cancel (sin(s) / s near 0), a last-bit difference is the result."""
+    return mul(mul(neg(t), x), integer_pow(y, -2))
+
+
 div_p = naryop_primitive("div", _divide, NUMBER)
 fusion_rules.elementwise(div_p, "div")
 div = _bind_nary(div_p)
 defjvp(div_p,
        lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(neg(t), div(div(x, y), y)))
+       lambda t, x, y: _div_jvp_denominator(t, x, y))
 ad.transpose_rules[div_p] = lambda ct, x, y: [unbroadcast(div(ct, y), x.aval), None]
 
 
@@ -109,11 +117,16 @@ defjvp(rem_p,
        lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
 
 def _power(x, y):
-    """Through float64 for narrower floats: numpy's float32 power is off by an ulp at times
-    (9.5 ** 9.5 and larger), which the compiled pow, like XLA's, is not."""
-    if x.dtype.itemsize < 8 and dtypes.is_float(x.dtype):
-        return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
-    return np.power(x, y)
+    """libm's pow, as the compiled kernels (and XLA:CPU's) call it: numpy's float32 power is
+    its own approximation (a fifth of its results differ by an ulp), and even float64 pow
+    rounded to float32 differs from powf near a rounding tie. 16-bit floats go through powf
+    and one rounding, as jit computes them."""
+    if not dtypes.is_float(x.dtype):
+        return np.power(x, y)
+    from jaxlite.lower import libm_loops          # loads llvmlite: only when a float pow runs
+    if x.dtype.itemsize < 4:
+        return libm_loops.apply("pow", x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+    return libm_loops.apply("pow", x, y)
 
 
 pow_p = naryop_primitive("pow", _power, INEXACT)
@@ -703,6 +716,25 @@ eq_p, eq = _comparison("eq", np.equal, ANY)
 fusion_rules.elementwise(eq_p, "eq")
 ne_p, ne = _comparison("ne", np.not_equal, ANY)
 fusion_rules.elementwise(ne_p, "ne")
+
+
+def _physical_comparison(combine, reduction):
+    """Typed keys are equal when all their words are (JAX allows == and != on keys)."""
+    def rule(in_avals, x, y):
+        from jaxlite.lax import reductions   # reductions and shapes build on this module
+        from jaxlite.lax.shapes import broadcast_in_dim
+        trailing = next(a for a in in_avals if is_extended(a)).dtype.physical_shape
+        shape = in_avals[0].shape if in_avals[0].shape else in_avals[1].shape
+        # A rank-0 key beside a key array: its words are broadcast here, not by the primitive.
+        x, y = (broadcast_in_dim(v, shape + trailing, tuple(range(len(shape), len(shape) + len(trailing))))
+                if a.shape != shape else v for v, a in zip((x, y), in_avals))
+        words = combine(x, y)
+        return getattr(reductions, reduction)(words, tuple(range(len(shape), words.ndim)))
+    return rule
+
+
+physical_rules[eq_p] = _physical_comparison(eq, "reduce_and")
+physical_rules[ne_p] = _physical_comparison(ne, "reduce_or")
 lt_p, lt = _comparison("lt", np.less)
 fusion_rules.elementwise(lt_p, "lt")
 le_p, le = _comparison("le", np.less_equal)
@@ -744,6 +776,7 @@ select_n_p = Primitive("select_n")
 fusion_rules.elementwise(select_n_p, "select_n")
 select_n_p.def_impl(_select_n)
 select_n_p.def_abstract_eval(_select_n_aval)
+physical.structural(select_n_p)
 
 
 def _select_n_batch(args, dims):
@@ -826,7 +859,12 @@ batching.vectorized_rule(convert_element_type_p)
 
 
 def convert_element_type(x, new_dtype, weak_type=False):
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    try:
+        new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    except TypeError:
+        if isinstance(new_dtype, dtypes.ExtendedDType) and getattr(x, "dtype", None) == new_dtype:
+            return x    # typed keys to their own dtype (jnp code promotes operands this way)
+        raise
     x = as_operand(x, new_dtype if dtypes.is_python_scalar(x) else None)
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x

@@ -85,16 +85,17 @@ def _fft_impl(x, fft_type, fft_lengths):
     if 0 in x.shape or 0 in fft_lengths:     # (numpy refuses transforms of length 0)
         aval = _fft_aval(ShapedArray(x.shape, x.dtype), fft_type, fft_lengths)
         return np.zeros(aval.shape, aval.dtype)
-    axes = tuple(range(-len(fft_lengths), 0))
-    if fft_type is FftType.FFT:
-        out = np.fft.fftn(x, axes=axes)
-    elif fft_type is FftType.IFFT:
-        out = np.fft.ifftn(x, axes=axes)
-    elif fft_type is FftType.RFFT:
-        out = np.fft.rfftn(x, axes=axes)
+    if len(fft_lengths) == 1:   # (numpy's one-axis functions skip fftn's argument handling)
+        out = _NUMPY_1D[fft_type](x, n=fft_lengths[0])
     else:
-        out = np.fft.irfftn(x, s=fft_lengths, axes=axes)
+        out = _NUMPY_ND[fft_type](x, s=fft_lengths, axes=tuple(range(-len(fft_lengths), 0)))
     return out.astype(_result_dtype(x.dtype, fft_type), copy=False)
+
+
+_NUMPY_1D = {FftType.FFT: np.fft.fft, FftType.IFFT: np.fft.ifft, FftType.RFFT: np.fft.rfft,
+             FftType.IRFFT: np.fft.irfft}
+_NUMPY_ND = {FftType.FFT: np.fft.fftn, FftType.IFFT: np.fft.ifftn, FftType.RFFT: np.fft.rfftn,
+             FftType.IRFFT: np.fft.irfftn}
 
 
 def _result_dtype(dtype, fft_type):

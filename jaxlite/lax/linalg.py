@@ -90,7 +90,8 @@ def _decompose_or_nan(decompose, matrix):
         return decompose(matrix)
     except np.linalg.LinAlgError:
         # The results' shapes, from a matrix every decomposition takes.
-        return [np.full_like(result, np.nan) for result in decompose(np.eye(*matrix.shape, dtype=matrix.dtype))]
+        return [np.full_like(result, complex(np.nan, np.nan) if result.dtype.kind == "c" else np.nan)
+                for result in decompose(np.eye(*matrix.shape, dtype=matrix.dtype))]
 
 
 def _cholesky_impl(x, symmetrize_input):
@@ -245,7 +246,13 @@ _batch_all_to_front(triangular_solve_p)
 # ---------------------------------------------------------------- lu
 
 def _lu_impl(a):
-    """Partial pivoting, vectorized over the batch axes (one Python step per column)."""
+    """Partial pivoting: for complex matrices LAPACK's getrf (as JAX; jit calls it too), for
+    real ones vectorized over the batch axes (one Python step per column)."""
+    if dtypes.is_complex(a.dtype):
+        from jaxlite.lower import lapack
+        if lapack.find(lapack.getrf_routine(a.dtype)) is not None:
+            with numpy_blas.single_threaded():
+                return _each_matrix(_getrf, a)
     m, n = a.shape[-2:]
     lu = np.array(a, dtype=np.promote_types(a.dtype, np.float32))
     batch = lu.shape[:-2]
@@ -266,6 +273,22 @@ def _lu_impl(a):
         flat[:, k + 1:, k + 1:] -= flat[:, k + 1:, k:k + 1] * flat[:, k:k + 1, k + 1:]
     return [flat.reshape(lu.shape).astype(a.dtype), pivots.reshape(batch + (min(m, n),)),
             perm.astype(np.int32).reshape(batch + (m,))]
+
+
+def _getrf(matrix):
+    """[lu, pivots, permutation] of one complex matrix by cgetrf/zgetrf."""
+    from jaxlite.lower import lapack
+    m, n = matrix.shape
+    lu = np.array(matrix, order="F")      # getrf overwrites it
+    interchanges = np.zeros(min(m, n), np.int64 if lapack.find(lapack.getrf_routine(matrix.dtype)).int_bits == 64
+                            else np.int32)
+    if m * n:
+        lapack.call(lapack.getrf_routine(matrix.dtype), [m, n, lu, m, interchanges, 0], 0)
+    pivots = (interchanges - 1).astype(np.int32)
+    permutation = np.arange(m, dtype=np.int32)
+    for k, p in enumerate(pivots):
+        permutation[[k, p]] = permutation[[p, k]]
+    return [np.ascontiguousarray(lu), pivots, permutation]
 
 
 def _swap_rows(x, batch, k, p):
@@ -602,8 +625,15 @@ def _qr_pivoted_aval(x, full_matrices):
 
 
 def _qr_pivoted_impl(x, full_matrices):
-    """Householder QR choosing at each step the remaining column of largest norm (LAPACK's
-    geqp3 strategy; numpy has no geqp3), in float64 as numpy's linalg, over the whole batch."""
+    """LAPACK's geqp3 and orgqr (ungqr) in double precision, as numpy's linalg computes qr (and
+    jit calls the same routines: lower/linalg_kernels.QrSpec); where numpy's LAPACK is not one
+    we can call, Householder QR choosing at each step the remaining column of largest norm
+    (geqp3's strategy), over the whole batch."""
+    from jaxlite.lower import lapack
+    if lapack.find("zgeqp3" if dtypes.is_complex(x.dtype) else "dgeqp3") is not None:
+        with numpy_blas.single_threaded():
+            return [r.astype(x.dtype) if r.dtype.kind != "i" else r
+                    for r in _each_matrix(lambda a: _geqp3(a, full_matrices), x)]
     m, n = x.shape[-2:]
     a = np.array(x, dtype=np.promote_types(x.dtype, np.float64)).reshape((math.prod(x.shape[:-2]), m, n))
     batch = np.arange(a.shape[0])
@@ -620,6 +650,27 @@ def _qr_pivoted_impl(x, full_matrices):
     shape = x.shape[:-2]
     return [q.reshape(shape + q.shape[1:]).astype(x.dtype), r.reshape(shape + r.shape[1:]).astype(x.dtype),
             permutation.astype(np.int32).reshape(shape + (n,))]
+
+
+def _geqp3(matrix, full_matrices):
+    """[q, r, permutation] of one matrix: geqp3 with every column free, then orgqr on its
+    reflectors (with the LWORK jit uses)."""
+    from jaxlite.lower import lapack
+    m, n = matrix.shape
+    k, is_complex = min(m, n), dtypes.is_complex(matrix.dtype)
+    a = np.array(matrix, np.complex128 if is_complex else np.float64, order="F")     # LAPACK overwrites it
+    q_cols = m if full_matrices else k
+    columns = np.zeros(n, np.int64 if lapack.find("dgeqp3").int_bits == 64 else np.int32)
+    if not k:
+        return [np.eye(m, q_cols, dtype=a.dtype), np.zeros((q_cols, n), a.dtype), np.arange(n, dtype=np.int32)]
+    lwork = lapack.qr_workspace(m, n, q_cols, is_complex, pivoting=True)
+    work, tau = np.zeros(lwork, a.dtype), np.zeros(k, a.dtype)
+    rwork = [np.zeros(2 * n)] if is_complex else []
+    lapack.call("zgeqp3" if is_complex else "dgeqp3", [m, n, a, m, columns, tau, work, lwork, *rwork, 0], 0)
+    q = np.zeros((m, q_cols), a.dtype, order="F")
+    q[:, :min(n, q_cols)] = a[:, :min(n, q_cols)]
+    lapack.call("zungqr" if is_complex else "dorgqr", [m, q_cols, k, q, m, tau, work, lwork, 0], 0)
+    return [np.ascontiguousarray(q), np.triu(a[:q_cols]), (columns - 1).astype(np.int32)]
 
 
 def _reflect(a, q, k):
@@ -786,24 +837,73 @@ def _eig_aval(x, compute_left_eigenvectors, compute_right_eigenvectors, enable_e
 
 
 def _eig_impl(x, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
-    """numpy's eig (LAPACK's geev, in double precision), always complex as in JAX; left
-    eigenvectors are the rows of vr^-1, normalized as geev normalizes them (unit norm, the
-    largest component real); a matrix LAPACK fails on gives NaNs."""
-    def decompose(matrix):
-        w, vr = np.linalg.eig(matrix)
+    """LAPACK's geev in double precision, as JAX: numpy's eig (geev without left vectors) or,
+    for left eigenvectors, geev itself (numpy has no way to ask for them); always complex;
+    eigenvectors of unit norm with the largest component real; a matrix LAPACK fails on
+    gives NaNs. jit calls the same routines (lower/linalg_kernels.EigSpec)."""
+    def decompose(matrices):
+        if compute_left_eigenvectors:
+            w, vl, vr = _each_matrix(_geev_with_left_vectors, matrices)
+        else:
+            w, vr = np.linalg.eig(matrices)
+            vl = None
         vr = vr.astype(np.result_type(vr, np.complex64))
-        return ([w.astype(vr.dtype)] + ([_left_eigenvectors(vr)] if compute_left_eigenvectors else [])
+        return ([w.astype(vr.dtype)] + ([vl] if compute_left_eigenvectors else [])
                 + ([vr] if compute_right_eigenvectors else []))
     with numpy_blas.single_threaded():
         results = _or_nan_per_matrix(decompose, x)
     return [r.astype(dtypes.complex_dtype(x.dtype)) for r in results]
 
 
-def _left_eigenvectors(vr):
-    vl = np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))
-    vl = vl / np.linalg.norm(vl, axis=-2, keepdims=True)
-    largest = np.take_along_axis(vl, np.argmax(np.abs(vl), axis=-2)[..., None, :], -2)
-    return vl * (np.conj(largest) / np.abs(largest))
+def _each_matrix(decompose, matrices):
+    """decompose (one matrix -> a list of arrays) over a batch of matrices, results stacked."""
+    each = [decompose(m) for m in matrices.reshape((math.prod(matrices.shape[:-2]),) + matrices.shape[-2:])]
+    if not each:    # an empty batch: the results' shapes from a matrix any decomposition takes
+        template = decompose(np.eye(*matrices.shape[-2:], dtype=matrices.dtype))
+        return [np.zeros(matrices.shape[:-2] + r.shape, r.dtype) for r in template]
+    return [np.stack(parts).reshape(matrices.shape[:-2] + parts[0].shape) for parts in zip(*each)]
+
+
+def _geev_with_left_vectors(matrix):
+    """(w, vl, vr) of one matrix from dgeev/zgeev with both kinds of vectors (the LWORK a query
+    gives), or from numpy's eig and vr's inverse where numpy's LAPACK is not one we can call."""
+    from jaxlite.lower import lapack
+    n, is_complex = matrix.shape[-1], dtypes.is_complex(matrix.dtype)
+    if lapack.find("zgeev" if is_complex else "dgeev") is None:
+        w, vr = np.linalg.eig(matrix)
+        return w, _left_eigenvectors(vr.astype(np.result_type(vr, np.complex64))), vr
+    a = np.array(matrix, np.complex128 if is_complex else np.float64, order="F")     # LAPACK overwrites it
+    vl, vr = (np.zeros((n, n), a.dtype, order="F") for _ in range(2))
+    lwork = lapack.geev_workspace(n, True, is_complex) if n else 1
+    work, ld = np.zeros(lwork, a.dtype), max(n, 1)
+    if is_complex:
+        w = np.zeros(n, np.complex128)
+        info = lapack.call("zgeev", ["V", "V", n, a, ld, w, vl, ld, vr, ld, work, lwork, np.zeros(2 * n), 0], 2)[-1]
+    else:
+        wr, wi = np.zeros(n), np.zeros(n)
+        info = lapack.call("dgeev", ["V", "V", n, a, ld, wr, wi, vl, ld, vr, ld, work, lwork, 0], 2)[-1]
+        w = _complex_from_parts(wr, wi)
+        vl, vr = _unpacked_eigenvectors(wi, vl), _unpacked_eigenvectors(wi, vr)
+    if info.value != 0:
+        raise np.linalg.LinAlgError(f"geev failed (info {info.value})")
+    return w, vl, vr
+
+
+def _complex_from_parts(re, im):
+    out = np.empty(re.shape, np.complex128)
+    out.real, out.imag = re, im
+    return out
+
+
+def _unpacked_eigenvectors(wi, v):
+    """geev's real eigenvector columns as complex ones: a conjugate pair (wi > 0 at its first)
+    is stored as the real and imaginary parts of its first vector."""
+    imaginary = np.zeros_like(v)
+    first = np.flatnonzero(wi > 0)
+    imaginary[:, first], imaginary[:, first + 1] = v[:, first + 1], -v[:, first + 1]
+    real = v.copy()
+    real[:, first + 1] = v[:, first]
+    return _complex_from_parts(real, imaginary)
 
 
 eig_p = Primitive("eig", multiple_results=True)

@@ -95,7 +95,7 @@ def _mesh_reduce(binder, primitive, x, name, groups):
 
 def _in_float32(reduce, x):
     """A reduction across processes; 16-bit floats are reduced in float32 (MPI has no such type)."""
-    if x.dtype not in (dtypes.bfloat16, dtypes.float16):
+    if not dtypes.is_16bit_float(x.dtype):
         return reduce(x)
     return convert_element_type(reduce(convert_element_type(x, dtypes.float32)), x.dtype)
 

@@ -5,7 +5,7 @@ from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_axis
 from jaxlite.core.ir import print_params_jaxlite_omits
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, as_operand, check_dtype, flushing_subnormals
+from jaxlite.lax.base import ANY, INTEGRAL, NUMBER, ORDERED, as_operand, check_dtype, flushing_subnormals
 from jaxlite.lax.elementwise import convert_element_type, div, eq, mul
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
@@ -39,7 +39,7 @@ def _accumulating_in_float32(numpy_fn):
     """A sum or product of 16-bit floats accumulated in float32 and rounded once, as compiled
     code does (and XLA, for jnp.sum and jnp.prod); numpy would round every partial result."""
     def reduce(x, axis):
-        if x.dtype in (dtypes.bfloat16, dtypes.float16):
+        if dtypes.is_16bit_float(x.dtype):
             return numpy_fn(x.astype(np.float32), axis=axis).astype(x.dtype)
         return numpy_fn(x, axis=axis)
     return reduce
@@ -71,34 +71,45 @@ fusion_rules.reduction(reduce_prod_p, "prod")
 reduce_prod = _binder(reduce_prod_p)
 
 
-def _product_tree(x):
-    """The product over x's last axis as rounds of pairwise products.
+def pairwise_tree(combine, operands, identities):
+    """The reduction over the last axis of `operands` (arrays of one shape, reduced together
+    by combine(list, list) -> list, associative) as rounds of pairwise combinations of the
+    first half with the second; a round of odd length is padded with `identities` (a scalar
+    for each operand), and an empty axis gives them.
 
-    Built from multiplications alone, its derivatives are right to every order,
-    zeros included; a product of the others formed by division needs a special
-    case at zeros, which has no derivative of its own.
-    """
+    Built from the combination alone, a product's derivatives are right to every order,
+    zeros included; a product of the others formed by division needs a special case at
+    zeros, which has no derivative of its own. And under jit, complex products and extrema
+    are such rounds of elementwise kernels (lower/complex_split.py)."""
     from jaxlite.lax.shapes import pad, reshape, slice_in_dim
-    one_more = [(0, 0, 0)] * (x.ndim - 1) + [(0, 1, 0)]
-    if x.shape[-1] == 0:   # an empty group's product is 1
-        x = pad(x, convert_element_type(1, x.dtype), one_more)
-    while x.shape[-1] > 1:
-        if x.shape[-1] % 2:
-            x = pad(x, convert_element_type(1, x.dtype), one_more)
-        half = x.shape[-1] // 2
-        x = mul(slice_in_dim(x, 0, half, axis=-1), slice_in_dim(x, half, 2 * half, axis=-1))
-    return reshape(x, x.shape[:-1])
+    operands = list(operands)
+
+    def padded(xs):
+        one_more = [(0, 0, 0)] * (xs[0].ndim - 1) + [(0, 1, 0)]
+        return [pad(x, convert_element_type(fill, x.dtype), one_more) for x, fill in zip(xs, identities)]
+    if operands[0].shape[-1] == 0:
+        operands = padded(operands)
+    while operands[0].shape[-1] > 1:
+        if operands[0].shape[-1] % 2:
+            operands = padded(operands)
+        half = operands[0].shape[-1] // 2
+        operands = combine([slice_in_dim(x, 0, half, axis=-1) for x in operands],
+                           [slice_in_dim(x, half, 2 * half, axis=-1) for x in operands])
+    return [reshape(x, x.shape[:-1]) for x in operands]
+
+
+def grouped_last(x, axes):
+    """x with the axes `axes` moved last and merged into one (the kept axes in order before)."""
+    from jaxlite.lax.shapes import reshape, transpose
+    kept = [d for d in range(x.ndim) if d not in axes]
+    size = int(np.prod([x.shape[d] for d in axes]))
+    return reshape(transpose(x, tuple(kept) + tuple(axes)), tuple(x.shape[d] for d in kept) + (size,))
 
 
 def _reduce_prod_jvp(primals, tangents, axes):
     """The JVP of the product tree over the reduced axes (as JAX does)."""
-    from jaxlite.lax.shapes import reshape, transpose
-
     def product(x):
-        kept = [d for d in range(x.ndim) if d not in axes]
-        grouped = transpose(x, tuple(kept) + axes)
-        size = int(np.prod([x.shape[d] for d in axes]))
-        return [_product_tree(reshape(grouped, tuple(x.shape[d] for d in kept) + (size,)))]
+        return pairwise_tree(lambda a, b: [mul(a[0], b[0])], [grouped_last(x, axes)], [1])
 
     _, (t_out,) = ad.jvp_flat(product, primals, tangents)
     return reduce_prod_p.bind(*primals, axes=axes), t_out
@@ -160,7 +171,7 @@ ad.defjvp_zero(reduce_xor_p)
 
 
 def _arg_extremum_aval(name, x, axes, index_dtype):
-    check_dtype(name, x, ANY)
+    check_dtype(name, x, ORDERED)     # complex values have no order to take the arg of, as in JAX
     if len(axes) != 1:
         raise ValueError(f"{name} reduces exactly one axis, got axes={axes}")
     shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)

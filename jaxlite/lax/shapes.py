@@ -12,6 +12,7 @@ from jaxlite.lax.elementwise import convert_element_type
 from jaxlite.lax.reductions import reduce_sum
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms import physical
 from jaxlite.transforms.batching import bdim_at_front, move_dim
 
 
@@ -51,6 +52,7 @@ broadcast_in_dim_p = _primitive("broadcast_in_dim", _broadcast_in_dim_impl, _bro
 pp_params_rules[broadcast_in_dim_p] = lambda eqn: (
     [("broadcast_dimensions", eqn.params["broadcast_dimensions"])] if eqn.params["broadcast_dimensions"] else [])
 fusion_rules.fused(broadcast_in_dim_p, fusion_rules.broadcast_in_dim_rule, recomputed=True)
+physical.structural(broadcast_in_dim_p)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
@@ -131,6 +133,7 @@ def _reshape_impl(x, new_sizes, dimensions=None):
 reshape_p = _primitive("reshape", _reshape_impl, _reshape_aval)
 print_params_jaxlite_omits(reshape_p, sharding=None)
 fusion_rules.fused(reshape_p, fusion_rules.reshape_rule, layout_operand=fusion_rules.reshape_layout_operand)
+physical.structural(reshape_p)
 
 
 def reshape(x, new_sizes, dimensions=None):
@@ -176,6 +179,7 @@ def _transpose_aval(x, permutation):
 
 transpose_p = _primitive("transpose", lambda x, permutation: np.transpose(x, permutation), _transpose_aval)
 fusion_rules.fused(transpose_p, fusion_rules.transpose_rule)
+physical.structural(transpose_p)
 
 
 def transpose(x, permutation):
@@ -209,6 +213,7 @@ def _squeeze_aval(x, dimensions):
 
 squeeze_p = _primitive("squeeze", lambda x, dimensions: np.squeeze(x, dimensions), _squeeze_aval)
 fusion_rules.fused(squeeze_p, fusion_rules.squeeze_rule)
+physical.structural(squeeze_p)
 
 
 def squeeze(x, dimensions):
@@ -238,6 +243,7 @@ def _rev_aval(x, dimensions):
 
 rev_p = _primitive("rev", lambda x, dimensions: np.flip(x, dimensions), _rev_aval)
 fusion_rules.fused(rev_p, fusion_rules.rev_rule)
+physical.structural(rev_p)
 
 
 def rev(x, dimensions):
@@ -278,6 +284,7 @@ def _slice_impl(x, start_indices, limit_indices, strides=None):
 
 slice_p = _primitive("slice", _slice_impl, _slice_aval)
 fusion_rules.fused(slice_p, fusion_rules.slice_rule)
+physical.structural(slice_p)
 
 
 def slice(x, start_indices, limit_indices, strides=None):
@@ -421,6 +428,7 @@ def _concatenate_aval(*xs, dimension):
 concatenate_p = _primitive("concatenate", lambda *xs, dimension: np.concatenate(xs, dimension),
                            _concatenate_aval)
 fusion_rules.fused(concatenate_p, fusion_rules.concatenate_rule)
+physical.structural(concatenate_p)
 
 
 def concatenate(operands, dimension):

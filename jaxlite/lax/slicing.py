@@ -31,6 +31,7 @@ from jaxlite.lax.elementwise import (add, clamp, convert_element_type, div, eq, 
 from jaxlite.lax.shapes import concatenate, full, iota, pad, reshape, rev, slice_in_dim
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import ad, batching
+from jaxlite.transforms import physical
 from jaxlite.transforms.batching import bdim_at_front, move_dim
 
 
@@ -93,7 +94,10 @@ def _scatter_to_gather_dnums(d):
 
 
 def default_fill_value(dtype):
-    """What an out-of-bounds gather reads by default: NaN, the most negative int, ..."""
+    """What an out-of-bounds gather reads by default: NaN, the most negative int, ...
+    (a typed key: that of its words)."""
+    if isinstance(dtype, dtypes.ExtendedDType):
+        dtype = dtype.physical_dtype
     if dtypes.is_inexact(dtype):
         return float("nan")
     if dtypes.is_complex(dtype):
@@ -221,6 +225,7 @@ gather_p = Primitive("gather")
 fusion_rules.fused(gather_p, fusion_rules.gather_rule)
 gather_p.def_impl(_gather_impl)
 gather_p.def_abstract_eval(_gather_aval)
+physical.structural(gather_p)
 
 
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *, mode=None, fill_value=None,
@@ -380,6 +385,7 @@ def _set_at(out, points, updates):
 
 scatter_p, scatter = _scatter_primitive("scatter", _set_at)
 fusion_rules.scatter(scatter_p, None)
+physical.structural(scatter_p)   # keys.at[i].set(other_keys)
 scatter_add_p, scatter_add = _scatter_primitive("scatter-add", np.add.at)
 fusion_rules.scatter(scatter_add_p, "add")
 scatter_mul_p, scatter_mul = _scatter_primitive("scatter-mul", np.multiply.at)
@@ -605,6 +611,7 @@ dynamic_slice_p = Primitive("dynamic_slice")
 fusion_rules.fused(dynamic_slice_p, fusion_rules.dynamic_slice_rule)
 dynamic_slice_p.def_impl(_dynamic_slice_impl)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_aval)
+physical.structural(dynamic_slice_p)
 
 
 def _start_operands(starts, operand_shape, window_shape):
@@ -703,6 +710,7 @@ dynamic_update_slice_p = Primitive("dynamic_update_slice")
 fusion_rules.fused(dynamic_update_slice_p, fusion_rules.dynamic_update_slice_rule)
 dynamic_update_slice_p.def_impl(_dynamic_update_slice_impl)
 dynamic_update_slice_p.def_abstract_eval(_dynamic_update_slice_aval)
+physical.structural(dynamic_update_slice_p)
 
 
 def dynamic_update_slice(operand, update, start_indices):

@@ -22,7 +22,7 @@ def _sortable(key):
     are float32 normals once widened)."""
     if not dtypes.is_float(key.dtype):
         return key
-    wide = key.astype(np.float32) if key.dtype == dtypes.bfloat16 else key
+    wide = key.astype(np.float32) if dtypes.is_bfloat16(key.dtype) else key
     if key.dtype == np.float16:
         return wide
     return np.where(np.abs(wide) < dtypes.finfo(wide.dtype).tiny, wide.dtype.type(0), wide)

@@ -21,6 +21,7 @@ from jaxlite.lax.elementwise import (abs, convert_element_type, exp, floor, full
                                      log, log1p, pow, select_n, sign, sqrt)
 from jaxlite.lax.reductions import reduce_or
 from jaxlite.lax.special import digamma, lgamma
+from jaxlite.transforms import ad
 from jaxlite.transforms.ad import jvp
 from jaxlite.transforms.custom_derivatives import custom_jvp
 
@@ -94,20 +95,47 @@ def _converge(iteration, params):
     return iteration.finish(params, carry)
 
 
-def _converge_jvp(iteration, params, params_dot):
-    """The value and its forward-mode derivative, iterated together until both converge."""
-    def cond(state):
-        _, carry, carry_dot = state
-        pending = iteration.unconverged(carry) | iteration.tangent_unconverged(carry, carry_dot)
-        return (state[0] < _MAX_ITERATIONS) & _any(pending)
+def _along(iteration, params_dot):
+    """The iteration of (value, derivative along params_dot) pairs, run until both converge."""
+    def init(params):
+        return jvp(iteration.init, (params,), (params_dot,))
 
-    def body(state):
-        i, carry, carry_dot = state
-        return (i + 1, *jvp(iteration.step, (params, carry), (params_dot, carry_dot)))
+    def step(params, carry):
+        return jvp(iteration.step, (params, carry[0]), (params_dot, carry[1]))
 
-    carry, carry_dot = jvp(iteration.init, (params,), (params_dot,))
-    _, carry, carry_dot = while_loop(cond, body, (0, carry, carry_dot))
-    return jvp(iteration.finish, (params, carry), (params_dot, carry_dot))
+    def unconverged(carry):
+        return iteration.unconverged(carry[0]) | iteration.tangent_unconverged(*carry)
+
+    def tangent_unconverged(carry, carry_dot):
+        return (iteration.tangent_unconverged(carry[0], carry_dot[0])
+                | iteration.tangent_unconverged(carry[0], carry_dot[1]))
+
+    def finish(params, carry):
+        return jvp(iteration.finish, (params, carry[0]), (params_dot, carry[1]))
+
+    return _Iteration(init, step, unconverged, tangent_unconverged, finish)
+
+
+def _unit(params, position):
+    return tuple(full_like(p, 1.0 if i == position else 0.0) for i, p in enumerate(params))
+
+
+def _converged_partial(make_iteration, position):
+    """d/d params[position] of the value that make_iteration(params[-1]) converges to, as a
+    function of params. Its own partials iterate the second derivatives along to convergence,
+    so reverse mode (which cannot transpose a while_loop) still reaches second order: each
+    derivative is a value that multiplies a tangent."""
+    def partial(*params):
+        return _converge(_along(make_iteration(params[-1]), _unit(params, position)), params)[1]
+
+    wrapped = custom_jvp(partial)
+
+    @wrapped.defjvp
+    def rule(primals, tangents):
+        first = _along(make_iteration(primals[-1]), _unit(primals, position))
+        seconds = [_converge(_along(first, _unit(primals, j)), primals)[1][1] for j in range(len(primals))]
+        return wrapped(*primals), sum(second * t for second, t in zip(seconds, tangents))
+    return wrapped
 
 
 class _SeriesCarry(NamedTuple):
@@ -247,16 +275,19 @@ def igamma_grad_a(a, x):
     return igamma_grad_a_p.bind(*_float_operands("igamma_grad_a", a, x))
 
 
+_series_d_a = _converged_partial(_gamma_series, 0)
+_fraction_d_a = _converged_partial(_gamma_continued_fraction, 0)
+
+
 def _igamma_grad_a(a, x):
     use_series, series_params, fraction_params = _igamma_regimes(a, x)
-    along_a = (full_like(a, 1), full_like(x, 0))
-    series_dot = _converge_jvp(_gamma_series(x), series_params, along_a)[1]
-    fraction_dot = _converge_jvp(_gamma_continued_fraction(x), fraction_params, along_a)[1]
-    grad = where(use_series, series_dot, -fraction_dot)
+    grad = where(use_series, _series_d_a(*series_params), -_fraction_d_a(*fraction_params))
     valid = (a > 0) & (x > 0) & is_finite(x)
     return where(valid, grad, where((x == 0) | (x == np.inf), 0.0, full_like(x, np.nan)))
 
 
+# JAX has no derivative of igamma_grad_a; here the composition's (through _converged_partial)
+# gives igamma, igammac and random_gamma_grad every second derivative, in reverse mode too.
 igamma_grad_a_p = composite_primitive("igamma_grad_a", _igamma_grad_a)
 
 
@@ -363,22 +394,32 @@ def _betainc(a, b, x):
     return where(invalid, np.nan, value)
 
 
+_fraction_d_first = _converged_partial(_beta_continued_fraction, 0)
+_fraction_d_second = _converged_partial(_beta_continued_fraction, 1)
+
+
+def _betainc_parameter_partials(a, b, x):
+    """d/da and d/db: the continued fraction's derivatives iterated along with it."""
+    inside, safe = _betainc_inside(a, b, x)
+    flip, params = _betainc_flipped(*safe)
+    along_first, along_second = _fraction_d_first(*params), _fraction_d_second(*params)
+    d_a = where(flip, -along_second, along_first)
+    d_b = where(flip, -along_first, along_second)
+    return where(inside, d_a, 0.0), where(inside, d_b, 0.0)
+
+
+def _betainc_d_x(a, b, x):
+    """The beta density."""
+    inside, (sa, sb, sx) = _betainc_inside(a, b, x)
+    return where(inside, exp((sa - 1) * log(sx) + (sb - 1) * log1p(-sx) - lbeta(sa, sb)), 0.0)
+
+
 @_betainc.defjvp
 def _betainc_jvp(primals, tangents):
     """Partial derivatives as values (the tangents enter linearly, so reverse mode transposes
-    them): d/da and d/db iterate the continued fraction's derivative along, d/dx is the density."""
-    a, b, x = primals
-    inside, (sa, sb, sx) = _betainc_inside(a, b, x)
-    flip, params = _betainc_flipped(sa, sb, sx)
-    zero, one = full_like(sx, 0), full_like(sx, 1)
-    fraction = _beta_continued_fraction(sx)
-    along_first = _converge_jvp(fraction, params, (one, zero, zero))[1]
-    along_second = _converge_jvp(fraction, params, (zero, one, zero))[1]
-    d_a = where(flip, -along_second, along_first)
-    d_b = where(flip, -along_first, along_second)
-    d_x = exp((sa - 1) * log(sx) + (sb - 1) * log1p(-sx) - lbeta(sa, sb))
-    partials = [where(inside, d, 0.0) for d in (d_a, d_b, d_x)]
-    return _betainc(a, b, x), sum(p * t for p, t in zip(partials, tangents))
+    them); the partials' own derivatives are values too, so second order works in reverse."""
+    partials = [*_betainc_parameter_partials(*primals), _betainc_d_x(*primals)]
+    return _betainc(*primals), sum(p * t for p, t in zip(partials, tangents))
 
 
 regularized_incomplete_beta_p = composite_primitive("regularized_incomplete_beta", _betainc)
@@ -479,3 +520,23 @@ def bessel_i0e(x):
 def bessel_i1e(x):
     """exp(-|x|) I1(x)."""
     return bessel_i1e_p.bind(*_float_operands("bessel_i1e", x))
+
+
+# Derivatives in closed form (I0' = I1, I1' = I0 - I1 / x), not through the series: the
+# series' own derivative doubles its length, and under jit its float64 transpose made one
+# kernel too deep to lower. Each rule calls the other primitive, so every order follows.
+def _bessel_i0e_jvp(x_dot, x):
+    return x_dot * (bessel_i1e_p.bind(x) - sign(x) * bessel_i0e_p.bind(x))
+
+
+def _bessel_i1e_jvp(tangents, out, x):
+    """At |x| <= eps, where 1/x overflows, the slope is its limit 1/2."""
+    eps = dtypes.finfo(x.dtype).eps
+    not_tiny = abs(x) > eps
+    safe_x = where(not_tiny, x, full_like(x, eps))
+    slope = bessel_i0e_p.bind(safe_x) - out * (sign(safe_x) + 1 / safe_x)
+    return tangents[0] * where(not_tiny, slope, full_like(x, 0.5))
+
+
+ad.defjvp(bessel_i0e_p, _bessel_i0e_jvp)
+ad.defjvp_with_output(bessel_i1e_p, _bessel_i1e_jvp)

@@ -31,7 +31,7 @@ _REDUCE_FAST = ("reassoc", "contract")
 
 
 def _is_bf16(dtype):
-    return dtype == dtypes.bfloat16
+    return dtypes.is_bfloat16(dtype)
 
 
 def register_type(dtype):
@@ -410,15 +410,21 @@ class _Narrow16:
         self.equal_gives_y = equal_gives_y
 
 
-_NARROW_16 = {np.dtype(np.float16): _Narrow16(10, equal_gives_y=False),
-              dtypes.bfloat16: _Narrow16(7, equal_gives_y=True)}
+_FLOAT16_LAYOUT = _Narrow16(10, equal_gives_y=False)
+_BFLOAT16_LAYOUT = _Narrow16(7, equal_gives_y=True)
+
+
+def _narrow16_layout(dtype):
+    if dtype == np.float16:
+        return _FLOAT16_LAYOUT
+    return _BFLOAT16_LAYOUT if _is_bf16(dtype) else None
 
 
 @op("nextafter")
 def _nextafter(b, e, args):
     """libm steps in float32/float64 only: the 16-bit formats step their bit patterns.
     Integer compares also keep subnormal operands apart, which DAZ would read as zeros."""
-    layout = _NARROW_16.get(e.dtype)
+    layout = _narrow16_layout(e.dtype)
     if layout is None:
         return _math("nextafter")(b, e, args)
     x, y = (bitcast(b, a, e.dtype, np.int16) for a in args)

@@ -21,13 +21,15 @@ import numpy as np
 
 from jaxlite import lax
 from jaxlite.core import dtypes
+from jaxlite.core.powers import power_by_squaring
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array
-from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal
+from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lax import complex_parts, cumulative, elementwise as ew, gradients, reductions, shapes, slicing, sorting
 from jaxlite.lax import windowed
+from jaxlite.lax.convolution import conv_general_dilated_p
 from jaxlite.lax.dot import dot_general_p
 from jaxlite.lax.fft import fft_p
 from jaxlite.lower.fft_kernels import fft_pairs_p
@@ -135,13 +137,14 @@ def _split_eqn(eqn, values):
 
 
 def _native_on_complex(eqn, values):
-    """A native routine that reads and writes complex buffers itself (an FFT, a complex LAPACK
-    call) keeps its complex operands: their interleaved parts are viewed as complex values."""
-    whole = [complex_view_p.bind(_pack(x, v.aval), dtype=v.aval.dtype) if isinstance(x, Pair) else x
-             for x, v in zip(values, eqn.inputs)]
-    outs = _bind(eqn, whole, eqn.params)
-    return [_unpack(complex_view_p.bind(out, dtype=dtypes.real_dtype(v.aval.dtype)))
-            if dtypes.is_complex(v.aval.dtype) else out for out, v in zip(outs, eqn.outputs)]
+    """A native routine that reads and writes complex buffers itself (a complex LAPACK call)
+    takes its complex operands and gives its complex results as their interleaved parts,
+    which are the complex values' bytes: no copy, no complex value in the program."""
+    packed = [_pack(x, v.aval) if isinstance(x, Pair) else x for x, v in zip(values, eqn.inputs)]
+    outs = on_parts_p.bind(*packed, primitive=eqn.primitive, params=tuple(sorted(eqn.params.items())),
+                           in_avals=tuple(v.aval for v in eqn.inputs))
+    outs = outs if eqn.primitive.multiple_results else outs[:1]
+    return [_unpack(out) if dtypes.is_complex(v.aval.dtype) else out for out, v in zip(outs, eqn.outputs)]
 
 
 def _bind(eqn, values, params):
@@ -176,18 +179,38 @@ def _computed_whole(eqn, values):
     return [_parts(out) if dtypes.is_complex(v.aval.dtype) else out for out, v in zip(outs, eqn.outputs)]
 
 
-def _complex_view_aval(x, dtype):
-    if dtypes.is_complex(dtype):
-        return ShapedArray(tuple(x.shape[:-1]), dtype)
-    return ShapedArray(tuple(x.shape) + (2,), dtype)
+def _as_complex(x, aval):
+    return np.ascontiguousarray(x).reshape(-1).view(aval.dtype).reshape(aval.shape)
 
 
-# The bytes of interleaved parts f32[S, 2] as c64[S], or back: a copy between kernels (the
-# memory plan has no aliasing views), where the native complex routines meet split values.
-complex_view_p = Primitive("complex_view")
-complex_view_p.def_impl(lambda x, dtype: np.ascontiguousarray(x).reshape(-1).view(dtype).reshape(
-    _complex_view_aval(x, dtype).shape))
-complex_view_p.def_abstract_eval(_complex_view_aval)
+def _as_parts(z):
+    z = np.ascontiguousarray(z)
+    return z.reshape(-1).view(z.real.dtype).reshape(z.shape + (2,))
+
+
+def _on_parts_impl(*parts, primitive, params, in_avals):
+    values = [_as_complex(x, aval) if dtypes.is_complex(aval.dtype) else x for x, aval in zip(parts, in_avals)]
+    outs = primitive.impl(*values, **dict(params))
+    outs = outs if primitive.multiple_results else [outs]
+    return [_as_parts(out) if dtypes.is_complex(out.dtype) else out for out in outs]
+
+
+def inner_eqn(eqn):
+    """The equation an on_parts equation computes, on its complex values (its native routine's spec)."""
+    primitive, params = eqn.params["primitive"], dict(eqn.params["params"])
+    outs = primitive.abstract_eval(*eqn.params["in_avals"], **params)
+    outs = outs if primitive.multiple_results else [outs]
+    return Eqn(primitive, [Var(aval) for aval in eqn.params["in_avals"]], params, [Var(aval) for aval in outs])
+
+
+# A primitive with a native routine on complex buffers, its complex operands and results given
+# as their interleaved parts (inside compiled programs only): the routine reads the bytes as
+# complex values, as the native FFT does (fft_kernels.fft_pairs_p).
+on_parts_p = Primitive("on_parts", multiple_results=True)
+on_parts_p.def_impl(_on_parts_impl)
+on_parts_p.def_abstract_eval(lambda *parts, primitive, params, in_avals: [
+    pair_aval(out.aval) for out in inner_eqn(Eqn(on_parts_p, [], dict(primitive=primitive, params=params,
+                                                                      in_avals=in_avals), [])).outputs])
 
 
 def _parts(z):
@@ -370,15 +393,9 @@ def _pow(x, y):
 
 def _integer_pow(x, y):
     """Repeated squaring, as integer_pow on real values."""
-    result, base, n = None, x, abs(y)
-    while n:
-        if n & 1:
-            result = base if result is None else _mul(result, base)
-        n >>= 1
-        if n:
-            base = _mul(base, base)
-    if result is None:
+    if y == 0:
         return _constant(1.0, x)
+    result = power_by_squaring(x, abs(y), _mul)
     return _reciprocal(result) if y < 0 else result
 
 
@@ -455,10 +472,11 @@ def _convert(eqn, x):
     return Pair(lax.convert_element_type(z.re, part), lax.convert_element_type(z.im, part))
 
 
-def _dot_general(eqn, x, y):
-    """Complex products on the generated GEMM, as real products of the parts: 3 of them
-    (Gauss: re = ar br - ai bi, im = (ar + ai)(br + bi) - ar br - ai bi) for long
-    contractions, where the products dominate the elementwise sums around them, else 4."""
+def _bilinear(eqn, x, y):
+    """Complex products (dot_general on the generated GEMM, convolutions) as real products
+    of the parts: 3 of them (Gauss: re = ar br - ai bi, im = (ar + ai)(br + bi) - ar br -
+    ai bi) for long contractions, where the products dominate the elementwise sums around
+    them, else 4."""
     params = dict(eqn.params)
     if params.get("preferred_element_type") is not None:
         params["preferred_element_type"] = dtypes.real_dtype(params["preferred_element_type"])
@@ -466,7 +484,7 @@ def _dot_general(eqn, x, y):
 
     def product(a, b):
         return eqn.primitive.bind(a, b, **params)
-    if _contraction_size(eqn) >= GAUSS_MIN_CONTRACTION:
+    if eqn.primitive is dot_general_p and _contraction_size(eqn) >= GAUSS_MIN_CONTRACTION:
         rr, ii = product(x.re, y.re), product(x.im, y.im)
         mixed = product(lax.add(x.re, x.im), lax.add(y.re, y.im))
         return Pair(lax.sub(rr, ii), lax.sub(lax.sub(mixed, rr), ii))
@@ -486,10 +504,36 @@ def _contraction_size(eqn):
 GAUSS_MIN_CONTRACTION = 256
 
 
-def _extremum(later):
-    def rule(eqn, x, y):
-        return _elementwise(lambda x, y: _select(_lexicographic_wins(x, y, later), x, y))(eqn, x, y)
+def _tree_reduction(combine, identity):
+    """reduce_prod/max/min of complex values: rounds of pairwise `combine` (of Pairs) over
+    the reduced axes, merged into one (reductions.pairwise_tree)."""
+    def rule(eqn, x):
+        axes = eqn.params["axes"]
+        parts = [reductions.grouped_last(part, axes) for part in (x.re, x.im)]
+        re, im = reductions.pairwise_tree(lambda a, b: _parts_of(combine(Pair(*a), Pair(*b))), parts,
+                                          [identity.real, identity.imag])
+        return Pair(re, im)
     return rule
+
+
+def _prefix_combination(combine):
+    """cumprod/cummax/cummin of complex values: a parallel prefix scan of `combine` (of Pairs)
+    in rounds of elementwise kernels, as JAX computes them (lax.associative_scan)."""
+    def rule(eqn, x):
+        def on_parts(a, b):
+            return tuple(_parts_of(combine(Pair(*a), Pair(*b))))
+        re, im = lax.associative_scan(on_parts, (x.re, x.im), reverse=eqn.params["reverse"], axis=eqn.params["axis"])
+        return Pair(re, im)
+    return rule
+
+
+def _parts_of(z):
+    return [z.re, z.im]
+
+
+def _greater(later):
+    """The lexicographic extremum of two Pairs (real parts first), as max/min on complex."""
+    return lambda x, y: _select(_lexicographic_wins(x, y, later), x, y)
 
 
 def _complex(eqn, x, y):
@@ -541,16 +585,21 @@ RULES = {
     complex_parts.complex_p: _complex,
     complex_parts.conj_p: _conj,
     ew.convert_element_type_p: _convert,
-    dot_general_p: _dot_general,
+    dot_general_p: _bilinear,
+    conv_general_dilated_p: _bilinear,
     ew.abs_p: lambda eqn, x: _abs(x),
     ew.eq_p: _equal(lax.bitwise_and, lax.eq),
     ew.ne_p: _equal(lax.bitwise_or, lax.ne),
     ew.select_n_p: _select_n,
-    ew.max_p: _extremum(lax.gt),
-    ew.min_p: _extremum(lax.lt),
+    reductions.reduce_prod_p: _tree_reduction(_mul, 1),
+    reductions.reduce_max_p: _tree_reduction(_greater(lax.gt), complex(-np.inf, -np.inf)),
+    reductions.reduce_min_p: _tree_reduction(_greater(lax.lt), complex(np.inf, np.inf)),
+    cumulative.cumprod_p: _prefix_combination(_mul),
+    cumulative.cummax_p: _prefix_combination(_greater(lax.gt)),
+    cumulative.cummin_p: _prefix_combination(_greater(lax.lt)),
     ew.integer_pow_p: lambda eqn, x: _integer_pow(x, eqn.params["y"]),
     **{primitive: _elementwise(fn) for primitive, fn in (
-        (ew.add_p, _add), (ew.add_any_p, _add), (ew.sub_p, _sub), (ew.mul_p, _mul), (ew.div_p, _div),
+        (ew.max_p, _greater(lax.gt)), (ew.min_p, _greater(lax.lt)), (ew.add_p, _add), (ew.add_any_p, _add), (ew.sub_p, _sub), (ew.mul_p, _mul), (ew.div_p, _div),
         (ew.neg_p, _neg), (ew.sign_p, _sign), (ew.square_p, lambda z: _mul(z, z)), (ew.pow_p, _pow),
         (ew.exp_p, _exp), (ew.exp2_p, lambda z: _exp(_mul(_constant(math.log(2), z), z))),
         (ew.log_p, _log), (ew.log1p_p, _log1p), (ew.expm1_p, _expm1), (ew.sqrt_p, _sqrt),

@@ -41,15 +41,16 @@ import errno
 import functools
 import hashlib
 import hmac
+import importlib.util
 import logging
 import os
 import platform
 import re
-import secrets
 import stat
 import struct
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from jaxlite.core.config import config
@@ -133,7 +134,6 @@ def _unsafe_reason(path):
 @functools.lru_cache(maxsize=None)
 def environment_digest():
     """sha256 of everything besides the program that the stored code depends on."""
-    import cloudpickle
     import llvmlite
     import llvmlite.binding as llvm
     import numpy as np
@@ -144,8 +144,16 @@ def environment_digest():
              f"llvm={llvm.llvm_version_info}", f"llvmlite={llvmlite.__version__}",
              f"jaxlite={jaxlite.__version__}", f"source={_source_digest()}",
              f"python={platform.python_implementation()} {sys.version_info[:3]}",
-             f"numpy={np.__version__}", f"cloudpickle={cloudpickle.__version__}"]
+             f"numpy={np.__version__}", f"cloudpickle={_file_stamp('cloudpickle')}"]
     return hashlib.sha256("\n".join(parts).encode()).digest()
+
+
+def _file_stamp(module_name):
+    """Where a module's file is, its size and modification time: its version, without the
+    import (cloudpickle's takes ~3 ms, and a process that only loads entries needs none)."""
+    origin = importlib.util.find_spec(module_name).origin
+    info = os.stat(origin)
+    return f"{origin}:{info.st_size}:{info.st_mtime_ns}"
 
 
 def _source_digest():
@@ -192,7 +200,7 @@ def _read_or_create_key(path):
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".key-", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as file:
-                file.write(secrets.token_bytes(_KEY_BYTES))
+                file.write(os.urandom(_KEY_BYTES))
             os.link(temporary, path)
         except FileExistsError:
             pass                                  # another process made it first: use theirs
@@ -206,10 +214,11 @@ def _read_or_create_key(path):
     return key
 
 
-def _read_private_file(path):
+def _read_private_file(path, touch=False):
     """(bytes, stat) of `path` if it is a regular file of this user that nobody else can
     write, else BadEntry. Checked on the open descriptor, so the file cannot be swapped
-    between the check and the read; O_NONBLOCK keeps a FIFO planted there from blocking."""
+    between the check and the read; O_NONBLOCK keeps a FIFO planted there from blocking.
+    `touch`: its modification time becomes now (an entry's last use, for `prune`)."""
     try:
         handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as err:
@@ -228,7 +237,16 @@ def _read_private_file(path):
         os.close(handle)
         raise
     with os.fdopen(handle, "rb") as file:
+        if touch:
+            _renew(handle)
         return file.read(), info
+
+
+def _renew(handle):
+    try:
+        os.utime(handle)
+    except OSError:
+        pass                    # (a read-only file system: the entry just ages)
 
 
 # ---------------------------------------------------------------- entries
@@ -280,7 +298,7 @@ def read(key, root=None):
         return None
     path = _entry_path(root, key)
     try:
-        data, _ = _read_private_file(path)
+        data, _ = _read_private_file(path, touch=True)
         return decode(data, root)
     except FileNotFoundError:
         counts_of(root)["misses"] += 1
@@ -332,3 +350,78 @@ def write(key, payload, root=None):
         logger.warning("jaxlite: cannot write cache entry %s (%s)", root / key, err)
         return
     counts_of(root)["writes"] += 1
+    if root != directory():
+        prune_now_and_then(root)
+
+
+# ---------------------------------------------------------------- pruning the kernel directory
+
+# The kernel directory fills by itself: every change to jaxlite's source (or an upgrade of
+# LLVM, numpy, Python) makes a new environment whose entries never match the old ones. So
+# after a write (a compile took far longer) it is scanned, at most once a day: an entry of
+# another environment unused for a day goes, and any entry unused for 30 days (a hit
+# renews its modification time). An entry another process is reading stays readable (its
+# file is open); one deleted just before a read is a miss, compiled again. Only regular files of
+# this user named as make_key names entries are deleted, and stale temporaries of interrupted writers.
+# The compilation cache directory the user configures is not pruned (JAX does not either).
+PRUNE_INTERVAL = 24 * 3600
+FOREIGN_UNUSED_FOR = 24 * 3600
+UNUSED_FOR = 30 * 24 * 3600
+_TEMPORARY_UNUSED_FOR = 3600
+PRUNE_MARKER = ".last-pruned"
+_MADE_KEY = re.compile(r"[a-z]+-[0-9a-f]{64}\Z")      # make_key's names: nothing else is deleted
+
+
+def prune_now_and_then(root):
+    """`prune(root)` unless it was done less than PRUNE_INTERVAL ago (the marker file's time)."""
+    marker = root / PRUNE_MARKER
+    try:
+        if time.time() - os.stat(marker, follow_symlinks=False).st_mtime < PRUNE_INTERVAL:
+            return
+        os.unlink(marker)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError:
+        return                  # another process made it first: it prunes
+    prune(root)
+
+
+def prune(root, now=None):
+    """Delete the entries of `root` that `_is_stale`; returns their names."""
+    now = time.time() if now is None else now
+    removed = []
+    for entry in os.scandir(root):
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and _is_stale(entry, info, now):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            continue            # gone meanwhile, or not ours to read
+    if removed:
+        logger.debug("jaxlite: pruned %d unused entries from %s", len(removed), root)
+    return removed
+
+
+def _is_stale(entry, info, now):
+    unused = now - info.st_mtime
+    if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+        return unused >= _TEMPORARY_UNUSED_FOR
+    if not _MADE_KEY.match(entry.name):
+        return False
+    return unused >= UNUSED_FOR or unused >= FOREIGN_UNUSED_FOR and not _of_this_environment(entry.path)
+
+
+def _of_this_environment(path):
+    """Whether the entry's header names this format and environment (read without following a link)."""
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(handle, "rb") as file:
+        fields = file.read(_FIELDS.size)
+    if len(fields) < _FIELDS.size:
+        return False
+    magic, version, environment, _ = _FIELDS.unpack(fields)
+    return magic == MAGIC and version == FORMAT_VERSION and environment == environment_digest()

@@ -3,7 +3,7 @@ running one step (or all of them) on the buffers it reads out of the numpy array
 and the pool tasks that share a big kernel's parallel loop among the worker threads."""
 from llvmlite import ir
 
-from jaxlite.lower import gemm, llvm_helpers, llvm_target
+from jaxlite.lower import llvm_helpers, llvm_target, native_pool
 from jaxlite.lower.llvm_helpers import I8, I32, I64, PTR, VOID, declare
 from jaxlite.lower.native_call import DATA_OFFSET
 def emit_slot_object(b, objects, slot):
@@ -47,7 +47,7 @@ def emit_object_entry(module, name, calls):
     for kernel_function, sources, bounds in calls:
         if bounds == "split":
             run = declare(module, "jaxlite_pool_run", VOID, [PTR, PTR, I64])
-            b.call(run, [kernel_function, objects, ir.Constant(I64, gemm.available_cpus())])
+            b.call(run, [kernel_function, objects, ir.Constant(I64, native_pool.available_cpus())])
             continue
         if sources is None:
             status = b.call(kernel_function, [objects])
@@ -70,7 +70,7 @@ def emit_object_entry(module, name, calls):
 
 def splits(kernel):
     """Whether a kernel's parallel loop is worth sharing among the pool's threads."""
-    return kernel.parallel_loop() is not None and kernel.points() >= PARALLEL_MIN_POINTS and gemm.available_cpus() > 1
+    return kernel.parallel_loop() is not None and kernel.points() >= PARALLEL_MIN_POINTS and native_pool.available_cpus() > 1
 
 
 SHARE = "_share"    # a split kernel's pool task: its entry point's name and this
@@ -83,7 +83,7 @@ def emit_pool_task(module, entry, extent):
                        entry.name + SHARE)
     objects, unit, _ = task.args
     b = ir.IRBuilder(task.append_basic_block("entry"))
-    extent, units = ir.Constant(I64, extent), ir.Constant(I64, gemm.available_cpus())
+    extent, units = ir.Constant(I64, extent), ir.Constant(I64, native_pool.available_cpus())
     bound = lambda u: b.sdiv(b.mul(extent, u), units)
     b.call(entry, [objects, bound(unit), bound(b.add(unit, ir.Constant(I64, 1)))])
     b.ret_void()

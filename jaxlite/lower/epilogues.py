@@ -18,7 +18,7 @@ writes the layer's bf16 output itself, with no conversion pass reading C back.
 import numpy as np
 
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.dtypes import bfloat16
+from jaxlite.core import dtypes
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
 from jaxlite.lower import primitives as P
@@ -31,8 +31,8 @@ def _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_
     (lc, rc), _ = dimension_numbers
     if epilogue[-1:] == (ROUND_BF16,):
         return _dot_epilogue_impl(lhs, rhs, *extra, dimension_numbers=dimension_numbers, epilogue=epilogue[:-1],
-                                  preferred_element_type=preferred_element_type, rounded=rounded).astype(bfloat16)
-    lhs, rhs = (x.astype(bfloat16) if i in rounded else x for i, x in enumerate((lhs, rhs)))
+                                  preferred_element_type=preferred_element_type, rounded=rounded).astype(dtypes.bfloat16)
+    lhs, rhs = (x.astype(dtypes.bfloat16) if i in rounded else x for i, x in enumerate((lhs, rhs)))
     out_dtype = _out_dtype(lhs, preferred_element_type)
     rhs = rhs.astype(out_dtype, copy=False)
     out = np.tensordot(lhs.astype(out_dtype, copy=False), rhs, (lc, rc)).astype(out_dtype, copy=False)
@@ -59,7 +59,7 @@ def _dot_epilogue_aval(lhs, rhs, *extra, dimension_numbers, epilogue, preferred_
     m = lhs.shape[1 - lc[0]]
     n = rhs.shape[1 - rc[0]]
     rounded = epilogue[-1:] == (ROUND_BF16,)
-    return ShapedArray((m, n), np.dtype(bfloat16) if rounded else _out_dtype(lhs, preferred_element_type))
+    return ShapedArray((m, n), dtypes.bfloat16 if rounded else _out_dtype(lhs, preferred_element_type))
 
 
 def _out_dtype(lhs, preferred_element_type):
@@ -92,7 +92,7 @@ def fuse_epilogues(closed, is_gemm):
             if step is None:
                 break
             name, arg = step
-            if name == ROUND_BF16 and eqn.inputs[0].aval.dtype != bfloat16:
+            if name == ROUND_BF16 and not dtypes.is_bfloat16(eqn.inputs[0].aval.dtype):
                 break       # only the bf16 GEMM writes bf16
             chain.append(consumer[result])
             names.append(name)
@@ -177,7 +177,7 @@ def _epilogue_step(eqn, acc, producers):
     primitive = eqn.primitive
     others = [v for v in eqn.inputs if v is not acc]
     out = eqn.outputs[0].aval
-    if primitive is P.convert_element_type_p and acc.aval.dtype == np.float32 and out.dtype == bfloat16:
+    if primitive is P.convert_element_type_p and acc.aval.dtype == np.float32 and dtypes.is_bfloat16(out.dtype):
         return ROUND_BF16, None
     if len(others) != 1 or out.shape != acc.aval.shape or out.dtype != acc.aval.dtype:
         return None

@@ -85,7 +85,7 @@ def is_fusible(eqn):
 
 def _supported_dtype(dtype):
     # ml_dtypes' float8/int4 family (one of which numpy calls kind "f") runs on its numpy kernels.
-    return (dtype.kind in "biuf" or dtype == dtypes.bfloat16) and not dtypes.is_narrow(dtype)
+    return (dtype.kind in "biuf" or dtypes.is_bfloat16(dtype)) and not dtypes.is_narrow(dtype)
 
 
 def partition(jaxpr, eqn_step_kind):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from jaxlite.core import dtypes
+from jaxlite.core.powers import power_by_squaring
 from jaxlite.lower import kernel_ir
 from jaxlite.lower.kernel_ir import INDEX, Store
 
@@ -125,13 +126,9 @@ def integer_pow_rule(lw, eqn, index):
     """x**y by repeated squaring, as exact as numpy's (which also multiplies)."""
     x = lw.operand(eqn.inputs[0], index)
     y, dtype = eqn.params["y"], x.dtype
-    result, base, n = lw.eb.const(1, dtype), x, abs(y)
-    while n:
-        if n & 1:
-            result = base if result.op == "const" and result.attr[1] == 1 else lw.eb.node("mul", dtype, (result, base))
-        n >>= 1
-        if n:
-            base = lw.eb.node("mul", dtype, (base, base))
+    if y == 0:
+        return lw.eb.const(1, dtype)
+    result = power_by_squaring(x, abs(y), lambda a, b: lw.eb.node("mul", dtype, (a, b)))
     return lw.eb.node("div", dtype, (lw.eb.const(1, dtype), result)) if y < 0 else result
 
 
@@ -530,7 +527,7 @@ def dot_compute_dtype(lhs_dtype, out_dtype):
     """The accumulation dtype, as the numpy implementation chooses it."""
     import numpy as np
     compute = np.promote_types(out_dtype, lhs_dtype)
-    if compute in (dtypes.bfloat16, dtypes.float16):
+    if dtypes.is_16bit_float(compute):
         return np.dtype(np.float32)
     return compute
 

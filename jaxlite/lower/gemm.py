@@ -29,7 +29,6 @@ workspace per thread alive across calls instead of faulting fresh pages in each 
 """
 import ctypes
 import functools
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -734,14 +733,6 @@ class GemmEmitter:
 def threads_repaid(flops, threads):
     """How many of `threads` a GEMM of `flops` repays: each must get a hand-off's worth."""
     return max(1, min(threads, int(flops // _MIN_FLOPS_PER_THREAD)))
-
-
-def available_cpus():
-    """The CPUs this process may run on (taskset, cgroups' cpusets), not the machine's:
-    a second thread on one allowed core would only take turns with the first."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def split_range(count, parts):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 import numpy as np
 
-from jaxlite.core.dtypes import bfloat16
+from jaxlite.core import dtypes
 from jaxlite.lower import gemm, llvm_helpers, llvm_math, llvm_target, native_pool
 from jaxlite.lower.gemm import Epilogue, InnerProduct
 from jaxlite.lower.llvm_helpers import F32, I8, I16, I32, VOID
@@ -199,7 +199,7 @@ class LowPrecisionGemm:
             epilogue = gemm.chain(*([epilogue] if epilogue else []), ROUND_TO_BF16)
         self._kept = threading.local()     # the bf16-output variant's C, per calling thread
         self.float32_a, self.float32_b = float32_a, float32_b
-        if (float32_a or float32_b) and (narrow_dtype != bfloat16 or k % 2):
+        if (float32_a or float32_b) and (not dtypes.is_bfloat16(narrow_dtype) or k % 2):
             raise ValueError("float32 operands (rounded while packed) are for bf16 products of even k")
         self.kernel = gemm.compile_gemm(m, n, self.k_words, epilogue=epilogue, product=product,
                                         vector_bits=512 if product in (BF16, INT8) else None, packed_b=not float32_b,
@@ -235,7 +235,7 @@ class LowPrecisionGemm:
         it themselves. bf16: `void pack_bf16(ptr b, ptr words, i64 k, i64 n, i64 word_row_start,
         i64 word_row_end)` over word rows range(k_words); int8: `void pack_int8(ptr b, ptr words,
         ptr correction, i64 tile_start, i64 tile_end)` over column tiles (k, n baked in)."""
-        if self.narrow_dtype == bfloat16:
+        if dtypes.is_bfloat16(self.narrow_dtype):
             packer = _compile_bf16_packer(self.panel_width, "bfloat16")
             return NativePass(packer, ("b", "words"), (self.k, self.n), self.k_words, self.k * self.n)
         packer = _compile_int8_packer(self.k, self.n, self.panel_width)
@@ -314,7 +314,7 @@ class LowPrecisionGemm:
         does) straight into a PreparedB: one compiled pass over w, its word rows split over
         up to `threads` threads."""
         w = np.ascontiguousarray(w, np.float32)
-        if w.shape != (self.k, self.n) or self.narrow_dtype != bfloat16:
+        if w.shape != (self.k, self.n) or not dtypes.is_bfloat16(self.narrow_dtype):
             raise ValueError(f"round_b takes float32 weights of shape {(self.k, self.n)} "
                              f"for a bf16 GEMM, got {w.shape}")
         words = np.empty(self.panels_shape, self.product.dtype)
@@ -349,8 +349,8 @@ class LowPrecisionGemm:
     def _run_rounding(self, a_words, b, extra, out, threads):
         """The bf16 output variant: C is a float32 scratch array kept per calling thread,
         the result `out` (bf16, m x n) is written by the epilogue."""
-        out = np.empty((self.m, self.n), bfloat16) if out is None else out
-        gemm._check_array("out", out, bfloat16, (self.m, self.n))
+        out = np.empty((self.m, self.n), dtypes.bfloat16) if out is None else out
+        gemm._check_array("out", out, dtypes.bfloat16, (self.m, self.n))
         gemm._check_array("a", a_words, self.product.dtype, (self.m, self.k if self.float32_a else self.k_words))
         gemm._check_array("b", b.words, self.product.dtype, self.b_shape)
         scratch = getattr(self._kept, "c", None)
@@ -726,7 +726,7 @@ def compile_gemm_bf16(m, n, k, epilogue=None, portable=None, bf16_output=False, 
     float32_b=True take A / B as float32 (even k), rounded to bf16 as the GEMM packs them.
     portable=True forces the widening fallback; None picks vdpbf16ps when the host has it."""
     native = has_native("bf16") if portable is None else not portable
-    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, bfloat16, epilogue, bf16_output, float32_a,
+    return LowPrecisionGemm(m, n, k, BF16 if native else BF16_PORTABLE, dtypes.bfloat16, epilogue, bf16_output, float32_a,
                             float32_b)
 
 

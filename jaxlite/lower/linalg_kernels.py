@@ -23,19 +23,66 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from jaxlite.core import numpy_blas
+from jaxlite.core import dtypes, numpy_blas
 from jaxlite.lower import lapack, llvm_helpers
 from jaxlite.lower.llvm_helpers import (F32, F64, I1, I8, I32, I64, PTR, VOID, as_i64, declare, emit_loop, gep, load,
                                         store)
 from jaxlite.lower.native_routines import Routine, define_routine
 
 _FLOAT_TYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
+# A complex element is the vector of its two parts (the interleaved layout of numpy's and of
+# split programs' buffers): loads, stores, copies and conversions take it whole.
+C64, C128 = ir.VectorType(F32, 2), ir.VectorType(F64, 2)
+_LAPACK_TYPES = {**_FLOAT_TYPES, np.dtype(np.complex64): C64, np.dtype(np.complex128): C128}
 _CONTRACT = ("contract",)
 _SUM = ("reassoc", "contract")
 
 
 def _float_matrices(*avals):
     return all(np.dtype(aval.dtype) in _FLOAT_TYPES for aval in avals)
+
+
+def _lapack_matrices(*avals):
+    return all(np.dtype(aval.dtype) in _LAPACK_TYPES for aval in avals)
+
+
+def _is_complex(element):
+    return isinstance(element, ir.VectorType)
+
+
+def _scalar_of(element):
+    return element.element if _is_complex(element) else element
+
+
+def _double_of(element):
+    """The type LAPACK computes an element type in (numpy's linalg works in double precision)."""
+    return C128 if _is_complex(element) else F64
+
+
+def _element_bytes(element):
+    return 16 if element in (C128,) else 8 if element in (F64, C64) else 4
+
+
+def _constant(element, value):
+    """A real or complex constant of `element`."""
+    if not _is_complex(element):
+        return ir.Constant(element, value.real if isinstance(value, complex) else value)
+    value = complex(value)
+    return ir.Constant(element, [ir.Constant(element.element, part) for part in (value.real, value.imag)])
+
+
+def _conj(b, z):
+    """conj(z): its imaginary part negated (a multiplication by (1, -1) rounds nothing)."""
+    return b.fmul(z, ir.Constant(z.type, [ir.Constant(z.type.element, 1.0), ir.Constant(z.type.element, -1.0)]))
+
+
+# numpy's complex LAPACK and BLAS routines, by the name of their real counterparts.
+_COMPLEX_ROUTINES = {"dpotrf": "zpotrf", "dgeqrf": "zgeqrf", "dgeqp3": "zgeqp3", "dorgqr": "zungqr", "dsyevd": "zheevd",
+                     "dgesdd": "zgesdd", "dgeev": "zgeev", "strsm": "ctrsm", "dtrsm": "ztrsm"}
+
+
+def _routine(real_routine, element):
+    return _COMPLEX_ROUTINES[real_routine] if _is_complex(element) else real_routine
 
 
 def _batch(shape):
@@ -68,10 +115,11 @@ class _Symmetrized:
         self.element_type = matrix.element_type
 
     def load(self, i, j):
-        return self.average(self.matrix.load(i, j), self.matrix.load(j, i))
+        mirrored = self.matrix.load(j, i)
+        return self.average(self.matrix.load(i, j), _conj(self.b, mirrored) if _is_complex(self.element_type) else mirrored)
 
     def average(self, x, y):
-        half = ir.Constant(self.element_type, 0.5)
+        half = ir.Constant(_scalar_of(self.element_type), 0.5)
         if isinstance(x.type, ir.VectorType):
             half = ir.Constant(x.type, [half] * x.type.count)
         return self.b.fmul(self.b.fadd(x, y), half)
@@ -130,11 +178,11 @@ def _fortran_arguments(b, values, int_bits):
 
 
 def _widen(b, element):
-    return (lambda x: b.fpext(x, _like(x, F64))) if element != F64 else None
+    return (lambda x: b.fpext(x, _like(x, F64))) if _scalar_of(element) != F64 else None
 
 
 def _narrow(b, element):
-    return (lambda x: b.fptrunc(x, _like(x, element))) if element != F64 else None
+    return (lambda x: b.fptrunc(x, _like(x, _scalar_of(element)))) if _scalar_of(element) != F64 else None
 
 
 def _like(value, element):
@@ -200,16 +248,17 @@ class PotrfSpec:
     def build(self):
         name = "lapack_cholesky"
         module = define_routine(name, 2, self.batch, self._emit_matrix)
-        return Routine(module, name, self.batch, 8 * self.n * self.n, 0)
+        return Routine(module, name, self.batch, _element_bytes(_double_of(_LAPACK_TYPES[self.dtype])) * self.n ** 2, 0)
 
     def _emit_matrix(self, b, pointers, scratch, entry):
-        element, n = _FLOAT_TYPES[self.dtype], self.n
+        element, n = _LAPACK_TYPES[self.dtype], self.n
         a, factor = (_Matrix(b, p, entry, n, n, element) for p in pointers)
         # The column-major matrix LAPACK sees, as its row-major transpose.
-        work = _Matrix(b, scratch, as_i64(0), n, n, F64)
+        work = _Matrix(b, scratch, as_i64(0), n, n, _double_of(element))
         _copy(b, _Symmetrized(a) if self.symmetrize else a, work, transposed=True, convert=_widen(b, element))
         uplo, order, lda, info = _fortran_arguments(b, ["L", n, max(1, n), 0], self.int_bits)
-        _call_lapack(b, "dpotrf", [uplo, order, work.base, lda, info], characters=1, one_thread=self.one_thread)
+        _call_lapack(b, _routine("dpotrf", element), [uplo, order, work.base, lda, info], characters=1,
+                     one_thread=self.one_thread)
         integer = ir.IntType(self.int_bits)
         with b.if_else(b.icmp_signed("==", b.load(info, typ=integer), ir.Constant(integer, 0))) as (then, otherwise):
             with then:
@@ -220,20 +269,22 @@ class PotrfSpec:
 
 
 def _zero_strict_upper(b, matrix):
-    zero = ir.Constant(matrix.element_type, 0.0)
+    zero = _constant(matrix.element_type, 0.0)
     emit_loop(b, 0, matrix.rows, lambda i: emit_loop(
         b, b.add(i, as_i64(1)), matrix.cols, lambda j: matrix.store(zero, i, j), name="j"), name="row")
 
 
 def _fill_nan(b, matrix):
-    nan = ir.Constant(matrix.element_type, float("nan"))
+    nan = _constant(matrix.element_type, complex(np.nan, np.nan) if _is_complex(matrix.element_type) else np.nan)
     emit_loop(b, 0, matrix.rows * matrix.cols, lambda k: store(b, nan, matrix.base, k), name="nan")
 
 
 def _fill_identity(b, matrix):
+    one, zero = _constant(matrix.element_type, 1.0), _constant(matrix.element_type, 0.0)
+
     def fill_row(i):
-        emit_loop(b, 0, matrix.cols, lambda j: matrix.store(
-            b.uitofp(b.icmp_signed("==", i, j), matrix.element_type), i, j), name="j")
+        emit_loop(b, 0, matrix.cols, lambda j: matrix.store(b.select(b.icmp_signed("==", i, j), one, zero), i, j),
+                  name="j")
     emit_loop(b, 0, matrix.rows, fill_row, name="row")
 
 
@@ -246,13 +297,13 @@ def _unary_intrinsic(module, name, element):
 def cholesky_spec(eqn):
     """numpy's dpotrf where lapack.py finds it (eager's bits), else the hand-written routine."""
     aval = eqn.inputs[0].aval
-    if not _float_matrices(aval):
+    if not _lapack_matrices(aval):
         return None
     dtype, batch, n = np.dtype(aval.dtype), _batch(aval.shape), int(aval.shape[-1])
     symmetrize = eqn.params["symmetrize_input"]
-    function = lapack.potrf()
+    function = lapack.find("zpotrf") if dtypes.is_complex(dtype) else lapack.potrf()
     if function is None:
-        return CholeskySpec(dtype, batch, n, symmetrize)
+        return CholeskySpec(dtype, batch, n, symmetrize) if _float_matrices(aval) else None
     return PotrfSpec(dtype, batch, n, function.int_bits, numpy_blas.thread_control() is not None, symmetrize)
 
 
@@ -312,8 +363,8 @@ class TriangularSolveSpec:
 
 @dataclass(frozen=True)
 class TrsmSpec:
-    """triangular_solve by numpy's BLAS (strsm for float32, dtrsm for float64: lapack.py) on
-    the row-major operands as stored, after copying b to x (trsm solves in place).
+    """triangular_solve by numpy's BLAS (strsm, dtrsm, ctrsm or ztrsm, by the dtype: lapack.py)
+    on the row-major operands as stored, after copying b to x (trsm solves in place).
 
     Column-major BLAS sees each row-major matrix as its transpose, and op(a) x = b transposed
     is x^T op(a)^T = b^T: the side and the stored triangle swap, op stays.
@@ -333,6 +384,7 @@ class TrsmSpec:
     unit_diagonal: bool
     int_bits: int
     one_thread: bool    # whether numpy's LAPACK is an OpenBLAS whose thread count we can set
+    conjugate_a: bool = False   # op(a) = a^H (with transpose_a; a conjugate alone has no BLAS op)
 
     @property
     def _chunks(self):
@@ -345,7 +397,7 @@ class TrsmSpec:
         return Routine(module, name, entries, 0, self.m * self.m * min(self.rhs, _TRSM_CHUNK))
 
     def _emit_chunk(self, b, pointers, scratch, entry):
-        element, m = _FLOAT_TYPES[self.dtype], self.m
+        element, m = _LAPACK_TYPES[self.dtype], self.m
         matrix, chunk = b.sdiv(entry, as_i64(self._chunks)), b.srem(entry, as_i64(self._chunks))
         shapes = [(m, m)] + [(m, self.rhs) if self.left_side else (self.rhs, m)] * 2
         a, rhs, x = (_Matrix(b, p, matrix, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
@@ -357,13 +409,13 @@ class TrsmSpec:
         if m * self.rhs == 0:
             return
         count = b.sub(stop, start)
-        characters = ("R" if self.left_side else "L", "U" if self.lower else "L", "T" if self.transpose_a else "N",
-                      "U" if self.unit_diagonal else "N")
+        op = ("C" if self.conjugate_a else "T") if self.transpose_a else "N"
+        characters = ("R" if self.left_side else "L", "U" if self.lower else "L", op, "U" if self.unit_diagonal else "N")
         sizes = (count, m, max(1, m), self.rhs) if self.left_side else (m, count, max(1, m), m)
         *flags, rows, cols, lda, ldb = _fortran_arguments(b, characters + sizes, self.int_bits)
-        alpha = _by_reference(b, ir.Constant(element, 1.0))
+        alpha = _by_reference(b, _constant(element, 1.0))
         solved = gep(b, x.base, x.offset(*(block[0] for block in blocks)), element)
-        routine = "strsm" if self.dtype == np.float32 else "dtrsm"
+        routine = _routine("strsm" if _scalar_of(element) == F32 else "dtrsm", element)
         _call_lapack(b, routine, flags + [rows, cols, alpha, a.base, lda, solved, ldb], characters=4,
                      one_thread=self.one_thread)
 
@@ -382,8 +434,8 @@ def _copy_block(b, source, target, rows, cols, transposed=False, convert=None):
 
 def _copy(b, source, target, transposed, convert=None):
     """target = source, or its transpose (each element passed through `convert` if given)."""
-    if not transposed:
-        _copy_block(b, source, target, (0, source.rows), (0, source.cols), convert=convert)
+    if not transposed or _is_complex(source.element_type):
+        _copy_block(b, source, target, (0, source.rows), (0, source.cols), transposed, convert)
         return
     # Element by element, a transpose stores (or loads) along a column: ~1.4 ns an element at
     # 512 x 512, 3x the whole copy's cost in 8 x 8 tiles transposed in vector registers.
@@ -428,13 +480,18 @@ def _transpose_tile(b, source, target, i, j, convert):
 def triangular_solve_spec(eqn):
     """BLAS's trsm for big matrices (where lapack.py finds it), else the substitution routine."""
     a, rhs = (v.aval for v in eqn.inputs)
-    if not _float_matrices(a, rhs):
+    if not _lapack_matrices(a, rhs):
         return None
     params = eqn.params
     columns = rhs.shape[-1] if params["left_side"] else rhs.shape[-2]
     shape = (np.dtype(a.dtype), _batch(a.shape), int(a.shape[-1]), int(columns))
     flags = tuple(params[name] for name in ("left_side", "lower", "transpose_a", "unit_diagonal"))
     function = lapack.trsm(a.dtype)
+    if not _float_matrices(a):      # complex: BLAS's trsm at any size, which has no conjugate-only op(a)
+        if function is None or params["conjugate_a"] and not params["transpose_a"]:
+            return None
+        return TrsmSpec(*shape, *flags, function.int_bits, numpy_blas.thread_control() is not None,
+                        params["conjugate_a"])
     if function is None or shape[2] ** 2 * shape[3] < _TRSM_MIN_WORK:
         return TriangularSolveSpec(*shape, *flags)
     return TrsmSpec(*shape, *flags, function.int_bits, numpy_blas.thread_control() is not None)
@@ -510,11 +567,62 @@ def _swap(b, matrix, first, second):
     matrix.store(x, *second)
 
 
+@dataclass(frozen=True)
+class GetrfSpec:
+    """lu of complex matrices as the eager version computes it: LAPACK's cgetrf/zgetrf (in
+    the dtype) on a column-major copy; its 1-based row interchanges become the 0-based int32
+    pivots, and applied in order to the identity, the permutation."""
+    dtype: np.dtype
+    batch: int
+    m: int
+    n: int
+    int_bits: int
+    one_thread: bool
+
+    def build(self):
+        name = "lapack_lu"
+        module = define_routine(name, 4, self.batch, self._emit_matrix)
+        scratch = self.dtype.itemsize * self.m * self.n + 8 * min(self.m, self.n) + 64
+        return Routine(module, name, self.batch, scratch, self.m * self.n * min(self.m, self.n))
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element, (m, n), steps = _LAPACK_TYPES[self.dtype], (self.m, self.n), min(self.m, self.n)
+        a, lu = (_Matrix(b, p, entry, m, n, element) for p in pointers[:2])
+        pivots = _Matrix(b, pointers[2], entry, 1, steps, I32)
+        permutation = _Matrix(b, pointers[3], entry, 1, m, I32)
+        emit_loop(b, 0, m, lambda i: permutation.store(b.trunc(i, I32), 0, i))
+        if m * n == 0:
+            return
+        work = _Matrix(b, scratch, as_i64(0), n, m, element)       # column-major m x n
+        integer = ir.IntType(self.int_bits)
+        interchanges = _Matrix(b, gep(b, scratch, self.dtype.itemsize * m * n, I8), as_i64(0), 1, steps, integer)
+        _copy(b, a, work, transposed=True)
+        rows, cols, lda, info = _fortran_arguments(b, [m, n, m, 0], self.int_bits)
+        _call_lapack(b, lapack.getrf_routine(self.dtype), [rows, cols, work.base, lda, interchanges.base, info], characters=0,
+                     one_thread=self.one_thread)
+        _copy(b, work, lu, transposed=True)
+
+        def interchange(k):
+            p = b.sub(b.sext(interchanges.load(0, k), I64) if self.int_bits < 64 else interchanges.load(0, k),
+                      as_i64(1))
+            pivots.store(b.trunc(p, I32), 0, k)
+            _swap(b, permutation, (0, k), (0, p))
+        emit_loop(b, 0, steps, interchange, name="k")
+
+
 def lu_spec(eqn):
+    """The hand-written elimination for real matrices; complex ones call LAPACK's getrf, as eager."""
     aval = eqn.inputs[0].aval
+    dtype = np.dtype(aval.dtype)
+    if dtypes.is_complex(dtype):
+        function = lapack.find(lapack.getrf_routine(dtype))
+        if function is None:
+            return None
+        return GetrfSpec(dtype, _batch(aval.shape), *map(int, aval.shape[-2:]), function.int_bits,
+                         numpy_blas.thread_control() is not None)
     if not _float_matrices(aval):
         return None
-    return LuSpec(np.dtype(aval.dtype), _batch(aval.shape), *map(int, aval.shape[-2:]))
+    return LuSpec(dtype, _batch(aval.shape), *map(int, aval.shape[-2:]))
 
 
 # ---------------------------------------------------------------- svd
@@ -555,20 +663,29 @@ class SvdSpec:
             return (1, 1), (1, 1)
         return ((m, m), (n, n)) if self.full_matrices else ((m, k), (k, n))
 
+    @property
+    def _complex(self):
+        return dtypes.is_complex(self.dtype)
+
     def _scratch_layout(self):
         """Byte offsets in scratch of LAPACK's arguments, and the total size."""
         (_, u_cols), (vt_rows, _) = self._factor_shapes
-        k = min(self.m, self.n)
-        sizes = {"ints": 8 * (1 + len(_GESDD_INTS)), "a": 8 * self.m * self.n, "s": 8 * k, "u": 8 * self.m * u_cols,
-                 "vt": 8 * vt_rows * self.n, "work": 8 * self.lwork, "iwork": self.int_bits * k}
+        k, big = min(self.m, self.n), max(self.m, self.n)
+        z = 16 if self._complex else 8
+        sizes = {"ints": 8 * (1 + len(_GESDD_INTS)), "a": z * self.m * self.n, "s": 8 * k, "u": z * self.m * u_cols,
+                 "vt": z * vt_rows * self.n, "work": z * self.lwork, "iwork": self.int_bits * k}
+        if self._complex:   # zgesdd's RWORK, as large as LAPACK's documentation asks for any jobz
+            sizes["rwork"] = 8 * max(7 * k, 5 * k * k + 5 * k, 2 * big * k + 2 * k * k + k)
         return _scratch_regions(sizes)
 
     def _emit_matrix(self, b, pointers, scratch, entry):
-        element, double = _FLOAT_TYPES[self.dtype], F64
+        element = _LAPACK_TYPES[self.dtype]
+        double, real = _double_of(element), _scalar_of(element)
         m, n, k = self.m, self.n, min(self.m, self.n)
         (u_rows, u_cols), (vt_rows, vt_cols) = self._factor_shapes
         shapes = [(m, n), (1, k)] + ([(u_rows, u_cols), (vt_rows, vt_cols)] if self.compute_uv else [])
-        a, *results = (_Matrix(b, p, entry, rows, cols, element) for p, (rows, cols) in zip(pointers, shapes))
+        a, *results = (_Matrix(b, p, entry, rows, cols, real if position == 1 else element)
+                       for position, (p, (rows, cols)) in enumerate(zip(pointers, shapes)))
         if k == 0:      # LAPACK returns at once; numpy makes the full factors identities
             for factor in results[1:]:
                 _fill_identity(b, factor)
@@ -577,24 +694,25 @@ class SvdSpec:
         # Column-major LAPACK matrices, seen as their row-major transposes.
         work_a, work_u, work_vt = (_Matrix(b, region[name], as_i64(0), rows, cols, double)
                                    for name, rows, cols in (("a", n, m), ("u", u_cols, m), ("vt", vt_cols, vt_rows)))
-        work_s = _Matrix(b, region["s"], as_i64(0), 1, k, double)
+        work_s = _Matrix(b, region["s"], as_i64(0), 1, k, F64)
         _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
         info = self._emit_gesdd_call(b, region)
-        narrow = _narrow(b, element)
         with b.if_else(b.icmp_signed("==", info, ir.Constant(info.type, 0))) as (succeeded, failed):
             with succeeded:
                 for work, result in zip((work_s, work_u, work_vt), results):
-                    _copy(b, work, result, transposed=work is not work_s, convert=narrow)
+                    _copy(b, work, result, transposed=work is not work_s, convert=_narrow(b, result.element_type))
             with failed:
                 for result in results:
                     _fill_nan(b, result)
 
     def _emit_gesdd_call(self, b, region):
-        """Call dgesdd on the scratch regions; returns its INFO."""
+        """Call dgesdd (zgesdd) on the scratch regions; returns its INFO."""
         ints = self._store_ints(b, region["ints"])
-        _call_lapack(b, "dgesdd", [region["ints"], ints["m"], ints["n"], region["a"], ints["ld"], region["s"],
-                                   region["u"], ints["ld"], region["vt"], ints["ld_vt"], region["work"],
-                                   ints["lwork"], region["iwork"], ints["info"]], characters=1)
+        rwork = [region["rwork"]] if self._complex else []
+        _call_lapack(b, "zgesdd" if self._complex else "dgesdd",
+                     [region["ints"], ints["m"], ints["n"], region["a"], ints["ld"], region["s"], region["u"], ints["ld"],
+                      region["vt"], ints["ld_vt"], region["work"], ints["lwork"], *rwork, region["iwork"], ints["info"]],
+                     characters=1)
         return b.load(ints["info"], typ=ir.IntType(self.int_bits))
 
     def _store_ints(self, b, base):
@@ -614,13 +732,15 @@ _GESDD_INTS = ("m", "n", "ld", "ld_vt", "lwork", "info")    # after jobz's slot,
 
 def svd_spec(eqn):
     aval = eqn.inputs[0].aval
-    function = lapack.gesdd()
-    if function is None or not _float_matrices(aval):
+    if not _lapack_matrices(aval):
+        return None
+    function = lapack.find("zgesdd") if dtypes.is_complex(aval.dtype) else lapack.gesdd()
+    if function is None:
         return None
     m, n = map(int, aval.shape[-2:])
     full_matrices, compute_uv = eqn.params["full_matrices"], eqn.params["compute_uv"]
     spec = SvdSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, full_matrices, compute_uv, 1, function.int_bits)
-    lwork = lapack.gesdd_workspace(spec.jobz, m, n) if min(m, n) else 1
+    lwork = lapack.gesdd_workspace(spec.jobz, m, n, spec._complex) if min(m, n) else 1
     return dataclasses.replace(spec, lwork=lwork)
 
 
@@ -654,6 +774,7 @@ class EighSpec:
     liwork: int
     int_bits: int
     one_thread: bool
+    lrwork: int = 0     # zheevd's RWORK (complex matrices)
 
     def build(self):
         name = "lapack_eigh"
@@ -662,48 +783,66 @@ class EighSpec:
 
     def _layout(self):
         n = self.n
-        return _scratch_regions({"a": 8 * n * n, "w": 8 * n, "work": 8 * self.lwork,
+        z = _element_bytes(_double_of(_LAPACK_TYPES[self.dtype]))
+        return _scratch_regions({"a": z * n * n, "w": 8 * n, "work": z * self.lwork, "rwork": 8 * self.lrwork,
                                  "iwork": self.int_bits // 8 * self.liwork})
 
     def _emit_matrix(self, b, pointers, scratch, entry):
-        element, n, double = _FLOAT_TYPES[self.dtype], self.n, F64
+        element, n = _LAPACK_TYPES[self.dtype], self.n
         if n == 0:
             return
         a, v = (_Matrix(b, p, entry, n, n, element) for p in pointers[:2])
-        w = _Matrix(b, pointers[2], entry, 1, n, element)
+        w = _Matrix(b, pointers[2], entry, 1, n, _scalar_of(element))
         region = _region_pointers(b, scratch, self._layout()[0])
-        work_a = _Matrix(b, region["a"], as_i64(0), n, n, double)
-        work_w = _Matrix(b, region["w"], as_i64(0), 1, n, double)
+        work_a = _Matrix(b, region["a"], as_i64(0), n, n, _double_of(element))
+        work_w = _Matrix(b, region["w"], as_i64(0), 1, n, F64)
         _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
-        jobz, uplo, order, lda, lwork, liwork, info = _fortran_arguments(
-            b, ["V", "L" if self.lower else "U", n, n, self.lwork, self.liwork, 0], self.int_bits)
-        _call_lapack(b, "dsyevd", [jobz, uplo, order, work_a.base, lda, work_w.base, region["work"], lwork,
-                                   region["iwork"], liwork, info], characters=2, one_thread=self.one_thread)
-        _copy_or_nan(b, info, self.int_bits, [(work_a, v, True), (work_w, w, False)], _narrow(b, element))
+        jobz, uplo, order, lda, lwork, liwork, lrwork, info = _fortran_arguments(
+            b, ["V", "L" if self.lower else "U", n, n, self.lwork, self.liwork, self.lrwork, 0], self.int_bits)
+        rwork = [region["rwork"], lrwork] if _is_complex(element) else []
+        _call_lapack(b, _routine("dsyevd", element), [jobz, uplo, order, work_a.base, lda, work_w.base, region["work"],
+                                                      lwork, *rwork, region["iwork"], liwork, info],
+                     characters=2, one_thread=self.one_thread)
+        _copy_or_nan(b, info, self.int_bits, [(work_a, v, True), (work_w, w, False)])
 
 
-def _copy_or_nan(b, info, int_bits, copies, convert):
-    """Where LAPACK's INFO is 0 copy each (work, result, transposed), else fill the results with NaN."""
+def _copy_or_nan(b, info, int_bits, copies):
+    """Where LAPACK's INFO is 0 copy each (work, result, transposed), rounded to the result's
+    type, else fill the results with NaN."""
     integer = ir.IntType(int_bits)
     succeeded = b.icmp_signed("==", b.load(info, typ=integer), ir.Constant(integer, 0))
     with b.if_else(succeeded) as (then, otherwise):
         with then:
             for work, result, transposed in copies:
-                _copy(b, work, result, transposed=transposed, convert=convert)
+                _copy(b, work, result, transposed=transposed, convert=_narrow(b, result.element_type))
         with otherwise:
             for _, result, _ in copies:
                 _fill_nan(b, result)
 
 
-def eigh_spec(eqn):
+def _lapack_operand(eqn, real_routine):
+    """(the aval, its element type, numpy's LAPACK routine for it) of an equation's operand,
+    or None where the routine does not apply (another dtype, or no such routine found)."""
     aval = eqn.inputs[0].aval
-    function = lapack.find("dsyevd")
-    if function is None or not _float_matrices(aval):
+    if not _lapack_matrices(aval):
         return None
+    element = _LAPACK_TYPES[np.dtype(aval.dtype)]
+    function = lapack.find(_routine(real_routine, element))
+    return None if function is None else (aval, element, function)
+
+
+def eigh_spec(eqn):
+    found = _lapack_operand(eqn, "dsyevd")
+    if found is None:
+        return None
+    aval, element, function = found
     n = int(aval.shape[-1])
-    lwork, liwork = lapack.syevd_workspace(n)
+    if _is_complex(element):
+        lwork, lrwork, liwork = lapack.syevd_workspace(n, complex_values=True)
+    else:
+        (lwork, liwork), lrwork = lapack.syevd_workspace(n), 0
     return EighSpec(np.dtype(aval.dtype), _batch(aval.shape), n, eqn.params["lower"], lwork, liwork,
-                    function.int_bits, numpy_blas.thread_control() is not None)
+                    function.int_bits, numpy_blas.thread_control() is not None, lrwork)
 
 
 @dataclass(frozen=True)
@@ -712,7 +851,9 @@ class QrSpec:
     the packed h and taus) as np.linalg.qr computes them: dgeqrf in double precision on a
     column-major copy, then dorgqr on its first columns (all m of them for a full q, the
     rest made unit columns), with workspace-queried LWORK, on one OpenBLAS thread as the
-    eager version runs it."""
+    eager version runs it. With pivoting, dgeqp3 factors instead (every column free), and
+    its 1-based column order is the permutation, a third result (as the eager version,
+    which calls the same routines)."""
     dtype: np.dtype
     batch: int
     m: int
@@ -722,19 +863,22 @@ class QrSpec:
     lwork: int
     int_bits: int
     one_thread: bool
+    pivoting: bool = False
 
     def build(self):
         name = "lapack_qr"
-        module = define_routine(name, 3, self.batch, self._emit_matrix)
+        module = define_routine(name, 3 + self.pivoting, self.batch, self._emit_matrix)
         return Routine(module, name, self.batch, self._layout()[1], 0)
 
     def _layout(self):
         m, n = self.m, self.n
-        return _scratch_regions({"a": 8 * m * n, "tau": 8 * max(1, min(m, n)), "q": 8 * m * self.q_cols,
-                                 "work": 8 * self.lwork})
+        z = _element_bytes(_double_of(_LAPACK_TYPES[self.dtype]))
+        return _scratch_regions({"a": z * m * n, "tau": z * max(1, min(m, n)), "q": z * m * self.q_cols,
+                                 "work": z * self.lwork, "jpvt": 8 * max(1, n), "rwork": 16 * max(1, n)})
 
     def _emit_matrix(self, b, pointers, scratch, entry):
-        element, double = _FLOAT_TYPES[self.dtype], F64
+        element = _LAPACK_TYPES[self.dtype]
+        double = _double_of(element)
         m, n, k = self.m, self.n, min(self.m, self.n)
         a = _Matrix(b, pointers[0], entry, m, n, element)
         region = _region_pointers(b, scratch, self._layout()[0])
@@ -743,9 +887,20 @@ class QrSpec:
         _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
         sizes = _fortran_arguments(b, [m, n, max(1, m), self.lwork, 0, self.q_cols, k], self.int_bits)
         rows, cols, lda, lwork, info, q_cols, reflectors = sizes
-        if k:
-            _call_lapack(b, "dgeqrf", [rows, cols, work_a.base, lda, tau.base, region["work"], lwork, info],
+        if k and self.pivoting:
+            columns = _Matrix(b, region["jpvt"], as_i64(0), 1, n, ir.IntType(self.int_bits))
+            emit_loop(b, 0, n, lambda j: columns.store(ir.Constant(columns.element_type, 0), 0, j))    # all free
+            rwork = [region["rwork"]] if _is_complex(element) else []
+            _call_lapack(b, _routine("dgeqp3", element), [rows, cols, work_a.base, lda, columns.base, tau.base,
+                                                          region["work"], lwork, *rwork, info],
                          characters=0, one_thread=self.one_thread)
+        elif k:
+            _call_lapack(b, _routine("dgeqrf", element), [rows, cols, work_a.base, lda, tau.base, region["work"], lwork, info],
+                         characters=0, one_thread=self.one_thread)
+        if self.pivoting:
+            permutation = _Matrix(b, pointers[3], entry, 1, n, I32)
+            emit_loop(b, 0, n, lambda j: permutation.store(
+                b.sub(b.trunc(columns.load(0, j), I32), ir.Constant(I32, 1)) if k else b.trunc(j, I32), 0, j))
         narrow = _narrow(b, element)
         if not self.q_cols:
             h, taus = _Matrix(b, pointers[1], entry, m, n, element), _Matrix(b, pointers[2], entry, 1, k, element)
@@ -761,34 +916,153 @@ class QrSpec:
             return
         work_q = _Matrix(b, region["q"], as_i64(0), self.q_cols, m, double)
         _copy_block(b, work_a, work_q, (0, min(n, self.q_cols)), (0, m))
-        _call_lapack(b, "dorgqr", [rows, q_cols, reflectors, work_q.base, lda, tau.base, region["work"], lwork,
+        _call_lapack(b, _routine("dorgqr", element), [rows, q_cols, reflectors, work_q.base, lda, tau.base, region["work"], lwork,
                                    info], characters=0, one_thread=self.one_thread)
         _copy(b, work_q, q, transposed=True, convert=narrow)
 
 
 def _zero_strict_lower(b, matrix):
-    zero = ir.Constant(matrix.element_type, 0.0)
+    zero = _constant(matrix.element_type, 0.0)
     emit_loop(b, 0, matrix.rows, lambda i: emit_loop(
         b, 0, b.select(b.icmp_signed("<", i, as_i64(matrix.cols)), i, as_i64(matrix.cols)),
         lambda j: matrix.store(zero, i, j), name="j"), name="row")
 
 
-def _qr_spec(eqn, q_cols, r_rows):
-    aval = eqn.inputs[0].aval
-    function = lapack.find("dorgqr") and lapack.find("dgeqrf")
-    if function is None or not _float_matrices(aval):
+def _qr_spec(eqn, q_cols, r_rows, pivoting=False):
+    found = _lapack_operand(eqn, "dorgqr") and _lapack_operand(eqn, "dgeqp3" if pivoting else "dgeqrf")
+    if found is None:
         return None
+    aval, element, function = found
     m, n = map(int, aval.shape[-2:])
-    lwork = lapack.qr_workspace(m, n, q_cols) if min(m, n) else 1
+    lwork = lapack.qr_workspace(m, n, q_cols, _is_complex(element), pivoting) if min(m, n) else 1
     return QrSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, q_cols, r_rows, lwork, function.int_bits,
-                  numpy_blas.thread_control() is not None)
+                  numpy_blas.thread_control() is not None, pivoting)
 
 
-def qr_spec(eqn):
+def qr_spec(eqn, pivoting=False):
     m, n = map(int, eqn.inputs[0].aval.shape[-2:])
     k = m if eqn.params["full_matrices"] else min(m, n)
-    return _qr_spec(eqn, k, k)
+    return _qr_spec(eqn, k, k, pivoting)
+
+
+def qr_pivoted_spec(eqn):
+    return qr_spec(eqn, pivoting=True)
 
 
 def geqrf_spec(eqn):
     return _qr_spec(eqn, 0, 0)
+
+
+# ---------------------------------------------------------------- eig
+
+@dataclass(frozen=True)
+class EigSpec:
+    """[w, vl (if left), vr (if right)] as the eager eig computes them: dgeev (zgeev for
+    complex matrices) in double precision on a column-major copy, right eigenvectors always
+    computed (as np.linalg.eig, so the eigenvalues are its bits), left ones by geev too when
+    asked (eager forms them from vr's inverse: equal to rounding), with numpy's
+    workspace-queried LWORK; results complex, rounded to the dtype, row-major. A real matrix's
+    eigenvectors come as geev packs them (a conjugate pair as the real and imaginary parts
+    of its first vector, in two columns) and are unpacked as numpy unpacks them. A matrix
+    LAPACK fails on comes out all NaN."""
+    dtype: np.dtype         # the matrices' (the results are its complex dtype)
+    batch: int
+    n: int
+    left: bool
+    right: bool
+    lwork: int
+    int_bits: int
+    one_thread: bool
+
+    def build(self):
+        name = "lapack_eig"
+        module = define_routine(name, 2 + self.left + self.right, self.batch, self._emit_matrix)
+        return Routine(module, name, self.batch, self._layout()[1], self.n ** 3)
+
+    @property
+    def _complex(self):
+        return dtypes.is_complex(self.dtype)
+
+    def _layout(self):
+        n, z = self.n, 16 if self._complex else 8
+        return _scratch_regions({"a": z * n * n, "w": 16 * n, "vl": z * (n * n if self.left else 1), "vr": z * n * n,
+                                 "work": z * self.lwork, "rwork": 16 * n})
+
+    def _emit_matrix(self, b, pointers, scratch, entry):
+        element, n = _LAPACK_TYPES[self.dtype], self.n
+        if n == 0:
+            return
+        result = C64 if _scalar_of(element) == F32 else C128
+        a = _Matrix(b, pointers[0], entry, n, n, element)
+        w = _Matrix(b, pointers[1], entry, 1, n, result)
+        vectors = [_Matrix(b, p, entry, n, n, result) for p in pointers[2:]]
+        region = _region_pointers(b, scratch, self._layout()[0])
+        double = _double_of(element)
+        work_a = _Matrix(b, region["a"], as_i64(0), n, n, double)
+        work_vl, work_vr = (_Matrix(b, region[name], as_i64(0), n, n, double) for name in ("vl", "vr"))
+        _copy(b, a, work_a, transposed=True, convert=_widen(b, element))
+        jobvl, jobvr, order, lda, ld_vl, lwork, info = _fortran_arguments(
+            b, ["V" if self.left else "N", "V", n, n, n if self.left else 1, self.lwork, 0], self.int_bits)
+        if self._complex:
+            eigenvalues = [region["w"]]
+            tail = [region["work"], lwork, region["rwork"], info]
+        else:       # wr in the first n doubles of region w, wi in the next n
+            eigenvalues = [region["w"], gep(b, region["w"], n, F64)]
+            tail = [region["work"], lwork, info]
+        _call_lapack(b, _routine("dgeev", element), [jobvl, jobvr, order, work_a.base, lda, *eigenvalues,
+                                                     work_vl.base, ld_vl, work_vr.base, lda, *tail],
+                     characters=2, one_thread=self.one_thread)
+        computed = ([work_vl] if self.left else []) + ([work_vr] if self.right else [])
+        integer = ir.IntType(self.int_bits)
+        succeeded = b.icmp_signed("==", b.load(info, typ=integer), ir.Constant(integer, 0))
+        with b.if_else(succeeded) as (then, otherwise):
+            with then:
+                self._emit_results(b, region["w"], w, zip(computed, vectors))
+            with otherwise:
+                for matrix in [w] + vectors:
+                    _fill_nan(b, matrix)
+
+    def _emit_results(self, b, eigenvalues, w, vector_pairs):
+        narrow = _narrow(b, w.element_type)
+        if self._complex:
+            _copy(b, _Matrix(b, eigenvalues, as_i64(0), 1, self.n, C128), w, transposed=False, convert=narrow)
+            for work, vectors in vector_pairs:
+                _copy(b, work, vectors, transposed=True, convert=narrow)
+            return
+        parts = _Matrix(b, eigenvalues, as_i64(0), 2, self.n, F64)
+        emit_loop(b, 0, self.n, lambda j: w.store(_pair(b, parts.load(0, j), parts.load(1, j), narrow), 0, j))
+        for work, vectors in vector_pairs:
+            emit_loop(b, 0, self.n, lambda j: self._emit_unpacked_column(b, parts.load(1, j), j, work, vectors,
+                                                                         narrow), name="column")
+
+    def _emit_unpacked_column(self, b, imaginary, j, work, vectors, narrow):
+        """Column j of the complex eigenvectors from geev's real columns (work's rows): a real
+        eigenvalue's column is real; a pair's first (wi > 0) is columns j + i j+1, its second
+        (wi < 0) the conjugate, columns j-1 - i j."""
+        zero = ir.Constant(F64, 0.0)
+        first, second = b.fcmp_ordered(">", imaginary, zero), b.fcmp_ordered("<", imaginary, zero)
+        real_column = b.select(second, b.sub(j, as_i64(1)), j)
+        imaginary_column = b.select(first, b.add(j, as_i64(1)), j)
+
+        def row(i):
+            im = work.load(imaginary_column, i)
+            im = b.select(first, im, b.select(second, b.fneg(im), zero))
+            vectors.store(_pair(b, work.load(real_column, i), im, narrow), i, j)
+        emit_loop(b, 0, self.n, row, name="row")
+
+
+def _pair(b, re, im, narrow):
+    """The complex element (re, im) of two doubles, rounded by `narrow` if given."""
+    pair = b.insert_element(b.insert_element(ir.Constant(C128, None), re, as_i64(0)), im, as_i64(1))
+    return narrow(pair) if narrow else pair
+
+
+def eig_spec(eqn):
+    found = _lapack_operand(eqn, "dgeev")
+    if found is None:
+        return None
+    aval, element, function = found
+    n, left = int(aval.shape[-1]), eqn.params["compute_left_eigenvectors"]
+    lwork = lapack.geev_workspace(n, left, _is_complex(element)) if n else 1
+    return EigSpec(np.dtype(aval.dtype), _batch(aval.shape), n, left, eqn.params["compute_right_eigenvectors"],
+                   lwork, function.int_bits, numpy_blas.thread_control() is not None)

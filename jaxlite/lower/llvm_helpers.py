@@ -2,11 +2,13 @@
 addresses, counted loops, two-way choices, intrinsic declarations, vector shuffles and the
 floating-point control word (MXCSR).
 
-A leaf module (it imports only llvmlite), so that the code generators (codegen, gemm,
+A leaf module (it imports only llvmlite, and float_mode for the MXCSR bits), so that the code generators (codegen, gemm,
 gemm_lowp, sort_kernels, linalg_kernels, native_routines, native_flow, native_pool,
 native_call) can all use it without importing one another.
 """
 from llvmlite import ir
+
+from jaxlite.lower.float_mode import FTZ_DAZ
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -158,10 +160,6 @@ def emit_choice(builder, condition, if_true, if_false):
             false_values, false_block = if_false(), builder.block
     return [_merge(builder, [(t, true_block), (f, false_block)]) for t, f in zip(true_values, false_values)]
 
-
-# FTZ and DAZ, MXCSR's flush-to-zero and denormals-are-zero bits: subnormals slow float code
-# by an order of magnitude here, so native code runs with them set (as XLA:CPU does).
-FTZ_DAZ = 0x8040
 
 
 def save_and_flush_denormals(builder, allocas=None):

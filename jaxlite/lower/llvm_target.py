@@ -62,10 +62,17 @@ def _ensure_initialized():
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
             # Python does not export libm's symbols to the JIT; kernels calling libm need them.
-            llvm.load_library_permanently(ctypes.util.find_library("m"))
-            _define_runtime_helpers()
+            _load_libm()
             lapack.register_symbols()
             _initialized = True
+
+
+def _load_libm():
+    """glibc's libm by its name (find_library runs ldconfig: ~2 ms), else where it is found."""
+    try:
+        llvm.load_library_permanently("libm.so.6")
+    except RuntimeError:
+        llvm.load_library_permanently(ctypes.util.find_library("m"))
 
 
 # LLVM turns double -> half conversions into calls of compiler-rt's __truncdfhf2 (also
@@ -93,17 +100,25 @@ def _truncdfhf2_module():
 
 
 _helpers = None     # the engine holding the helpers' code: alive for the whole process
+_TRUNCDFHF2 = b"__truncdfhf2"
 
 
-def _define_runtime_helpers():
+def _define_runtime_helpers(objects):
+    """__truncdfhf2, compiled (~5 ms) the first time code calling it is linked."""
+    with _init_lock:
+        if _helpers is None and any(_TRUNCDFHF2 in object_code for object_code in objects):
+            _compile_runtime_helpers()
+
+
+def _compile_runtime_helpers():
     global _helpers
     module_ref = llvm.parse_assembly(str(_truncdfhf2_module()))
-    # (Inside initialization: new_target_machine would wait for it.)
+    # (Under the initialization lock: new_target_machine would wait for it.)
     machine = llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), codemodel="jitdefault")
     _helpers = llvm.create_mcjit_compiler(module_ref, machine)
     _helpers.finalize_object()
-    llvm.add_symbol("__truncdfhf2", _helpers.get_function_address("jaxlite_truncdfhf2"))
+    llvm.add_symbol(_TRUNCDFHF2.decode(), _helpers.get_function_address("jaxlite_truncdfhf2"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -141,9 +156,15 @@ def function_attributes(bits=None):
     """Attributes every generated function carries so the vectorizer uses full-width registers.
 
     Without "min-legal-vector-width" the backend splits explicit 512-bit vector ops in two.
+    "denormal-fp-math"="dynamic" tells LLVM the subnormal mode is set at run time (the entry
+    points set FTZ/DAZ; libm's bit tests ignore it): assuming IEEE subnormals it turned integer
+    tests of a float's bits (frexp's zero test) into float compares, which DAZ answers for
+    subnormals as for zeros; assuming flushed ones it would drop the explicit flushes before
+    libm calls.
     """
     bits = bits or vector_width_bits()
-    return {"prefer-vector-width": str(bits), "min-legal-vector-width": str(bits)}
+    return {"prefer-vector-width": str(bits), "min-legal-vector-width": str(bits),
+            "denormal-fp-math": "dynamic,dynamic"}
 
 
 def add_function_attributes(target, bits=None):
@@ -358,6 +379,7 @@ def _object_of(text, module_ref, tm, optimize_ir=True, speed_level=3):
 def _engine_for(objects):
     """An MCJIT engine holding object files, linked to each other: the last calls the
     others (see split_module). Each engine owns its target machine."""
+    _define_runtime_helpers(objects)
     tm = new_target_machine()
     empty = llvm.parse_assembly("")
     empty.triple = tm.triple

@@ -400,13 +400,20 @@ class _Pool:
 _pool = None
 
 
+def available_cpus():
+    """The CPUs this process may run on (taskset, cgroups' cpusets), not the machine's:
+    a second thread on one allowed core would only take turns with the first."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def pool():
     """The process's pool, started on first use with a worker per further available CPU."""
     global _pool
     if _pool is None:
         with _lock:
             if _pool is None:
-                from jaxlite.lower.gemm import available_cpus
                 _pool = _Pool(available_cpus() - 1)
                 atexit.register(_pool.stop)
                 if hasattr(os, "register_at_fork"):

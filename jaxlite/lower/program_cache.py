@@ -23,6 +23,7 @@ by their specification, so programs share them. A jaxpr that has no canonical te
 """
 import dataclasses
 import enum
+import functools
 import hashlib
 import importlib
 import io
@@ -30,7 +31,6 @@ import logging
 import pickle
 import sys
 
-import cloudpickle
 import numpy as np
 
 from jaxlite.core.abstract import ShapedArray
@@ -134,21 +134,28 @@ def program_key(closed, name, donated=()):
 
 # ---------------------------------------------------------------- pickling
 
-class _Pickler(cloudpickle.CloudPickler):
-    """Primitives are stored by where they are defined: rule tables key on their identity."""
+@functools.lru_cache(maxsize=None)
+def _pickler_type():
+    """The pickler, made when something is first stored: a process that only loads entries
+    never imports cloudpickle (a payload holding a function imports it as it is unpickled)."""
+    import cloudpickle
 
-    def __init__(self, file):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.locations = None
+    class Pickler(cloudpickle.CloudPickler):
+        """Primitives are stored by where they are defined: rule tables key on their identity."""
 
-    def persistent_id(self, obj):
-        if not isinstance(obj, Primitive):
-            return None
-        if self.locations is None:
-            self.locations = _primitive_locations()
-        if id(obj) not in self.locations:
-            raise pickle.PicklingError(f"primitive {obj.name} is not a module attribute")
-        return ("primitive",) + self.locations[id(obj)]
+        def __init__(self, file):
+            super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.locations = None
+
+        def persistent_id(self, obj):
+            if not isinstance(obj, Primitive):
+                return None
+            if self.locations is None:
+                self.locations = _primitive_locations()
+            if id(obj) not in self.locations:
+                raise pickle.PicklingError(f"primitive {obj.name} is not a module attribute")
+            return ("primitive",) + self.locations[id(obj)]
+    return Pickler
 
 
 class _Unpickler(pickle.Unpickler):
@@ -170,7 +177,7 @@ def _primitive_locations():
 
 def dumps(value):
     buffer = io.BytesIO()
-    _Pickler(buffer).dump(value)
+    _pickler_type()(buffer).dump(value)
     return buffer.getvalue()
 
 

@@ -39,12 +39,14 @@ import numpy as np
 
 from jaxlite.core.errors import check_allocation
 from jaxlite.core.ir import Literal
-from jaxlite.lower import codegen, gemm, llvm_target, native_call, native_flow, native_pool
+from jaxlite.lower import llvm_target, native_call, native_pool
 from jaxlite.lower.buffers import PythonStep
-from jaxlite.lower.entry_points import SHARE, emit_object_entry, emit_pool_task, splits
 from jaxlite.lower.fusion import EqnStep, KernelStep
-from jaxlite.lower.gemm_calls import GemmCall
 from jaxlite.lower.native_call import object_data as _object_data
+
+# The code generators (codegen, entry_points, native_flow, gemm) are imported where code is
+# generated: a program loaded from the persistent cache needs none of them (~60 ms of imports)
+# unless it calls GEMMs or routines from native control flow, or runs steps from Python.
 
 
 def _check_data_offset():
@@ -64,6 +66,7 @@ class Executable:
         """`buffer_plan`: where each value lives (buffers.BufferPlan, the pipeline's memory plan).
         `interface`: (input avals, output avals) as callers see them when the program had complex
         ones (complex_split: the code sees their bytes as interleaved real parts), else None."""
+        from jaxlite.lower import codegen, native_flow
         self.jaxpr, self.consts, self.steps = jaxpr, [_contiguous(c) for c in consts], steps
         self.name, self.interface = name, interface
         self.out_vars, self.donation = buffer_plan.out_vars, buffer_plan.donation
@@ -102,6 +105,8 @@ class Executable:
         point that runs them all (its big kernels split by the native pool): one native
         call per call. Otherwise an entry point per such step (a big kernel's split across
         threads), run from Python between the other steps."""
+        from jaxlite.lower import native_flow
+        from jaxlite.lower.entry_points import emit_object_entry, emit_pool_task, splits
         segments, calls = [], []
         whole = all(isinstance(step, KernelStep) or step.kind == "control" or native_flow.runs_natively(step)
                     for step in self.steps)
@@ -141,6 +146,8 @@ class Executable:
         return segments
 
     def _control_function(self, native, step, number):
+        from jaxlite.lower import native_flow
+
         def pointer_of(fn, var):
             kind, value = self._source(var)
             return fn.slot_data(value) if kind == "object" else fn.workspace(value)
@@ -160,13 +167,19 @@ class Executable:
 
     def _bind_entries(self):
         """Bind code loaded from the persistent cache (GEMMs with the plans chosen then)."""
-        self._bind_callees([native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"), self._constants())
-                            for k, eqn in enumerate(self._native_eqns)])
+        callees = []
+        if self._native_eqns:
+            from jaxlite.lower import native_flow
+            callees = [native_flow.native_callee(eqn, self.gemm_plans.get(f"native {k}"), self._constants())
+                       for k, eqn in enumerate(self._native_eqns)]
+        self._bind_callees(callees)
         self._bind_code()
 
     def _bind_callees(self, callees):
         self._bridge = None
         if self._host_steps or callees:
+            from jaxlite.lower import native_flow
+            from jaxlite.lower.gemm_calls import GemmCall
             self._bridge = native_flow.HostBridge(self._host_steps, callees, self._native_scratch)
             self.workspace_size = max(self.workspace_size, self._bridge.scratch_end)
             self.gemm_plans.update((f"native {k}", callee.plan) for k, callee in enumerate(callees)
@@ -340,17 +353,19 @@ class _NativeKernel:
     _prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
     def __init__(self, compiled, name, kernel):
+        from jaxlite.lower.entry_points import SHARE, splits
         self.code_owner = compiled      # the machine code lives as long as its callers (see native_call)
         self.function = self._prototype(compiled.address(name))
         loop = kernel.parallel_loop()
         self.extent = loop.extent if loop is not None else 0
         self.share = compiled.address(name + SHARE) if splits(kernel) else None
+        self.units = native_pool.available_cpus()
 
     def __call__(self, slots):
         if self.share is None:
             self.function(slots, 0, self.extent)
         else:
-            native_pool.run(self.share, ctypes.addressof(slots), gemm.available_cpus())
+            native_pool.run(self.share, ctypes.addressof(slots), self.units)
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)

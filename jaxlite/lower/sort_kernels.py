@@ -133,7 +133,7 @@ def top_k_spec(eqn):
 
 
 def _sortable(dtype):
-    return np.dtype(dtype).kind in "biuf" or dtype == dtypes.bfloat16
+    return np.dtype(dtype).kind in "biuf" or dtypes.is_bfloat16(dtype)
 
 
 def _fits_positions(length):

@@ -13,8 +13,10 @@ import logging
 
 import numpy as np
 
-from jaxlite.core.dtypes import bfloat16, is_narrow
-from jaxlite.lower import collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, sort_kernels
+from jaxlite.core import dtypes
+from jaxlite.core.dtypes import is_narrow
+from jaxlite.lower import (collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, native_pool,
+                           sort_kernels)
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -34,8 +36,9 @@ FALLBACKS = {
               "and where numpy's LAPACK is not a shared library exporting dgesdd (lapack.py)"),
     **{primitive: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)"
        for primitive in (P.eigh_p, P.qr_p, P.geqrf_p)},
-    P.qr_pivoted_p: "numpy's LAPACK has no geqp3 that numpy calls: its numpy Householder loop runs",
-    P.eig_p: "complex results (numpy's geev runs between kernels until complex values are lowered)",
+    P.qr_pivoted_p: ("in float16, and where numpy's LAPACK is not a library exporting dgeqp3 (lapack.py): "
+                     "its numpy Householder loop runs"),
+    P.eig_p: "in float16 (numpy's LAPACK has no such routine: eager raises numpy's error)",
     P.polygamma_p: ("for orders m above llvm_math.POLYGAMMA_MAX_ORDER (its series needs about m + 8 "
                     "shift steps: numpy's loop is as good)"),
     P.sort_p: _INT32_POSITIONS, P.top_k_p: _INT32_POSITIONS,
@@ -45,7 +48,7 @@ FALLBACKS = {
     # operation it has no rule for (reduce_prod, reduce_max, cumprod, ... of complex values).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
-    complex_split.complex_view_p: "complex values meeting a native complex routine (FFT, LAPACK): a copy",
+    complex_split.on_parts_p: "where its routine does not apply (the same cases as the primitive's own)",
     # Python callbacks (primitives marked runs_python) run between kernels by design, unlogged.
     **{primitive: "a Python callback" for primitive in (P.debug_callback_p, P.pure_callback_p, P.io_callback_p)},
     P.rng_uniform_p: "stateful draws from numpy's global generator (XLA leaves RngUniform's values to the backend)",
@@ -69,9 +72,12 @@ NATIVE_ROUTINES = {
     P.lu_p: linalg_kernels.lu_spec,
     P.svd_p: linalg_kernels.svd_spec,
     P.eigh_p: linalg_kernels.eigh_spec,
+    P.eig_p: linalg_kernels.eig_spec,
     P.qr_p: linalg_kernels.qr_spec,
+    P.qr_pivoted_p: linalg_kernels.qr_pivoted_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
+    complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
 
@@ -140,7 +146,7 @@ def operand_dtypes(eqn):
     """The dtypes a product's operands multiply in: bf16 for the float32 operands a bf16 GEMM
     step rounds itself (quantized.round_bf16_operands_in_gemms), else their own."""
     rounded = eqn.params.get("rounded", ()) if eqn.primitive is dot_epilogue_p else ()
-    return [np.dtype(bfloat16) if i in rounded else v.aval.dtype for i, v in enumerate(eqn.inputs[:2])]
+    return [dtypes.bfloat16 if i in rounded else v.aval.dtype for i, v in enumerate(eqn.inputs[:2])]
 
 
 def is_low_precision_gemm(eqn):
@@ -152,7 +158,7 @@ def is_int8_gemm(eqn):
 
 
 def is_bf16_gemm(eqn):
-    return is_low_precision_gemm(eqn) and operand_dtypes(eqn)[0] == bfloat16
+    return is_low_precision_gemm(eqn) and dtypes.is_bfloat16(operand_dtypes(eqn)[0])
 
 
 def epilogue_fusable(eqn):
@@ -160,7 +166,7 @@ def epilogue_fusable(eqn):
     bf16 one, which also rounds its result to bf16 when the next product reads it so
     (epilogues.ROUND_BF16). int8 products fuse their dequantization, bias and relu in
     quantized.int8_matmul."""
-    return gemm_applies(eqn) and (low_precision_gemm(eqn) is None or operand_dtypes(eqn)[0] == bfloat16)
+    return gemm_applies(eqn) and (low_precision_gemm(eqn) is None or dtypes.is_bfloat16(operand_dtypes(eqn)[0]))
 
 
 def gemm_applies(eqn):
@@ -204,7 +210,7 @@ def gemm_sizes(eqn):
 
 # Every GEMM step may use the CPUs this process may run on; its plan (autotune.py) says
 # how many threads it takes and how it splits C among them.
-GEMM_THREADS = gemm.available_cpus()
+GEMM_THREADS = native_pool.available_cpus()
 
 
 def _free_dims(eqn):

@@ -1,14 +1,19 @@
-"""The compiler's one-time start-up, begun on a background thread when jaxlite is imported.
+"""The compiler's one-time start-up, begun on a background thread when the program first
+makes a jitted function (jit(f), @jit).
 
-Before a process's first jitted call can compile anything it imports the compiler
-(jaxlite.lower's modules and llvmlite's binding, which loads LLVM: ~75 ms CPU here),
-initializes LLVM's native target (~9 ms), digests the environment for the kernel
-directory and builds or loads the call trampoline (native_call). None of it depends
-on the program, so it starts as soon as `import jaxlite` is done: a program that
-builds its data, defines its functions or waits for a notebook cell between the
-import and its first call finds it done, and its first call pays only for its own
-program. A call made at once still runs correctly: it waits for what it needs on the
-import and initialization locks, and the work is done once either way.
+Before a process's first jitted call can run anything it imports llvmlite's binding
+(which loads LLVM), initializes LLVM's native target, digests the environment for the
+kernel directory and builds or loads the call trampoline (native_call); to compile, it
+also imports the compiler (jaxlite.lower's code generators, ~60 ms CPU here). None of it
+depends on the program, so it starts as soon as a function is jitted: a program that
+builds its data or waits for a notebook cell between defining its functions and calling
+them finds it done, and its first call pays only for its own program. A call made at
+once still runs correctly: it waits for what it needs on the import and initialization
+locks, and the work is done once either way.
+
+It costs nothing where it would be wasted: a process that never jits (eager code) never
+starts it, and with a persistent compilation cache configured the compiler is left to
+the first call that misses (a hit loads machine code with none of it).
 
 The top-level imports of jaxlite.lower form no cycle (nothing in it imports it back), so
 the two threads importing at once cannot deadlock. The thread is not a daemon: the
@@ -24,11 +29,13 @@ _thread = None
 
 
 def _warm_up():
-    from jaxlite.lower import disk_cache, llvm_target, native_call, pipeline, program_cache  # noqa: F401
+    from jaxlite.lower import disk_cache, llvm_target, native_call
     llvm_target.host_cpu_features()
     if disk_cache.kernel_directory() is not None:
         disk_cache.environment_digest()
     native_call.trampoline()
+    if disk_cache.directory() is None:
+        from jaxlite.lower import pipeline  # noqa: F401
 
 
 def _run():

@@ -14,14 +14,16 @@ from jaxlite.core.abstract import canonicalize_axis
 from jaxlite.lax.special import erfc
 from jaxlite.nn import initializers
 from jaxlite.nn._attention import dot_product_attention
+from jaxlite.nn._scaled_matmul import get_scaled_dot_general_config, scaled_dot_general, scaled_matmul
 from jaxlite.numpy.util import broadcast_to, promote_and_broadcast, promote_to_inexact
 from jaxlite.core.namespace import dir_of_all
 
 __all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu",
-           "hard_swish", "hard_tanh", "identity", "initializers", "leaky_relu", "log1mexp",
-           "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6",
-           "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
-           "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]
+           "get_scaled_dot_general_config", "hard_swish", "hard_tanh", "identity", "initializers",
+           "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp",
+           "mish", "one_hot", "relu", "relu6", "scaled_dot_general", "scaled_matmul", "selu",
+           "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid",
+           "squareplus", "standardize", "swish", "tanh"]
 __dir__ = dir_of_all(globals())
 
 

@@ -39,14 +39,11 @@ from jaxlite.numpy.ufuncs import (abs, absolute, add, arctan2, around, bitwise_a
                                   minimum, mod, multiply, negative, nextafter, not_equal, positive,
                                   power, reciprocal, remainder, round, sign, sin, sqrt, square,
                                   subtract, tanh, true_divide)
-from jaxlite.numpy.scalar_types import (bfloat16, bool_, complex64, complex128, complexfloating, finfo,
-                                        float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
+from jaxlite.numpy.scalar_types import (bool_, complex64, complex128, complexfloating, finfo,
                                         float16, float32, float64, floating, generic, iinfo, inexact,
                                         int8, int16, int32, int64, integer, issubdtype, number,
                                         signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
-from jaxlite.numpy.scalar_types import (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3,
-                                        float8_e4m3b11fnuz, float8_e8m0fnu, int1, int2, int4, uint1, uint2,
-                                        uint4)
+from jaxlite.numpy import scalar_types as _scalar_types
 from jaxlite.numpy.util import broadcast_arrays, broadcast_to
 from jaxlite.numpy import fft, linalg
 from jaxlite.numpy.indexing import (ix_, put_along_axis, ravel_multi_index, take, take_along_axis,
@@ -79,7 +76,7 @@ from jaxlite.numpy.manipulation import (append, apply_along_axis, apply_over_axe
                                         insert, packbits, partition, piecewise, place, put,
                                         resize, rollaxis, select, trim_zeros, unpackbits, vander)
 from jaxlite.numpy.polynomial import (poly, polyadd, polyder, polydiv, polyfit, polyint, polymul,
-                                      polysub, polyval)
+                                      polysub, polyval, roots)
 from jaxlite.numpy.setops import intersect1d, isin, setdiff1d, setxor1d, union1d
 from jaxlite.numpy.statistics import (corrcoef, cov, nanargmax, nanargmin, nanmedian,
                                       nanpercentile, nanquantile)
@@ -113,4 +110,13 @@ inf = float("inf")
 nan = float("nan")
 newaxis = None
 
-__dir__ = _dir_hiding_submodules(globals(), public_submodules=("fft", "linalg"))
+
+
+def __getattr__(name):
+    # bfloat16, float8_e4m3fn, int4, ...: made on first use, which imports ml_dtypes (see core.dtypes).
+    if name in _dtypes.ML_DTYPE_NAMES:
+        return getattr(_scalar_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__dir__ = _dir_hiding_submodules(globals(), public_submodules=("fft", "linalg"), lazy_names=_dtypes.ML_DTYPE_NAMES)

@@ -3,6 +3,7 @@ does not depend on the NumPy-style API built above it."""
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
+from jaxlite.core.extended import ExtendedArray
 from jaxlite.core.trace import Tracer
 from jaxlite.numpy import (array_api, cumulative, indexing, joining, math_functions, products,
                            reductions,
@@ -114,7 +115,9 @@ for _name in ("sum", "prod", "mean", "max", "min", "all", "any", "var", "std", "
 
 
 def install():
-    for cls in (Array, Tracer):
+    # Typed key arrays get the operators and methods too (their own fast indexing and reshaping
+    # come first), so they behave, and arithmetic on them raises, as on traced keys.
+    for cls in (Array, Tracer, ExtendedArray):
         for name, fn in _BINARY.items():
             setattr(cls, f"__{name}__", _defer_to_others(fn))
             setattr(cls, f"__r{name}__", _defer_to_others(_swap(fn)))

@@ -57,6 +57,8 @@ def _fft_core(name, fft_type, a, s, axes, norm):
     lengths = list(s) if s is not None else _default_lengths(fft_type, a, axes)
     a = _resized(a, axes, _input_lengths(fft_type, lengths))
     trailing = list(range(a.ndim - len(axes), a.ndim))
+    if axes == trailing:        # (the common case: no transposes to trace or run eagerly)
+        return _normalized(_transform(a, fft_type, tuple(lengths)), fft_type, math.prod(lengths), norm)
     out = _transform(moveaxis(a, axes, trailing), fft_type, tuple(lengths))
     return moveaxis(_normalized(out, fft_type, math.prod(lengths), norm), trailing, axes)
 

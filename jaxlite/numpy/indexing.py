@@ -190,18 +190,13 @@ def _slice_selection(s, size):
 
 def _static_basic_getitem(x, entries):
     """A strided box (slice + rev), its integer axes squeezed and new ones added (as JAX does)."""
-    selections, shape, axis = [], [], 0
+    selections, axis = [], 0
     for entry in entries:
         if entry is None:
-            shape.append(1)
             continue
         size = x.shape[axis]
-        if isinstance(entry, slice):
-            selection = _slice_selection(entry, size)
-            shape.append(selection.count)
-        else:
-            selection = _AxisSelection(entry % size, 1, 1)
-        selections.append(selection)
+        selections.append(_slice_selection(entry, size) if isinstance(entry, slice)
+                          else _AxisSelection(entry % size, 1, 1))
         axis += 1
     starts = [s.start for s in selections]
     limits = [s.last() + 1 if s.count else s.start for s in selections]

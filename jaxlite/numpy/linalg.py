@@ -15,6 +15,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.core.array import Array
+from jaxlite.core.powers import power_by_squaring
 from jaxlite.core.namespace import dir_of_all
 from jaxlite.lax import linalg as lax_linalg
 from jaxlite.lax.base import as_operand
@@ -222,14 +223,32 @@ def _parity_sign(odd, dtype):
 
 
 def det(a):
+    """As JAX computes it (the same roundings, and +0 at a singular matrix): 2x2 and 3x3
+    determinants written out, larger ones sign * exp(log|det|) from slogdet."""
     a = _square("det", a)
+    if a.shape[-1] == 2:
+        return _small_determinant_and_adjugate_t(a)[0]
+    if a.shape[-1] == 3:
+        return _determinant_3x3(a)
     return _det(a)
+
+
+def _determinant_3x3(a):
+    """The six products of the rule of Sarrus, summed in JAX's order."""
+    e = lambda i, j: a[..., i, j]
+    positive = [lax.mul(lax.mul(e(0, k), e(1, (k + 1) % 3)), e(2, (k + 2) % 3)) for k in range(3)]
+    negative = [lax.mul(lax.mul(e(0, 2), e(1, 1)), e(2, 0)), lax.mul(lax.mul(e(0, 0), e(1, 2)), e(2, 1)),
+                lax.mul(lax.mul(e(0, 1), e(1, 0)), e(2, 2))]
+    total = lax.add(lax.add(positive[0], positive[1]), positive[2])
+    for term in negative:
+        total = lax.sub(total, term)
+    return total
 
 
 @custom_jvp
 def _det(a):
-    diagonal, odd = _lu_diagonal_and_parity(a)
-    return lax.mul(_parity_sign(odd, a.dtype), lax.reduce_prod(diagonal, (diagonal.ndim - 1,)))
+    sign, log_abs = _slogdet(a, "lu")
+    return lax.mul(sign, lax.convert_element_type(lax.exp(log_abs), sign.dtype))
 
 
 @_det.defjvp
@@ -273,9 +292,16 @@ def slogdet(a, *, method=None):
 
 
 def _slogdet_value(a, method):
+    if method == "lu" and a.shape[-1] <= 2:
+        # Written out for 1x1 and 2x2, as JAX (the sign of a zero determinant is its own).
+        determinant = _small_determinant_and_adjugate_t(a)[0]
+        return lax.sign(determinant), lax.log(lax.abs(determinant))
     diagonal, sign = _qr_diagonal_and_sign(a) if method == "qr" else _lu_diagonal_and_sign(a)
     last = (diagonal.ndim - 1,)
     sign = lax.mul(sign, lax.reduce_prod(lax.sign(diagonal), last))
+    # +0 at a singular matrix, as JAX (the product of signs can be -0).
+    singular = reductions.any(lax.eq(diagonal, lax.full_like(diagonal, 0)), axis=-1)
+    sign = lax.select_n(singular, sign, lax.full_like(sign, 0))
     return sign, lax.reduce_sum(lax.log(lax.abs(diagonal)), last)
 
 
@@ -468,14 +494,7 @@ def matrix_power(a, n):
         return identity_like(a)
     if n < 0:
         a, n = inv(a), -n
-    result, power = None, a
-    while n:
-        if n & 1:
-            result = power if result is None else _matmul(result, power)
-        n >>= 1
-        if n:
-            power = _matmul(power, power)
-    return result
+    return power_by_squaring(a, n, _matmul)
 
 
 # ---------------------------------------------------------------- norms

@@ -5,7 +5,9 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.numpy import creation, joining, linalg, reductions, shape_ops
 from jaxlite.numpy.convolve import convolve
-from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_dtypes
+from jaxlite.core import errors
+from jaxlite.core.trace import Tracer
+from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_dtypes, promote_dtypes_inexact
 
 
 def _inexact(name, *arrays):
@@ -169,3 +171,55 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     if rhs.ndim == 1:
         return coefficients, unscaled * factor
     return coefficients, unscaled[:, :, None] * factor
+
+
+def roots(p, *, strip_zeros=True):
+    """The roots of the polynomial with coefficients p (highest power first), always complex:
+    the eigenvalues of its companion matrix. Leading zeros are stripped (which needs concrete
+    coefficients), or with strip_zeros=False each gives a NaN root, sorted last."""
+    check_arraylike("roots", p)
+    (p,) = promote_dtypes_inexact(p)
+    p = joining.atleast_1d(p)
+    if p.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    if p.shape[0] < 2:
+        return creation.zeros((0,), dtypes.complex_dtype(p.dtype))
+    is_zero = lax.eq(p, lax.full_like(p, 0))
+    leading = lax.select_n(reductions.all(is_zero), reductions.argmin(is_zero), lax.full((), p.shape[0], dtypes.int32))
+    if strip_zeros:
+        return _companion_eigenvalues(p[_concrete_count(leading):])
+    return _roots_with_leading_zeros(p, leading)
+
+
+def _concrete_count(leading):
+    if isinstance(leading, Tracer) and leading.to_concrete_value() is None:
+        raise errors.ConcretizationTypeError(
+            f"Abstract tracer value encountered where a concrete value is expected: jnp.roots strips "
+            f"the leading zeros of traced coefficients {leading.aval.str_short()}, whose count sets the "
+            "result's size. Fix: pass strip_zeros=False under jit (each leading zero then gives a NaN root).")
+    return int(leading.to_concrete_value() if isinstance(leading, Tracer) else leading)
+
+
+def _companion_eigenvalues(p):
+    """The eigenvalues of the companion matrix: -p[1:] / p[0] in its first row, ones below
+    the diagonal."""
+    n = p.shape[0] - 1
+    if n < 1:
+        return creation.zeros((0,), dtypes.complex_dtype(p.dtype))
+    below = lax.convert_element_type(
+        lax.eq(lax.broadcasted_iota(dtypes.int32, (n - 1, n), 1), lax.broadcasted_iota(dtypes.int32, (n - 1, n), 0)),
+        p.dtype)
+    first = lax.neg(lax.div(p[1:], p[0]))
+    return linalg.eigvals(lax.concatenate([lax.reshape(first, (1, n)), below], 0))
+
+
+def _roots_with_leading_zeros(p, leading):
+    """The leading zeros rolled to the end (an all-zero p taken as ones): their roots, which
+    come out 0 (or NaN), are sorted after the others and made NaN."""
+    n = p.shape[0]
+    p = lax.select_n(lax.eq(leading, n), p, lax.full_like(p, 1))
+    positions = lax.rem(lax.add(lax.iota(dtypes.int32, n), leading), lax.full((), n, dtypes.int32))
+    found = _companion_eigenvalues(p[positions])
+    _, found = lax.sort_key_val(lax.eq(found, lax.full_like(found, 0)), found)
+    kept = lax.lt(lax.iota(dtypes.int32, n - 1), lax.sub(lax.full((), n - 1, dtypes.int32), leading))
+    return lax.select_n(kept, lax.full_like(found, complex(np.nan, np.nan)), found)

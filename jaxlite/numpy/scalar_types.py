@@ -6,7 +6,6 @@ numpy turns any object with a `dtype` attribute into that dtype
 (`np.dtype(jnp.float32)`). Comparing it with a numpy dtype or scalar type
 compares the dtypes.
 """
-import ml_dtypes
 import numpy as np
 
 from jaxlite.core import dtypes
@@ -56,13 +55,15 @@ uint8, uint16, uint32, uint64 = (_scalar_type(f"uint{8 * d.itemsize}", d)
                                  for d in (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64))
 float16, float32, float64 = (_scalar_type(f"float{8 * d.itemsize}", d)
                              for d in (dtypes.float16, dtypes.float32, dtypes.float64))
-bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
 complex64, complex128 = _scalar_type("complex64", dtypes.complex64), _scalar_type("complex128", dtypes.complex128)
-# ml_dtypes' narrow floats and ints (core.dtypes.NARROW_FLOATS/NARROW_INTS).
-(float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn,
- float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu) = (
-    _scalar_type(d.name, d) for d in dtypes.NARROW_FLOATS)
-int1, int2, int4, uint1, uint2, uint4 = (_scalar_type(d.name, d) for d in dtypes.NARROW_INTS)
+
+
+def __getattr__(name):
+    # ml_dtypes' types (bfloat16, float8_e4m3fn, int4, ...) are made when first named: that imports
+    # ml_dtypes (see core.dtypes). setdefault: a racing thread's class is dropped, one stays.
+    if name in dtypes.ML_DTYPE_NAMES:
+        return globals().setdefault(name, _scalar_type(name, dtypes.as_dtype(name)))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _ABSTRACT = (generic, number, inexact, floating, integer, signedinteger, unsignedinteger,
@@ -78,13 +79,17 @@ def _as_dtype(x):
     if isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType):
         return x.dtype
     is_array = not isinstance(x, (type, np.dtype)) and hasattr(x, "shape")
-    return np.dtype(x.dtype if is_array else x)
+    return dtypes.as_dtype(x.dtype if is_array else x)
 
 
-_ML_FLOATS = {np.dtype(ml_dtypes.bfloat16), *dtypes.NARROW_FLOATS}
-# numpy sees ml_dtypes' types as kind 'V': their place in numpy's abstract hierarchy.
-_ML_KINDS = {**{d: np.floating for d in _ML_FLOATS}, **{d: np.signedinteger for d in dtypes.NARROW_SIGNED},
-             **{d: np.unsignedinteger for d in dtypes.NARROW_UNSIGNED}}
+def _ml_dtypes_kind(dtype):
+    """numpy sees ml_dtypes' types as kind 'V' (or 'f'): their place in numpy's abstract
+    hierarchy; None for numpy's own types."""
+    if not (dtypes.is_bfloat16(dtype) or dtypes.is_narrow(dtype)):
+        return None
+    if dtypes.is_float(dtype):
+        return np.floating
+    return np.unsignedinteger if dtypes.is_unsigned(dtype) else np.signedinteger
 
 
 def issubdtype(arg1, arg2):
@@ -94,10 +99,11 @@ def issubdtype(arg1, arg2):
         return first == second if isinstance(second, dtypes.ExtendedDType) else issubclass(first.type, second)
     if isinstance(first, type) and issubclass(first, dtypes.extended):
         return isinstance(second, type) and issubclass(first, second)
-    if first in _ML_KINDS:
+    kind = _ml_dtypes_kind(first) if isinstance(first, np.dtype) else None
+    if kind is not None:
         if isinstance(second, np.dtype):
             return first == second
-        return issubclass(_ML_KINDS[first], second)
+        return issubclass(kind, second)
     return bool(np.issubdtype(first, second))
 
 

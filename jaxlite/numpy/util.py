@@ -40,6 +40,8 @@ def promote_dtypes(*args):
     if config.jax_numpy_dtype_promotion == "strict":
         _check_strict_promotion(args)
     dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if isinstance(dtype, dtypes.ExtendedDType):    # typed keys of one implementation
+        return list(args)
     return [lax.convert_element_type(x, dtype, weak_type=weak) for x in args]
 
 

@@ -1,9 +1,10 @@
 """jaxlite.random: JAX's default threefry PRNG, bit for bit.
 
-A key is a raw uint32[2] array, as `jax.random.PRNGKey` returns. Nothing is
-stateful: every draw hashes counters with the key through the threefry2x32
-primitive, and everything else is built from lax and jnp operations, so the
-samplers trace (make_jaxpr, jit) and batch over keys (vmap).
+A key is a typed key (`jax.random.key`, dtype key<fry>) or a raw uint32[2] array,
+as `jax.random.PRNGKey` returns. Nothing is stateful: every draw hashes counters
+with the key through the threefry2x32 primitive (inside random_bits and
+random_split, see _keys), and everything else is built from lax and jnp
+operations, so the samplers trace (make_jaxpr, jit) and batch over keys (vmap).
 
 Counters follow JAX's "partitionable" threefry scheme, its default: element i
 (row-major) of a draw of shape S is the 64-bit index i, split into its high and
@@ -23,55 +24,76 @@ from jaxlite.core.trace import EVAL_TRACE, Tracer, current_trace
 from jaxlite.lax.base import scalar_like, shape_tuple
 from jaxlite.lax.special import erf, erf_inv
 from jaxlite.numpy.util import promote_to_inexact
-from jaxlite.random._keys import KeyTy, PRNGKeyArray, resolve_impl
+from jaxlite.random import _keys
+from jaxlite.random._keys import KeyTy, resolve_impl
 from jaxlite.transforms.jit import jit
 
 _UINT_BY_WIDTH = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 _WORD = 2 ** 32
 
 # ---------------------------------------------------------------- keys
+# The public functions take typed or raw keys and give keys in the form they were
+# given; inside, every sampler works on typed keys through the key primitives of
+# _keys, whose physical rules are the threefry functions on words (`*_words`) below.
 
 
 def PRNGKey(seed):
-    """A key from an integer seed: the seed's high and low 32-bit words.
+    """A raw key from an integer seed: the words of `key(seed)`, uint32[2]."""
+    if _is_eager_int(seed):
+        return _int_seed_words(seed)
+    return _keys.unwrap(key(seed))
 
-    Without x64 a seed is 32 bits wide, so the high word is 0 and a Python int
-    keeps only its low 32 bits, as in JAX.
-    """
-    if isinstance(seed, (bool, np.bool_)) or not _is_integer_like(seed):
+
+def key(seed, *, impl=None):
+    """A typed key (dtype key<fry>, shape ()) from an integer seed: its high and low 32-bit
+    words. Without x64 a seed is 32 bits wide, so the high word is 0 and a Python int
+    keeps only its low 32 bits, as in JAX."""
+    impl = resolve_impl(impl)
+    if _is_eager_int(seed):
+        return KeyTy(impl).wrap(_int_seed_words(seed))
+    return _keys.seed(_seed_operand(seed), impl)
+
+
+def _is_eager_int(seed):
+    """A Python int seed outside any trace: the common case, whose words are made at once."""
+    return type(seed) is int and current_trace() is EVAL_TRACE
+
+
+def _int_seed_words(seed):
+    high = (seed >> 32) % _WORD if dtypes.x64_enabled() else 0
+    return jnp.asarray(np.array([high, seed % _WORD], dtype=np.uint32))
+
+
+def _seed_operand(seed):
+    if isinstance(seed, (bool, np.bool_)) or not _is_integer_like(seed) or _keys.is_key(seed):
         raise TypeError(f"PRNGKey seed must be an integer; got {seed!r}")
     if np.ndim(seed):
         raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
                         f"{np.shape(seed)} != (). Use jaxlite.vmap for batching")
-    if isinstance(seed, (int, np.integer)):
-        high = (int(seed) >> 32) % _WORD if dtypes.x64_enabled() else 0
-        return jnp.asarray(np.array([high, int(seed) % _WORD], dtype=np.uint32))
-    return _key_from_traced_seed(seed)
-
-
-def key(seed, *, impl=None):
-    """A typed key (dtype key<fry>, shape ()) from an integer seed: PRNGKey's words, wrapped."""
-    return PRNGKeyArray(resolve_impl(impl), PRNGKey(seed))
+    if isinstance(seed, int):
+        wide = dtypes.x64_enabled()
+        unsigned, signed = (np.uint64, np.int64) if wide else (np.uint32, np.int32)
+        return np.array(seed % (_WORD ** 2 if wide else _WORD), unsigned).view(signed)[()]
+    return jnp.asarray(seed)
 
 
 def key_data(keys):
     """The uint32 words of keys, shape keys.shape + (2,) (raw keys are their own words)."""
-    keys, _ = _check_key("key_data", keys, allow_batched=True)
-    return keys
+    typed_keys, typed = _check_key("key_data", keys, allow_batched=True)
+    return _keys.unwrap(typed_keys) if typed else _raw_words(keys)
 
 
 def wrap_key_data(key_bits_array, *, impl=None):
     """Typed keys from their uint32 words (the inverse of key_data)."""
-    if isinstance(key_bits_array, PRNGKeyArray):
+    if _keys.is_key(key_bits_array):
         raise TypeError("wrap_key_data takes uint32 key data, got a typed key array")
-    words, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
-    return PRNGKeyArray(resolve_impl(impl), words)
+    return _keys.wrap(_raw_words(key_bits_array, "wrap_key_data"), resolve_impl(impl))
 
 
 def key_impl(keys):
     """The name of the keys' PRNG implementation (raw uint32 keys are threefry2x32's)."""
-    _check_key("key_impl", keys, allow_batched=True)
-    return keys.dtype.impl if isinstance(keys, PRNGKeyArray) else "threefry2x32"
+    keys, _ = _check_key("key_impl", keys, allow_batched=True)
+    return keys.dtype.impl
 
 
 def key_dtype(impl=None):
@@ -80,17 +102,18 @@ def key_dtype(impl=None):
 
 
 def clone(key):
-    """The key itself: jaxlite's arrays are immutable, so a key never needs a fresh copy
-    (JAX offers clone for its experimental keys that may be used only once)."""
-    _check_key("clone", key, allow_batched=True)
-    return key
+    """A copy of the keys (JAX offers clone for its experimental keys that may be used only
+    once; jaxlite's arrays are immutable, so it changes nothing but the jaxpr)."""
+    keys, typed = _check_key("clone", key, allow_batched=True)
+    return _keys_like(typed, _keys.random_clone_p.bind(keys))
 
 
 def _is_integer_like(x):
     return isinstance(x, (int, np.integer)) or (hasattr(x, "dtype") and dtypes.is_int(x.dtype))
 
 
-def _key_from_traced_seed(seed):
+def _seed_words(seed):
+    """One seed's key words: its high 32 bits (0 for a 32-bit seed) and its low 32 bits."""
     if seed.dtype.itemsize == 8:
         wide = lax.bitcast_convert_type(seed, dtypes.uint64)
         high = lax.convert_element_type(lax.div(wide, scalar_like(wide, _WORD)), dtypes.uint32)
@@ -104,28 +127,33 @@ def _make_key(word1, word2):
     return jnp.stack([word1, word2], axis=-1)
 
 
-def _check_key(name, key, allow_batched=False):
-    """(the key's uint32 words, whether it was typed), or JAX's error for something that
-    is not a single key."""
-    typed = isinstance(key, PRNGKeyArray)
-    words = key._data if typed else jnp.asarray(key)
+def _raw_words(key, name="key_data"):
+    words = jnp.asarray(key)
     if words.dtype != dtypes.uint32 or words.shape[-1:] != (2,):
         raise TypeError(f"{name} expects a PRNG key, a typed key or a uint32 array of shape "
                         f"(..., 2), got {words.dtype.name}{list(words.shape)}")
-    if words.ndim > 1 and not allow_batched:
+    return words
+
+
+def _check_key(name, key, allow_batched=False):
+    """(the keys as typed keys, whether they were given typed), or JAX's error for
+    something that is not a single key."""
+    typed = _keys.is_key(key)
+    keys = key if typed else _keys.wrap(_raw_words(key, name), "threefry2x32")
+    if keys.ndim and not allow_batched:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{words.shape[:-1]} != (). Use jaxlite.vmap for batching.")
-    return words, typed
+                         f"{keys.shape} != (). Use jaxlite.vmap for batching.")
+    return keys, typed
 
 
 def _sampler_key(name, key):
-    """The words of the single key a sampler draws from."""
+    """The single typed key a sampler draws from."""
     return _check_key(name, key)[0]
 
 
-def _keys_like(typed, words):
+def _keys_like(typed, keys):
     """New keys in the form the caller gave: typed or raw."""
-    return PRNGKeyArray("threefry2x32", words) if typed else words
+    return keys if typed else _keys.unwrap(keys)
 
 
 def _encrypt(key, high, low):
@@ -148,8 +176,12 @@ def split(key, num=2):
     return _keys_like(typed, _split(key, tuple(num) if isinstance(num, Sequence) else (num,)))
 
 
-def _split(key, shape):
-    return _make_key(*_encrypt(key, *_counters(shape_tuple(shape, "num"))))
+def _split(keys, shape):
+    return _keys.random_split_p.bind(keys, shape=shape_tuple(shape, "num"))
+
+
+def _split_words(key, shape):
+    return _make_key(*_encrypt(key, *_counters(shape)))
 
 
 def fold_in(key, data):
@@ -158,11 +190,22 @@ def fold_in(key, data):
     if np.ndim(data):
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
                         f"{np.shape(data)} != (). Use jaxlite.vmap for batching.")
-    data = lax.convert_element_type(data, dtypes.uint32)
-    return _keys_like(typed, _make_key(*_encrypt(key, lax.full((), 0, dtypes.uint32), data)))
+    if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
+        data = np.uint32(int(data) % _WORD)
+    else:
+        data = lax.convert_element_type(data, dtypes.uint32)
+    return _keys_like(typed, _keys.random_fold_in_p.bind(key, data))
+
+
+def _fold_in_words(key, data):
+    return _make_key(*_encrypt(key, lax.full((), 0, dtypes.uint32), data))
 
 
 def _random_bits(key, width, shape):
+    return _keys.random_bits_p.bind(key, bit_width=width, shape=shape)
+
+
+def _bits_words(key, width, shape):
     word1, word2 = _encrypt(key, *_counters(shape))
     if width == 64:
         high, low = (lax.convert_element_type(w, dtypes.uint64) for w in (word1, word2))
@@ -483,7 +526,7 @@ def _randint(key, shape, minval, maxval, dtype):
 
 def _split_pair(key):
     keys = _split(key, (2,))
-    return [lax.index_in_dim(keys, i, keepdims=False) for i in (0, 1)]
+    return [keys[0], keys[1]]     # concrete keys index their words directly
 
 
 def _clip_to_int(x, dtype):

@@ -11,14 +11,14 @@ The derivative with respect to the shape parameter is implicit reparameterizatio
 """
 import math
 
-import numpy as np
-
 import jaxlite.numpy as jnp
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.primitive import Primitive, compiler_rewrites
+from jaxlite.core.extended import physical_rules
+from jaxlite.core.primitive import Primitive
 from jaxlite.lax.special import digamma
+from jaxlite.random import _keys
 from jaxlite.random._core import _exponential, _normal, _split, _uniform
 from jaxlite.transforms import ad, batching
 from jaxlite.transforms.batching import vmap
@@ -81,25 +81,25 @@ def _split_three(key):
 
 
 def _gamma_samples(key, a, log_space):
-    """Samples of shape a.shape; keys of shape K + (2,) each serve a block of a's leading axes K."""
-    key_batch = key.ndim - 1
-    per_key = math.prod(a.shape[key_batch:])
-    keys = lax.reshape(key, (math.prod(key.shape[:-1]), 2))
+    """Samples of shape a.shape; typed keys of shape K each serve a block of a's leading axes K."""
+    per_key = math.prod(a.shape[key.ndim:])
+    keys = lax.reshape(key, (math.prod(key.shape),))
     keys = vmap(lambda k: _split(k, (per_key,)))(keys)
-    keys = lax.reshape(keys, (a.size, 2))
+    keys = lax.reshape(keys, (a.size,))
     samples = vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(keys, lax.reshape(a, (a.size,)))
     return lax.reshape(samples, a.shape)
 
 
-def _gamma_impl(key, a, log_space):
-    return np.asarray(_gamma_samples(jnp.asarray(key), jnp.asarray(a), log_space))
+def _gamma_physical(in_avals, words, a, log_space):
+    """Computed on typed keys again (their physical forms follow in turn)."""
+    return _gamma_samples(_keys.wrap(words, "threefry2x32"), a, log_space)
 
 
 def _gamma_aval(key, a, log_space):
-    if key.dtype != dtypes.uint32 or key.shape[-1:] != (2,):
-        raise TypeError(f"random_gamma expects uint32 keys of shape (..., 2), got {key.str_short()}")
-    if a.shape[:key.ndim - 1] != key.shape[:-1]:
-        raise TypeError(f"random_gamma: the keys' batch shape {key.shape[:-1]} must lead the "
+    if not isinstance(key.dtype, _keys.KeyTy):
+        raise TypeError(f"random_gamma expects typed keys, got {key.str_short()}")
+    if a.shape[:key.ndim] != key.shape:
+        raise TypeError(f"random_gamma: the keys' shape {key.shape} must lead the "
                         f"shape of `a`, {a.shape}")
     return ShapedArray(a.shape, a.dtype)
 
@@ -118,15 +118,14 @@ def _gamma_jvp(tangents, sample, key, a, log_space):
 
 
 random_gamma_p = Primitive("random_gamma")
-random_gamma_p.def_impl(_gamma_impl)
 random_gamma_p.def_abstract_eval(_gamma_aval)
+physical_rules[random_gamma_p] = _gamma_physical
 batching.batch_rules[random_gamma_p] = _gamma_batch
 ad.defjvp_with_output(random_gamma_p, _gamma_jvp)
-compiler_rewrites[random_gamma_p] = lambda key, a, memory_orders, log_space: _gamma_samples(key, a, log_space)
 
 
 def random_gamma(key, a, log_space):
-    """Gamma(a) samples (or their logs), one per element of a, for a raw key."""
+    """Gamma(a) samples (or their logs), one per element of a, for a typed key."""
     return random_gamma_p.bind(key, a, log_space=bool(log_space))
 
 

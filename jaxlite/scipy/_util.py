@@ -4,9 +4,10 @@ from jaxlite.core import dtypes
 
 
 def inexact_dtype(*args):
-    """The dtype the arguments promote to, integers and bools going to the default float."""
+    """The dtype the arguments promote to, integers and bools going to the default float
+    (complex stays complex, as JAX's promote_args_inexact keeps it)."""
     dtype = dtypes.result_type(*args)
-    return dtype if dtypes.is_float(dtype) else dtypes.default_float_dtype()
+    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
 
 
 def as_inexact(*args):

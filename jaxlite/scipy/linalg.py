@@ -12,6 +12,7 @@ import numpy as _np
 from jaxlite import lax as _lax
 from jaxlite import numpy as _jnp
 from jaxlite.core import dtypes as _dtypes
+from jaxlite.lax.linalg import adjoint as _adjoint
 from jaxlite.lax.linalg import identity_like as _identity_like
 from jaxlite.scipy._util import as_inexact as _as_inexact
 from jaxlite.transforms.batching import vmap as _vmap
@@ -37,9 +38,9 @@ def _as_columns(b):
 # ---------------------------------------------------------------- Cholesky
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """The Cholesky factor of a symmetric positive definite a: lower L (a = L L^T) or upper."""
+    """The Cholesky factor of a Hermitian positive definite a: lower L (a = L L^H) or upper."""
     factor = _lax.cholesky(_float_matrix("cholesky", a))
-    return factor if lower else _jnp.swapaxes(factor, -1, -2)
+    return factor if lower else _adjoint(factor)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -52,9 +53,10 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     factor, lower = c_and_lower
     factor, b = _as_inexact(factor, b)
     b, restore = _as_columns(b)
-    lower_factor = factor if lower else _jnp.swapaxes(factor, -1, -2)
+    lower_factor = factor if lower else _adjoint(factor)
     y = _lax.triangular_solve(lower_factor, b, left_side=True, lower=True)
-    return restore(_lax.triangular_solve(lower_factor, y, left_side=True, lower=True, transpose_a=True))
+    return restore(_lax.triangular_solve(lower_factor, y, left_side=True, lower=True, transpose_a=True,
+                                         conjugate_a=True))
 
 
 # ---------------------------------------------------------------- LU
@@ -92,7 +94,7 @@ def _pivots_to_permutation(pivots, m):
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """x with a x = b (trans=0) or a^T x = b (trans=1 or 2), from lu_factor's result."""
+    """x with a x = b (trans=0), a^T x = b (trans=1) or a^H x = b (trans=2), from lu_factor's result."""
     packed, pivots = lu_and_piv
     packed, b = _as_inexact(packed, b)
     b, restore = _as_columns(b)
@@ -104,8 +106,10 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
         return restore(_lax.triangular_solve(upper, y, left_side=True, lower=False))
     if trans not in (1, 2):
         raise ValueError(f"'trans' must be 0, 1 or 2, got {trans!r}")
-    y = _lax.triangular_solve(upper, b, left_side=True, lower=False, transpose_a=True)
-    y = _lax.triangular_solve(lower, y, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)
+    conjugate = trans == 2
+    y = _lax.triangular_solve(upper, b, left_side=True, lower=False, transpose_a=True, conjugate_a=conjugate)
+    y = _lax.triangular_solve(lower, y, left_side=True, lower=True, transpose_a=True, conjugate_a=conjugate,
+                              unit_diagonal=True)
     inverse = _jnp.argsort(permutation, axis=-1)
     return restore(_jnp.take_along_axis(y, inverse[..., None], axis=-2))
 
@@ -117,13 +121,15 @@ _TRANSPOSES = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      debug=None, check_finite=True):
-    """x with op(a) x = b for a triangular a; op is the identity or the transpose (trans)."""
+    """x with op(a) x = b for a triangular a; op is the identity, the transpose or the
+    conjugate transpose (trans)."""
     if trans not in _TRANSPOSES:
         raise ValueError(f"Invalid 'trans' value {trans!r}; expected 0, 1, 2, 'N', 'T' or 'C'")
     a, b = _as_inexact(a, b)
     b, restore = _as_columns(b)
     return restore(_lax.triangular_solve(a, b, left_side=True, lower=lower,
-                                         transpose_a=_TRANSPOSES[trans], unit_diagonal=unit_diagonal))
+                                         transpose_a=_TRANSPOSES[trans], conjugate_a=trans in (2, "C"),
+                                         unit_diagonal=unit_diagonal))
 
 
 def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False, check_finite=True,
@@ -164,8 +170,8 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     u, s, vh = _jnp.linalg.svd(a, full_matrices=False)
     unitary = _jnp.matmul(u, vh)
     if side == "right":
-        return unitary, _jnp.matmul(_jnp.swapaxes(vh, -1, -2) * s[..., None, :], vh)
-    return unitary, _jnp.matmul(u * s[..., None, :], _jnp.swapaxes(u, -1, -2))
+        return unitary, _jnp.matmul(_adjoint(vh) * s[..., None, :], vh)
+    return unitary, _jnp.matmul(u * s[..., None, :], _adjoint(u))
 
 
 # ---------------------------------------------------------------- matrix exponential
@@ -411,25 +417,30 @@ def helmert(n, full=False):
 # ---------------------------------------------------------------- QR
 
 def _reflector(x):
-    """The unit v for which (I - 2 v v^T) x = -sign(x_0) |x| e_1 (LAPACK's sign choice, so
-    that forming v never cancels); v = 0 when x is already 0."""
-    norm = _jnp.sqrt(_jnp.sum(x * x, axis=-1, keepdims=True))
-    alpha = -_jnp.where(x[..., :1] >= 0, 1.0, -1.0).astype(x.dtype) * norm
+    """The unit v for which (I - 2 v v^H) x = -phase(x_0) |x| e_1 (LAPACK's sign choice, so
+    that forming v never cancels; the phase is x_0's sign for real x); v = 0 when x is 0."""
+    norm = _jnp.sqrt(_jnp.sum(_jnp.abs(x) ** 2, axis=-1, keepdims=True))
+    first = x[..., :1]
+    magnitude = _jnp.abs(first)
+    phase = _jnp.where(magnitude > 0, first / _jnp.where(magnitude > 0, magnitude, 1), 1).astype(x.dtype)
+    alpha = -phase * norm
     v = x.at[..., 0].add(-alpha[..., 0])
-    v_norm = _jnp.sqrt(_jnp.sum(v * v, axis=-1, keepdims=True))
+    v_norm = _jnp.sqrt(_jnp.sum(_jnp.abs(v) ** 2, axis=-1, keepdims=True))
     return _jnp.where(v_norm > 0, v / _jnp.where(v_norm > 0, v_norm, 1.0), 0.0)
 
 
 def _reflect_rows(a, v, start):
-    """(I - 2 v v^T) applied from the left to the rows start: of a."""
+    """(I - 2 v v^H) applied from the left to the rows start: of a."""
     block = a[..., start:, :]
-    return a.at[..., start:, :].set(block - 2 * v[..., :, None] * _jnp.sum(v[..., :, None] * block, axis=-2, keepdims=True))
+    projection = _jnp.sum(_jnp.conj(v)[..., :, None] * block, axis=-2, keepdims=True)
+    return a.at[..., start:, :].set(block - 2 * v[..., :, None] * projection)
 
 
 def _reflect_columns(a, v, start):
-    """(I - 2 v v^T) applied from the right to the columns start: of a."""
+    """(I - 2 v v^H) applied from the right to the columns start: of a."""
     block = a[..., :, start:]
-    return a.at[..., :, start:].set(block - 2 * _jnp.sum(block * v[..., None, :], axis=-1, keepdims=True) * v[..., None, :])
+    projection = _jnp.sum(block * v[..., None, :], axis=-1, keepdims=True)
+    return a.at[..., :, start:].set(block - 2 * projection * _jnp.conj(v)[..., None, :])
 
 
 def _householder_qr(a):
@@ -443,12 +454,14 @@ def _householder_qr(a):
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
-    """The QR decomposition: (q, r) for mode "full" or "economic", (r,) for mode "r"."""
+    """The QR decomposition: (q, r) for mode "full" or "economic", (r,) for mode "r"; with
+    pivoting (LAPACK's geqp3), the column permutation p last, a[:, p] = q r."""
     if mode not in ("full", "r", "economic"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
-    if pivoting:
-        raise NotImplementedError("qr with pivoting=True needs a column-pivoted QR primitive")
     a = _float_matrix("qr", a)
+    if pivoting:
+        q, r, p = _lax.linalg.qr(a, pivoting=True, full_matrices=mode != "economic")
+        return (r, p) if mode == "r" else (q, r, p)
     q, r = _householder_qr(a)
     k = min(a.shape[-2:])
     if mode == "economic":
@@ -458,18 +471,19 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
 
 def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
                 overwrite_c=False):
-    """(c @ q, r) for mode "right", (q @ c, r) for mode "left", with the economic q."""
+    """(c @ q, r) for mode "right", (q @ c, r) for mode "left", with the economic q (and the
+    column permutation last with pivoting)."""
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
     a, c = _as_inexact(a, c)
-    q, r = qr(a, mode="economic", pivoting=pivoting)
+    q, r, *permutation = qr(a, mode="economic", pivoting=pivoting)
     c_matrix = c if c.ndim > 1 else (c[None, :] if mode == "right" else c[:, None])
     product = _jnp.matmul(c_matrix, q) if mode == "right" else _jnp.matmul(q, c_matrix)
-    return (product if c.ndim > 1 else product.reshape(-1)), r
+    return ((product if c.ndim > 1 else product.reshape(-1)), r, *permutation)
 
 
 def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
-    """h = q^T a q, zero below the first subdiagonal, by Householder similarity transforms;
+    """h = q^H a q, zero below the first subdiagonal, by Householder similarity transforms;
     (h, q) with calc_q."""
     a = _float_matrix("hessenberg", a)
     n = a.shape[-1]
@@ -599,8 +613,9 @@ def _batched(fun, a):
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          turbo=True, eigvals=None, type=1, check_finite=True):
-    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a real symmetric
-    matrix, read from its lower (or upper) triangle."""
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a real symmetric or
+    complex Hermitian matrix, read from its lower (or upper) triangle (a complex one through
+    lax.linalg.eigh; a real one by Jacobi rotations)."""
     if b is not None:
         raise NotImplementedError("Only the b=None case of eigh is implemented")
     if type != 1:
@@ -610,6 +625,9 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
     a = _float_matrix("eigh", a)
     if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"eigh expects square matrices, got shape {a.shape}")
+    if _dtypes.is_complex(a.dtype):
+        v, w = _lax.linalg.eigh(a, lower=lower, symmetrize_input=False)
+        return w if eigvals_only else (w, v)
     triangle = _jnp.tril(a) if lower else _jnp.triu(a)
     symmetric = triangle + _jnp.swapaxes(triangle, -1, -2) - a * _identity_like(a)
     w, v = _batched(_symmetric_eigh, symmetric)

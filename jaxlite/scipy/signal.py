@@ -62,8 +62,10 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
 
 
 def correlate(in1, in2, mode="full", method="auto", precision=None):
-    """The N-d cross-correlation of in1 and in2 (same number of dimensions)."""
+    """The N-d cross-correlation of in1 and in2 (same number of dimensions), sum_n in1[n + k]
+    conj(in2[n]) as scipy's."""
     in1, in2 = _inputs("correlate", in1, in2, mode)
+    in2 = _jnp.conj(in2)
     if mode == "valid" and _larger_second(in1, in2):
         return _flip_all(_correlate(in2, in1, mode, None))
     return _correlate(in1, in2, mode, lambda k: (k - 1) // 2)
@@ -84,12 +86,14 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=No
 
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
     """The 2-d cross-correlation, as scipy.signal.correlate2d with zero fill (whose 'same'
-    window is centred one step later than correlate's along even-length kernel axes)."""
+    window is centred one step later than correlate's along even-length kernel axes). As
+    scipy's, 'valid' mode with the larger in2 is the flipped correlate2d(in2, in1), which
+    conjugates in1."""
     _check_2d("correlate2d", in1, in2, boundary, fillvalue)
     in1, in2 = _inputs("correlate2d", in1, in2, mode)
     if mode == "valid" and _larger_second(in1, in2):
-        return _flip_all(_correlate(in2, in1, mode, None))
-    return _correlate(in1, in2, mode, lambda k: k // 2)
+        return _flip_all(_correlate(in2, _jnp.conj(in1), mode, None))
+    return _correlate(in1, _jnp.conj(in2), mode, lambda k: k // 2)
 
 
 def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):

@@ -76,9 +76,12 @@ def zero_like(x):
 
 
 def tangent_aval(aval):
-    """Tangents have the primal's shape and dtype, never a weak type; a hijax type names its own."""
+    """Tangents have the primal's shape and dtype, never a weak type; those of an extended
+    dtype (typed keys) are float0, as in JAX; a hijax type names its own."""
     if is_hi(aval):
         return aval.to_tangent_aval()
+    if isinstance(aval.dtype, dtypes.ExtendedDType):
+        return ShapedArray(aval.shape, dtypes.float0)
     return ShapedArray(aval.shape, aval.dtype)
 
 
@@ -104,6 +107,8 @@ def materialize(t):
 
 
 def zeros(aval):
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
     from jaxlite import lax  # lax registers into this module's tables: import lazily
     if is_hi(aval):
         return aval.vspace_zero()
@@ -732,11 +737,12 @@ def _check_cotangent(out_aval, ct):
 
 def _cotangent_value(ct, primal_aval):
     """Cotangents are arrays for the user, weakly typed as their primal (as JAX); an integer
-    input gets zeros of its own dtype; a hijax input, a value of its tangent type."""
+    input gets zeros of its own dtype, a typed key float0 zeros; a hijax input, a value of its
+    tangent type."""
     if is_hi(primal_aval):
         return zeros(tangent_aval(primal_aval)) if is_zero(ct) else ct
     if is_zero(ct):
-        return zeros(primal_aval)
+        return zeros(tangent_aval(primal_aval))
     if primal_aval.weak_type and not aval_of(ct).weak_type and aval_of(ct).dtype == primal_aval.dtype:
         from jaxlite import lax
         return lax.convert_element_type(ct, primal_aval.dtype, weak_type=True)
@@ -840,7 +846,7 @@ def _check_grad_inputs(args, allow_int, holomorphic):
     if allow_int:
         return
     for dtype in _leaf_dtypes(args):
-        if not dtypes.is_inexact(dtype):
+        if isinstance(dtype, dtypes.ExtendedDType) or not dtypes.is_inexact(dtype):
             raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
                             f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use "
                             f"Boolean- or integer-valued inputs, use vjp or set allow_int to True.")

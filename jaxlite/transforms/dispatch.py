@@ -26,6 +26,8 @@ import numpy as np
 
 from jaxlite.core import errors
 from jaxlite.core.array import Array, intern_signature
+from jaxlite.core.dtypes import ExtendedDType
+from jaxlite.core.extended import ExtendedArray, is_extended, physical_value, wrap_physical
 from jaxlite.core.trace import Tracer
 from jaxlite.core.tree_util import tree_unflatten
 
@@ -69,9 +71,13 @@ def delete_donated(flat_args, paired):
 def make_call(entry, executable, in_signatures):
     """The call function of a compiled signature: args -> the output pytree."""
     native = executable.native_entry()
-    if native is None or entry.extra_args:
+    if native is None or entry.extra_args or (executable.donation.paired and _has_keys(entry)):
         return _general_call(entry)
     return _generated_call(entry, executable, native, in_signatures)
+
+
+def _has_keys(entry):
+    return any(map(is_extended, entry.closed.in_avals + entry.closed.out_avals))
 
 
 def _general_call(entry):
@@ -90,15 +96,19 @@ def run_entry(entry, flat_args):
     outs = executable([*entry.extra_args, *values], {p + extra for p in owned})
     if paired:
         delete_donated(flat_args, paired)
-    return [Array(o, weak) for o, weak in zip(outs, entry.out_weak_types)]
+    return [wrap_physical(Array(o, weak), aval)
+            for o, weak, aval in zip(outs, entry.out_weak_types, entry.closed.out_avals)]
 
 
 def numpy_argument(x, aval):
-    """The numpy value a compiled program takes for one flat argument."""
+    """The numpy value a compiled program takes for one flat argument (a typed key array:
+    its words)."""
     if type(x) is Array:
         return x._value
     if isinstance(x, Tracer):
         raise errors.escaped_tracer_error(x)
+    if isinstance(x, ExtendedArray):
+        return x._physical._value
     return np.asarray(x, aval.dtype)
 
 
@@ -108,7 +118,7 @@ def _generated_call(entry, executable, native, in_signatures):
     jaxpr = executable.jaxpr
     names = {"empty": np.empty, "native": native.entry, "new_array": _new_array, "Array": Array,
              "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer,
-             "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8)}
+             "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8), "physical": physical_value}
     arguments = [f"a{i}" for i in range(len(jaxpr.invars))]
     lines = ["def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
     lines += _donation_checks(executable, in_signatures)
@@ -137,6 +147,7 @@ def _generated_call(entry, executable, native, in_signatures):
     if native.kept_workspace:
         lines.append("    KEPT.give_back(workspace)")
     lines += _wrap_outputs(native, entry.out_weak_types, names, len(consts), len(values))
+    lines += _wrap_keys(entry.closed.out_avals, names)
     lines += [f"    a{i}.delete()" for i in executable.donation.paired]
     results = [f"r{k}" for k in range(len(jaxpr.outvars))]
     if entry.out_tree.kind is None:
@@ -149,8 +160,10 @@ def _generated_call(entry, executable, native, in_signatures):
 
 def _argument_values(native, in_signatures, lines):
     """The expression of each argument's buffer (adding the lines that prepare reused ones)."""
-    values = [f"a{i}._value" if signature.contiguous else f"ascontiguousarray(a{i}._value)"
-              for i, signature in enumerate(in_signatures)]
+    buffers = [f"a{i}._physical._value" if isinstance(signature.dtype, ExtendedDType) else f"a{i}._value"
+               for i, signature in enumerate(in_signatures)]   # a typed key array: its words
+    values = [buffer if signature.contiguous else f"ascontiguousarray({buffer})"
+              for buffer, signature in zip(buffers, in_signatures)]
     for i in set(native.reused.values()):
         # The code may write the output through the argument's pointer: a buffer the Array
         # does not own alone is copied first (a non-contiguous one already is).
@@ -180,6 +193,16 @@ def _donated_twice(position):
             f"{position}); pass a copy, or do not donate it.")
 
 
+def _wrap_keys(out_avals, names):
+    """Lines making typed key arrays of the outputs whose logical type is one."""
+    lines = []
+    for k, aval in enumerate(out_avals):
+        if is_extended(aval):
+            names[f"KEYTYPE{k}"] = aval.dtype
+            lines.append(f"    r{k} = KEYTYPE{k}.wrap(r{k})")
+    return lines
+
+
 def _wrap_outputs(native, weak_types, names, nconsts, nargs):
     """An Array per jaxpr output: fresh outputs wrapped directly, anything else (an argument
     or constant passed through, a literal) through Array's constructor."""
@@ -192,7 +215,7 @@ def _wrap_outputs(native, weak_types, names, nconsts, nargs):
         elif source < nconsts:
             lines.append(f"    r{k} = Array(CONST{source}, WEAK{k})")
         elif source < nconsts + nargs:
-            lines.append(f"    r{k} = Array(a{source - nconsts}._value, WEAK{k})")
+            lines.append(f"    r{k} = Array(physical(a{source - nconsts})._value, WEAK{k})")
         else:
             out = source - nconsts - nargs
             shape, dtype = native.out_specs[out]

@@ -18,18 +18,22 @@ pass later flattens. Evaluating `jit_p` eagerly compiles its body (cached by the
 jaxpr object, which those helpers memoize so repeated transforms reuse it).
 """
 import collections
+import functools
 import inspect
 import logging
 import operator
+import sys
 import threading
 import types
 import warnings
 import weakref
 from contextlib import contextmanager
 
-from jaxlite.core import errors, hi_lowering
+import numpy as np
+
+from jaxlite.core import dtypes, errors, extended, hi_lowering
 from jaxlite.core.abstract import is_hi
-from jaxlite.core.array import Array, signature_of
+from jaxlite.core.array import Array, intern_signature, signature_of
 from jaxlite.core.config import config
 from jaxlite.core import ref as ref_module
 from jaxlite.core.ir import FreshlyNamed, pp_params_rules
@@ -38,6 +42,7 @@ from jaxlite.core.ref import Ref
 from jaxlite.core.staging import _aval_of_spec, abstractify, flatten_fun, trace_to_jaxpr
 from jaxlite.core.trace import EVAL_TRACE, Tracer, _context as _trace_context, current_trace, float_checks
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
+from jaxlite.lower import warm_up
 from jaxlite.transforms import ad, batching, dispatch, stages
 from jaxlite.transforms.partial_eval import call_partial_eval_rule, partial_eval_rules
 
@@ -103,6 +108,8 @@ def _clear_fast_calls():
 
 
 def _on_config_change(name, value):
+    if name in ("jax_enable_x64", "jax_transfer_guard"):
+        _numpy_signatures.clear()
     if name == "jax_enable_x64":
         clear_caches()
     elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
@@ -154,17 +161,26 @@ class _CacheEntry:
 def _compile(closed, name, donated=()):
     """Machine code for `closed`: from the persistent cache when configured (as in JAX, this
     still counts and logs as a compile; disk_cache.stats tells hits apart), else compiled."""
-    from jaxlite.lower import collectives, pipeline, program_cache
+    # Only what a hit in the persistent cache needs is imported here: the compiler (pipeline,
+    # ~60 ms of imports: the code generators) when there is something to compile.
+    from jaxlite.lower import program_cache
     if config.jax_log_compiles:
         shown = ", ".join(a.str_short() for a in closed.in_avals)
         logger.warning("Compiling %s with arguments (%s)", name, shown)
     _stats["compiles"] += 1
-    collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
-    executable = program_cache.compile_cached(
-        closed, name, lambda closed, name: pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated),
-        donated)
+    collectives = sys.modules.get("jaxlite.lower.collectives")   # imported by any MPI job's set-up
+    if collectives is not None:
+        collectives.check_program(closed, name)     # ranks of an MPI job must agree before they communicate
+    closed = extended.physicalize(closed)     # compiled code sees typed keys as their words
+    executable = program_cache.compile_cached(closed, name, functools.partial(_compile_program, donated=donated),
+                                              donated)
     _warn_unusable_donations(executable.donation.unusable)
     return executable
+
+
+def _compile_program(closed, name, donated):
+    from jaxlite.lower import pipeline
+    return pipeline.compile_program(pipeline.lower_jaxpr(closed), name, donated)
 
 
 def _warn_unusable_donations(avals):
@@ -238,6 +254,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), d
     if backend not in (None, "cpu"):
         raise RuntimeError(f"jit(backend={backend!r}): jaxlite has only the 'cpu' backend")
     errors.check_callable(fun, "jit")
+    warm_up.start()     # the compiler's start-up, in the background (lower/warm_up.py)
     return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
@@ -275,7 +292,10 @@ class JittedFunction:
                 # One argument (the common case) is keyed by its signature, not a 1-tuple.
                 key = args[0]._signature if len(args) == 1 else tuple(map(_signature_attribute, args))
             except AttributeError:
-                key = _fast_key(_array_signatures(args))
+                arrays = _numpy_as_arrays(args)
+                key = _fast_key(_array_signatures(arrays))
+                call = self._fast_calls.get(key)
+                return call(arrays) if call is not None else self._call(args, kwargs)
             call = self._fast_calls.get(key)
             if call is not None:
                 return call(args)
@@ -285,6 +305,8 @@ class JittedFunction:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        if current_trace() is EVAL_TRACE:
+            args = _numpy_as_arrays(args)
         entry, flat_args = self._entry(args, kwargs)
         if config.jax_transfer_guard in ("log", "disallow"):
             _guard_transfers(flat_args, entry.in_avals[len(entry.extra_args):])
@@ -482,10 +504,45 @@ def _fast_key(signatures):
     return signatures[0] if signatures is not None and len(signatures) == 1 else signatures
 
 
+# (shape, dtype, C-contiguous) of a numpy argument -> the signature of its Array (None: it
+# goes the general way: its dtype narrows, or a transfer guard reports it).
+_numpy_signatures = {}
+
+
+def _numpy_as_arrays(args):
+    """numpy arguments as Arrays on their buffers (what jnp.asarray makes), so that calls
+    with them take the fast path too."""
+    return tuple(_as_array(x) if type(x) is np.ndarray else x for x in args)
+
+
+def _as_array(x):
+    key = (x.shape, x.dtype, x.flags.c_contiguous)
+    signature = _numpy_signatures.get(key, False)
+    if signature is False:
+        signature = _numpy_signature(*key)
+    if signature is None:
+        return x
+    array = Array(x)
+    array._signature = signature
+    return array
+
+
+def _numpy_signature(shape, dtype, contiguous):
+    if len(_numpy_signatures) >= 256:
+        _numpy_signatures.clear()
+    kept = (dtype.isnative and dtype in dtypes.SUPPORTED and dtypes.canonicalize_dtype(dtype) == dtype
+            and config.jax_transfer_guard not in ("log", "disallow"))
+    signature = intern_signature(shape, dtype, False, contiguous) if kept else None
+    _numpy_signatures[(shape, dtype, contiguous)] = signature
+    return signature
+
+
 def _array_signatures(args):
-    """The interned signature of each argument if all are Arrays, else None."""
+    """The interned signature of each argument if all are Arrays (or typed key arrays), else None."""
     if all(type(x) is Array for x in args):
         return tuple(map(signature_of, args))
+    if all(type(x) is Array or isinstance(x, extended.ExtendedArray) for x in args):
+        return tuple(signature_of(x) if type(x) is Array else extended.signature_of(x) for x in args)
     return None
 
 

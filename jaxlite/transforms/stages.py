@@ -13,8 +13,10 @@ import numpy as np
 from jaxlite.core import hi_lowering
 from jaxlite.core.abstract import ShapeDtypeStruct, is_hi
 from jaxlite.core.array import Array
+from jaxlite.core.extended import physicalize, wrap_physical
 from jaxlite.core.staging import _aval_of_spec
 from jaxlite.core.tree_util import tree_flatten, tree_unflatten
+from jaxlite.transforms.dispatch import numpy_argument
 
 __all__ = ["ArgInfo", "Compiled", "Lowered", "Traced", "Wrapped"]
 
@@ -86,7 +88,7 @@ class Traced(_Stage):
 
     def lower(self):
         from jaxlite.lower import pipeline
-        lowered = pipeline.lower_jaxpr(hi_lowering.lower_hi_jaxpr(self._entry.closed))
+        lowered = pipeline.lower_jaxpr(physicalize(hi_lowering.lower_hi_jaxpr(self._entry.closed)))
         return Lowered(self._entry, self.in_tree, self._name, lowered)
 
 
@@ -163,10 +165,10 @@ class Compiled(_Stage):
         self._check_types(flat_args)
         # Values of hijax types go in as their arrays and come out raised again.
         lo_args = hi_lowering.lower_values(self.in_avals, flat_args)
-        values = [np.asarray(x._value if type(x) is Array else x, a.dtype)
-                  for x, a in zip(lo_args, hi_lowering.lo_types(self.in_avals))]
+        values = [numpy_argument(x, a) for x, a in zip(lo_args, hi_lowering.lo_types(self.in_avals))]
         outs = self.executable(values)
-        arrays = [Array(np.asarray(o), a.weak_type) for o, a in zip(outs, hi_lowering.lo_types(self.out_avals))]
+        arrays = [wrap_physical(Array(np.asarray(o), a.weak_type), a)
+                  for o, a in zip(outs, hi_lowering.lo_types(self.out_avals))]
         return tree_unflatten(self.out_tree, hi_lowering.raise_values(self.out_avals, arrays))
 
     call = __call__

@@ -1,0 +1,240 @@
+"""Complex values natively under jit where they used to run numpy between kernels: products,
+extrema and their cumulative forms, convolutions, eig and the complex LAPACK routines,
+pivoted QR; jnp.roots."""
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+from jaxlite.test_util import assert_same_bits, check_grads, enable_x64
+
+COMPLEX = [np.complex64, np.complex128]
+
+
+def _complex(rng, shape, dtype):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def _jit_natively(fun, *args, caplog):
+    """fun under jit, asserting that no step ran numpy between kernels."""
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="jaxlite.jit"):
+        out = jaxlite.jit(fun)(*args)
+    assert "numpy implementation" not in caplog.text, caplog.text
+    return out
+
+
+def _assert_close(got, want, rtol):
+    for g, w in zip(jaxlite.tree_util.tree_leaves(got), jaxlite.tree_util.tree_leaves(want)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(1.0, float(np.abs(w).max(initial=0))))
+
+
+# ---------------------------------------------------------------- reductions and scans
+
+REDUCTIONS = {
+    "prod": lambda z, axis: jnp.prod(z, axis=axis),
+    "max": lambda z, axis: jnp.max(z, axis=axis),
+    "min": lambda z, axis: jnp.min(z, axis=axis),
+    "cumprod": lambda z, axis: jnp.cumprod(z, axis=axis),
+    "cumprod_reverse": lambda z, axis: lax.cumprod(z, axis=axis, reverse=True),
+    "cummax": lambda z, axis: lax.cummax(z, axis=axis),
+    "cummin_reverse": lambda z, axis: lax.cummin(z, axis=axis, reverse=True),
+}
+
+
+@settings(deadline=None, max_examples=10)
+@given(st.sampled_from(sorted(REDUCTIONS)), st.lists(st.integers(1, 9), min_size=1, max_size=3),
+       st.integers(0, 2), st.sampled_from(COMPLEX), st.integers(0, 2 ** 16))
+def test_complex_reductions_and_scans_jit_as_eager(name, shape, axis, dtype, seed):
+    axis = axis % len(shape)
+    with enable_x64():
+        z = _complex(np.random.default_rng(seed), shape, dtype)
+        fun = lambda z: REDUCTIONS[name](z, axis)    # noqa: E731
+        eager = fun(z)
+        _assert_close(jaxlite.jit(fun)(z), eager, rtol=3e-5 if dtype == np.complex64 else 1e-12)
+
+
+def test_complex_reductions_run_natively(caplog):
+    z = _complex(np.random.default_rng(0), (6, 5), np.complex64)
+    for name, reduce in REDUCTIONS.items():
+        _assert_close(_jit_natively(lambda z: reduce(z, 0), z, caplog=caplog), reduce(z, 0), rtol=3e-5)
+    _assert_close(_jit_natively(lambda z: jnp.prod(z, axis=(0, 1)), z, caplog=caplog), jnp.prod(z), rtol=3e-5)
+
+
+def test_complex_scan_under_vmap_and_grad():
+    rng = np.random.default_rng(1)
+    z = _complex(rng, (3, 7), np.complex64)
+    batched = jaxlite.jit(jaxlite.vmap(lambda row: jnp.cumprod(row)))(z)
+    _assert_close(batched, np.stack([np.cumprod(row) for row in z]), rtol=3e-5)
+    with enable_x64():
+        w = _complex(rng, (5,), np.complex128)
+        check_grads(lambda w: jnp.abs(jnp.prod(w)) + jnp.sum(jnp.cumprod(w).real), (w,), order=1)
+        grad = jaxlite.jit(jaxlite.grad(lambda w: jnp.abs(jnp.prod(w))))(w)
+        _assert_close(grad, jaxlite.grad(lambda w: jnp.abs(jnp.prod(w)))(w), rtol=1e-12)
+
+
+def test_complex_convolution_runs_natively(caplog):
+    rng = np.random.default_rng(2)
+    x, w = _complex(rng, (2, 3, 6, 5), np.complex64), _complex(rng, (4, 3, 3, 2), np.complex64)
+    conv = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME")    # noqa: E731
+    _assert_close(_jit_natively(conv, x, w, caplog=caplog), conv(x, w), rtol=3e-5)
+    _assert_close(_jit_natively(jnp.convolve, x[0, 0, 0], w[0, 0, 0], caplog=caplog),
+                  np.convolve(x[0, 0, 0], w[0, 0, 0]), rtol=3e-5)
+
+
+def test_argmax_of_complex_values_is_a_type_error_as_in_jax():
+    with pytest.raises(TypeError, match="complex64"):
+        jnp.argmax(jnp.ones(3, jnp.complex64))
+
+
+# ---------------------------------------------------------------- jnp.roots
+
+ROOTS = json.load(open(os.path.join(os.path.dirname(__file__), "data", "jax_roots.json")))
+
+
+@pytest.mark.parametrize("case", ROOTS, ids=lambda case: str(case["p"]) + str(case["strip_zeros"]))
+def test_roots_as_jax(case):
+    got = jnp.roots(jnp.asarray(case["p"], jnp.float32), strip_zeros=case["strip_zeros"])
+    want = np.array([complex(*pair) for pair in case["roots"]], np.complex64)
+    assert got.dtype == np.complex64 and got.shape == want.shape
+    # eig's order is LAPACK's: compare as sets (NaNs sort last in both)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(got)), np.sort_complex(want), rtol=1e-5, atol=1e-5)
+
+
+def test_roots_under_jit_needs_strip_zeros_false():
+    p = jnp.asarray([0.0, 1.0, -3.0, 2.0])
+    with pytest.raises(jaxlite.errors.ConcretizationTypeError, match="strip_zeros=False"):
+        jaxlite.jit(jnp.roots)(p)
+    _assert_close(jaxlite.jit(lambda p: jnp.roots(p, strip_zeros=False))(p), jnp.roots(p, strip_zeros=False),
+                  rtol=1e-6)
+    with pytest.raises(ValueError, match="rank-1"):
+        jnp.roots(jnp.ones((2, 2)))
+
+
+# ---------------------------------------------------------------- eig and complex LAPACK
+
+def _hermitian(rng, shape, dtype):
+    a = _complex(rng, shape, dtype)
+    return a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1], dtype=dtype)
+
+
+FACTORIZATIONS = {
+    "cholesky": (lax.linalg.cholesky, True),
+    "eigh": (lax.linalg.eigh, True),
+    "qr": (lax.linalg.qr, False),
+    "qr_thin": (lambda a: lax.linalg.qr(a, full_matrices=False), False),
+    "geqrf": (lax.linalg.geqrf, False),
+    "svd": (lax.linalg.svd, False),
+    "svd_thin": (lambda a: lax.linalg.svd(a, full_matrices=False), False),
+    "svdvals": (lambda a: lax.linalg.svd(a, compute_uv=False), False),
+    "lu": (lax.linalg.lu, False),
+    "eig": (lax.linalg.eig, True),
+    "eig_right": (lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False), True),
+    "eigvals": (lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False), True),
+    "qr_pivoted": (lambda a: lax.linalg.qr(a, pivoting=True), False),
+    "qr_pivoted_thin": (lambda a: lax.linalg.qr(a, pivoting=True, full_matrices=False), False),
+}
+REAL_TOO = ("eig", "qr_pivoted")     # real factorizations new here (the others: tests/test_native_lapack*.py)
+SIZES = st.sampled_from([0, 1, 2, 3, 5, 8])
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.sampled_from(sorted(FACTORIZATIONS)), st.lists(st.integers(0, 2), max_size=1).map(tuple), SIZES, SIZES,
+       st.sampled_from(COMPLEX + [np.float32, np.float64]), st.integers(0, 2 ** 16))
+def test_factorizations_under_jit_are_the_eager_bits(name, batch, m, n, dtype, seed):
+    """numpy's own LAPACK (dgeev/zgeev, dgeqp3/zgeqp3, zpotrf, zheevd, zgeqrf+zungqr, zgesdd,
+    cgetrf/zgetrf) natively under jit gives eager's bits, and eager leaves its operand alone."""
+    fun, square = FACTORIZATIONS[name]
+    if np.dtype(dtype).kind == "f" and not name.startswith(REAL_TOO):
+        return
+    n = m if square else n
+    rng = np.random.default_rng(seed)
+    with enable_x64():
+        if np.dtype(dtype).kind == "f":
+            a = rng.standard_normal(batch + (m, n)).astype(dtype)
+        else:
+            a = _hermitian(rng, batch + (m, m), dtype) if name in ("cholesky", "eigh") else _complex(rng, batch + (m, n), dtype)
+        operand = a.copy()
+        assert_same_bits(jaxlite.jit(fun)(a), fun(a))
+        assert_same_bits(a, operand)
+
+
+def test_factorizations_run_natively(caplog):
+    rng = np.random.default_rng(3)
+    for name, (fun, square) in FACTORIZATIONS.items():
+        a = _hermitian(rng, (2, 4, 4), np.complex64) if name in ("cholesky", "eigh") else _complex(rng, (2, 4, 3 + square), np.complex64)
+        assert_same_bits(_jit_natively(fun, a, caplog=caplog), fun(a))
+    real = rng.standard_normal((3, 5, 5)).astype(np.float32)
+    assert_same_bits(_jit_natively(lax.linalg.eig, real, caplog=caplog), lax.linalg.eig(real))
+    pivoted = lambda a: lax.linalg.qr(a, pivoting=True)     # noqa: E731
+    assert_same_bits(_jit_natively(pivoted, real[:, :, :3], caplog=caplog), pivoted(real[:, :, :3]))
+
+
+def test_pivoted_qr_is_geqp3s():
+    """x[:, p] = q r with |diag(r)| non-increasing (and scipy's modes, as JAX's)."""
+    import jaxlite.scipy.linalg as scipy_linalg
+    with enable_x64():
+        a = np.random.default_rng(8).standard_normal((6, 4)) @ np.diag([1e-3, 1, 1e3, 1e1])
+        q, r, p = (np.asarray(x) for x in lax.linalg.qr(a, pivoting=True))
+        np.testing.assert_allclose(q @ r, a[:, p], atol=1e-10)
+        assert list(p[:2]) == [2, 3] and np.all(np.diff(np.abs(np.diag(r))) <= 0)
+        shapes = {mode: [x.shape for x in scipy_linalg.qr(a, mode=mode, pivoting=True)] for mode in ("full", "economic", "r")}
+        assert shapes == {"full": [(6, 6), (6, 4), (4,)], "economic": [(6, 4), (4, 4), (4,)], "r": [(6, 4), (4,)]}
+        product, _, permutation = scipy_linalg.qr_multiply(a, np.ones(6), pivoting=True)
+        np.testing.assert_allclose(np.asarray(product), np.ones(6) @ q[:, :4], atol=1e-10)
+        assert list(permutation) == list(p)
+
+
+def test_left_eigenvectors_are_lapacks_as_in_jax():
+    """geev's own left vectors (JAX's): u^H a = w u^H, unit norm, largest component real."""
+    with enable_x64():
+        a = np.random.default_rng(4).standard_normal((6, 6))
+        w, vl, _ = (np.asarray(x) for x in lax.linalg.eig(a))
+        np.testing.assert_allclose(np.conj(vl).T @ a, w[:, None] * np.conj(vl).T, atol=1e-12)
+        np.testing.assert_allclose(np.linalg.norm(vl, axis=0), 1, rtol=1e-12)
+        largest = vl[np.argmax(np.abs(vl), axis=0), np.arange(6)]
+        np.testing.assert_allclose(largest.imag, 0, atol=1e-15)
+
+
+def test_a_matrix_geev_fails_on_is_nan_under_jit():
+    a = np.random.default_rng(5).standard_normal((3, 4, 4)).astype(np.float32)
+    a[1, 2, 2] = np.nan
+    got = jaxlite.jit(lax.linalg.eig)(a)
+    assert_same_bits(got, lax.linalg.eig(a))
+    assert np.isnan(np.asarray(got[0])[1]).all() and not np.isnan(np.asarray(got[0])[[0, 2]]).any()
+
+
+LINALG = {
+    "det": jnp.linalg.det, "slogdet": jnp.linalg.slogdet, "inv": jnp.linalg.inv,
+    "solve": lambda a: jnp.linalg.solve(a, a[..., :1]), "pinv": jnp.linalg.pinv,
+    "lstsq": lambda a: jnp.linalg.lstsq(a[0], a[0, :, 0])[0], "eigvals": jnp.linalg.eigvals,
+    "eigvalsh": lambda a: jnp.linalg.eigvalsh(a @ jnp.conj(jnp.swapaxes(a, -1, -2))),
+    "matrix_power": lambda a: jnp.linalg.matrix_power(a, -3), "cond": jnp.linalg.cond,
+    "norm2": lambda a: jnp.linalg.norm(a, 2, axis=(-2, -1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_complex_linalg_runs_natively(name, caplog):
+    a = _complex(np.random.default_rng(6), (2, 4, 4), np.complex64)
+    _assert_close(_jit_natively(LINALG[name], a, caplog=caplog), LINALG[name](a), rtol=2e-5)
+
+
+def test_eig_under_vmap_and_grad():
+    rng = np.random.default_rng(7)
+    a = _complex(rng, (3, 4, 4), np.complex64)
+    batched = jaxlite.jit(jaxlite.vmap(jnp.linalg.eigvals))(a)
+    assert_same_bits(batched, np.stack([np.asarray(jnp.linalg.eigvals(m)) for m in a]))
+    with enable_x64():
+        z = _complex(rng, (3, 3), np.complex128)
+        check_grads(lambda z: jnp.abs(jnp.linalg.det(z)) + jnp.sum(jnp.abs(jnp.linalg.eigvals(z)) ** 2), (z,),
+                    order=1, rtol=1e-5, atol=1e-5)
+        loss = lambda z: jnp.real(jnp.sum(jnp.linalg.inv(z) * z.T))     # noqa: E731
+        _assert_close(jaxlite.jit(jaxlite.grad(loss))(z), jaxlite.grad(loss)(z), rtol=1e-10)
