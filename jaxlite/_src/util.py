@@ -1,4 +1,6 @@
 """jax._src.util's helpers that JAX's documentation uses."""
+
+
 def safe_map(f, *args):
     """map over sequences of one length, as a list (a length mismatch is an error)."""
     return [f(*xs) for xs in safe_zip(*args)]
