@@ -126,8 +126,13 @@ def promote_and_broadcast(name, *args):
     try:
         return _broadcast_operands(*promoted)
     except ValueError:
-        shown = ", ".join(str(np.shape(x)) for x in args)
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}") from None
+        shapes = [np.shape(x) for x in args]
+        # As JAX: operands of several ranks fail to broadcast (ValueError), operands of one
+        # rank fail the elementwise primitive's shape check (TypeError).
+        if len({len(s) for s in shapes}) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+        shown = ", ".join(map(str, shapes))
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.") from None
 
 
 def _check_no_keys(name, args):
