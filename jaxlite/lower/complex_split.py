@@ -309,10 +309,12 @@ def _reciprocal(z):
 
 
 def _expm1(z):
-    # re: expm1(a) cos b - 2 sin^2(b / 2), which keeps its digits near 0
+    # As eager (lax.elementwise._expm1_impl): re is expm1(a) cos b - 2 sin^2(b / 2), which keeps
+    # its digits near 0, plus 0 (a -0 becomes +0, as XLA gives); im is b itself where b = 0.
     half_sin = lax.sin(lax.mul(z.im, lax.full_like(z.im, 0.5)))
     re = lax.sub(lax.mul(lax.expm1(z.re), lax.cos(z.im)), lax.mul(lax.full_like(z.im, 2), lax.mul(half_sin, half_sin)))
-    return Pair(re, lax.mul(lax.exp(z.re), lax.sin(z.im)))
+    im = lax.select_n(lax.eq(z.im, lax.full_like(z.im, 0)), lax.mul(lax.exp(z.re), lax.sin(z.im)), z.im)
+    return Pair(lax.add(re, lax.full_like(re, 0)), im)
 
 
 def _log1p(z):
