@@ -218,3 +218,59 @@ def test_linear_transpose_and_effects_barrier():
     with pytest.raises(ValueError, match="is it linear"):
         jaxlite.linear_transpose(lambda x: x * x, 1.0)(1.0)
     jaxlite.effects_barrier()
+
+
+def test_a_primitive_defined_as_jaxs_primitives_tutorial_defines_one():
+    """impl only: it runs eagerly; a lowering rule written with jax._src.lib.mlir's hlo
+    operations compiles under jit; a rule that builds real MLIR falls back to the impl."""
+    from jaxlite._src.lib.mlir.dialects import hlo
+    from jaxlite.extend import core
+    from jaxlite.interpreters import mlir
+
+    multiply_add_p = core.Primitive("multiply_add_doc")
+    multiply_add_p.def_impl(lambda x, y, z: np.add(np.multiply(x, y), z))
+    assert float(multiply_add_p.bind(2.0, 2.0, 10.0)) == 14.0
+    multiply_add_p.def_abstract_eval(lambda x, y, z: jaxlite.core.ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(multiply_add_p, lambda ctx, x, y, z: [hlo.AddOp(hlo.MulOp(x, y), z).result],
+                           platform="cpu")
+    x = jnp.arange(4.0)
+    f = jaxlite.jit(lambda x: multiply_add_p.bind(x, x, x))
+    np.testing.assert_array_equal(f(x), np.arange(4.0) ** 2 + np.arange(4.0))
+    assert "multiply_add_doc" not in f.lower(x).as_text()     # compiled from lax, not the impl
+
+    mlir_only_p = core.Primitive("mlir_only_doc")
+    mlir_only_p.def_impl(lambda x: np.asarray(x) * 3)
+    mlir_only_p.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(mlir_only_p, lambda ctx, x: [ctx.module_context.builder.op(x)])
+    np.testing.assert_array_equal(jaxlite.jit(mlir_only_p.bind)(x), 3 * np.arange(4.0))
+
+
+def test_jax_internal_helpers_the_docs_import():
+    from jaxlite._src import api, util
+    from jaxlite._src.lax import lax as internal_lax
+    assert api.grad is jaxlite.grad and internal_lax.add is lax.add
+    assert util.safe_map(lambda a, b: a + b, [1, 2], [3, 4]) == [4, 6]
+    assert util.safe_zip("ab", [1, 2]) == [("a", 1), ("b", 2)]
+    with pytest.raises(ValueError, match="different lengths"):
+        util.safe_map(lambda a, b: a, [1], [1, 2])
+
+
+def test_jnp_broadcasting_errors_are_jaxs():
+    with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: shapes=\[\(100,\), \(100, 10\)\]"):
+        jnp.multiply(np.ones(100), np.ones((100, 10)))
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3,\), \(4,\)\."):
+        jnp.ones(3) + jnp.ones(4)
+
+
+def test_buffer_pointers_of_arrays_and_refs():
+    x = jnp.arange(3.0)
+    assert x.unsafe_buffer_pointer() == np.asarray(x).ctypes.data
+    ref = jaxlite.new_ref(x)
+    assert ref.unsafe_buffer_pointer() == ref[...].unsafe_buffer_pointer()
+
+
+def test_a_large_eager_normal_draw_runs_compiled_and_equals_the_jitted_one():
+    key, shape = jaxlite.random.key(3), (1 << 10, 1 << 10)
+    eager = jaxlite.random.normal(key, shape)
+    np.testing.assert_array_equal(eager, jaxlite.jit(lambda k: jaxlite.random.normal(k, shape))(key))
+    assert abs(float(jnp.std(eager)) - 1.0) < 0.01

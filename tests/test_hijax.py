@@ -281,6 +281,12 @@ def test_traced_code_sees_a_hi_value_as_one_opaque_value():
     with pytest.raises(AttributeError, match="values"):
         jax.jit(lambda q: q.values)(quantize(X))
 
+    def constructed_outside_a_primitive(x):
+        scales = jnp.max(jnp.abs(x), axis=-1)
+        return RowQuantized(jnp.round(x / scales[..., None]).astype(jnp.int8), scales)
+    with pytest.raises(TypeError, match="RowQuantized .* holding traced arrays"):     # JAX: a TypeError too
+        jax.jit(constructed_outside_a_primitive)(X)
+
 
 def test_gradients_of_hi_values_are_of_their_tangent_type():
     w = quantize(np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4))

@@ -79,6 +79,12 @@ class Array(metaclass=_ArrayType):
     def is_deleted(self):
         return type(self._value) is _DeletedBuffer
 
+    def unsafe_buffer_pointer(self):
+        """The address of the array's buffer (valid while the array lives)."""
+        if self.is_deleted():
+            raise RuntimeError("Array has been deleted.")
+        return self._value.ctypes.data
+
     def item(self, *index):
         return self._value.item(*index)
 

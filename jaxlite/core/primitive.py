@@ -40,6 +40,10 @@ class Primitive:
 # jaxlite.lower rewrite lax primitives without importing jaxlite.lax.
 compiler_rewrites = {}
 
+
+class CannotRewrite(Exception):
+    """Raised by a compiler rewrite that does not apply: the equation is kept as it is."""
+
 # Primitives on hijax types: primitive -> rule(*values, **params) computing it where values of
 # hi types are their raised Python objects holding arrays (core/hi_lowering.py).
 hi_lowerings = {}

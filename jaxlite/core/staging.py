@@ -61,6 +61,8 @@ class JaxprTrace(Trace):
     def _const_var(self, value):
         entry = self.const_vars.get(id(value))
         if entry is None:
+            if type(value) in hitype_typeof:
+                _check_hi_constant(value)
             entry = (Var(abstractify(value)), value)
             self.const_vars[id(value)] = entry
         return entry[0]
@@ -82,6 +84,16 @@ class JaxprTrace(Trace):
         constvars = [var for var, _ in self.const_vars.values()]
         consts = [value for _, value in self.const_vars.values()]
         return ClosedJaxpr(Jaxpr(constvars, self.invars, self.eqns, outvars), consts)
+
+
+def _check_hi_constant(value):
+    """A hijax value the function did not get as an argument nor from a primitive: it must hold
+    no traced arrays (a hi type's constructor called on tracers smuggles them out)."""
+    aval = hi_type_of(value)
+    if any(isinstance(lo, Tracer) for lo in aval.lower_val(value)):
+        raise TypeError(f"a {type(value).__name__} (of hijax type {aval.str_short()}) holding traced arrays "
+                        "was built in traced code by calling its constructor: values of a hijax type "
+                        "must come from the primitives that produce them (their expand may construct it)")
 
 
 def _is_literal(x):
@@ -198,7 +210,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         flat_fun, out_tree = flatten_fun(_with_static(fun, static), in_tree)
         # A Ref argument is an input (its value) and an output (its final value).
         refs = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
-        avals = [x.aval.inner_aval if isinstance(x, Ref) else abstractify(x) for x in flat_args]
+        avals = [x.aval.inner_aval if isinstance(x, Ref) else _aval_of_spec(x) for x in flat_args]
         # Refs it closes over are lifted as jit lifts them: inputs and outputs of the jaxpr.
         traced = lifting_closed_over_refs(discharged(flat_fun, refs), [])
         closed = trace_to_jaxpr(traced, avals, f"make_jaxpr of {_function_name(fun)}")

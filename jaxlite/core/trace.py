@@ -112,6 +112,8 @@ class EvalTrace(Trace):
             values = [_numpy_value(x, Array) for x in args]
         except extended.ExtendedOperand:
             return extended.evaluate(primitive, args, params)
+        if primitive.abstract_eval is None:     # as JAX, a primitive with only an impl runs eagerly
+            return _impl_only(primitive, values, params)
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
         errors.check_allocation(sum(a.size * a.dtype.itemsize for a in out_avals if not is_hi(a)), lambda: (
             f"the result of {primitive.name} ({', '.join(a.str_short() for a in out_avals)})"))
@@ -123,6 +125,13 @@ class EvalTrace(Trace):
 
     def describe(self):
         return "eager evaluation"
+
+
+def _impl_only(primitive, values, params):
+    outputs = primitive.impl(*values, **params)
+    if not primitive.multiple_results:
+        return Array(np.asarray(outputs))
+    return [Array(np.asarray(o)) for o in outputs]
 
 
 def _numpy_value(x, array_type):

@@ -46,6 +46,11 @@ __all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimi
            "control_flow_allowed_effects", "instantiate_zeros", "is_undefined_primal", "register_hitype"]
 
 
+def __dir__():
+    """The public names only (not this module's imports and helpers)."""
+    return sorted(__all__)
+
+
 # ---------------------------------------------------------------- types
 
 class HiType(AbstractValue):

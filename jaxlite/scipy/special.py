@@ -759,20 +759,85 @@ def _is_nonpositive_integer(v):
     return (v <= 0) & (v == _jnp.round(v))
 
 
+# The integer formula's finite sum has |c - a - b| terms, run to this static count (so reverse mode
+# differentiates it); past it the Gauss series (of Euler's transform below 0) converges fast.
+_HYP2F1_INTEGER_TERMS = 32
+
+
 def _hyp2f1_unit_interval(a, b, c, z):
-    """2F1 for 0 <= z < 1: the series up to 3/4, beyond it the connection formula in 1 - z
-    (two series whose gamma-function weights need c - a - b away from an integer; at an
-    integer the series itself runs on, less accurate close to 1)."""
+    """2F1 for 0 <= z < 1: the series up to 3/4, beyond it a connection formula in 1 - z. Gauss's
+    (two series weighted by gamma functions of c - a - b) cancels as c - a - b = m + delta nears
+    an integer m, losing ~1e-15 / |delta| relative; within sqrt(eps) of m, the integer's own
+    formula (_hyp2f1_integer_d), off by ~|delta|, is closer. So an integer gets ~1e-14 and the
+    worst case, |delta| near sqrt(eps), ~1e-7 in float64."""
     d = c - a - b
     terminating = _is_nonpositive_integer(a) | _is_nonpositive_integer(b)
-    connected = (z > _HYP2F1_SERIES_UP_TO) & ~terminating & (_jnp.abs(d - _jnp.round(d)) > 1e-3)
-    direct = _hyp2f1_series(a, b, c, _jnp.where(connected, 0.0, z))
+    # Euler's transformation 2F1 = (1 - z)^d 2F1(c - a, c - b; c; z) turns these into polynomials.
+    euler_terminating = ~terminating & (_is_nonpositive_integer(c - a) | _is_nonpositive_integer(c - b))
+    far = (z > _HYP2F1_SERIES_UP_TO) & ~terminating & ~euler_terminating
+    near_integer = _jnp.abs(d - _jnp.round(d)) <= _math.sqrt(float(_finfo(z).eps))
+    connected = far & ~near_integer
+    at_integer = far & near_integer & (_jnp.abs(d) <= _HYP2F1_INTEGER_TERMS)
+    by_euler = euler_terminating | (far & near_integer & (d < -_HYP2F1_INTEGER_TERMS))
+    direct = _hyp2f1_series(a, b, c, _jnp.where(far & ~(near_integer & (d > 0)), 0.0, z))
+    euler_z = _jnp.where(by_euler, z, 0.0)
+    euler = (1 - euler_z) ** d * _hyp2f1_series(c - a, c - b, c, euler_z)
     w = _jnp.where(connected, 1 - z, 0.5)
     safe_d = _jnp.where(connected, d, 0.5)
     first = gamma(c) * gamma(safe_d) / (gamma(c - a) * gamma(c - b)) * _hyp2f1_series(a, b, 1 - safe_d, w)
     second = (gamma(c) * gamma(-safe_d) / (gamma(a) * gamma(b)) * w ** safe_d
               * _hyp2f1_series(c - a, c - b, 1 + safe_d, w))
-    return _jnp.where(connected, first + second, direct)
+    integer = _hyp2f1_integer_d(*(_jnp.where(at_integer, v, default) for v, default in
+                                  ((a, 0.5), (b, 0.5), (c, 1.0), (z, 0.9))))
+    return _jnp.where(connected, first + second,
+                      _jnp.where(at_integer, integer, _jnp.where(by_euler, euler, direct)))
+
+
+def _hyp2f1_integer_d(a, b, c, z):
+    """2F1 for 3/4 < z < 1 where m = c - a - b is an integer (Abramowitz and Stegun 15.3.10-12).
+    A negative m goes through Euler's transformation 2F1(a, b; c; z) = (1 - z)^m 2F1(c - a, c - b;
+    c; z), whose c - a - b is -m."""
+    m = _jnp.round(c - a - b)
+    w = 1 - z
+    negative = m < 0
+    scale = _jnp.where(negative, w ** m, 1.0)
+    a, b = _jnp.where(negative, c - a, a), _jnp.where(negative, c - b, b)
+    m = _jnp.abs(m)
+    return scale * (_hyp2f1_integer_d_finite(a, b, m, w) + _hyp2f1_integer_d_logarithmic(a, b, m, w))
+
+
+def _hyp2f1_integer_d_finite(a, b, m, w):
+    """Gamma(m) Gamma(a + b + m) / (Gamma(a + m) Gamma(b + m)) sum_{n < m} (a)_n (b)_n w^n /
+    (n! (1 - m)_n); nothing for m = 0."""
+    def body(n, state):
+        term, total = state
+        n = n.astype(w.dtype)
+        total = total + _jnp.where(n < m, term, 0.0)
+        denominator = (n + 1) * (1 - m + n)     # 0 once n = m - 1, where the sum has ended
+        return term * (a + n) * (b + n) / _jnp.where(denominator == 0, 1.0, denominator) * w, total
+
+    total = _lax.fori_loop(0, _HYP2F1_INTEGER_TERMS, body, (_jnp.ones_like(w), _jnp.zeros_like(w)))[1]
+    safe_m = _jnp.where(m > 0, m, 1.0)
+    weight = gamma(safe_m) * gamma(a + b + safe_m) / (gamma(a + safe_m) * gamma(b + safe_m))
+    return _jnp.where(m > 0, weight * total, 0.0)
+
+
+def _hyp2f1_integer_d_logarithmic(a, b, m, w):
+    """-(-w)^m Gamma(a + b + m) / (Gamma(a) Gamma(b)) sum_n (a + m)_n (b + m)_n w^n / (n! (n + m)!)
+    [log w - psi(n + 1) - psi(n + m + 1) + psi(a + m + n) + psi(b + m + n)]; w <= 1/4, so a fixed
+    number of terms converges."""
+    terms = 60 if _finfo(w).bits >= 64 else 30
+    term = 1 / gamma(m + 1)
+    psi = (_lax.log(w) + _EULER_GAMMA - _lax.digamma(m + 1)
+           + _lax.digamma(a + m) + _lax.digamma(b + m))
+    total = term * psi
+    for n in range(1, terms):
+        a_k, b_k = a + m + (n - 1), b + m + (n - 1)     # grouped so that a tiny a survives m = 0
+        term = term * a_k * b_k / (n * (m + n)) * w
+        psi = psi - 1 / n - 1 / (m + n) + 1 / a_k + 1 / b_k
+        total = total + term * psi
+    sign = _jnp.where(_jnp.remainder(m, 2) == 0, -1.0, 1.0)
+    return sign * w ** m * gamma(a + b + m) / (gamma(a) * gamma(b)) * total
 
 
 def hyp2f1(a, b, c, x):
