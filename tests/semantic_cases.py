@@ -67,11 +67,33 @@ def _cumulative(jnp, lax):
         ("cumsum_bfloat16", lambda a: jnp.cumsum(a)[at], (np.ones(1000, ml_dtypes.bfloat16),)),
         ("lax_cumsum_bfloat16", lambda a: lax.cumsum(a)[at], (np.ones(1000, ml_dtypes.bfloat16),)),
         ("cumsum_float16", lambda a: jnp.cumsum(a)[np.array([255, 2048, 2049, 2999])], (np.ones(3000, np.float16),)),
+        ("cumsum_bfloat16_mixed", jnp.cumsum, (_varied(1000, ml_dtypes.bfloat16),)),
+        ("cumsum_bfloat16_reverse", lambda a: lax.cumsum(a, reverse=True), (_varied(300, ml_dtypes.bfloat16),)),
+        ("cumsum_bfloat16_short", jnp.cumsum, (_varied(13, ml_dtypes.bfloat16),)),
+        ("cumsum_float16_axis0", lambda a: jnp.cumsum(a, axis=0), (_varied(120, np.float16).reshape(40, 3),)),
+        ("cumsum_float16_axis1_reverse", lambda a: lax.cumsum(a, axis=1, reverse=True),
+         (_varied(140, np.float16).reshape(2, 70),)),
     ]
+
+
+def _varied(n, dtype):
+    """n values of mixed signs and sizes whose sums drift upward, so that they round."""
+    return (((np.arange(n) * 37) % 101 - 40) * 0.37).astype(dtype)
+
+
+_SINGULAR = np.array([[[-1, 2, 0, 0], [2, -4, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]],
+                      [[0, 0, 0, 0], [1, -2, 0, 0], [0, 0, -3, 0], [0, 0, 0, 5]]], np.float32)
 
 
 def _linalg(jnp):
     return [
+        ("slogdet_sign_singular_4x4", lambda a: jnp.linalg.slogdet(a)[0], (_SINGULAR,)),
+        ("slogdet_sign_singular_2x2", lambda a: jnp.linalg.slogdet(a)[0], (_SINGULAR[:, :2, :2],)),
+        ("slogdet_log_singular", lambda a: jnp.linalg.slogdet(a)[1], (_SINGULAR,)),
+        ("det_singular_4x4", jnp.linalg.det, (_SINGULAR,)),
+        ("det_singular_3x3", jnp.linalg.det, (_SINGULAR[:, 1:, 1:],)),
+        ("det_singular_2x2", jnp.linalg.det, (_SINGULAR[:, :2, :2],)),
+        ("det_3x3", jnp.linalg.det, (np.array([[0.3, -1.2, 2.0], [1.5, 0.7, -0.4], [2.2, 0.1, 0.9]], np.float32),)),
         ("cholesky_indefinite", jnp.linalg.cholesky, (np.array([[1.0, 2.0], [2.0, 1.0]], np.float32),)),
         ("cholesky_negative", jnp.linalg.cholesky, (-np.eye(3, dtype=np.float32),)),
         ("cholesky_batch_one_bad", jnp.linalg.cholesky,
@@ -130,7 +152,15 @@ def _subnormals(jax, jnp, lax):
                  "arcsinh": jnp.arcsinh, "arctanh": jnp.arctanh, "sinh": jnp.sinh, "lgamma": lax.lgamma,
                  "digamma": lax.digamma, "logistic": jax.nn.sigmoid, "abs": jnp.abs, "square": jnp.square,
                  "reciprocal": jnp.reciprocal}
-    return [(f"subnormal_{name}", fun, (SUBNORMALS,)) for name, fun in functions.items()]
+    out = [(f"subnormal_{name}", fun, (SUBNORMALS,)) for name, fun in functions.items()]
+    for dtype in ("float32", "bfloat16"):
+        x = SUBNORMALS.astype(dtype)
+        out += [(f"frexp_mantissa_subnormals_{dtype}", lambda a: jnp.frexp(a)[0], (x,)),
+                (f"frexp_exponent_subnormals_{dtype}", lambda a: jnp.frexp(a)[1], (x,))]
+    half = np.array([6e-8, -3e-5, 1e-4, 0.0], np.float16)
+    out += [("frexp_mantissa_subnormals_float16", lambda a: jnp.frexp(a)[0], (half,)),
+            ("frexp_exponent_subnormals_float16", lambda a: jnp.frexp(a)[1], (half,))]
+    return out
 
 
 def _near_poles(lax):

@@ -23,7 +23,7 @@ def test_make_jaxpr_python_scalar_becomes_literal():
 def test_make_jaxpr_reduction_params_and_multiple_outputs():
     text = str(jaxlite.make_jaxpr(lambda x: (x.sum(axis=0), -x, x * 3.0))(np.ones((2, 3), np.float32)))
     assert text == ("{ lambda ; a:f32[2,3]. let\n"
-                    "    b:f32[3] = reduce_sum[axes=(0,)] a\n"
+                    "    b:f32[3] = reduce_sum[axes=(0,) out_sharding=None] a\n"
                     "    c:f32[2,3] = neg a\n"
                     "    d:f32[2,3] = mul a 3.0:f32[]\n"
                     "  in (b, c, d) }")

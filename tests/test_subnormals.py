@@ -91,3 +91,25 @@ def test_eager_flushing_leaves_numpy_outside_jaxlite_alone():
     jnp.add(tiny, tiny)
     assert np.float32(tiny + tiny) == np.float32(2e-39)
     assert np.multiply(np.float32([1e-20]), np.float32([1e-20]))[0] > 0
+
+
+_DOT = json.loads((pathlib.Path(__file__).parent / "data" / "jax_subnormal_dot.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("name", sorted(_DOT))
+def test_dot_on_subnormals_is_jaxs(name):
+    """BLAS threads do not run with FTZ/DAZ: eager dot ran them and kept subnormal operands,
+    products and results that jit and JAX flush (a thousand 1e-20 * 1e-20 summed to 1e-37)."""
+    case = _DOT[name]
+    a, b = _float32(case["a"]), _float32(case["b"])
+    for f in (jnp.dot, jaxlite.jit(jnp.dot), jnp.matmul):
+        _assert_bits(f(a, b), case["dot"])
+    _assert_bits(jnp.dot(a.astype(dtypes.bfloat16), b.astype(dtypes.bfloat16)).astype(np.float32),
+                 np.asarray(jaxlite.jit(jnp.dot)(a.astype(dtypes.bfloat16), b.astype(dtypes.bfloat16)),
+                            np.float32).view(np.uint32))
+
+
+def test_dot_of_normal_operands_still_flushes_a_cancelled_subnormal_sum():
+    a, b = np.float32([[1.5e-38, -1.4e-38]]), np.float32([[1.0], [1.0]])
+    for f in (jnp.dot, jaxlite.jit(jnp.dot)):
+        np.testing.assert_array_equal(f(a, b), [[0.0]])

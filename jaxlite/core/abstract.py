@@ -13,6 +13,22 @@ class AbstractValue:
     __slots__ = ()
 
 
+# Value classes code registers with jax.experimental.hijax.register_hitype -> their typeof.
+hitype_typeof = {}
+
+
+def hi_type_of(x):
+    """The type of a registered hijax value (a HiType), or None for any other value."""
+    rule = hitype_typeof.get(type(x))
+    return None if rule is None else rule(x)
+
+
+def is_hi(aval):
+    """Whether `aval` is a type code defined with jax.experimental.hijax (lowered to arrays
+    only when a program is compiled)."""
+    return getattr(aval, "is_high", False)
+
+
 class ShapedArray(AbstractValue):
     """Shape, dtype and weak type of an array; hashable, so it can key caches."""
 

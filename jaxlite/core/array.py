@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from jaxlite.core import dtypes
-from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.abstract import ShapedArray, hitype_typeof, is_hi
 
 
 class _ArrayType(type):
@@ -78,6 +78,12 @@ class Array(metaclass=_ArrayType):
 
     def is_deleted(self):
         return type(self._value) is _DeletedBuffer
+
+    def unsafe_buffer_pointer(self):
+        """The address of the array's buffer (valid while the array lives)."""
+        if self.is_deleted():
+            raise RuntimeError("Array has been deleted.")
+        return self._value.ctypes.data
 
     def item(self, *index):
         return self._value.item(*index)
@@ -199,7 +205,10 @@ def signature_of(array):
 
 
 def wrap_numpy(value, aval):
-    """An Array holding a numpy result, with the dtype and weak type of `aval`."""
+    """An Array holding a numpy result, with the dtype and weak type of `aval` (a value of a
+    hijax type stays the object it is)."""
+    if is_hi(aval):
+        return value
     value = np.asarray(value)
     if value.dtype != aval.dtype:
         if isinstance(aval.dtype, dtypes.ExtendedDType):   # a primitive made physical data
@@ -225,5 +234,7 @@ def as_array_argument(x):
     if isinstance(x, (np.ndarray, np.generic)):
         value = np.asarray(x)
         return Array(value.astype(dtypes.canonicalize_dtype(value.dtype), copy=False))
+    if type(x) in hitype_typeof:
+        return x
     raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid jaxlite type: "
                     "arguments must be arrays, numpy arrays or Python scalars (or pytrees of them)")

@@ -98,6 +98,7 @@ class _Namer:
 
     def __init__(self):
         self.names = {}
+        self.unused = set()     # equation outputs nothing reads: printed `_`, as JAX prints them
 
     def __call__(self, var):
         if isinstance(var, Literal):
@@ -107,7 +108,8 @@ class _Namer:
         return self.names[var]
 
     def binder(self, var):
-        return f"{self(var)}:{var.aval.str_short()}"
+        name = "_" if var in self.unused else self(var)
+        return f"{name}:{var.aval.str_short()}"
 
 
 def _base26(n):
@@ -128,6 +130,12 @@ def _literal_text(val):
 # others than the equation holds (dot_general's resolved output type, broadcast_in_dim
 # without the shape its output shows, a jit's name first).
 pp_params_rules = {}
+
+
+def print_params_jaxlite_omits(primitive, **values):
+    """Print `primitive`'s equations with params JAX's has and jaxlite's does not need (e.g.
+    `out_sharding=None`: one CPU device), among its own in sorted order, as JAX prints them."""
+    pp_params_rules[primitive] = lambda eqn: sorted({**values, **eqn.params}.items())
 
 
 class FreshlyNamed:
@@ -181,6 +189,8 @@ def pretty_print(jaxpr, indent=0, namer=None):
     namer = _Namer() if namer is None else namer
     consts = " ".join(namer.binder(v) for v in jaxpr.constvars)
     args = " ".join(namer.binder(v) for v in jaxpr.invars)
+    read = {v for e in jaxpr.eqns for v in e.inputs if isinstance(v, Var)} | set(jaxpr.outvars)
+    namer.unused.update(v for e in jaxpr.eqns for v in e.outputs if v not in read)
     eqns = [pretty_print_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
     names = [namer(v) for v in jaxpr.outvars]
     outs = f"({names[0]},)" if len(names) == 1 else "(" + ", ".join(names) + ")"
@@ -188,7 +198,7 @@ def pretty_print(jaxpr, indent=0, namer=None):
     if "\n" not in one_line and len(one_line) + indent <= 80:
         return one_line
     pad = " " * indent
-    body = "".join(f"\n{pad}    {e}" for e in eqns)
+    body = "".join(f"\n{pad}    {e}" for e in eqns) or f"\n{pad}    "    # JAX keeps an empty body's line
     return f"{{ lambda {consts}; {args}. let{body}\n{pad}  in {outs} }}"
 
 

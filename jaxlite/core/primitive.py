@@ -40,6 +40,14 @@ class Primitive:
 # jaxlite.lower rewrite lax primitives without importing jaxlite.lax.
 compiler_rewrites = {}
 
+
+class CannotRewrite(Exception):
+    """Raised by a compiler rewrite that does not apply: the equation is kept as it is."""
+
+# Primitives on hijax types: primitive -> rule(*values, **params) computing it where values of
+# hi types are their raised Python objects holding arrays (core/hi_lowering.py).
+hi_lowerings = {}
+
 # Call primitives: an equation's value is its `jaxpr` param (a ClosedJaxpr) applied to
 # its operands; they differ only in their transformation rules (jit, custom_jvp/vjp,
 # checkpoint). Each one's module registers it here, so that the compiler inlines their

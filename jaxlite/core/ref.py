@@ -159,6 +159,10 @@ class Ref:
     ndim = property(lambda self: len(self._value.shape))
     size = property(lambda self: int(np.prod(self._value.shape)))
 
+    def unsafe_buffer_pointer(self):
+        """The address of the buffer holding the reference's current value."""
+        return np.asarray(self._value).ctypes.data
+
     def __len__(self):
         return self.shape[0]
 

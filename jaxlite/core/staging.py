@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from jaxlite.core import dtypes, errors
-from jaxlite.core.abstract import ShapedArray, ShapeDtypeStruct
+from jaxlite.core.abstract import ShapedArray, ShapeDtypeStruct, hi_type_of, hitype_typeof, is_hi
 from jaxlite.core.array import Array
 from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from jaxlite.core.ref import Ref, discharged, lifting_closed_over_refs
@@ -61,6 +61,8 @@ class JaxprTrace(Trace):
     def _const_var(self, value):
         entry = self.const_vars.get(id(value))
         if entry is None:
+            if type(value) in hitype_typeof:
+                _check_hi_constant(value)
             entry = (Var(abstractify(value)), value)
             self.const_vars[id(value)] = entry
         return entry[0]
@@ -84,6 +86,16 @@ class JaxprTrace(Trace):
         return ClosedJaxpr(Jaxpr(constvars, self.invars, self.eqns, outvars), consts)
 
 
+def _check_hi_constant(value):
+    """A hijax value the function did not get as an argument nor from a primitive: it must hold
+    no traced arrays (a hi type's constructor called on tracers smuggles them out)."""
+    aval = hi_type_of(value)
+    if any(isinstance(lo, Tracer) for lo in aval.lower_val(value)):
+        raise TypeError(f"a {type(value).__name__} (of hijax type {aval.str_short()}) holding traced arrays "
+                        "was built in traced code by calling its constructor: values of a hijax type "
+                        "must come from the primitives that produce them (their expand may construct it)")
+
+
 def _is_literal(x):
     if type(x) is Array:
         return x.ndim == 0
@@ -105,14 +117,16 @@ def abstractify(x):
         return ShapedArray((), dtype, weak)
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype))
+    if type(x) in hitype_typeof:
+        return hi_type_of(x)
     raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid jaxlite type: "
                     "arguments must be arrays, numpy arrays or Python scalars "
                     "(or pytrees of them)")
 
 
-def trace_to_jaxpr(flat_fun, in_avals, description="a staged function"):
+def trace_to_jaxpr(flat_fun, in_avals, description="a staged function", trace_type=JaxprTrace):
     """Trace `flat_fun(*tracers) -> list of outputs` into a ClosedJaxpr."""
-    trace = JaxprTrace(description)
+    trace = trace_type(description)
     try:
         args = [trace.new_arg(a) for a in in_avals]
         with set_current_trace(trace):
@@ -131,7 +145,7 @@ def flatten_fun(fun, in_tree):
         outputs = fun(*args, **kwargs)
         leaves, out_tree = tree_flatten(outputs)
         for leaf in leaves:
-            if not isinstance(leaf, _OUTPUT_TYPES):
+            if not isinstance(leaf, _OUTPUT_TYPES) and type(leaf) not in hitype_typeof:
                 raise _invalid_output_error(fun, leaf)
         out_tree_cell.append(out_tree)
         return leaves
@@ -196,7 +210,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         flat_fun, out_tree = flatten_fun(_with_static(fun, static), in_tree)
         # A Ref argument is an input (its value) and an output (its final value).
         refs = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
-        avals = [x.aval.inner_aval if isinstance(x, Ref) else abstractify(x) for x in flat_args]
+        avals = [x.aval.inner_aval if isinstance(x, Ref) else _aval_of_spec(x) for x in flat_args]
         # Refs it closes over are lifted as jit lifts them: inputs and outputs of the jaxpr.
         traced = lifting_closed_over_refs(discharged(flat_fun, refs), [])
         closed = trace_to_jaxpr(traced, avals, f"make_jaxpr of {_function_name(fun)}")
@@ -214,20 +228,15 @@ def eval_shape(fun, *args, **kwargs):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     avals = [_aval_of_spec(x) for x in flat_args]
     closed = trace_to_jaxpr(flat_fun, avals, f"eval_shape of {_function_name(fun)}")
-    shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+    # A hijax type is its own description (JAX returns it as is).
+    shapes = [a if is_hi(a) else ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+              for a in closed.out_avals]
     return tree_unflatten(out_tree[0], shapes)
-
-
-# Types of values that code defines with jax.experimental.hijax.register_hitype.
-hitype_typeof = {}
 
 
 def typeof(x):
     """The abstract value of an array, tracer or Python scalar (a ShapedArray), of a
     mutable array reference (an AbstractRef), or of a registered hijax value."""
-    rule = hitype_typeof.get(type(x))
-    if rule is not None:
-        return rule(x)
     return x.aval if isinstance(x, Ref) else abstractify(x)
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from jaxlite.core import errors, extended
-from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.abstract import ShapedArray, hi_type_of, hitype_typeof, is_hi
 from jaxlite.core.array import Array, wrap_numpy_outputs
 from jaxlite.core.config import config
 
@@ -112,8 +112,10 @@ class EvalTrace(Trace):
             values = [_numpy_value(x, Array) for x in args]
         except extended.ExtendedOperand:
             return extended.evaluate(primitive, args, params)
+        if primitive.abstract_eval is None:     # as JAX, a primitive with only an impl runs eagerly
+            return _impl_only(primitive, values, params)
         out_avals = primitive.abstract_eval_list([_aval(x, v) for x, v in zip(args, values)], params)
-        errors.check_allocation(sum(a.size * a.dtype.itemsize for a in out_avals), lambda: (
+        errors.check_allocation(sum(a.size * a.dtype.itemsize for a in out_avals if not is_hi(a)), lambda: (
             f"the result of {primitive.name} ({', '.join(a.str_short() for a in out_avals)})"))
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) without numpy's warnings, as in JAX
             outputs = primitive.impl(*values, **params)
@@ -125,6 +127,13 @@ class EvalTrace(Trace):
         return "eager evaluation"
 
 
+def _impl_only(primitive, values, params):
+    outputs = primitive.impl(*values, **params)
+    if not primitive.multiple_results:
+        return Array(np.asarray(outputs))
+    return [Array(np.asarray(o)) for o in outputs]
+
+
 def _numpy_value(x, array_type):
     if type(x) is array_type:
         return x._value
@@ -132,10 +141,14 @@ def _numpy_value(x, array_type):
         raise errors.escaped_tracer_error(x)
     if isinstance(x, extended.ExtendedArray):
         raise extended.ExtendedOperand
+    if type(x) in hitype_typeof:
+        return x
     return np.asarray(x)
 
 
 def _aval(x, value):
+    if value is x and type(x) in hitype_typeof:
+        return hi_type_of(x)
     return ShapedArray(value.shape, value.dtype, getattr(x, "weak_type", False))
 
 

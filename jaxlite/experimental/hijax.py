@@ -11,21 +11,27 @@ and vmap call the rules. Reverse mode (grad, vjp) uses `vjp_fwd`/`vjp_bwd` when
 they are defined, forward mode (jvp, jacfwd) uses `jvp`.
 
 `HiPrimitive` is the older form: a Primitive subclass with `impl`, `abstract_eval`,
-`to_lojax`, `jvp` and `transpose` methods, on array operands. The type classes
-(`HiType`, `MutableHiType`, `AvalQDD`, ...) are here so that code declaring its own
-types imports and subclasses them (flax.nnx does, for its opt-in hijax Variables);
-values of such types are not accepted by jit: jaxlite traces arrays only.
+`to_lojax`, `jvp` and `transpose` methods.
+
+`HiType` defines a type of immutable values made of arrays (a quantized array, a tuple):
+`lo_ty` lists its arrays' types, `lower_val`/`raise_val` convert a value to and from them,
+`to_tangent_aval` names its tangent type (with `vspace_zero`/`vspace_add` when that is a
+hi type too). `register_hitype(cls, typeof)` makes instances of `cls` values of that type:
+they cross jit as arguments, results and intermediates, each one variable of its type in
+jaxprs (core/hi_lowering.py turns them into their arrays when a program is compiled), and
+grad/vjp/jvp take them, with cotangents of their tangent type. Not yet: vmap and control
+flow (scan, cond, while) over hi values, and mutable hi types (`MutableHiType`, whose
+classes are here so that code declaring its own types imports them).
 """
 import dataclasses
 
 import numpy as np
 
-from jaxlite.core.abstract import AbstractValue, ShapedArray
+from jaxlite.core.abstract import AbstractValue, ShapedArray, hitype_typeof, is_hi
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.effects import control_flow_allowed_effects
-from jaxlite.core.primitive import Primitive, compiler_rewrites
+from jaxlite.core.primitive import Primitive, compiler_rewrites, hi_lowerings
 from jaxlite.core.ref import AbstractRef
-from jaxlite.core.staging import hitype_typeof
 from jaxlite.core.trace import EVAL_TRACE, current_trace
 from jaxlite.core.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxlite.transforms import ad, batching
@@ -38,6 +44,11 @@ from jaxlite.transforms.partial_eval import PartialEvalTrace
 __all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType",
            "MutableHiType", "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method", "aval_property",
            "control_flow_allowed_effects", "instantiate_zeros", "is_undefined_primal", "register_hitype"]
+
+
+def __dir__():
+    """The public names only (not this module's imports and helpers)."""
+    return sorted(__all__)
 
 
 # ---------------------------------------------------------------- types
@@ -62,6 +73,9 @@ class HiType(AbstractValue):
 
     def to_ct_aval(self):
         return self.to_tangent_aval()
+
+    def str_short(self, short_dtypes=False, mesh_axis_types=False):
+        return repr(self)
 
 
 class MutableHiType(AbstractValue):
@@ -127,6 +141,7 @@ class HiPrimitive(Primitive):
         ad.jvp_rules[self] = lambda primals, tangents, **params: self.jvp(primals, tangents, **params)
         ad.transpose_rules[self] = lambda cts, *args, **params: self.transpose(cts, *args, **params)
         compiler_rewrites[self] = lambda *args, memory_orders, **params: self.to_lojax(*args, **params)
+        hi_lowerings[self] = self.to_lojax
 
     def bind(self, *args, **params):
         if current_trace() is EVAL_TRACE:         # eager: impl runs on the arrays themselves
@@ -351,20 +366,26 @@ def _is_array_like(x):
 
 
 def _call_hi_primitive_impl(*values, _prim):
-    args = [Array(np.asarray(v), a.weak_type) for v, a in zip(values, _prim.in_avals_flat)]
-    outs = _prim.out_tree.flatten_up_to(_prim.expand(*tree_unflatten(_prim.in_tree, args)))
-    return [np.asarray(o._value if type(o) is Array else o) for o in outs]
+    """expand on the values: arrays (as Arrays, with their declared weak types) and hi values."""
+    args = [v if is_hi(a) else Array(np.asarray(v), a.weak_type) for v, a in zip(values, _prim.in_avals_flat)]
+    outs = _call_hi_primitive_expanded(*args, _prim=_prim)
+    return [o if is_hi(a) else np.asarray(o._value if type(o) is Array else o)
+            for o, a in zip(outs, _prim.out_avals_flat)]
 
 
 def _call_hi_primitive_abstract_eval(*avals, _prim):
     for position, (aval, expected) in enumerate(zip(avals, _prim.in_avals_flat)):
-        if aval.shape != expected.shape or aval.dtype != expected.dtype:
+        if is_hi(aval) or is_hi(expected):
+            mismatch = aval != expected
+        else:
+            mismatch = aval.shape != expected.shape or aval.dtype != expected.dtype
+        if mismatch:
             raise TypeError(f"input type mismatch for {_prim}: argument {position} has type "
                             f"{aval.str_short()} where in_avals declares {expected.str_short()}")
     return list(_prim.out_avals_flat)
 
 
-def _call_hi_primitive_expanded(*args, memory_orders, _prim):
+def _call_hi_primitive_expanded(*args, _prim):
     return _prim.out_tree.flatten_up_to(_prim.expand(*tree_unflatten(_prim.in_tree, list(args))))
 
 
@@ -399,6 +420,7 @@ def _call_hi_primitive_batch(axis, args, dims, _prim):
 call_hi_primitive_p = Primitive("call_hi_primitive", multiple_results=True)
 call_hi_primitive_p.def_impl(_call_hi_primitive_impl)
 call_hi_primitive_p.def_abstract_eval(_call_hi_primitive_abstract_eval)
-compiler_rewrites[call_hi_primitive_p] = _call_hi_primitive_expanded
+compiler_rewrites[call_hi_primitive_p] = lambda *args, memory_orders, _prim: _call_hi_primitive_expanded(*args, _prim=_prim)
+hi_lowerings[call_hi_primitive_p] = _call_hi_primitive_expanded
 ad.jvp_rules[call_hi_primitive_p] = _call_hi_primitive_jvp
 batching.axis_batch_rules[call_hi_primitive_p] = _call_hi_primitive_batch

@@ -60,14 +60,11 @@ def as_operand(x, dtype=None):
 
 def as_operands(*args):
     """Operands for an elementwise primitive: a Python scalar is a weakly typed array of its
-    default dtype (int32, float32, bool), as in JAX, so the primitive refuses a mix of dtypes
-    as JAX's lax does: lax.add(float32_array, 1.0) is float32, lax.add(float32_array, 1),
-    lax.add(float16_array, 1.0) and lax.add(1, 1.0) raise TypeError (jnp.add promotes).
-    One exception, where JAX would raise: a real scalar with a complex operand takes its dtype,
-    as jaxlite's complex rules (issue 16, under way) are written that way."""
-    complex_dtype = next((a.dtype for a in args if getattr(getattr(a, "dtype", None), "kind", None) == "c"), None)
-    return [as_operand(a, complex_dtype if complex_dtype is not None and not isinstance(a, bool) else None)
-            for a in args]
+    default dtype (int32, float32, complex64, bool), as in JAX, so the primitive refuses a mix
+    of dtypes as JAX's lax does: lax.add(float32_array, 1.0) is float32, lax.add(float32_array, 1),
+    lax.add(float16_array, 1.0), lax.add(complex64_array, 1.0) and lax.add(1, 1.0) raise
+    TypeError (jnp.add promotes)."""
+    return [as_operand(a) for a in args]
 
 
 def scalar_like(x, value):
@@ -85,13 +82,22 @@ def elementwise_shape(name, avals):
     return shapes.pop() if shapes else ()
 
 
+# The jnp function a mixed-dtype error points to, for the binary primitives JAX names one for.
+_JNP_EQUIVALENTS = {"add": "add", "atan2": "arctan2", "div": "divide", "eq": "equal", "max": "maximum",
+                    "min": "minimum", "mul": "multiply", "ne": "not_equal", "nextafter": "nextafter",
+                    "pow": "float_power", "sub": "subtract", "shift_left": "left_shift",
+                    "shift_right_logical": "right_shift", "shift_right_arithmetic": "right_shift"}
+
+
 def elementwise_aval(name, avals, accepts, out_dtype=None):
     for position, aval in enumerate(avals):
         check_dtype(name, aval, accepts, f"argument {position}")
     if len({a.dtype for a in avals}) > 1:
         shown = ", ".join(a.dtype.name for a in avals)
-        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. (Tip: "
-                        f"jnp.{name} is a similar function that does automatic type promotion on inputs).")
+        tip = _JNP_EQUIVALENTS.get(name)
+        tip = "" if tip is None else (f" (Tip: jnp.{tip} is a similar function that does automatic type "
+                                      "promotion on inputs).")
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}.{tip}")
     dtype = avals[0].dtype if out_dtype is None else out_dtype
     dtype = dtype(avals[0].dtype) if callable(dtype) else dtype
     weak = all(a.weak_type for a in avals) and dtypes.can_be_weak(dtype)
@@ -125,15 +131,33 @@ def _flushed_float_tiny(dtype):
 
 def _reading_subnormals_as_zero(numpy_fn):
     def impl(x, **params):
-        tiny = _flushed_float_tiny(x.dtype)
-        if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
-            magnitude = np.abs(x)
-            if magnitude.min() < tiny:                # zeros, or subnormals
-                subnormal = (magnitude < tiny) & (magnitude > 0)
-                if subnormal.any():
-                    x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
-        return numpy_fn(x, **params)
+        return numpy_fn(subnormals_flushed(x), **params)
     return impl
+
+
+def subnormals_flushed(x):
+    """x with its subnormals as signed zeros (float32/float64/bfloat16; others unchanged), as
+    FTZ/DAZ make compiled code read and write them."""
+    tiny = _flushed_float_tiny(x.dtype)
+    if tiny is not None and x.size and _may_hold_subnormals(x, tiny):
+        magnitude = np.abs(x)
+        if magnitude.min() < tiny:                # zeros, or subnormals
+            subnormal = (magnitude < tiny) & (magnitude > 0)
+            if subnormal.any():
+                x = np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x).astype(x.dtype)
+    return x
+
+
+def flushed_below(dtype):
+    """The smallest normal of a dtype whose subnormals compiled code flushes, else None."""
+    tiny = _flushed_float_tiny(np.dtype(dtype))
+    return None if tiny is None else float(tiny)
+
+
+def smallest_nonzero_magnitude(x):
+    """min |x| over x's nonzero entries (inf when there are none), as a Python float."""
+    magnitude = np.abs(x)
+    return float(np.min(magnitude, where=magnitude > 0, initial=np.inf))
 
 
 # Complex values are pairs of these floats to the hardware.

@@ -23,6 +23,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.ir import pp_params_rules
 from jaxlite.core.primitive import Primitive, compiler_rewrites
 from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lax.base import NUMBER, as_operand, check_dtype
@@ -136,6 +137,18 @@ def _conv_aval(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
 conv_general_dilated_p = Primitive("conv_general_dilated")
 conv_general_dilated_p.def_impl(_conv_impl)
 conv_general_dilated_p.def_abstract_eval(_conv_aval)
+
+
+def _conv_pp_params(eqn):
+    """As JAX prints them: jaxlite's operands are always laid out (N, C, spatial...), so its
+    dimension numbers are the identity; no sharding, precision or accumulator type chosen."""
+    rank = tuple(range(eqn.inputs[0].aval.ndim))
+    shown = dict(dimension_numbers=ConvDimensionNumbers(rank, rank, rank), out_sharding=None, precision=None,
+                 preferred_element_type=None)
+    return sorted({**shown, **eqn.params}.items())
+
+
+pp_params_rules[conv_general_dilated_p] = _conv_pp_params
 
 
 def _canonical_conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,

@@ -6,7 +6,9 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.array import Array
 from jaxlite.core.primitive import Primitive
+from jaxlite.core.trace import EVAL_TRACE, set_current_trace
 from jaxlite.lax.base import (ANY, FLOAT, INEXACT, INTEGER, INTEGRAL, NUMBER, ORDERED, REAL, as_operand,
                               as_operands, check_dtype, flushing_subnormals, naryop_primitive, scalar_like,
                               unary_primitive)
@@ -86,12 +88,18 @@ def _divide(x, y):
     return np.divide(x, y)
 
 
+def _div_jvp_denominator(t, x, y):
+    """-t x / y^2 rounded as JAX's rule rounds it, -t * x * y^-2: where the two terms of a
+    quotient's derivative nearly cancel (sin(s) / s near 0), a last-bit difference is the result."""
+    return mul(mul(neg(t), x), integer_pow(y, -2))
+
+
 div_p = naryop_primitive("div", _divide, NUMBER)
 fusion_rules.elementwise(div_p, "div")
 div = _bind_nary(div_p)
 defjvp(div_p,
        lambda t, x, y: div(t, y),
-       lambda t, x, y: mul(neg(t), div(div(x, y), y)))
+       lambda t, x, y: _div_jvp_denominator(t, x, y))
 ad.transpose_rules[div_p] = lambda ct, x, y: [unbroadcast(div(ct, y), x.aval), None]
 
 
@@ -109,18 +117,25 @@ defjvp(rem_p,
        lambda t, x, y: mul(neg(t), round(div(sub(x, rem(x, y)), y))))
 
 def _power(x, y):
-    """Through float64 for narrower floats: numpy's float32 power is off by an ulp at times
-    (9.5 ** 9.5 and larger), which the compiled pow, like XLA's, is not."""
-    if x.dtype.itemsize < 8 and dtypes.is_float(x.dtype):
-        return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
-    return np.power(x, y)
+    """libm's pow, as the compiled kernels (and XLA:CPU's) call it: numpy's float32 power is
+    its own approximation (a fifth of its results differ by an ulp), and even float64 pow
+    rounded to float32 differs from powf near a rounding tie. 16-bit floats go through powf
+    and one rounding, as jit computes them."""
+    if not dtypes.is_float(x.dtype):
+        return np.power(x, y)
+    from jaxlite.lower import libm_loops          # loads llvmlite: only when a float pow runs
+    if x.dtype.itemsize < 4:
+        return libm_loops.apply("pow", x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+    return libm_loops.apply("pow", x, y)
 
 
 pow_p = naryop_primitive("pow", _power, INEXACT)
 fusion_rules.elementwise(pow_p, "pow")
 def pow(x, y):
-    """x ** y; a Python scalar exponent takes x's dtype (JAX's pow takes an integer exponent)."""
-    y = scalar_like(x, y) if dtypes.is_python_scalar(y) and hasattr(x, "dtype") else y
+    """x ** y; a Python int exponent takes x's dtype (JAX's pow takes an integer exponent), a
+    Python float or complex one is of its default dtype, which x's must be (as JAX's)."""
+    if type(y) is int and hasattr(x, "dtype"):
+        y = scalar_like(x, y)
     return pow_p.bind(*as_operands(x, y))
 
 
@@ -441,7 +456,8 @@ def _integer_pow_aval(x, y):
 def _integer_pow_jvp(t, x, y):
     if y == 0:
         return mul(t, scalar_like(t, 0))
-    return mul(t, mul(integer_pow(x, y - 1), scalar_like(x, y)))
+    # As JAX writes it: y * x ** (y - 1), the power left out when it is x itself.
+    return mul(t, mul(scalar_like(x, y), x if y == 2 else integer_pow(x, y - 1)))
 
 
 defjvp(integer_pow_p, _integer_pow_jvp)
@@ -462,7 +478,7 @@ defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 exp2_p = unary_primitive("exp2", np.exp2, INEXACT)
 fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
-defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, float(np.log(2)))))
+defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, scalar_like(out, float(np.log(2))))))
 
 log_p = unary_primitive("log", np.log, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(log_p, "log")
@@ -474,7 +490,20 @@ fusion_rules.elementwise(log1p_p, "log1p")
 log1p = _bind_unary(log1p_p)
 defjvp(log1p_p, lambda t, x: div(t, add(x, scalar_like(x, 1))))
 
-expm1_p = unary_primitive("expm1", np.expm1, INEXACT)
+def _expm1_impl(x):
+    """numpy's expm1, and for complex z = a + bi: expm1(a) cos b - 2 sin^2(b / 2) (accurate near
+    0) + i e^a sin b, with XLA's values where numpy's differ: +0 real part at +-0 + 0i, and an
+    imaginary part b where b = 0 (so inf + 0i and nan + 0i keep a 0, not e^a * 0 = nan)."""
+    if not np.iscomplexobj(x):
+        return np.expm1(x)
+    a, b = x.real, x.imag
+    half_sin = np.sin(b / 2)
+    re = np.expm1(a) * np.cos(b) - 2 * half_sin * half_sin + 0.0    # + 0.0 makes -0 a +0
+    im = np.where(b == 0, b, np.exp(a) * np.sin(b))
+    return (re + 1j * im).astype(x.dtype) if np.ndim(x) else x.dtype.type(complex(re, im))
+
+
+expm1_p = unary_primitive("expm1", _expm1_impl, INEXACT)
 fusion_rules.elementwise(expm1_p, "expm1")
 expm1 = _bind_unary(expm1_p)
 defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, scalar_like(out, 1))))
@@ -495,7 +524,7 @@ def _rsqrt(x):
 rsqrt_p = unary_primitive("rsqrt", _rsqrt, INEXACT, subnormals_as_zero=True)
 fusion_rules.elementwise(rsqrt_p, "rsqrt")
 rsqrt = _bind_unary(rsqrt_p)
-defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), -0.5)))
+defjvp_with_output(rsqrt_p, lambda ts, out, x: mul(ts[0], mul(div(out, x), scalar_like(out, -0.5))))
 
 cbrt_p = unary_primitive("cbrt", np.cbrt, FLOAT, subnormals_as_zero=True)
 fusion_rules.elementwise(cbrt_p, "cbrt")
@@ -852,6 +881,9 @@ def convert_element_type(x, new_dtype, weak_type=False):
     x = as_operand(x, new_dtype if dtypes.is_python_scalar(x) else None)
     if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
         return x
+    if type(x) is Array:        # a constant: converted now (JAX folds it), never staged
+        with set_current_trace(EVAL_TRACE):
+            return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axes, canonicalize_axis
-from jaxlite.core.ir import pp_params_rules
+from jaxlite.core.ir import pp_params_rules, print_params_jaxlite_omits
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, as_operand, as_operands, check_dtype, shape_tuple
 from jaxlite.lax.elementwise import convert_element_type
@@ -131,6 +131,7 @@ def _reshape_impl(x, new_sizes, dimensions=None):
 
 
 reshape_p = _primitive("reshape", _reshape_impl, _reshape_aval)
+print_params_jaxlite_omits(reshape_p, sharding=None)
 fusion_rules.fused(reshape_p, fusion_rules.reshape_rule, layout_operand=fusion_rules.reshape_layout_operand)
 physical.structural(reshape_p)
 
@@ -478,6 +479,7 @@ def _iota_impl(dtype, shape, dimension):
 
 
 iota_p = _primitive("iota", _iota_impl, _iota_aval)
+print_params_jaxlite_omits(iota_p, sharding=None)
 fusion_rules.fused(iota_p, fusion_rules.iota_rule, recomputed=True)
 
 

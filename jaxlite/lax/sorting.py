@@ -7,6 +7,7 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray, canonicalize_axis
+from jaxlite.core.ir import pp_params_rules
 from jaxlite.core.primitive import Primitive
 from jaxlite.lax.base import ANY, NUMBER, as_operand, check_dtype
 from jaxlite.lax.shapes import broadcasted_iota
@@ -124,6 +125,8 @@ def _top_k_aval(operand, k):
 top_k_p = Primitive("top_k", multiple_results=True)
 top_k_p.def_impl(_top_k_impl)
 top_k_p.def_abstract_eval(_top_k_aval)
+# As JAX prints it: jaxlite's top_k works on the last axis, JAX's names it.
+pp_params_rules[top_k_p] = lambda eqn: [("axis", eqn.inputs[0].aval.ndim - 1), ("k", eqn.params["k"])]
 
 
 def top_k(operand, k):

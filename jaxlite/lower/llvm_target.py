@@ -156,9 +156,15 @@ def function_attributes(bits=None):
     """Attributes every generated function carries so the vectorizer uses full-width registers.
 
     Without "min-legal-vector-width" the backend splits explicit 512-bit vector ops in two.
+    "denormal-fp-math"="dynamic" tells LLVM the subnormal mode is set at run time (the entry
+    points set FTZ/DAZ; libm's bit tests ignore it): assuming IEEE subnormals it turned integer
+    tests of a float's bits (frexp's zero test) into float compares, which DAZ answers for
+    subnormals as for zeros; assuming flushed ones it would drop the explicit flushes before
+    libm calls.
     """
     bits = bits or vector_width_bits()
-    return {"prefer-vector-width": str(bits), "min-legal-vector-width": str(bits)}
+    return {"prefer-vector-width": str(bits), "min-legal-vector-width": str(bits),
+            "denormal-fp-math": "dynamic,dynamic"}
 
 
 def add_function_attributes(target, bits=None):

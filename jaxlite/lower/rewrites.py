@@ -13,7 +13,7 @@ wide accumulator (the same products and sums), so it lands on the low-precision 
 import numpy as np
 
 from jaxlite.core.ir import Var
-from jaxlite.core.primitive import compiler_rewrites
+from jaxlite.core.primitive import CannotRewrite, compiler_rewrites
 from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lower import primitives as P
 from jaxlite.lower.fusion_rules import LOWERINGS
@@ -29,14 +29,25 @@ def apply_rewrites(closed):
     rewriter, producers = Rewriter(closed), {}
     for eqn in jaxpr.eqns:
         emitted = len(rewriter.eqns)
+        rewritten = None
         if eqn.primitive in compiler_rewrites:
+            rewritten = _applying(eqn.replace(inputs=list(map(rewriter.read, eqn.inputs))), producers)
+        if rewritten is not None:
             # Layouts are read off the rewritten program: an earlier convolution's
             # result is laid out as its GEMM wrote it.
-            splice(rewriter, *_rewritten(eqn.replace(inputs=list(map(rewriter.read, eqn.inputs))), producers))
+            splice(rewriter, *rewritten)
         else:
             rewriter.emit(eqn)
         producers.update({v: new for new in rewriter.eqns[emitted:] for v in new.outputs})
     return rewriter.result()
+
+
+def _applying(eqn, producers):
+    """The equation's rewrite, or None where its rule does not apply."""
+    try:
+        return _rewritten(eqn, producers)
+    except CannotRewrite:
+        return None
 
 
 def _rewritten(eqn, producers):

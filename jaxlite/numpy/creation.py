@@ -1,5 +1,6 @@
 """Array creation: from Python data and numpy arrays, and filled arrays."""
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -105,6 +106,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     for name, bound in (("start", start), ("stop", stop), ("step", step)):
         if isinstance(bound, Tracer) and bound.to_concrete_value() is None:
             raise _arange_error(name, bound)
+    if stop is None and step is None:
+        return _iota_arange(start, dtype)
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -116,6 +119,16 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     dtype = dtypes.canonicalize_dtype(dtype)
     result = np.arange(_python_value(start), _python_value(stop), _python_value(step))
     return Array(result.astype(dtype))
+
+
+def _iota_arange(stop, dtype):
+    """arange(stop): an iota of ceil(stop) values (staged under a transformation, as JAX's)."""
+    stop = _python_value(stop)
+    if dtype is None:
+        dtype = dtypes.result_type(0, stop, 1)
+    else:
+        dtypes.check_user_dtype(dtype, "arange")
+    return lax.iota(dtypes.canonicalize_dtype(dtype), builtins.max(0, math.ceil(stop)))
 
 
 def _python_value(v):

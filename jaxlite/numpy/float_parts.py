@@ -52,6 +52,9 @@ def frexp(x, /):
     zero = lax.eq(magnitude_bits, constant(0))
     subnormal = lax.bitwise_and(lax.eq(exponent_field(raw), constant(0)), lax.bitwise_not(zero))
     special = lax.bitwise_or(zero, lax.eq(exponent_field(raw), constant(2 * bias + 1)))
+    if x.dtype == dtypes.bfloat16:
+        # JAX (XLA:CPU) gives a bfloat16 subnormal back as (x, 0), eager and jit alike.
+        special = lax.bitwise_or(special, subnormal)
     scaled = lax.select_n(subnormal, wide, lax.mul(wide, lax.full_like(wide, 2.0 ** mantissa_bits)))
     bits = lax.bitcast_convert_type(scaled, int_dtype)
     exponent = lax.sub(exponent_field(bits), constant(bias - 1))

@@ -189,30 +189,25 @@ def _slice_selection(s, size):
 
 
 def _static_basic_getitem(x, entries):
-    """A strided box (slice + rev), squeezed to drop integer axes (as JAX), or reshaped
-    where new axes come in too."""
-    selections, shape, axis, integer_axes = [], [], 0, []
+    """A strided box (slice + rev), its integer axes squeezed and new ones added (as JAX does)."""
+    selections, axis = [], 0
     for entry in entries:
         if entry is None:
-            shape.append(1)
             continue
         size = x.shape[axis]
-        if isinstance(entry, slice):
-            selection = _slice_selection(entry, size)
-            shape.append(selection.count)
-        else:
-            selection = _AxisSelection(entry % size, 1, 1)
-            integer_axes.append(axis)
-        selections.append(selection)
+        selections.append(_slice_selection(entry, size) if isinstance(entry, slice)
+                          else _AxisSelection(entry % size, 1, 1))
         axis += 1
     starts = [s.start for s in selections]
     limits = [s.last() + 1 if s.count else s.start for s in selections]
     box = lax.slice(x, starts, limits, [s.step for s in selections])
     flipped = tuple(i for i, s in enumerate(selections) if s.reversed)
     box = lax.rev(box, flipped) if flipped else box
-    if integer_axes and None not in entries:
-        return lax.squeeze(box, tuple(integer_axes))
-    return lax.reshape(box, tuple(shape))
+    indexed = [e for e in entries if e is not None]
+    integer_axes = tuple(i for i, e in enumerate(indexed) if not isinstance(e, slice))
+    box = lax.squeeze(box, integer_axes) if integer_axes else box
+    new_axes = tuple(i for i, e in enumerate(e for e in entries if e is None or isinstance(e, slice)) if e is None)
+    return lax.expand_dims(box, new_axes) if new_axes else box
 
 
 def _normalized(i, size):

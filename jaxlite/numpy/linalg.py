@@ -223,14 +223,32 @@ def _parity_sign(odd, dtype):
 
 
 def det(a):
+    """As JAX computes it (the same roundings, and +0 at a singular matrix): 2x2 and 3x3
+    determinants written out, larger ones sign * exp(log|det|) from slogdet."""
     a = _square("det", a)
+    if a.shape[-1] == 2:
+        return _small_determinant_and_adjugate_t(a)[0]
+    if a.shape[-1] == 3:
+        return _determinant_3x3(a)
     return _det(a)
+
+
+def _determinant_3x3(a):
+    """The six products of the rule of Sarrus, summed in JAX's order."""
+    e = lambda i, j: a[..., i, j]
+    positive = [lax.mul(lax.mul(e(0, k), e(1, (k + 1) % 3)), e(2, (k + 2) % 3)) for k in range(3)]
+    negative = [lax.mul(lax.mul(e(0, 2), e(1, 1)), e(2, 0)), lax.mul(lax.mul(e(0, 0), e(1, 2)), e(2, 1)),
+                lax.mul(lax.mul(e(0, 1), e(1, 0)), e(2, 2))]
+    total = lax.add(lax.add(positive[0], positive[1]), positive[2])
+    for term in negative:
+        total = lax.sub(total, term)
+    return total
 
 
 @custom_jvp
 def _det(a):
-    diagonal, odd = _lu_diagonal_and_parity(a)
-    return lax.mul(_parity_sign(odd, a.dtype), lax.reduce_prod(diagonal, (diagonal.ndim - 1,)))
+    sign, log_abs = _slogdet(a, "lu")
+    return lax.mul(sign, lax.convert_element_type(lax.exp(log_abs), sign.dtype))
 
 
 @_det.defjvp
@@ -274,9 +292,16 @@ def slogdet(a, *, method=None):
 
 
 def _slogdet_value(a, method):
+    if method == "lu" and 0 < a.shape[-1] <= 2:
+        # Written out for 1x1 and 2x2, as JAX (the sign of a zero determinant is its own).
+        determinant = _small_determinant_and_adjugate_t(a)[0]
+        return lax.sign(determinant), lax.log(lax.abs(determinant))
     diagonal, sign = _qr_diagonal_and_sign(a) if method == "qr" else _lu_diagonal_and_sign(a)
     last = (diagonal.ndim - 1,)
     sign = lax.mul(sign, lax.reduce_prod(lax.sign(diagonal), last))
+    # +0 at a singular matrix, as JAX (the product of signs can be -0).
+    singular = reductions.any(lax.eq(diagonal, lax.full_like(diagonal, 0)), axis=-1)
+    sign = lax.select_n(singular, sign, lax.full_like(sign, 0))
     return sign, lax.reduce_sum(lax.log(lax.abs(diagonal)), last)
 
 
@@ -290,7 +315,7 @@ def _slogdet_jvp(method, primals, tangents):
     determinant then gives JAX's infinities and NaNs; the sign is piecewise constant."""
     (a,), (a_dot,) = primals, tangents
     sign, log_abs = _slogdet(a, method)
-    if a.shape[-1] <= 2:
+    if 0 < a.shape[-1] <= 2:
         determinant, adjugate_t = _small_determinant_and_adjugate_t(a)
         derivative = lax.div(reductions.sum(lax.mul(adjugate_t, a_dot), axis=(-2, -1)), determinant)
     else:

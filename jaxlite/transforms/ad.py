@@ -18,13 +18,13 @@ import functools
 import numpy as np
 
 from jaxlite.core import dtypes, errors
-from jaxlite.core.abstract import ShapedArray
+from jaxlite.core.abstract import ShapedArray, hi_type_of, is_hi
 from jaxlite.core.array import Array, as_array_argument
 from jaxlite.core.ir import Literal, Var, dce_closed
 from jaxlite.core.staging import eval_jaxpr, flatten_fun, jaxpr_as_fun, literal_value, trace_to_jaxpr
 from jaxlite.core.trace import Trace, Tracer, current_trace, set_current_trace
 from jaxlite.core.ref import Ref
-from jaxlite.core.tree_util import Partial, register_pytree_node, tree_flatten, tree_unflatten
+from jaxlite.core.tree_util import register_pytree_node, tree_flatten, tree_unflatten
 
 jvp_rules = {}
 transpose_rules = {}
@@ -66,7 +66,9 @@ def is_undefined(x):
 
 
 def aval_of(x):
-    return x.aval if hasattr(x, "aval") else as_array_argument(x).aval
+    if hasattr(x, "aval"):
+        return x.aval
+    return hi_type_of(x) or as_array_argument(x).aval
 
 
 def zero_like(x):
@@ -75,7 +77,9 @@ def zero_like(x):
 
 def tangent_aval(aval):
     """Tangents have the primal's shape and dtype, never a weak type; those of an extended
-    dtype (typed keys) are float0, as in JAX."""
+    dtype (typed keys) are float0, as in JAX; a hijax type names its own."""
+    if is_hi(aval):
+        return aval.to_tangent_aval()
     if isinstance(aval.dtype, dtypes.ExtendedDType):
         return ShapedArray(aval.shape, dtypes.float0)
     return ShapedArray(aval.shape, aval.dtype)
@@ -106,6 +110,8 @@ def zeros(aval):
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
     from jaxlite import lax  # lax registers into this module's tables: import lazily
+    if is_hi(aval):
+        return aval.vspace_zero()
     return lax.full(aval.shape, 0, aval.dtype)
 
 
@@ -114,6 +120,9 @@ def add_tangents(a, b):
         return b
     if is_zero(b):
         return a
+    aval = aval_of(a)
+    if is_hi(aval):
+        return aval.vspace_add(a, b)
     from jaxlite import lax
     return lax.add_any(a, b)
 
@@ -281,7 +290,11 @@ def jvp(fun, primals, tangents):
 
 def _check_tangent_type(primal, tangent):
     p_aval, t_aval = aval_of(primal), aval_of(tangent)
-    if p_aval.shape != t_aval.shape or p_aval.dtype != t_aval.dtype:
+    if is_hi(p_aval) or is_hi(t_aval):
+        if tangent_aval(p_aval) != t_aval:
+            raise TypeError(f"jvp: the tangent of a primal of type {p_aval.str_short()} must be of its "
+                            f"tangent type {tangent_aval(p_aval).str_short()}, got {t_aval.str_short()}")
+    elif p_aval.shape != t_aval.shape or p_aval.dtype != t_aval.dtype:
         raise TypeError("jvp: primal and tangent arguments must have equal shapes and dtypes, "
                         f"got primal {p_aval.str_short()} and tangent {t_aval.str_short()}")
 
@@ -332,8 +345,9 @@ def tangents_out(outs, nonzeros, avals):
 
 
 def is_differentiable(aval):
-    """Only floating-point and complex values carry tangents; integer and boolean ones are constant."""
-    return dtypes.is_inexact(aval.dtype)
+    """Only floating-point and complex values carry tangents; integer and boolean ones are constant.
+    A hijax type's values carry tangents of the type its to_tangent_aval names."""
+    return is_hi(aval) or dtypes.is_inexact(aval.dtype)
 
 
 # ---------------------------------------------------------------- call primitives
@@ -510,8 +524,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     out_tree = trees["out"]
     pullback = _Pullback(linear, out_tree, [aval_of(o) for o in outs], out_nonzero, in_tree,
                          [aval_of(p) for p in flat_primals])
-    # A pytree (its leaves are the residuals), so the function can cross a jit boundary.
-    vjp_fun = VJP(pullback, list(linear.consts))
+    vjp_fun = VJP.of_residuals(pullback, in_tree, out_tree, flat_primals, list(linear.consts))
     out = tree_unflatten(out_tree, outs)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
@@ -554,8 +567,44 @@ class GradRef(GradValue):
     """What with_refs returns for an argument whose cotangent was added into a Ref."""
 
 
-class VJP(Partial):
-    """The function vjp returns: a pytree of its residuals, callable on a cotangent."""
+class NotNeeded:
+    """Stands in VJP.args_res for a primal input the backward pass does not read."""
+
+    def __repr__(self):
+        return "NotNeeded()"
+
+
+class VJP:
+    """The function vjp returns, callable on a cotangent. A pytree whose leaves are its residuals:
+    `args_res` holds the primal arguments (NotNeeded() for inputs the backward pass does not
+    read), `opaque_residuals` the other values it saved; so it can cross a jit boundary, and a
+    caller may drop an argument from args_res and put it back before calling."""
+
+    def __init__(self, fun, in_tree, out_tree, args_res, opaque_residuals):
+        self.fun, self.in_tree, self.out_tree = fun, in_tree, out_tree
+        self.args_res, self.opaque_residuals = args_res, opaque_residuals
+
+    @classmethod
+    def of_residuals(cls, pullback, in_tree, out_tree, flat_primals, residuals):
+        """Residuals that are primal inputs go to args_res, the rest stay opaque."""
+        position = {id(p): k for k, p in reversed(list(enumerate(flat_primals)))}
+        sources = [position.get(id(r), None) for r in residuals]
+        needed = set(s for s in sources if s is not None)
+        arg_leaves = [p if k in needed else NotNeeded() for k, p in enumerate(flat_primals)]
+        opaque = [r for r, s in zip(residuals, sources) if s is None]
+        args_res = tree_unflatten(in_tree, arg_leaves)[0]
+        args_tree = tree_flatten(args_res, is_leaf=lambda x: isinstance(x, NotNeeded))[1]
+        return cls(_ResidualPullback(pullback, sources), args_tree, out_tree, list(args_res), opaque)
+
+    jaxpr = property(lambda self: self.fun.pullback.jaxpr)
+
+    def __call__(self, out_ct, *extra_args):
+        if extra_args:
+            raise TypeError(f"The function returned by `jax.vjp` was called with {1 + len(extra_args)} "
+                            "arguments, but it takes a single argument: the cotangent of the single "
+                            "value the differentiated function returns (a tuple or other container "
+                            "when it returns one: call f_vjp((a, b)), not f_vjp(a, b))")
+        return self.fun(self.args_res, self.opaque_residuals, out_ct)
 
     def with_refs(self, *targets):
         """The pullback, one target per primal argument: a Ref (the cotangent is added into
@@ -567,6 +616,32 @@ class VJP(Partial):
                                 f"got {len(targets)}")
             return tuple(_deliver(target, value) for target, value in zip(targets, cts))
         return pullback
+
+    def __repr__(self):
+        return (f"VJP(fun={self.fun!r}, in_tree={self.in_tree}, out_tree={self.out_tree}, "
+                f"args_res={self.args_res!r}, opaque_residuals={self.opaque_residuals!r})")
+
+
+class _ResidualPullback:
+    """The pullback given its residuals back from args_res and opaque_residuals: `sources`
+    names, for each residual, the flat primal input it is (None: the next opaque one)."""
+
+    def __init__(self, pullback, sources):
+        self.pullback, self.sources = pullback, sources
+
+    def __call__(self, args_res, opaque_residuals, ct):
+        arg_leaves = tree_flatten(tuple(args_res), is_leaf=lambda x: isinstance(x, NotNeeded))[0]
+        opaque = iter(opaque_residuals)
+        residuals = [next(opaque) if k is None else arg_leaves[k] for k in self.sources]
+        missing = sorted(set(k for k, r in zip(self.sources, residuals) if isinstance(r, NotNeeded)))
+        if missing:
+            raise ValueError(f"vjp: the backward pass reads primal input leaves {missing}, but "
+                             "args_res holds NotNeeded() for them: put the arguments back in "
+                             "f_vjp.args_res before calling it")
+        return self.pullback(residuals, ct)
+
+    def __repr__(self):
+        return f"pullback({self.pullback.jaxpr})"
 
 
 def _vjp_of_refs(fun, primals, has_aux):
@@ -620,8 +695,9 @@ def _deliver(target, ct):
 for _marker in (DidntWant, GradRef):
     register_pytree_node(_marker, lambda marker: ((), type(marker)), lambda kind, _: kind())
 
-register_pytree_node(VJP, lambda f: ((f.args, f.keywords), f.func),
-                     lambda func, children: VJP(func, *children[0], **children[1]))
+register_pytree_node(NotNeeded, lambda marker: ((), None), lambda _, children: NotNeeded())
+register_pytree_node(VJP, lambda f: ((f.args_res, f.opaque_residuals), (f.fun, f.in_tree, f.out_tree)),
+                     lambda static, children: VJP(*static, *children))
 
 
 class _Pullback:
@@ -650,14 +726,21 @@ class _Pullback:
 
 def _check_cotangent(out_aval, ct):
     ct_aval = aval_of(as_array_argument(ct))
-    if out_aval.shape != ct_aval.shape or out_aval.dtype != ct_aval.dtype:
+    if is_hi(out_aval) or is_hi(ct_aval):
+        if ct_aval != out_aval.to_ct_aval():
+            raise ValueError(f"vjp: the cotangent {ct_aval.str_short()} does not match the primal output "
+                             f"{out_aval.str_short()}, whose cotangent type is {out_aval.to_ct_aval().str_short()}")
+    elif out_aval.shape != ct_aval.shape or out_aval.dtype != ct_aval.dtype:
         raise ValueError(f"vjp: the cotangent {ct_aval.str_short()} does not match the primal output "
                          f"{out_aval.str_short()}: shapes and dtypes must be equal")
 
 
 def _cotangent_value(ct, primal_aval):
     """Cotangents are arrays for the user, weakly typed as their primal (as JAX); an integer
-    input gets zeros of its own dtype, a typed key float0 zeros."""
+    input gets zeros of its own dtype, a typed key float0 zeros; a hijax input, a value of its
+    tangent type."""
+    if is_hi(primal_aval):
+        return zeros(tangent_aval(primal_aval)) if is_zero(ct) else ct
     if is_zero(ct):
         return zeros(tangent_aval(primal_aval))
     if primal_aval.weak_type and not aval_of(ct).weak_type and aval_of(ct).dtype == primal_aval.dtype:
@@ -744,7 +827,8 @@ def select_args(fun, argnums, args, kwargs):
 
 
 def _leaf_dtypes(tree):
-    return [aval_of(as_array_argument(leaf)).dtype for leaf in tree_flatten(tree)[0]]
+    avals = [aval_of(as_array_argument(leaf)) for leaf in tree_flatten(tree)[0]]
+    return [a.dtype for a in avals if not is_hi(a)]
 
 
 def check_holomorphic_dtypes(name, tree, role):
@@ -812,7 +896,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         out, vjp_fun, *aux = vjp(partial, *chosen, has_aux=has_aux)
         _check_scalar_output(out, holomorphic)
         from jaxlite import lax
-        grads = vjp_fun(lax.full((), 1, aval_of(as_array_argument(out)).dtype))
+        out_aval = aval_of(as_array_argument(out))     # the seed is weakly typed as the output (as JAX)
+        grads = vjp_fun(lax.convert_element_type(1, out_aval.dtype, weak_type=out_aval.weak_type))
         grads = grads[0] if isinstance(argnums, int) else grads
         return ((out, aux[0]) if has_aux else out), grads
 

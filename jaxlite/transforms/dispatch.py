@@ -93,7 +93,7 @@ def run_entry(entry, flat_args):
     owned = claim_donations(flat_args, paired) if paired else ()
     values = [numpy_argument(x, aval) for x, aval in zip(flat_args, entry.in_avals)]
     extra = len(entry.extra_args)
-    outs = executable(entry.extra_args + values, {p + extra for p in owned})
+    outs = executable([*entry.extra_args, *values], {p + extra for p in owned})
     if paired:
         delete_donated(flat_args, paired)
     return [wrap_physical(Array(o, weak), aval)

@@ -31,7 +31,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from jaxlite.core import dtypes, errors, extended
+from jaxlite.core import dtypes, errors, extended, hi_lowering
+from jaxlite.core.abstract import is_hi
 from jaxlite.core.array import Array, intern_signature, signature_of
 from jaxlite.core.config import config
 from jaxlite.core import ref as ref_module
@@ -125,8 +126,10 @@ class _CacheEntry:
         self.closed, self.out_tree, self.name = closed, out_tree, name
         self.donated = donated      # per flat argument (after extra_args): given up by the caller?
         self.in_avals = closed.in_avals
-        self.out_weak_types = [a.weak_type for a in closed.out_avals]
+        self.out_weak_types = [getattr(a, "weak_type", False) for a in closed.out_avals]
         self.executable = None
+        # Taking or returning hijax values: run as `lowered`, the program on their arrays.
+        self.hi_boundary, self.lowered = hi_lowering.has_hi_boundary(closed), None
         self.lock = threading.Lock()
 
     extra_args = ()
@@ -137,8 +140,17 @@ class _CacheEntry:
         with self.lock:
             if self.executable is None:
                 donated = (False,) * len(self.extra_args) + tuple(self.donated) if any(self.donated) else ()
-                self.executable = _compile(self.closed, self.name, donated)
+                self.executable = _compile(hi_lowering.lower_hi_jaxpr(self.closed), self.name, donated)
             return self.executable
+
+    def run(self, flat_args):
+        """The outputs for flat arguments (Arrays, numpy values, scalars or hijax values)."""
+        if not self.hi_boundary:
+            return dispatch.run_entry(self, flat_args)
+        if self.lowered is None:
+            self.lowered = _CacheEntry(hi_lowering.lower_hi_jaxpr(self.closed), None, self.name)
+        lo_args = hi_lowering.lower_values(self.in_avals, flat_args)
+        return hi_lowering.raise_values(self.closed.out_avals, dispatch.run_entry(self.lowered, lo_args))
 
     def free(self):
         """Drop this entry's executable; its machine code goes with the last caller holding
@@ -192,6 +204,8 @@ def _jit_impl(*args, jaxpr, name):
     if entry is None:
         entry = _CacheEntry(jaxpr, None, name)
         _jaxpr_cache.put(jaxpr, entry)
+    if entry.hi_boundary:
+        return entry.run(list(args))
     return entry.get_executable()(list(args))
 
 
@@ -303,8 +317,8 @@ class JittedFunction:
         if current_trace() is EVAL_TRACE:
             # Signatures first: a donated argument is deleted by the call.
             signatures = None if kwargs or self.static_argnums or not entry.cacheable or refs \
-                else _array_signatures(args)
-            outs = dispatch.run_entry(entry, flat_args)
+                or entry.hi_boundary else _array_signatures(args)
+            outs = entry.run(flat_args)
             if float_checks.enabled:
                 _check_floats(entry, flat_args, outs)
             elif signatures is not None:
@@ -539,6 +553,8 @@ def _leaf_signature(x, aval_of=abstractify):
         signature = signature_of(x)
         return (signature.shape, signature.dtype, signature.weak_type)
     aval = aval_of(x)
+    if is_hi(aval):
+        return ("hi", aval)
     return (aval.shape, aval.dtype, aval.weak_type)
 
 

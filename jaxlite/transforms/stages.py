@@ -10,7 +10,8 @@ import collections
 
 import numpy as np
 
-from jaxlite.core.abstract import ShapeDtypeStruct
+from jaxlite.core import hi_lowering
+from jaxlite.core.abstract import ShapeDtypeStruct, is_hi
 from jaxlite.core.array import Array
 from jaxlite.core.extended import physicalize, wrap_physical
 from jaxlite.core.staging import _aval_of_spec
@@ -87,7 +88,8 @@ class Traced(_Stage):
 
     def lower(self):
         from jaxlite.lower import pipeline
-        return Lowered(self._entry, self.in_tree, self._name, pipeline.lower_jaxpr(physicalize(self._entry.closed)))
+        lowered = pipeline.lower_jaxpr(physicalize(hi_lowering.lower_hi_jaxpr(self._entry.closed)))
+        return Lowered(self._entry, self.in_tree, self._name, lowered)
 
 
 class Lowered(_Stage):
@@ -161,10 +163,13 @@ class Compiled(_Stage):
             raise TypeError(f"Function compiled with input pytree does not match the input pytree it "
                             f"was called with: compiled with {self.in_tree}, called with {in_tree}")
         self._check_types(flat_args)
-        values = [numpy_argument(x, a) for x, a in zip(flat_args, self.in_avals)]
+        # Values of hijax types go in as their arrays and come out raised again.
+        lo_args = hi_lowering.lower_values(self.in_avals, flat_args)
+        values = [numpy_argument(x, a) for x, a in zip(lo_args, hi_lowering.lo_types(self.in_avals))]
         outs = self.executable(values)
-        arrays = [wrap_physical(Array(np.asarray(o), a.weak_type), a) for o, a in zip(outs, self.out_avals)]
-        return tree_unflatten(self.out_tree, arrays)
+        arrays = [wrap_physical(Array(np.asarray(o), a.weak_type), a)
+                  for o, a in zip(outs, hi_lowering.lo_types(self.out_avals))]
+        return tree_unflatten(self.out_tree, hi_lowering.raise_values(self.out_avals, arrays))
 
     call = __call__
 
@@ -172,7 +177,7 @@ class Compiled(_Stage):
         mismatches = []
         for i, (x, aval) in enumerate(zip(flat_args, self.in_avals)):
             given = _aval_of_spec(x)
-            if (given.shape, given.dtype) != (aval.shape, aval.dtype):
+            if given != aval if is_hi(aval) else (given.shape, given.dtype) != (aval.shape, aval.dtype):
                 mismatches.append(f"Argument {i} compiled with {aval.str_short()} and called with "
                                   f"{given.str_short()}")
         if mismatches:

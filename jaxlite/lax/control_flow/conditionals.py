@@ -1,8 +1,9 @@
 """cond and switch: one primitive, `cond`, choosing among branches by an int32 index.
 
 Operands are (index, consts of every branch, operands); each stored branch takes
-all the consts (ignoring the other branches') followed by the operands, so one
-equation passes one operand list whatever branch runs.
+all the consts (a value several close over once; each ignores the ones it does not
+read) followed by the operands, so one equation passes one operand list whatever
+branch runs.
 """
 import numpy as np
 
@@ -280,17 +281,30 @@ def _check_branch_outputs(traced, names, reference):
 
 
 def _join_consts(traced):
-    """One operand list for every branch: all branches' consts, each branch ignoring the others'."""
-    all_consts = [c for _, consts, _ in traced for c in consts]
-    const_avals = [c.aval for c in all_consts]
-    branches, start = [], 0
-    for jaxpr, consts, _ in traced:
-        end = start + len(consts)
+    """One operand list for every branch: the consts of all branches, a value two branches
+    close over passed once (as JAX's), each branch ignoring the ones it does not read."""
+    positions, all_consts = {}, []
+    keyed = [_const_keys(consts) for _, consts, _ in traced]
+    for keys, (_, consts, _) in zip(keyed, traced):
+        for key, c in zip(keys, consts):
+            if key not in positions:
+                positions[key] = len(all_consts)
+                all_consts.append(c)
+    branches = []
+    for keys, (jaxpr, consts, _) in zip(keyed, traced):
         inner = jaxpr.jaxpr
-        ignored_before = [Var(a) for a in const_avals[:start]]
-        ignored_after = [Var(a) for a in const_avals[end:]]
-        own_consts, own_args = inner.invars[:len(consts)], inner.invars[len(consts):]
-        invars = ignored_before + own_consts + ignored_after + own_args
+        const_vars = [Var(c.aval) for c in all_consts]
+        for key, v in zip(keys, inner.invars):
+            const_vars[positions[key]] = v
+        invars = const_vars + inner.invars[len(consts):]
         branches.append(ClosedJaxpr(Jaxpr([], invars, inner.eqns, inner.outvars), []))
-        start = end
     return tuple(branches), all_consts
+
+
+def _const_keys(consts):
+    """Each const's identity, and which occurrence of it in this branch it is."""
+    seen, keys = {}, []
+    for c in consts:
+        seen[id(c)] = seen.get(id(c), -1) + 1
+        keys.append((id(c), seen[id(c)]))
+    return keys

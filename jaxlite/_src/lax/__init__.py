@@ -1,0 +1,1 @@
+"""jax._src.lax: see lax.py."""
