@@ -209,6 +209,12 @@ def _never_freed(data):
     return address
 
 
+def _trampoline_ir():
+    module = ir.Module(name="jaxlite_trampoline")
+    _Emitter(module).emit()
+    return str(module)
+
+
 def trampoline():
     """The trampoline's method definition, compiled (or loaded from the kernel directory) on
     first use. Its IR is plain SSA, so LLVM's IR passes are skipped: they changed nothing a
@@ -216,11 +222,10 @@ def trampoline():
     global _trampoline
     with _trampoline_lock:
         if _trampoline is None:
-            module = ir.Module(name="jaxlite_trampoline")
-            _Emitter(module).emit()
             table = _process_table()
             llvm.add_symbol(_PROCESS_TABLE, ctypes.addressof(table))
-            compiled = program_cache.helper_module(str(module), "the call trampoline")
+            # Keyed by name: its IR is the same in every process (printing it took ~5 ms).
+            compiled = program_cache.helper_module(_trampoline_ir, "the call trampoline", name="trampoline")
             definition = _MethodDef(_never_freed(b"compiled_entry\0"), compiled.address("jaxlite_trampoline"),
                                     _METH_FASTCALL, None)
             _trampoline = (compiled, _never_freed(bytes(definition)), table)

@@ -259,17 +259,19 @@ def _restore_code(code):
 
 # ---------------------------------------------------------------- helpers
 
-def helper_module(llvm_ir, what):
+def helper_module(llvm_ir, what, name=None):
     """Machine code for a small generated helper (the call trampoline, the worker pool, its
     tasks), through the kernel directory (keyed by the IR; disk_cache.kernel_directory): a
     fresh process loads it instead of spending ~5-15 ms compiling. Their IR is written in SSA
     form with nothing for LLVM's IR passes to improve, so only the backend runs (the pool:
-    29 -> 14 ms; the trampoline 15 -> 8 ms)."""
-    build = lambda: llvm_target.compile_ir(llvm_ir, optimize_ir=False)
+    29 -> 14 ms; the trampoline 15 -> 8 ms). `name`: the helper's key instead of its IR, for IR
+    that depends on nothing but jaxlite's source (the environment digest covers it); then
+    `llvm_ir` may be a function making the IR, called only to compile it."""
+    build = lambda: llvm_target.compile_ir(llvm_ir() if callable(llvm_ir) else llvm_ir, optimize_ir=False)
     root = disk_cache.kernel_directory()
     if root is None:
         return build()
-    key = disk_cache.make_key("helper", str(llvm_ir).encode())
+    key = disk_cache.make_key("helper", (name if name is not None else str(llvm_ir)).encode())
     return load_or_build(key, what, build, _save_code, _restore_code, root)
 
 

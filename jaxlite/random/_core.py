@@ -26,7 +26,7 @@ from jaxlite.lax.special import erf, erf_inv
 from jaxlite.numpy.util import promote_to_inexact
 from jaxlite.random import _keys
 from jaxlite.random._keys import KeyTy, resolve_impl
-from jaxlite.transforms.jit import jit
+from jaxlite.transforms.jit import library_jit
 
 _UINT_BY_WIDTH = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 _WORD = 2 ** 32
@@ -328,7 +328,7 @@ def _normal_by_inverse_cdf(key, shape, dtype):
 # Eager draws this large run compiled: numpy's erf_inv costs ~1.5 us a value (a 5000 x 5000
 # draw took minutes), the compiled one a few ns, and a compile costs about a second.
 _COMPILED_DRAWS = 1 << 20
-_compiled_normal = jit(_normal_by_inverse_cdf, static_argnums=(1, 2))
+_compiled_normal = library_jit(_normal_by_inverse_cdf, static_argnums=(1, 2))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=None):

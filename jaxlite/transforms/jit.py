@@ -258,6 +258,12 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), d
     return JittedFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
+def library_jit(fun, static_argnums=()):
+    """jit for jaxlite's own functions made at import: it starts no warm-up, which waits for
+    the program's first jit (a program that never jits pays nothing for the compiler)."""
+    return JittedFunction(fun, static_argnums, (), ())
+
+
 def _as_tuple(x):
     if x is None:
         return ()
