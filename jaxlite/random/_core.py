@@ -11,6 +11,7 @@ Counters follow JAX's "partitionable" threefry scheme, its default: element i
 low 32-bit words and encrypted under the key. Splitting a key into keys of shape
 S uses the two output words of each element as a new key; a 32-bit draw xors them.
 """
+import functools
 import math
 from collections.abc import Sequence
 
@@ -315,7 +316,7 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
 
 def _normal(key, shape, dtype):
     if current_trace() is EVAL_TRACE and math.prod(shape) >= _COMPILED_DRAWS:
-        return _compiled_normal(key, shape, dtype)
+        return _compiled_normal()(key, shape, dtype)
     return _normal_by_inverse_cdf(key, shape, dtype)
 
 
@@ -328,7 +329,13 @@ def _normal_by_inverse_cdf(key, shape, dtype):
 # Eager draws this large run compiled: numpy's erf_inv costs ~1.5 us a value (a 5000 x 5000
 # draw took minutes), the compiled one a few ns, and a compile costs about a second.
 _COMPILED_DRAWS = 1 << 20
-_compiled_normal = jit(_normal_by_inverse_cdf, static_argnums=(1, 2))
+
+
+@functools.cache
+def _compiled_normal():
+    # Made at the first large draw: a jit made at import would start the compiler's warm-up
+    # in every program (lower/warm_up.py).
+    return jit(_normal_by_inverse_cdf, static_argnums=(1, 2))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=None):
