@@ -8,8 +8,8 @@ calls in microseconds for numpy, jaxlite and JAX, and the ratios jaxlite / numpy
 jaxlite / JAX (below 1: jaxlite is faster). jaxlite and JAX are given their own arrays
 (jnp.asarray, jax.device_put), as a program holding its data would; `--eager` times the
 transforms without jit (the per-call dispatch cost at small lengths). The lengths: powers of
-two 2^10..2^20 and non-powers of two (1000; 1009, a prime: Bluestein; 3^10; 2*3*5*7*11);
-with --eager 64..4096.
+two 2^10..2^20 and non-powers of two (1000; 1009, a prime: Bluestein; 3^10; 2*3*5*7*11),
+then a batch of 64 lines, fft2 of 512x512 and fftn of 128x128x16; with --eager 64..4096.
 """
 import sys
 import time
@@ -27,6 +27,7 @@ except ImportError:
 
 LENGTHS = [2 ** k for k in (10, 12, 14, 16, 18, 20)] + [1000, 1009, 3 ** 10, 2 * 3 * 5 * 7 * 11]
 EAGER_LENGTHS = [64, 256, 1024, 4096]
+MULTIDIMENSIONAL = [("fft", (64, 1024)), ("fft2", (512, 512)), ("fftn", (128, 128, 16))]
 BUDGET_SECONDS = 0.2     # per timing: repeats until it is spent (at least 3 calls)
 
 
@@ -54,27 +55,32 @@ def timings(name, x, eager=False):
 
 
 def check(name, x):
-    expected = getattr(np.fft, name)(x.astype(np.complex128 if name == "fft" else np.float64))
+    expected = getattr(np.fft, name)(x.astype(np.complex128 if np.iscomplexobj(x) else np.float64))
     got = np.asarray(jaxlite.jit(getattr(jnp.fft, name))(x))
     return float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
 
 
-def main(lengths, eager=False):
+def main(lengths, eager=False, shapes=()):
     rng = np.random.default_rng(0)
     print("eager (no jit)" if eager else "under jit")
     print(f"{'transform':>9s} {'n':>8s} | {'numpy us':>10s} {'jaxlite us':>10s} {'jax us':>10s} | "
           f"{'ours/numpy':>10s} {'ours/jax':>9s} | rel. error")
-    for n in lengths:
-        signals = {"fft": (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64),
-                   "rfft": rng.standard_normal(n).astype(np.float32)}
-        for name, x in signals.items():
-            row = timings(name, x, eager)
-            numpy_us, ours_us = row["numpy"] * 1e6, row["jaxlite"] * 1e6
-            jax_us = row["jax"] * 1e6 if "jax" in row else float("nan")
-            print(f"{name:>9s} {n:8d} | {numpy_us:10.1f} {ours_us:10.1f} {jax_us:10.1f} | "
-                  f"{ours_us / numpy_us:10.2f} {ours_us / jax_us:9.2f} | {check(name, x):.1e}", flush=True)
+    cases = [(name, (n,)) for n in lengths for name in ("fft", "rfft")]
+    for name, shape in cases + list(shapes):
+        x = rng.standard_normal(shape).astype(np.float32)
+        if name != "rfft":
+            x = (x + 1j * rng.standard_normal(shape)).astype(np.complex64)
+        row = timings(name, x, eager)
+        numpy_us, ours_us = row["numpy"] * 1e6, row["jaxlite"] * 1e6
+        jax_us = row["jax"] * 1e6 if "jax" in row else float("nan")
+        print(f"{name:>9s} {'x'.join(map(str, shape)):>8s} | {numpy_us:10.1f} {ours_us:10.1f} {jax_us:10.1f} | "
+              f"{ours_us / numpy_us:10.2f} {ours_us / jax_us:9.2f} | {check(name, x):.1e}", flush=True)
 
 
 if __name__ == "__main__":
     eager = "--eager" in sys.argv[1:]
-    main([int(a) for a in sys.argv[1:] if a != "--eager"] or (EAGER_LENGTHS if eager else LENGTHS), eager)
+    given = [int(a) for a in sys.argv[1:] if a != "--eager"]
+    if eager:
+        main(given or EAGER_LENGTHS, eager)
+    else:
+        main(given or LENGTHS, shapes=() if given else MULTIDIMENSIONAL)

@@ -19,9 +19,12 @@ NAMESPACES = ["jaxlite", "jaxlite.numpy", "jaxlite.numpy.linalg", "jaxlite.lax",
 
 
 def public_functions(module):
-    """Callables the namespace defines (helpers it merely imports are left out)."""
-    return sorted(name for name, value in vars(module).items()
-                  if not name.startswith("_") and callable(value) and not inspect.ismodule(value)
+    """Callables the namespace defines (helpers it merely imports are left out); with the
+    names dir() lists that are made on first use (jnp.bfloat16, the other ml_dtypes types)."""
+    named = ((name, getattr(module, name)) for name in set(vars(module)) | set(dir(module))
+             if not name.startswith("_"))
+    return sorted(name for name, value in named
+                  if callable(value) and not inspect.ismodule(value)
                   and not isinstance(value, Primitive) and _defined_in(value, module))
 
 

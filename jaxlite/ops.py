@@ -43,7 +43,7 @@ def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False, 
 def _identity(kind, dtype):
     if kind not in ("lowest", "highest"):
         return kind
-    if _dtypes.is_float(dtype):
+    if _dtypes.is_inexact(dtype):
         return -_np.inf if kind == "lowest" else _np.inf
     if _dtypes.is_bool(dtype):
         return kind == "highest"

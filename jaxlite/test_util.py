@@ -137,6 +137,15 @@ def _check_grads(f, args, order, modes, atol, rtol, eps, rng, context):
             _check_grads(f_vjp, args, order - 1, modes, atol, rtol, eps, rng, f" of {what}")
 
 
+def fallback_steps(fun, *args):
+    """The primitives jit(fun)(*args) runs with their numpy implementation between native
+    kernels (an empty list when the whole program runs natively)."""
+    from jaxlite.lower.fusion import EqnStep
+    from jaxlite.transforms.jit import jit
+    steps = jit(fun).lower(*args).program.steps
+    return [s.eqn.primitive.name for s in steps if isinstance(s, EqnStep) and s.kind == "fallback"]
+
+
 def check_vmap(f, args, in_axes=0, atol=1e-6, rtol=1e-6):
     """vmap(f) over in_axes equals f applied to each slice of the batched arguments,
     with the results stacked along axis 0."""

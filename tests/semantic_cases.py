@@ -67,7 +67,18 @@ def _cumulative(jnp, lax):
         ("cumsum_bfloat16", lambda a: jnp.cumsum(a)[at], (np.ones(1000, ml_dtypes.bfloat16),)),
         ("lax_cumsum_bfloat16", lambda a: lax.cumsum(a)[at], (np.ones(1000, ml_dtypes.bfloat16),)),
         ("cumsum_float16", lambda a: jnp.cumsum(a)[np.array([255, 2048, 2049, 2999])], (np.ones(3000, np.float16),)),
+        ("cumsum_bfloat16_mixed", jnp.cumsum, (_varied(1000, ml_dtypes.bfloat16),)),
+        ("cumsum_bfloat16_reverse", lambda a: lax.cumsum(a, reverse=True), (_varied(300, ml_dtypes.bfloat16),)),
+        ("cumsum_bfloat16_short", jnp.cumsum, (_varied(13, ml_dtypes.bfloat16),)),
+        ("cumsum_float16_axis0", lambda a: jnp.cumsum(a, axis=0), (_varied(120, np.float16).reshape(40, 3),)),
+        ("cumsum_float16_axis1_reverse", lambda a: lax.cumsum(a, axis=1, reverse=True),
+         (_varied(140, np.float16).reshape(2, 70),)),
     ]
+
+
+def _varied(n, dtype):
+    """n values of mixed signs and sizes whose sums drift upward, so that they round."""
+    return (((np.arange(n) * 37) % 101 - 40) * 0.37).astype(dtype)
 
 
 _SINGULAR = np.array([[[-1, 2, 0, 0], [2, -4, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]],

@@ -49,6 +49,9 @@ CASES = [  # (kind, precision, batch, lengths)
     ("IFFT", "float64", 1, (1009,)),            # Bluestein, inverse
     ("FFT", "float32", 2, (1,)),
     ("FFT", "float64", 2, (6, 10, 4)),          # strided axes
+    ("FFT", "float32", 2, (3, 6, 12)),          # strided axes in blocks of 8 lines and of 4
+    ("RFFT", "float32", 1, (8, 14)),            # the complex block's rows (8) block by 8, the real ones (14) would not
+    ("IRFFT", "float32", 2, (12, 30)),
     ("RFFT", "float32", 3, (24,)),
     ("RFFT", "float64", 2, (15,)),
     ("RFFT", "float64", 2, (6, 8)),

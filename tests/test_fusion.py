@@ -259,3 +259,22 @@ def test_relu_derivative_is_a_gemm_epilogue_of_the_backward_product():
     assert not any(e.primitive.name == "select_n" for e in program.closed.jaxpr.eqns)
     for got, want in zip(jaxlite.jit(grads)(w1, w2), grads(w1, w2)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_concatenate_stores_each_piece_over_its_own_range():
+    p, q = np.ones((8, 16), np.float32), np.full((8, 4), 2.0, np.float32)
+    (kernel,) = kernels(lowered(lambda p, q: jnp.concatenate([p, q], axis=1).reshape(-1), p, q))
+    assert [loop.extent for loop in kernel.outer] == [8]
+    assert [[loop.extent for loop in stage.loops] for stage in kernel.stages] == [[16], [4]]
+    assert all(len(fusion.kernel_ir.loads([stage.writes[0][2]])) == 1 for stage in kernel.stages)
+
+
+@settings(deadline=None, max_examples=15)
+@given(widths=st.lists(st.integers(0, 9), min_size=1, max_size=4), rows=st.integers(1, 4),
+       then=st.sampled_from(["none", "scale", "reverse"]), seed=st.integers(0, 2 ** 16))
+def test_concatenates_along_the_last_axis_agree_with_numpy(widths, rows, then, seed):
+    rng = np.random.default_rng(seed)
+    parts = [rng.normal(size=(rows, 2, w)).astype(np.float32) for w in widths]
+    after = {"none": lambda y: y, "scale": lambda y: y * 2.0 + 1.0, "reverse": lambda y: y[..., ::-1]}[then]
+    got = jaxlite.jit(lambda *xs: after(jnp.concatenate(xs, axis=-1)))(*parts)
+    np.testing.assert_array_equal(np.asarray(got), after(np.concatenate(parts, axis=-1)))

@@ -226,6 +226,7 @@ def test_float32_power_is_rounded_as_compiled_code_rounds_it():
     x = np.float32([10.452957, 1.7175673 ** 2, np.uint32(1095883693).view(np.float32)])
     np.testing.assert_array_equal(jnp.power(x, x), jaxlite.jit(jnp.power)(x, x))
     np.testing.assert_array_equal(jnp.power(x, x)[[0, 2]], [45088247808.0, 458445580926976.0])  # JAX's
+    assert jnp.power(x[0], x[1]).shape == () == jnp.power(jnp.asarray(x[0], jnp.bfloat16), 2.0).shape   # seeds 27732, 27856
     rng = np.random.default_rng(0)
     a, b = np.abs(rng.standard_normal(4000)).astype(np.float32) * 4, (rng.standard_normal(4000) * 6).astype(np.float32)
     for dtype in (np.float32, jnp.bfloat16, np.float16):
@@ -245,3 +246,27 @@ def test_tanh_saturates_where_jaxs_does_eager_and_jit():
         assert out[3] < 1 and np.isnan(out[5])
     for fun in (lambda v: jnp.tanh(v).astype(jnp.int32), jaxlite.jit(lambda v: jnp.tanh(v).astype(jnp.int32))):
         np.testing.assert_array_equal(fun(x[:3]), [1, -1, 1])
+
+
+@pytest.mark.parametrize("fun", [jaxlite.lax.erf, jaxlite.lax.erfc, jaxlite.lax.erf_inv])
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_grad_of_erf_family_in_16bit_floats(fun, dtype):
+    """seed 27519: erf's derivative multiplied by a Python float, which lax refuses beside a
+    16-bit operand (as JAX's lax does), so grad of erf on bfloat16 raised TypeError."""
+    loss = lambda v: fun(v.astype(dtype)).astype(jnp.float32)
+    x = np.float32(0.3)
+    expected = float(jaxlite.grad(lambda v: fun(v))(x))
+    for g in (jaxlite.grad(loss), jaxlite.jit(jaxlite.grad(loss))):
+        out = g(x)
+        assert out.dtype == np.float32 and abs(float(out) - expected) <= 2e-2 * abs(expected)
+
+
+def test_sinc_derivatives_at_zero_are_jaxs_bits():
+    """seed 26546's neighbourhood: sinc's derivatives at 0 are the series' coefficients of
+    pi x times pi per order, rounded in float32 as JAX rounds them (pi**2 / 3 rounded once
+    was an ulp away)."""
+    derivative, values = jnp.sinc, []
+    for _ in range(4):
+        derivative = jaxlite.grad(derivative)
+        values.append([float(derivative(np.float32(0))), float(jaxlite.jit(derivative)(np.float32(0)))])
+    np.testing.assert_array_equal(values, [[0, 0], [-3.2898683547973633] * 2, [0, 0], [19.481821060180664] * 2])

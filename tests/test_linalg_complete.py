@@ -102,6 +102,12 @@ def test_named_results_and_empty_matrices():
     np.testing.assert_array_equal(jnp.linalg.qr(np.zeros((3, 0)), mode="complete").Q, np.eye(3))
     x, residuals, rank, s = jnp.linalg.lstsq(np.zeros((0, 2)), np.zeros(0))
     assert x.shape == (2,) and int(rank) == 0 and s.shape == (0,)
+    sign, log_abs = jnp.linalg.slogdet(empty)
+    np.testing.assert_array_equal(sign, [1, 1])
+    np.testing.assert_array_equal(log_abs, [0, 0])
+    # A Jacobian with respect to an empty matrix is empty (the basis has no vectors).
+    assert jaxlite.jacfwd(jnp.linalg.det)(empty[0]).shape == (0, 0)
+    assert jaxlite.jacrev(jnp.linalg.slogdet)(empty[0]).logabsdet.shape == (0, 0)
 
 
 @pytest.mark.parametrize("call, error, match", [

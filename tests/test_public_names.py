@@ -21,7 +21,6 @@ MPI = "owned by the mpi work: issue 18 (devices, sharding, multi-process)"
 TRANSFORMS = "owned by the transforms work: issue 22"
 TRANSFORMS_HYGIENE = "owned by the transforms work: issue 22 (issue 17 item 7 for jax.debug)"
 COMPLEX = "complex numbers: issue 16"
-LINALG_FFT = "jnp.linalg and jnp.fft: issue 16"
 
 # JAX namespace -> why jaxlite has no such module yet. Once the module exists, replace the entry by
 # per-name MISSING entries (the test says so).
@@ -30,24 +29,6 @@ ABSENT_NAMESPACES = {
 
 # JAX namespace -> {reason: the JAX names jaxlite lacks for that reason (space separated)}.
 MISSING = {
-    "jax.scipy.linalg": {
-        COMPLEX: """
-            funm rsf2csf sqrtm
-        """,
-        SCIPY: """
-            schur
-        """,
-    },
-    "jax.scipy.signal": {
-        LINALG_FFT: """
-            csd istft stft welch
-        """,
-    },
-    "jax.scipy.special": {
-        COMPLEX: """
-            sph_harm_y wofz
-        """,
-    },
     "jax": {
         MPI: """
             NamedSharding P Shard auto_pcast copy_to_host_async default_device host_count host_id

@@ -7,8 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import jaxlite
 import jaxlite.scipy.linalg as L
-from jaxlite.lower.fusion import EqnStep
-from jaxlite.test_util import check_grads, check_vmap, enable_x64
+from jaxlite.test_util import check_grads, check_vmap, enable_x64, fallback_steps
 
 
 def _matrix(rng, shape, dtype=np.float32):
@@ -135,11 +134,6 @@ def test_special_matrices_as_scipy():
     assert L.hilbert(3).dtype == np.float32 and L.hadamard(4).dtype == np.int32
 
 
-def _fallback_steps(fun, *args):
-    steps = jaxlite.jit(fun).lower(*args).program.steps
-    return [s.eqn.primitive.name for s in steps if isinstance(s, EqnStep) and s.kind == "fallback"]
-
-
 @pytest.mark.parametrize("name", ["expm", "qr", "cho_solve", "lu_solve", "toeplitz"])
 def test_jit_is_native_and_agrees_with_eager(name):
     rng = np.random.default_rng(7)
@@ -149,7 +143,7 @@ def test_jit_is_native_and_agrees_with_eager(name):
            "cho_solve": lambda a, b: L.cho_solve(L.cho_factor(a), b),
            "lu_solve": lambda a, b: L.lu_solve(L.lu_factor(a), b),
            "toeplitz": lambda a, b: L.toeplitz(a[0], b[:, 0])}[name]
-    assert _fallback_steps(fun, a, b) == []
+    assert fallback_steps(fun, a, b) == []
     for got, want in zip(jaxlite.tree_util.tree_leaves(jaxlite.jit(fun)(a, b)), jaxlite.tree_util.tree_leaves(fun(a, b))):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
 
@@ -196,7 +190,7 @@ def test_eigh_is_native_batches_and_differentiates():
     rng = np.random.default_rng(10)
     a = _matrix(rng, (3, 6, 6))
     a = a + np.swapaxes(a, -1, -2)
-    assert _fallback_steps(lambda a: L.eigh(a), a) == []
+    assert fallback_steps(lambda a: L.eigh(a), a) == []
     np.testing.assert_allclose(np.asarray(jaxlite.jit(L.eigh)(a)[0]), np.linalg.eigvalsh(a), rtol=1e-5, atol=1e-5)
     with enable_x64():
         m = rng.standard_normal((4, 4))

@@ -7,9 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 import jaxlite
 import jaxlite.numpy as jnp
-from jaxlite.lower.fusion import EqnStep
 from jaxlite.scipy.optimize import OptimizeResults, minimize
-from jaxlite.test_util import enable_x64
+from jaxlite.test_util import enable_x64, fallback_steps
 
 
 def rosenbrock(x):
@@ -52,16 +51,11 @@ def test_iteration_limit_gives_status_1():
     assert int(result.status) == 1 and not bool(result.success) and int(result.nit) == 3
 
 
-def _fallback_steps(fun, *args):
-    steps = jaxlite.jit(fun).lower(*args).program.steps
-    return [s.eqn.primitive.name for s in steps if isinstance(s, EqnStep) and s.kind == "fallback"]
-
-
 def test_jit_is_native_and_agrees_with_eager():
     def solve(x0):
         return minimize(quartic, x0, (jnp.array([0.5, -1.0, 2.0]),), method="BFGS")
     x0 = jnp.array([-1.0, 2.0, 0.0])
-    assert _fallback_steps(solve, x0) == []
+    assert fallback_steps(solve, x0) == []
     got, want = jaxlite.jit(solve)(x0), solve(x0)
     # native transcendentals round differently from numpy's; near the minimum that moves the
     # last steps (and the curvature estimate they update) slightly

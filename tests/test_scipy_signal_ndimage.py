@@ -11,10 +11,9 @@ from hypothesis import given, settings, strategies as st
 
 import jaxlite
 import jaxlite.numpy as jnp
-from jaxlite.lower.fusion import EqnStep
 from jaxlite.scipy import integrate, interpolate, ndimage, signal
 from jaxlite.scipy.cluster import vq
-from jaxlite.test_util import check_grads, check_vmap, enable_x64
+from jaxlite.test_util import check_grads, check_vmap, enable_x64, fallback_steps
 
 shapes_1d = st.tuples(st.integers(1, 7))
 shapes_2d = st.tuples(st.integers(1, 5), st.integers(1, 5))
@@ -127,11 +126,6 @@ def test_vq_as_scipy():
     assert codes.dtype == np.int32
 
 
-def _fallback_steps(fun, *args):
-    steps = jaxlite.jit(fun).lower(*args).program.steps
-    return [s.eqn.primitive.name for s in steps if isinstance(s, EqnStep) and s.kind == "fallback"]
-
-
 CALLS = {
     "convolve2d": lambda a, c: signal.convolve2d(a, a[:2, :3], mode="same"),
     "detrend": lambda a, c: signal.detrend(a, bp=[2]),
@@ -146,7 +140,7 @@ CALLS = {
 def test_jit_is_native_and_agrees_with_eager(name):
     rng = np.random.default_rng(5)
     a, c = rng.standard_normal((5, 6)).astype(np.float32), rng.uniform(-1, 6, (2, 9)).astype(np.float32)
-    assert _fallback_steps(CALLS[name], a, c) == []
+    assert fallback_steps(CALLS[name], a, c) == []
     np.testing.assert_allclose(np.asarray(jaxlite.jit(CALLS[name])(a, c)), np.asarray(CALLS[name](a, c)),
                                rtol=1e-5, atol=1e-6)
 

@@ -1,8 +1,5 @@
 """Ordering tokens (lax.create_token, lax.after_all), lax.dce_sink and lax.composite, against
 JAX's printed jaxprs and values (tests/token_cases.py, tests/data/jax_tokens.json)."""
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -10,18 +7,17 @@ import jaxlite
 import jaxlite.numpy as jnp
 import token_cases
 from jaxlite import dtypes, lax
+from typed_key_cases import eager_and_jit, recorded
 
-_RECORDED = json.loads((Path(__file__).parent / "data" / "jax_tokens.json").read_text())["cases"]
+_RECORDED = recorded("jax_tokens.json")
 _CASES = token_cases.cases(jaxlite, jnp, lax)
 
 
 @pytest.mark.parametrize("name", sorted(_CASES))
 def test_values_as_jax_eagerly_and_under_jit(name):
     fun, make_args = _CASES[name]
-    args = make_args()
     expected = _RECORDED[name]["value"]
-    for run in (fun, jaxlite.jit(fun)):
-        got = token_cases.plain(jaxlite, run(*args))
+    for got in eager_and_jit(jaxlite, token_cases.plain, fun, make_args()):
         if "composite" in name:     # sin / cos: within float32 rounding of XLA's
             np.testing.assert_allclose(np.asarray(got, float), np.asarray(expected, float), rtol=1e-6)
         else:

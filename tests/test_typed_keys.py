@@ -91,22 +91,18 @@ def test_dtypes_module():
 
 # ---------------------------------------------------------------- keys inside jaxprs, against JAX
 
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 import typed_key_cases  # noqa: E402
 from jaxlite import lax  # noqa: E402
 
-_RECORDED = json.loads((Path(__file__).parent / "data" / "jax_typed_keys.json").read_text())["cases"]
+_RECORDED = typed_key_cases.recorded("jax_typed_keys.json")
 _CASES = typed_key_cases.cases(jaxlite, jnp, lax)
 
 
 @pytest.mark.parametrize("name", sorted(_CASES))
 def test_key_functions_give_jax_values_eagerly_and_under_jit(name):
     fun, make_args = _CASES[name]
-    args = make_args()
-    assert typed_key_cases.plain(jaxlite, fun(*args)) == _RECORDED[name]["value"]
-    assert typed_key_cases.plain(jaxlite, jaxlite.jit(fun)(*args)) == _RECORDED[name]["value"]
+    for got in typed_key_cases.eager_and_jit(jaxlite, typed_key_cases.plain, fun, make_args()):
+        assert got == _RECORDED[name]["value"]
 
 
 @pytest.mark.parametrize("name", sorted(set(_CASES) - set(typed_key_cases.PRINTED_DIFFERENTLY)))
@@ -196,6 +192,17 @@ def test_arithmetic_on_keys_raises_type_error(misuse):
         misuse(TYPED)
     with pytest.raises(TypeError):
         jaxlite.jit(misuse)(TYPED)
+
+
+def test_a_key_plus_a_number_raises_as_in_jax():
+    with pytest.raises(TypeError, match=r"^add does not accept dtypes key<fry>, int32\.$"):
+        TYPED + 1
+
+
+def test_make_jaxpr_takes_a_shape_dtype_struct_of_keys():
+    spec = jaxlite.ShapeDtypeStruct((3,), random.key_dtype())
+    assert str(jaxlite.make_jaxpr(random.key_data)(spec)) == \
+        "{ lambda ; a:key<fry>[3]. let b:u32[3,2] = random_unwrap a in (b,) }"
 
 
 def test_jitted_calls_with_typed_keys_take_the_fast_path():

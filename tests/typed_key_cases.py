@@ -2,6 +2,9 @@
 name -> (function, arguments). tests/data/record_jax_typed_keys.py (run with JAX's Python)
 writes JAX's printed jaxprs and values to tests/data/jax_typed_keys.json; test_typed_keys.py
 compares jaxlite with them."""
+import json
+from pathlib import Path
+
 import numpy as np
 
 # Cases whose printed jaxprs differ from JAX's for reasons unrelated to keys: jaxlite prints no
@@ -64,3 +67,13 @@ def plain(jax, value):
     if jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
         return {"key_data": np.asarray(jax.random.key_data(value)).tolist()}
     return np.asarray(value).tolist()
+
+
+def recorded(filename):
+    """JAX's recorded cases, tests/data/<filename>: name -> {"jaxpr": text, "value": data}."""
+    return json.loads((Path(__file__).parent / "data" / filename).read_text())["cases"]
+
+
+def eager_and_jit(jax, plain, fun, args):
+    """fun(*args) run eagerly and under jit, each result as JSON data (`plain`)."""
+    return [plain(jax, run(*args)) for run in (fun, jax.jit(fun))]

@@ -23,7 +23,8 @@ float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.fl
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 # ml_dtypes' types: bfloat16, and the narrow ones as JAX has them: stored one element a byte,
-# computed by ml_dtypes' numpy kernels (through float32, rounding each result), and outside the
+# computed by ml_dtypes' numpy kernels (through float32, rounding each result; under jit
+# float8_e4m3fn and float8_e5m2 elementwise run natively, lower/float8.py), and outside the
 # promotion lattice but for Python scalars (JAX allows no implicit promotion for them).
 # Importing ml_dtypes costs ~600 ms CPU, most of `import jaxlite`, so it is imported when one of
 # its types is first named (dtypes.bfloat16, jnp.float8_e4m3fn, dtype="bfloat16", an array of one):

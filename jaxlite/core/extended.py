@@ -21,6 +21,7 @@ import weakref
 from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.array import Array, as_array_argument, intern_signature
 from jaxlite.core.dtypes import ExtendedDType
+from jaxlite.core.ir import ClosedJaxpr, Literal, sub_jaxprs
 
 physical_rules = {}
 
@@ -119,7 +120,6 @@ def _call_rule(primitive):
 
 
 def _holds_jaxprs(value):
-    from jaxlite.core.ir import ClosedJaxpr
     return isinstance(value, ClosedJaxpr) or (
         isinstance(value, tuple) and value and all(isinstance(v, ClosedJaxpr) for v in value))
 
@@ -159,7 +159,6 @@ def _physicalize(closed):
 
 def _eval_physical(jaxpr, consts, args):
     from jaxlite.core.staging import literal_value
-    from jaxlite.core.ir import Literal
     env = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
 
@@ -182,11 +181,5 @@ def has_extended(jaxpr):
 
 
 def _eqn_has_extended(eqn):
-    from jaxlite.core.ir import ClosedJaxpr
-    if any(is_extended(v.aval) for v in eqn.inputs) or any(is_extended(v.aval) for v in eqn.outputs):
-        return True
-    for value in eqn.params.values():
-        for inner in value if isinstance(value, tuple) else (value,):
-            if isinstance(inner, ClosedJaxpr) and has_extended(inner.jaxpr):
-                return True
-    return False
+    return any(is_extended(v.aval) for v in eqn.inputs + eqn.outputs) or any(
+        has_extended(j.jaxpr if isinstance(j, ClosedJaxpr) else j) for j in sub_jaxprs(eqn))

@@ -210,7 +210,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         flat_fun, out_tree = flatten_fun(_with_static(fun, static), in_tree)
         # A Ref argument is an input (its value) and an output (its final value).
         refs = tuple(i for i, x in enumerate(flat_args) if isinstance(x, Ref))
-        avals = [x.aval.inner_aval if isinstance(x, Ref) else abstractify(x) for x in flat_args]
+        avals = [x.aval.inner_aval if isinstance(x, Ref) else _aval_of_spec(x) for x in flat_args]
         # Refs it closes over are lifted as jit lifts them: inputs and outputs of the jaxpr.
         traced = lifting_closed_over_refs(discharged(flat_fun, refs), [])
         closed = trace_to_jaxpr(traced, avals, f"make_jaxpr of {_function_name(fun)}")

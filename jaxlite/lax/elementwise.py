@@ -490,7 +490,20 @@ fusion_rules.elementwise(log1p_p, "log1p")
 log1p = _bind_unary(log1p_p)
 defjvp(log1p_p, lambda t, x: div(t, add(x, scalar_like(x, 1))))
 
-expm1_p = unary_primitive("expm1", np.expm1, INEXACT)
+def _expm1_impl(x):
+    """numpy's expm1, and for complex z = a + bi: expm1(a) cos b - 2 sin^2(b / 2) (accurate near
+    0) + i e^a sin b, with XLA's values where numpy's differ: +0 real part at +-0 + 0i, and an
+    imaginary part b where b = 0 (so inf + 0i and nan + 0i keep a 0, not e^a * 0 = nan)."""
+    if not np.iscomplexobj(x):
+        return np.expm1(x)
+    a, b = x.real, x.imag
+    half_sin = np.sin(b / 2)
+    re = np.expm1(a) * np.cos(b) - 2 * half_sin * half_sin + 0.0    # + 0.0 makes -0 a +0
+    im = np.where(b == 0, b, np.exp(a) * np.sin(b))
+    return (re + 1j * im).astype(x.dtype) if np.ndim(x) else x.dtype.type(complex(re, im))
+
+
+expm1_p = unary_primitive("expm1", _expm1_impl, INEXACT)
 fusion_rules.elementwise(expm1_p, "expm1")
 expm1 = _bind_unary(expm1_p)
 defjvp_with_output(expm1_p, lambda ts, out, x: mul(ts[0], add(out, scalar_like(out, 1))))

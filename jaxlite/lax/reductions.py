@@ -71,9 +71,9 @@ fusion_rules.reduction(reduce_prod_p, "prod")
 reduce_prod = _binder(reduce_prod_p)
 
 
-def pairwise_tree(combine, operands, identities):
-    """The reduction over the last axis of `operands` (arrays of one shape, reduced together
-    by combine(list, list) -> list, associative) as rounds of pairwise combinations of the
+def pairwise_tree(combine, operands, identities, axis=-1):
+    """The reduction over `axis` of `operands` (arrays of one shape, reduced together by
+    combine(list, list) -> list, associative) as rounds of pairwise combinations of the
     first half with the second; a round of odd length is padded with `identities` (a scalar
     for each operand), and an empty axis gives them.
 
@@ -81,21 +81,23 @@ def pairwise_tree(combine, operands, identities):
     zeros included; a product of the others formed by division needs a special case at
     zeros, which has no derivative of its own. And under jit, complex products and extrema
     are such rounds of elementwise kernels (lower/complex_split.py)."""
-    from jaxlite.lax.shapes import pad, reshape, slice_in_dim
+    from jaxlite.lax.shapes import pad, squeeze, slice_in_dim
     operands = list(operands)
+    axis = axis % operands[0].ndim
 
     def padded(xs):
-        one_more = [(0, 0, 0)] * (xs[0].ndim - 1) + [(0, 1, 0)]
+        one_more = [(0, 0, 0)] * xs[0].ndim
+        one_more[axis] = (0, 1, 0)
         return [pad(x, convert_element_type(fill, x.dtype), one_more) for x, fill in zip(xs, identities)]
-    if operands[0].shape[-1] == 0:
+    if operands[0].shape[axis] == 0:
         operands = padded(operands)
-    while operands[0].shape[-1] > 1:
-        if operands[0].shape[-1] % 2:
+    while operands[0].shape[axis] > 1:
+        if operands[0].shape[axis] % 2:
             operands = padded(operands)
-        half = operands[0].shape[-1] // 2
-        operands = combine([slice_in_dim(x, 0, half, axis=-1) for x in operands],
-                           [slice_in_dim(x, half, 2 * half, axis=-1) for x in operands])
-    return [reshape(x, x.shape[:-1]) for x in operands]
+        half = operands[0].shape[axis] // 2
+        operands = combine([slice_in_dim(x, 0, half, axis=axis) for x in operands],
+                           [slice_in_dim(x, half, 2 * half, axis=axis) for x in operands])
+    return [squeeze(x, (axis,)) for x in operands]
 
 
 def grouped_last(x, axes):

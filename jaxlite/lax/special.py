@@ -21,7 +21,7 @@ import numpy as np
 from numpy.polynomial import chebyshev
 
 from jaxlite.core.primitive import Primitive
-from jaxlite.lax.base import FLOAT, as_operand, elementwise_aval, unary_primitive
+from jaxlite.lax.base import FLOAT, as_operand, elementwise_aval, scalar_like, unary_primitive
 from jaxlite.lax.elementwise import _bind_unary, exp, mul, neg, square
 from jaxlite.lower import fusion_rules
 from jaxlite.transforms import batching
@@ -112,7 +112,7 @@ def _erfc64(x):
 
 
 def _erf_derivative(x):
-    return mul(exp(neg(square(x))), 2 / _SQRT_PI)
+    return mul(exp(neg(square(x))), scalar_like(x, 2 / _SQRT_PI))
 
 
 erf_p = unary_primitive("erf", _in_float64(_erf64), FLOAT, subnormals_as_zero=True)
@@ -162,7 +162,7 @@ def _erf_inv64(y):
 erf_inv_p = unary_primitive("erf_inv", _in_float64(_erf_inv64), FLOAT)
 fusion_rules.elementwise(erf_inv_p, "erf_inv")
 erf_inv = _bind_unary(erf_inv_p)
-defjvp_with_output(erf_inv_p, lambda ts, out, y: mul(ts[0], mul(exp(square(out)), _SQRT_PI / 2)))
+defjvp_with_output(erf_inv_p, lambda ts, out, y: mul(ts[0], mul(exp(square(out)), scalar_like(out, _SQRT_PI / 2))))
 
 # ---------------------------------------------------------------- gamma family
 

@@ -24,7 +24,7 @@ from jaxlite.transforms import ad, batching
 
 
 def _lowest(dtype):
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return -np.inf
     if dtypes.is_bool(dtype):
         return False
@@ -32,7 +32,7 @@ def _lowest(dtype):
 
 
 def _highest(dtype):
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return np.inf
     if dtypes.is_bool(dtype):
         return True

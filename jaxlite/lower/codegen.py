@@ -8,10 +8,10 @@ the pointers from one array, sets FTZ/DAZ in MXCSR, calls the kernels and restor
 MXCSR.
 
 Scalar types in registers: bool is i1, integers iN, float16 `half`, float32/64 as
-themselves. bfloat16 has no LLVM type here: it is carried as float32 and rounded
-to bfloat16 (integer round-to-nearest-even) after every operation, which matches
-eager numpy/ml_dtypes arithmetic; in memory it is the 16-bit pattern. bool is one
-byte in memory.
+themselves. bfloat16 and the float8 formats (float8.py) have no LLVM type here: they are
+carried as float32 and rounded to their format (integer round-to-nearest-even) after every
+operation, which matches eager numpy/ml_dtypes arithmetic; in memory they are their bit
+patterns. bool is one byte in memory.
 
 Float arithmetic carries the `contract` flag so FMAs form; reductions add `reassoc`
 so the vectorizer may reorder the sum (results differ from numpy's pairwise sum in
@@ -22,7 +22,7 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.core import dtypes
-from jaxlite.lower import kernel_ir, llvm_math, llvm_target, transposed_reads
+from jaxlite.lower import float8, kernel_ir, llvm_math, llvm_target, transposed_reads
 from jaxlite.lower.kernel_ir import Reduce
 from jaxlite.lower.llvm_helpers import (F16, F32, F64, I1, I8, I16, I32, I64, PTR, VOID, as_i64, call_intrinsic,
                                         emit_loop, transpose_square)
@@ -34,11 +34,16 @@ def _is_bf16(dtype):
     return dtypes.is_bfloat16(dtype)
 
 
+def _in_float32(dtype):
+    """A format carried as float32 in registers and rounded to itself after each operation."""
+    return _is_bf16(dtype) or float8.format_of(dtype) is not None
+
+
 def register_type(dtype):
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return I1
-    if _is_bf16(dtype) or dtype == np.float32:
+    if dtype == np.float32 or _in_float32(dtype):
         return F32
     if dtype == np.float16:
         return F16
@@ -53,6 +58,8 @@ def memory_type(dtype):
         return I8
     if _is_bf16(dtype):
         return I16
+    if float8.format_of(dtype) is not None:
+        return I8
     return register_type(dtype)
 
 
@@ -78,6 +85,13 @@ def round_to_bf16(builder, x):
     """A float32 value rounded to the nearest bfloat16 (still held as float32)."""
     bits = llvm_math.emit_f32_to_bf16_bits(builder, x)
     return llvm_math.emit_bf16_bits_to_f32(builder, bits)
+
+
+def round_to(builder, x, dtype):
+    """A float32 value rounded to a format carried in float32 (bfloat16, float8)."""
+    if _is_bf16(dtype):
+        return round_to_bf16(builder, x)
+    return float8.emit_round(builder, x, float8.format_of(dtype))
 
 
 # ---------------------------------------------------------------- scalar expressions
@@ -117,10 +131,10 @@ class ExprEmitter:
             return self.b.and_(self.b.icmp_signed(">=", args[0], start), self.b.icmp_signed("<", args[0], stop))
         if e.op == "acc":
             value = self.b.load(self.accumulators[e.attr])
-            return round_to_bf16(self.b, value) if _is_bf16(e.dtype) else value
+            return round_to(self.b, value, e.dtype) if _in_float32(e.dtype) else value
         value = OPS[e.op](self.b, e, args)
-        if _is_bf16(e.dtype) and not kernel_ir.OPS[e.op].exact_in_bf16:
-            value = round_to_bf16(self.b, value)
+        if _in_float32(e.dtype) and not kernel_ir.OPS[e.op].exact_in_bf16:
+            value = round_to(self.b, value, e.dtype)
         return value
 
     def _load(self, e, offset):
@@ -138,6 +152,8 @@ def from_memory(builder, raw, dtype):
         return builder.icmp_unsigned("!=", raw, ir.Constant(I8, 0))
     if _is_bf16(dtype):
         return llvm_math.emit_bf16_bits_to_f32(builder, raw)
+    if float8.format_of(dtype) is not None:
+        return float8.emit_bits_to_f32(builder, raw, float8.format_of(dtype))
     return raw
 
 
@@ -146,6 +162,8 @@ def to_memory(builder, value, dtype):
         return builder.zext(value, I8)
     if _is_bf16(dtype):
         return llvm_math.emit_f32_to_bf16_bits(builder, value)
+    if float8.format_of(dtype) is not None:
+        return float8.emit_f32_to_bits(builder, value, float8.format_of(dtype))
     return value
 
 
@@ -569,9 +587,10 @@ def _to_float32_round_to_odd(b, x):
 
 def _convert_float(b, x, source, target, target_type):
     if x.type == target_type:
-        return round_to_bf16(b, x) if _is_bf16(target) and not _is_bf16(source) else x
-    if _is_bf16(target):    # via float32, one rounding (float64 first rounds to float32, as ml_dtypes does)
-        return round_to_bf16(b, b.fptrunc(x, target_type) if isinstance(x.type, ir.DoubleType) else b.fpext(x, target_type))
+        return round_to(b, x, target) if _in_float32(target) and target != source else x
+    if _in_float32(target):    # via float32 (float64 first rounds to float32, as ml_dtypes does for bfloat16)
+        return round_to(b, b.fptrunc(x, target_type) if isinstance(x.type, ir.DoubleType) else b.fpext(x, target_type),
+                        target)
     wider = _float_bits(target_type) > _float_bits(x.type)
     return b.fpext(x, target_type) if wider else b.fptrunc(x, target_type)
 
@@ -586,10 +605,10 @@ def _bitcast(b, e, args):
 
 
 def bitcast(b, x, source, target):
-    raw = to_memory(b, x, source) if _is_bf16(source) else x
-    if not _is_bf16(target):
+    raw = to_memory(b, x, source) if _in_float32(source) else x
+    if not _in_float32(target):
         return b.bitcast(raw, register_type(target))
-    return llvm_math.emit_bf16_bits_to_f32(b, b.bitcast(raw, I16))
+    return from_memory(b, b.bitcast(raw, memory_type(target)), target)
 
 
 # ---------------------------------------------------------------- reductions

@@ -14,6 +14,7 @@ Measured (benchmarks/bench_complex.py): see the commit that introduced this modu
 operation without a rule here is computed from its complex value (rebuilt with lax.complex
 and split again), so it runs with its numpy implementation between kernels, and is logged.
 """
+import itertools
 import logging
 import math
 
@@ -28,7 +29,7 @@ from jaxlite.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.staging import trace_to_jaxpr
 from jaxlite.lax import complex_parts, cumulative, elementwise as ew, gradients, reductions, shapes, slicing, sorting
-from jaxlite.lax import windowed
+from jaxlite.lax import linalg, windowed
 from jaxlite.lax.convolution import conv_general_dilated_p
 from jaxlite.lax.dot import dot_general_p
 from jaxlite.lax.fft import fft_p
@@ -195,12 +196,16 @@ def _on_parts_impl(*parts, primitive, params, in_avals):
     return [_as_parts(out) if dtypes.is_complex(out.dtype) else out for out in outs]
 
 
+def _inner_out_avals(primitive, params, in_avals):
+    outs = primitive.abstract_eval(*in_avals, **dict(params))
+    return outs if primitive.multiple_results else [outs]
+
+
 def inner_eqn(eqn):
     """The equation an on_parts equation computes, on its complex values (its native routine's spec)."""
-    primitive, params = eqn.params["primitive"], dict(eqn.params["params"])
-    outs = primitive.abstract_eval(*eqn.params["in_avals"], **params)
-    outs = outs if primitive.multiple_results else [outs]
-    return Eqn(primitive, [Var(aval) for aval in eqn.params["in_avals"]], params, [Var(aval) for aval in outs])
+    primitive, params, in_avals = eqn.params["primitive"], eqn.params["params"], eqn.params["in_avals"]
+    return Eqn(primitive, [Var(aval) for aval in in_avals], dict(params),
+               [Var(aval) for aval in _inner_out_avals(primitive, params, in_avals)])
 
 
 # A primitive with a native routine on complex buffers, its complex operands and results given
@@ -209,8 +214,7 @@ def inner_eqn(eqn):
 on_parts_p = Primitive("on_parts", multiple_results=True)
 on_parts_p.def_impl(_on_parts_impl)
 on_parts_p.def_abstract_eval(lambda *parts, primitive, params, in_avals: [
-    pair_aval(out.aval) for out in inner_eqn(Eqn(on_parts_p, [], dict(primitive=primitive, params=params,
-                                                                      in_avals=in_avals), [])).outputs])
+    pair_aval(aval) for aval in _inner_out_avals(primitive, params, in_avals)])
 
 
 def _parts(z):
@@ -305,10 +309,12 @@ def _reciprocal(z):
 
 
 def _expm1(z):
-    # re: expm1(a) cos b - 2 sin^2(b / 2), which keeps its digits near 0
+    # As eager (lax.elementwise._expm1_impl): re is expm1(a) cos b - 2 sin^2(b / 2), which keeps
+    # its digits near 0, plus 0 (a -0 becomes +0, as XLA gives); im is b itself where b = 0.
     half_sin = lax.sin(lax.mul(z.im, lax.full_like(z.im, 0.5)))
     re = lax.sub(lax.mul(lax.expm1(z.re), lax.cos(z.im)), lax.mul(lax.full_like(z.im, 2), lax.mul(half_sin, half_sin)))
-    return Pair(re, lax.mul(lax.exp(z.re), lax.sin(z.im)))
+    im = lax.select_n(lax.eq(z.im, lax.full_like(z.im, 0)), lax.mul(lax.exp(z.re), lax.sin(z.im)), z.im)
+    return Pair(lax.add(re, lax.full_like(re, 0)), im)
 
 
 def _log1p(z):
@@ -505,26 +511,88 @@ GAUSS_MIN_CONTRACTION = 256
 
 
 def _tree_reduction(combine, identity):
-    """reduce_prod/max/min of complex values: rounds of pairwise `combine` (of Pairs) over
-    the reduced axes, merged into one (reductions.pairwise_tree)."""
+    """reduce_prod/max/min of complex values: rounds of pairwise `combine` (of Pairs) along
+    each reduced axis in turn, the last first (reductions.pairwise_tree: contiguous halves,
+    no transposed copy)."""
     def rule(eqn, x):
-        axes = eqn.params["axes"]
-        parts = [reductions.grouped_last(part, axes) for part in (x.re, x.im)]
-        re, im = reductions.pairwise_tree(lambda a, b: _parts_of(combine(Pair(*a), Pair(*b))), parts,
-                                          [identity.real, identity.imag])
-        return Pair(re, im)
+        parts = [x.re, x.im]
+        for axis in sorted(eqn.params["axes"], reverse=True):
+            parts = reductions.pairwise_tree(lambda a, b: _parts_of(combine(Pair(*a), Pair(*b))), parts,
+                                             [identity.real, identity.imag], axis)
+        return Pair(*parts)
     return rule
 
 
-def _prefix_combination(combine):
+def _prefix_combination(combine, identity):
     """cumprod/cummax/cummin of complex values: a parallel prefix scan of `combine` (of Pairs)
-    in rounds of elementwise kernels, as JAX computes them (lax.associative_scan)."""
+    in rounds of elementwise kernels (cumulative.prefix_scan)."""
     def rule(eqn, x):
-        def on_parts(a, b):
-            return tuple(_parts_of(combine(Pair(*a), Pair(*b))))
-        re, im = lax.associative_scan(on_parts, (x.re, x.im), reverse=eqn.params["reverse"], axis=eqn.params["axis"])
+        re, im = cumulative.prefix_scan(lambda a, b: _parts_of(combine(Pair(*a), Pair(*b))),
+                                        [identity.real, identity.imag], [x.re, x.im], eqn.params["axis"],
+                                        eqn.params["reverse"])
         return Pair(re, im)
     return rule
+
+
+def _scatter_entry_by_entry(combine):
+    """scatter-mul/min/max of complex values: a native loop over the update windows in the
+    eager order (numpy's ufunc.at), each read, combined with its update (Pairs) and written
+    back, so that repeated targets combine in turn. (Batched scatters keep numpy's step.)"""
+    def rule(eqn, operand, indices, updates):
+        d, mode = eqn.params["dimension_numbers"], eqn.params["mode"]
+        if d.operand_batching_dims:
+            return _computed_whole(eqn, [operand, indices, updates])[0]
+        operand, updates = (_as_pair(x, eqn.outputs[0].aval.dtype) for x in (operand, updates))
+        windows = list(d.update_window_dims)
+        entries = [p for p in range(updates.re.ndim) if p not in windows]
+        window_shape = tuple(updates.re.shape[p] for p in windows)
+        count = math.prod(updates.re.shape[p] for p in entries)
+        flat = [lax.reshape(lax.transpose(part, tuple(entries + windows)), (count,) + window_shape)
+                for part in (updates.re, updates.im)]
+        flat_indices = lax.reshape(indices, (count, indices.shape[-1]))
+        one = slicing.ScatterDimensionNumbers(tuple(range(1, 1 + len(windows))), d.inserted_window_dims,
+                                              d.scatter_dims_to_operand_dims)
+        sizes = slicing.scatter_slice_sizes(operand.re.shape, (1,) + window_shape, one)
+
+        def step(i, parts):
+            index = lax.dynamic_slice(flat_indices, (i, 0), (1, indices.shape[-1]))
+            update = Pair(*[lax.dynamic_slice(x, (i,) + (0,) * len(windows), (1,) + window_shape) for x in flat])
+            current = Pair(*[lax.gather(x, index, slicing._scatter_to_gather_dnums(one), sizes, mode=mode, fill_value=0)
+                             for x in parts])
+            combined = combine(current, update)
+            return tuple(lax.scatter(x, index, new, one, mode=mode) for x, new in zip(parts, _parts_of(combined)))
+        return Pair(*lax.fori_loop(0, count, step, (operand.re, operand.im)))
+    return rule
+
+
+def _window_extremum(combine, identity):
+    """reduce_window_max/min of complex values: the padded, dilated operand read at each
+    offset of the window by a strided slice, the slices combined (Pairs) in turn."""
+    def rule(eqn, x):
+        p = eqn.params
+        padding = [(lo, hi, d - 1) for (lo, hi), d in zip(p["padding"], p["base_dilation"])]
+        padded = [lax.pad(part, lax.full((), fill, part.dtype), padding)
+                  for part, fill in zip((x.re, x.im), (identity.real, identity.imag))]
+        out_shape = eqn.outputs[0].aval.shape
+        result = None
+        for offset in itertools.product(*map(range, p["window_dimensions"])):
+            start = [o * d for o, d in zip(offset, p["window_dilation"])]
+            stop = [b + (n - 1) * s + 1 if n else b for b, n, s in zip(start, out_shape, p["window_strides"])]
+            window = Pair(*[lax.slice(part, start, stop, p["window_strides"]) for part in padded])
+            result = window if result is None else combine(result, window)
+        return result
+    return rule
+
+
+def _triangular_solve(eqn, a, b):
+    """A solve with conj(a) is the conjugate of the solve with a of conj(b) (BLAS's trsm has
+    no conjugate-only op(a)); the others go to trsm as they are."""
+    if not eqn.params["conjugate_a"] or eqn.params["transpose_a"]:
+        return _native_on_complex(eqn, [a, b])[0]
+    params = dict(eqn.params, conjugate_a=False)
+    b = _as_pair(b, eqn.outputs[0].aval.dtype)
+    x = _native_on_complex(eqn.replace(params=params), [a, Pair(b.re, lax.neg(b.im))])[0]
+    return Pair(x.re, lax.neg(x.im))
 
 
 def _parts_of(z):
@@ -594,9 +662,15 @@ RULES = {
     reductions.reduce_prod_p: _tree_reduction(_mul, 1),
     reductions.reduce_max_p: _tree_reduction(_greater(lax.gt), complex(-np.inf, -np.inf)),
     reductions.reduce_min_p: _tree_reduction(_greater(lax.lt), complex(np.inf, np.inf)),
-    cumulative.cumprod_p: _prefix_combination(_mul),
-    cumulative.cummax_p: _prefix_combination(_greater(lax.gt)),
-    cumulative.cummin_p: _prefix_combination(_greater(lax.lt)),
+    windowed.reduce_window_max_p: _window_extremum(_greater(lax.gt), complex(-np.inf, 0)),
+    windowed.reduce_window_min_p: _window_extremum(_greater(lax.lt), complex(np.inf, 0)),
+    linalg.triangular_solve_p: _triangular_solve,
+    slicing.scatter_mul_p: _scatter_entry_by_entry(_mul),
+    slicing.scatter_max_p: _scatter_entry_by_entry(_greater(lax.gt)),
+    slicing.scatter_min_p: _scatter_entry_by_entry(_greater(lax.lt)),
+    cumulative.cumprod_p: _prefix_combination(_mul, 1),
+    cumulative.cummax_p: _prefix_combination(_greater(lax.gt), complex(-np.inf, -np.inf)),
+    cumulative.cummin_p: _prefix_combination(_greater(lax.lt), complex(np.inf, np.inf)),
     ew.integer_pow_p: lambda eqn, x: _integer_pow(x, eqn.params["y"]),
     **{primitive: _elementwise(fn) for primitive, fn in (
         (ew.max_p, _greater(lax.gt)), (ew.min_p, _greater(lax.lt)), (ew.add_p, _add), (ew.add_any_p, _add), (ew.sub_p, _sub), (ew.mul_p, _mul), (ew.div_p, _div),

@@ -37,7 +37,7 @@ transcendentals stored by the reduction that computed them) in kernel_rewrites.p
 """
 from jaxlite.core import dtypes
 from jaxlite.core.ir import Literal, Var
-from jaxlite.lower import kernel_ir, kernel_rewrites
+from jaxlite.lower import float8, kernel_ir, kernel_rewrites
 from jaxlite.lower.fusion_rules import LOWERINGS, domain_of, layout_operand, lowering_of, scan_index
 from jaxlite.lower.kernel_ir import INDEX, Buffer, ExprBuilder, Kernel, Reduce, Store
 
@@ -80,12 +80,25 @@ class EqnStep:
 
 
 def is_fusible(eqn):
-    return lowering_of(eqn) is not None and all(_supported_dtype(v.aval.dtype) for v in eqn.inputs + eqn.outputs)
+    avals = [v.aval for v in eqn.inputs + eqn.outputs]
+    if lowering_of(eqn) is None or not all(_supported_dtype(a.dtype) for a in avals):
+        return False
+    return not (eqn.primitive.name in _NOT_ON_FLOAT8 and any(float8.format_of(a.dtype) for a in avals))
+
+
+# Their float8 results need more than float32 arithmetic rounded once: nextafter steps the
+# format's bit patterns, XLA rounds each step of logistic's expansion, and sums and products
+# round every partial result, so their values depend on the order (eager's numpy kernels
+# give the order jit keeps by running them).
+_NOT_ON_FLOAT8 = {"nextafter", "logistic", "reduce_precision", "reduce_sum", "reduce_prod", "cumsum",
+                  "cumprod", "cumlogsumexp"}
 
 
 def _supported_dtype(dtype):
-    # ml_dtypes' float8/int4 family (one of which numpy calls kind "f") runs on its numpy kernels.
-    return (dtype.kind in "biuf" or dtypes.is_bfloat16(dtype)) and not dtypes.is_narrow(dtype)
+    # ml_dtypes' other narrow types (float6/4, the other float8s, int4/2/1; one of which numpy
+    # calls kind "f") run on its numpy kernels.
+    native = dtype.kind in "biuf" or dtypes.is_bfloat16(dtype) or float8.format_of(dtype) is not None
+    return native and (not dtypes.is_narrow(dtype) or float8.format_of(dtype) is not None)
 
 
 def partition(jaxpr, eqn_step_kind):
@@ -312,6 +325,7 @@ def _lower_group(group, producers, roots, number):
     kernel = kernel_rewrites.accumulate_in_place(kernel, lowering.eb)
     kernel = kernel_rewrites.store_reduced_values(kernel, lowering.eb)
     kernel = kernel_rewrites.unroll_pair_loops(kernel, lowering.eb)
+    kernel = kernel_rewrites.split_at_pieces(kernel, lowering.eb)
     return KernelStep(kernel, list(lowering.inputs), list(group))
 
 

@@ -164,3 +164,100 @@ def _fold_node(eb, e, args):
     if None not in constant and e.op in _INDEX_ARITHMETIC and e.dtype == kernel_ir.INDEX:
         return eb.index(_INDEX_ARITHMETIC[e.op](*constant))
     return eb.node(e.op, e.dtype, args, e.attr)
+
+
+_MAX_PIECES = 8
+
+
+def split_at_pieces(kernel, eb):
+    """A lone store whose value picks among pieces by comparing its innermost loop index with
+    constants -- a concatenate: select_n(i < 256, q[i - 256], p[i]), each operand read at a
+    clamped index -- stores each piece over its own range of that loop. In each range the
+    comparisons and the clamps are decided, so a piece is one load at a plain index (a copy
+    the vectorizer makes of whole vectors) instead of a load of every operand and two
+    selects per element. The loops above become the kernel's outer loops (threads still
+    split the first)."""
+    if kernel.outer or kernel.owned is not None or len(kernel.stages) != 1:
+        return kernel
+    (store,) = kernel.stages
+    if not isinstance(store, Store) or store.ordered or store.guard is not None or len(store.loops) < 2:
+        return kernel
+    loop = store.loops[-1]
+    position = eb.loop_var(loop)
+    cuts = sorted({cut for cut in _cuts_along(store, position) if 0 < cut < loop.extent})
+    if not cuts or len(cuts) >= _MAX_PIECES:
+        return kernel
+    bounds = [0, *cuts, loop.extent]
+    stages = [_piece(eb, store, position, start, stop) for start, stop in zip(bounds, bounds[1:])]
+    return Kernel(kernel.name, store.loops[:-1], stages, kernel.inputs, kernel.outputs)
+
+
+_CUT_AT = {"lt": 0, "ge": 0, "le": 1, "gt": 1}     # cmp(i, c) changes value between c + this - 1 and c + this
+
+
+def _cuts_along(store, position):
+    roots = [e for _, index, value in store.writes for e in (index, value) if e is not None]
+    seen, stack = set(), roots
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.op in _CUT_AT and e.args[0] is position and e.args[1].op == "const":
+            yield e.args[1].attr[1] + _CUT_AT[e.op]
+        stack.extend(e.args)
+
+
+def _piece(eb, store, position, start, stop):
+    """The store over positions [start, stop) of its innermost loop, with what that decides folded."""
+    loop = eb.new_loop(stop - start)
+    moved = eb.add(eb.loop_var(loop), eb.index(start))
+    ranges = {id(moved): (start, stop - 1)}
+    fold = lambda eb, e, args: _fold_in_range(eb, e, args, ranges)
+    writes = [(buffer, _substitute(eb, index, {position: moved}, fold), _substitute(eb, value, {position: moved}, fold))
+              for buffer, index, value in store.writes]
+    return Store([loop], writes)
+
+
+def _fold_in_range(eb, e, args, ranges):
+    """_fold_node, and comparisons of index expressions whose ranges decide them."""
+    folded = _fold_node(eb, e, args)
+    if folded.op in _COMPARISONS and folded.op not in ("eq", "ne"):
+        low, high = (_index_range(a, ranges) for a in folded.args)
+        if low is not None and high is not None:
+            if _COMPARISONS[folded.op](low[1], high[0]) and _COMPARISONS[folded.op](low[0], high[1]):
+                return eb.const(True, dtypes.bool_)          # holds at both extremes: everywhere
+            if not _COMPARISONS[folded.op](low[0], high[1]) and not _COMPARISONS[folded.op](low[1], high[0]):
+                return eb.const(False, dtypes.bool_)
+    return folded
+
+
+def _index_range(e, ranges):
+    """(lowest, highest) an index expression takes, or None when unknown."""
+    if e.dtype != kernel_ir.INDEX:
+        return None
+    if id(e) in ranges:
+        return ranges[id(e)]
+    found = None
+    if e.op == "const":
+        found = (e.attr[1], e.attr[1])
+    elif e.op == "loop":
+        found = (0, e.attr.extent - 1)
+    elif e.op in _INDEX_ARITHMETIC or e.op == "select_n":
+        parts = [_index_range(a, ranges) for a in e.args[e.op == "select_n":]]
+        if None not in parts:
+            found = _combined(e.op, parts)
+    ranges[id(e)] = found
+    return found
+
+
+def _combined(op, parts):
+    if op == "select_n":
+        return min(p[0] for p in parts), max(p[1] for p in parts)
+    (a0, a1), (b0, b1) = parts
+    if op == "add":
+        return a0 + b0, a1 + b1
+    if op == "sub":
+        return a0 - b1, a1 - b0
+    products = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
+    return min(products), max(products)

@@ -1,10 +1,14 @@
-"""Native cholesky, triangular_solve, lu and svd for float32 and float64, batched over leading axes.
+"""Native cholesky, triangular_solve, lu, svd, eigh, qr (also pivoted) and eig for float32,
+float64, complex64 and complex128, batched over leading axes.
 
 Where numpy's LAPACK is a library lapack.py finds, the factorizations call it the way numpy
 does, so jit gives eager's bits, and big solves call its BLAS:
-  * cholesky: dpotrf, as np.linalg.cholesky calls it (float64, column-major copy);
-  * svd: dgesdd, as np.linalg.svd calls it;
-  * triangular_solve of big matrices: strsm/dtrsm (blocked, threaded by OpenBLAS).
+  * cholesky: dpotrf (zpotrf), as np.linalg.cholesky calls it (double precision, column-major copy);
+  * svd, eigh, qr: dgesdd, dsyevd, dgeqrf + dorgqr (zgesdd, zheevd, zgeqrf + zungqr), as numpy;
+  * pivoted qr and eig: dgeqp3 and dgeev (zgeqp3, zgeev), as the eager versions call them;
+  * lu of complex matrices: cgetrf/zgetrf, as the eager version;
+  * triangular_solve of big (and of all complex) matrices: strsm/dtrsm (ctrsm/ztrsm).
+A complex element is handled whole, as the vector of its two parts.
 Otherwise each matrix is handled by the textbook algorithm with its innermost loop running
 along a row (contiguous), so LLVM's vectorizer turns it into full-width vector code:
   * cholesky: row by row (Cholesky-Banachiewicz), each entry a dot product of two rows;

@@ -292,7 +292,7 @@ def slogdet(a, *, method=None):
 
 
 def _slogdet_value(a, method):
-    if method == "lu" and a.shape[-1] <= 2:
+    if method == "lu" and 0 < a.shape[-1] <= 2:
         # Written out for 1x1 and 2x2, as JAX (the sign of a zero determinant is its own).
         determinant = _small_determinant_and_adjugate_t(a)[0]
         return lax.sign(determinant), lax.log(lax.abs(determinant))
@@ -315,7 +315,7 @@ def _slogdet_jvp(method, primals, tangents):
     determinant then gives JAX's infinities and NaNs; the sign is piecewise constant."""
     (a,), (a_dot,) = primals, tangents
     sign, log_abs = _slogdet(a, method)
-    if a.shape[-1] <= 2:
+    if 0 < a.shape[-1] <= 2:
         determinant, adjugate_t = _small_determinant_and_adjugate_t(a)
         derivative = lax.div(reductions.sum(lax.mul(adjugate_t, a_dot), axis=(-2, -1)), determinant)
     else:

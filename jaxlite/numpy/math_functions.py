@@ -202,26 +202,28 @@ rint = _float_only("rint", lambda x: lax.round(x, rounding_method=1))
 @_weak_when_inputs_are
 def sinc(x):
     """sin(pi x) / (pi x), with its limit 1 at 0, where every derivative is the limit too
-    (grad(grad(sinc))(0.) = -pi**2 / 3, as JAX)."""
+    (grad(grad(sinc))(0.) = -pi**2 / 3, as JAX: the series' coefficients of pi x times pi per
+    order, rounded as JAX's are)."""
     (x,) = promote_to_inexact("sinc", x)
     is_zero = lax.eq(x, lax.full_like(x, 0))
-    safe = lax.mul(lax.select_n(is_zero, x, lax.full_like(x, 1)), scalar_like(x, math.pi))
-    return lax.select_n(is_zero, lax.div(lax.sin(safe), safe), _sinc_derivative_at_zero(0, x))
+    pi_x = lax.mul(scalar_like(x, math.pi), x)
+    safe = lax.select_n(is_zero, pi_x, lax.full_like(x, 1))
+    return lax.select_n(is_zero, lax.div(lax.sin(safe), safe), _sin_over_t_derivative_at_zero(0, pi_x))
 
 
 @functools.partial(custom_jvp, nondiff_argnums=(0,))
-def _sinc_derivative_at_zero(order, x):
-    """The order-th derivative of sinc at 0, at x's shape: from sin t / t = sum (-t^2)^k / (2k+1)!,
-    pi^order (-1)^(order/2) / (order + 1) for even orders, 0 for odd ones. Its JVP is the next
+def _sin_over_t_derivative_at_zero(order, t):
+    """The order-th derivative of sin(t) / t at 0, at t's shape: from sin t / t = sum (-t^2)^k /
+    (2k+1)!, (-1)^(order/2) / (order + 1) for even orders, 0 for odd ones. Its JVP is the next
     order, so every derivative of sinc at 0 is its limit."""
-    value = 0.0 if order % 2 else (-1) ** (order // 2) * math.pi ** order / (order + 1)
-    return lax.full_like(x, value)
+    value = 0.0 if order % 2 else (-1) ** (order // 2) / (order + 1)
+    return lax.full_like(t, value)
 
 
-@_sinc_derivative_at_zero.defjvp
-def _sinc_derivative_at_zero_jvp(order, primals, tangents):
-    (x,), (x_dot,) = primals, tangents
-    return _sinc_derivative_at_zero(order, x), lax.mul(_sinc_derivative_at_zero(order + 1, x), x_dot)
+@_sin_over_t_derivative_at_zero.defjvp
+def _sin_over_t_derivative_at_zero_jvp(order, primals, tangents):
+    (t,), (t_dot,) = primals, tangents
+    return _sin_over_t_derivative_at_zero(order, t), lax.mul(_sin_over_t_derivative_at_zero(order + 1, t), t_dot)
 
 
 def clip(arr=None, min=None, max=None, a=None, a_min=None, a_max=None):

@@ -115,11 +115,17 @@ def polyint(p, m=1, k=None):
 
 
 def poly(seq_of_zeros):
-    """The monic polynomial with the given real roots (matrices need eigenvalues: issue 16)."""
-    (zeros,) = _inexact("poly", seq_of_zeros)
+    """The monic polynomial with the given roots, or the characteristic polynomial of a square
+    matrix (from its eigenvalues: complex coefficients then, as in JAX)."""
+    check_arraylike("poly", seq_of_zeros)
+    (zeros,) = promote_dtypes_inexact(seq_of_zeros)
+    zeros = joining.atleast_1d(zeros)
+    if zeros.ndim == 2 and zeros.shape[0] == zeros.shape[1] and zeros.shape[0]:
+        zeros = linalg.eigvals(zeros)
     if zeros.ndim != 1:
-        raise ValueError("poly: the roots must be a 1-D array here (the characteristic "
-                         "polynomial of a matrix needs eigenvalues, which need complex numbers)")
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    if zeros.shape[0] == 0:
+        return creation.ones((), zeros.dtype)
     out = creation.ones((1,), zeros.dtype)
     for i in range(zeros.shape[0]):
         out = convolve(out, shape_ops.stack([lax.full((), 1, zeros.dtype), lax.neg(zeros[i])]))

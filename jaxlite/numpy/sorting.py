@@ -86,8 +86,18 @@ def searchsorted(a, v, side="left", sorter=None):
         a = take(a, sorter, mode="clip")
     a_grid = lax.broadcast_in_dim(a, v.shape + a.shape, (v.ndim,))
     v_grid = lax.broadcast_in_dim(v, v.shape + a.shape, tuple(range(v.ndim)))
-    before = lax.lt(a_grid, v_grid) if side == "left" else lax.le(a_grid, v_grid)
+    before = _ordered_before(a_grid, v_grid, strictly=side == "left")
     return lax.reduce_sum(lax.convert_element_type(before, dtypes.int32), (v.ndim,))
+
+
+def _ordered_before(x, y, strictly):
+    """x < y (x <= y unless strictly) in sort's order: complex values by real part, then imaginary."""
+    compare = lax.lt if strictly else lax.le
+    if not dtypes.is_complex(x.dtype):
+        return compare(x, y)
+    first = lax.lt(lax.real(x), lax.real(y))
+    tie = lax.bitwise_and(lax.eq(lax.real(x), lax.real(y)), compare(lax.imag(x), lax.imag(y)))
+    return lax.bitwise_or(first, tie)
 
 
 # ---------------------------------------------------------------- nonzero and friends

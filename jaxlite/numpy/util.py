@@ -112,13 +112,17 @@ def broadcast_to(x, shape):
 def promote_and_broadcast(name, *args):
     if _already_uniform(args):
         return args
-    if len(args) == 2:
-        fast = _array_and_scalar(*args)
-        if fast is not None:
-            return fast
-    check_arraylike(name, *args)
-    _check_rank_promotion(name, args)
-    promoted = promote_dtypes(*args)
+    try:
+        if len(args) == 2:
+            fast = _array_and_scalar(*args)
+            if fast is not None:
+                return fast
+        check_arraylike(name, *args)
+        _check_rank_promotion(name, args)
+        promoted = promote_dtypes(*args)
+    except TypeError:
+        _check_no_keys(name, args)
+        raise
     try:
         return _broadcast_operands(*promoted)
     except ValueError:
@@ -129,6 +133,15 @@ def promote_and_broadcast(name, *args):
             raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
         shown = ", ".join(map(str, shapes))
         raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.") from None
+
+
+def _check_no_keys(name, args):
+    """JAX's error for typed keys mixed with numbers (`key + 1`)."""
+    found = [getattr(x, "dtype", None) for x in args]
+    if any(isinstance(d, dtypes.ExtendedDType) for d in found):
+        shown = ", ".join(str(d) if isinstance(d, dtypes.ExtendedDType) else dtypes.dtype_of(x).name
+                          for d, x in zip(found, args))
+        raise TypeError(f"{name} does not accept dtypes {shown}.") from None
 
 
 _ARRAY_TYPES = (Array, Tracer)

@@ -17,7 +17,6 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import ShapedArray
-from jaxlite.core.array import Array
 from jaxlite.core.extended import ExtendedArray, physical_rules
 from jaxlite.core.primitive import Primitive
 from jaxlite.core.trace import Tracer
@@ -156,11 +155,10 @@ def _check_keys(name, aval):
 
 
 def _key_primitive(name, abstract_eval, physical_rule, multiple_results=False):
-    """A key primitive: its types, its physical rule (also its eager implementation on
-    words), batching by the leading key axes, and no derivative."""
+    """A key primitive: its types, its physical rule (which eager evaluation runs too when an
+    operand is a key), batching by the leading key axes, and no derivative."""
     primitive = Primitive(name, multiple_results)
     primitive.def_abstract_eval(abstract_eval)
-    primitive.def_impl(lambda *args, **params: np.asarray(physical_rule(*map(Array, args), **params)))
     physical_rules[primitive] = lambda in_avals, *args, **params: physical_rule(*args, **params)
     batching.batch_rules[primitive] = _leading_batch_rule(primitive)
     ad.defjvp_zero(primitive)
@@ -263,8 +261,9 @@ def _seed_impl(seeds, impl):
 
 
 random_seed_p = _key_primitive("random_seed", _seed_aval, _physical_seed)
-random_seed_p.def_impl(_seed_impl)
+random_seed_p.def_impl(_seed_impl)      # (the two without key operands evaluate eagerly on numpy)
 random_wrap_p = _key_primitive("random_wrap", _wrap_aval, _identity)
+random_wrap_p.def_impl(lambda data, impl: data)
 random_unwrap_p = _key_primitive("random_unwrap", _unwrap_aval, _identity)
 random_split_p = _key_primitive("random_split", _split_aval, _physical_split)
 random_fold_in_p = _key_primitive("random_fold_in", _fold_in_aval, _physical_fold_in)

@@ -7,6 +7,7 @@ differentiable, batchable and compiled natively like any matrix product.
 import numpy as _np
 
 from jaxlite import numpy as _jnp
+from jaxlite.scipy._util import as_inexact as _as_inexact
 
 
 def _check(type, norm):
@@ -43,26 +44,21 @@ def _apply_along(matrix, x, axis):
     return _jnp.moveaxis(_jnp.tensordot(matrix, x, axes=([1], [axis])), 0, axis)
 
 
-def _inexact(x):
-    x = _jnp.asarray(x)
-    return x if _jnp.issubdtype(x.dtype, _jnp.floating) else x.astype(_jnp.float32)
-
-
 def dct(x, type=2, n=None, axis=-1, norm=None):
     _check(type, norm)
-    x = _resized(_inexact(x), n, axis % _jnp.ndim(x))
+    x = _resized(_as_inexact(x)[0], n, axis % _jnp.ndim(x))
     return _apply_along(_dct_matrix(x.shape[axis], norm), x, axis % x.ndim)
 
 
 def idct(x, type=2, n=None, axis=-1, norm=None):
     """The inverse of dct (the DCT-III, scaled so that idct(dct(x)) == x)."""
     _check(type, norm)
-    x = _resized(_inexact(x), n, axis % _jnp.ndim(x))
+    x = _resized(_as_inexact(x)[0], n, axis % _jnp.ndim(x))
     return _apply_along(_np.linalg.inv(_dct_matrix(x.shape[axis], norm)), x, axis % x.ndim)
 
 
 def _over_axes(transform, x, type, s, axes, norm):
-    x = _inexact(x)
+    x = _as_inexact(x)[0]
     axes = range(x.ndim) if axes is None else axes
     sizes = [None] * len(axes) if s is None else s
     for axis, size in zip(axes, sizes):

@@ -5,6 +5,7 @@ Pade [13/13] with scaling and squaring; the special matrices are built either fr
 arithmetic on their arguments (toeplitz, hankel, circulant, ...) or, when only a static
 size is given (hilbert, pascal, ...), exactly in Python and rounded once.
 """
+import functools as _functools
 import math as _math
 
 import numpy as _np
@@ -416,15 +417,15 @@ def helmert(n, full=False):
 
 # ---------------------------------------------------------------- QR
 
-def _reflector(x):
-    """The unit v for which (I - 2 v v^H) x = -phase(x_0) |x| e_1 (LAPACK's sign choice, so
-    that forming v never cancels; the phase is x_0's sign for real x); v = 0 when x is 0."""
+def _reflector(x, pivot=0):
+    """The unit v for which (I - 2 v v^H) x = -phase(x_p) |x| e_p, p the pivot index (LAPACK's
+    sign choice, so that forming v never cancels; the phase is x_p's sign for real x); v = 0
+    when x is 0. x is zero before the pivot, which may be traced."""
     norm = _jnp.sqrt(_jnp.sum(_jnp.abs(x) ** 2, axis=-1, keepdims=True))
-    first = x[..., :1]
+    first = _lax.dynamic_index_in_dim(x, pivot, axis=-1)
     magnitude = _jnp.abs(first)
     phase = _jnp.where(magnitude > 0, first / _jnp.where(magnitude > 0, magnitude, 1), 1).astype(x.dtype)
-    alpha = -phase * norm
-    v = x.at[..., 0].add(-alpha[..., 0])
+    v = x - (_jnp.arange(x.shape[-1]) == pivot) * (-phase * norm)
     v_norm = _jnp.sqrt(_jnp.sum(_jnp.abs(v) ** 2, axis=-1, keepdims=True))
     return _jnp.where(v_norm > 0, v / _jnp.where(v_norm > 0, v_norm, 1.0), 0.0)
 
@@ -489,12 +490,17 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
     n = a.shape[-1]
     if a.shape[-2] != n:
         raise ValueError(f"hessenberg expects a square matrix, got shape {a.shape}")
-    h, q = a, _identity_like(a)
-    for k in range(n - 2):
-        v = _reflector(h[..., k + 1:, k])
-        h = _reflect_columns(_reflect_rows(h, v, k + 1), v, k + 1)
-        q = _reflect_columns(q, v, k + 1)
-    h = h * (_np.arange(n)[:, None] <= _np.arange(n)[None, :] + 1)
+    rows = _jnp.arange(n)
+
+    def reduce_column(k, hq):
+        # one loop body for every column (not one unrolled step each): jit compiles it once
+        h, q = hq
+        column = _lax.dynamic_index_in_dim(h, k, axis=-1, keepdims=False)
+        v = _reflector(_jnp.where(rows > k, column, 0), k + 1)
+        return _reflect_columns(_reflect_rows(h, v, 0), v, 0), _reflect_columns(q, v, 0)
+
+    h, q = _lax.fori_loop(0, max(n - 2, 0), reduce_column, (a, _identity_like(a)))
+    h = _jnp.where(_hessenberg_mask(n), h, 0)
     return (h, q) if calc_q else h
 
 
@@ -604,11 +610,12 @@ def _symmetric_eigh_jvp(primals, tangents):
     return (w, v), (_jnp.einsum("ii->i", rotated), _jnp.matmul(v, inverse_gaps * rotated))
 
 
-def _batched(fun, a):
-    """fun over the leading (batch) axes of a stack of matrices."""
+def _batched(fun, a, *static):
+    """fun(matrix, *static) over the leading (batch) axes of a stack of matrices."""
+    mapped = lambda x: fun(x, *static)
     for _ in range(a.ndim - 2):
-        fun = _vmap(fun)
-    return fun(a)
+        mapped = _vmap(mapped)
+    return mapped(a)
 
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
@@ -663,3 +670,305 @@ def dft(n, scale=None, *, dtype=None):
     matrix = _np.exp(-2j * _np.pi * turns)
     divisor = {None: 1, "n": n, "sqrtn": _math.sqrt(n)}[scale]
     return _jnp.asarray((matrix / divisor).astype(dtype))
+
+
+# ---------------------------------------------------------------- Schur decomposition
+#
+# The shifted QR algorithm on the Hessenberg form, built from lax loops so that jit compiles
+# it whole. Each step takes the active window [lo, hi] (below hi everything has converged,
+# h[lo, lo - 1] is zero), forms the shift polynomial M of the window (H - mu I for the
+# complex single shift; H^2 - s H + t I, Francis's real double shift, for real matrices)
+# with the identity outside it, and replaces H by Q^H H Q with Q from M's QR decomposition.
+# That explicit step costs a dense QR (O(n^3)) where LAPACK's implicit bulge chase costs
+# O(n^2); in exchange every step is one well-tested factorization, and the similarity is by
+# an exactly unitary Q, so the result's backward error stays at rounding level.
+
+_SCHUR_STEPS_PER_EIGENVALUE = 30
+_EXCEPTIONAL_EVERY = 10   # as LAPACK's xLAHQR: a made-up shift now and then breaks cycles
+
+
+def _hessenberg_mask(n):
+    return _np.arange(n)[:, None] <= _np.arange(n)[None, :] + 1
+
+
+def _deflate_negligible(h, eps):
+    """h with the subdiagonal entries that are negligible next to their diagonal neighbours
+    (LAPACK's criterion) set to zero."""
+    diagonal, sub = _jnp.diagonal(h), _jnp.diagonal(h, -1)
+    scale = _jnp.abs(diagonal[1:]) + _jnp.abs(diagonal[:-1])
+    tiny = _np.finfo(_dtypes.real_dtype(h.dtype)).tiny
+    negligible = (_jnp.abs(sub) <= eps * scale) | (_jnp.abs(sub) < tiny)
+    return _jnp.where(_jnp.diag(negligible, k=-1), 0, h)
+
+
+def _window_start(h, hi):
+    """The first row of the unreduced block that ends at row hi."""
+    k = _jnp.arange(1, h.shape[-1], dtype=_np.int32)
+    split = (_jnp.diagonal(h, -1) == 0) & (k <= hi)
+    return _jnp.max(_jnp.where(split, k, 0))
+
+
+def _complex_shift(a, b, c, d, exceptional):
+    """Wilkinson's shift: the eigenvalue of [[a, b], [c, d]] nearer d."""
+    half_gap = (a - d) / 2
+    root = _jnp.sqrt(half_gap * half_gap + b * c)
+    mean = (a + d) / 2
+    near, far = mean + root, mean - root
+    wilkinson = _jnp.where(_jnp.abs(near - d) <= _jnp.abs(far - d), near, far)
+    return _jnp.where(exceptional, d + 0.75 * _jnp.abs(c), wilkinson)
+
+
+def _real_shifts(a, b, c, d, above, exceptional):
+    """(s, t): the sum and product of the eigenvalues of [[a, b], [c, d]], or LAPACK's
+    exceptional pair built from the last two subdiagonal entries (c and `above`)."""
+    x = _jnp.abs(c) + _jnp.abs(above)
+    centre = 0.75 * x + d
+    return (_jnp.where(exceptional, 2 * centre, a + d),
+            _jnp.where(exceptional, centre * centre + 0.4375 * x * x, a * d - b * c))
+
+
+def _qr_step(h, z, lo, hi, count, real):
+    """One explicitly shifted QR step on the window [lo, hi] of h (z accumulates Q)."""
+    n = h.shape[-1]
+    index = _jnp.arange(n)
+    inside = (index >= lo) & (index <= hi)
+    window = _jnp.where(inside[:, None] & inside[None, :], h, 0)
+    largest = _jnp.max(_jnp.abs(window))
+    window = window / _jnp.where(largest > 0, largest, 1)   # (Q does not change, M cannot overflow)
+    a, b = window[hi - 1, hi - 1], window[hi - 1, hi]
+    c, d = window[hi, hi - 1], window[hi, hi]
+    exceptional = count % _EXCEPTIONAL_EVERY == _EXCEPTIONAL_EVERY - 1
+    identity_inside = _jnp.diag(inside).astype(h.dtype)
+    if real:
+        s, t = _real_shifts(a, b, c, d, window[hi - 1, hi - 2], exceptional)
+        shifted = _jnp.matmul(window, window) - s * window + t * identity_inside
+    else:
+        shifted = window - _complex_shift(a, b, c, d, exceptional) * identity_inside
+    q, _ = _jnp.linalg.qr(shifted + _jnp.diag(~inside).astype(h.dtype))
+    h = _jnp.matmul(_jnp.matmul(_adjoint(q), h), q)
+    return _jnp.where(_hessenberg_mask(n), h, 0), _jnp.matmul(z, q)
+
+
+def _shifted_qr(h, z, real):
+    """(t, z): h reduced to (quasi-)triangular form, z times the accumulated rotations."""
+    n = h.shape[-1]
+    eps = float(_np.finfo(_dtypes.real_dtype(h.dtype)).eps)
+    # a real window of two rows has converged: its block is standardized afterwards
+    converged_size = 2 if real else 1
+    max_steps = _SCHUR_STEPS_PER_EIGENVALUE * max(10, n)
+
+    def unfinished(state):
+        _, _, hi, count = state
+        return (hi > 0) & (count < max_steps)
+
+    def iteration(state):
+        h, z, hi, count = state
+        h = _deflate_negligible(h, eps)
+        lo = _window_start(h, hi)
+        done = hi - lo + 1 <= converged_size
+        h, z = _lax.cond(done, lambda hz: hz, lambda hz: _qr_step(*hz, lo, hi, count, real), (h, z))
+        return h, z, _jnp.where(done, lo - 1, hi), count + (~done).astype(count.dtype)
+
+    h, z, _, _ = _lax.while_loop(unfinished, iteration, (h, z, _jnp.int32(n - 1), _jnp.int32(0)))
+    return _deflate_negligible(h, eps), z
+
+
+def _rotation_matrix(n, k, cosine, sine, dtype):
+    """The identity with the rotation [[cosine, -sine], [sine, cosine]] in rows/columns k, k + 1."""
+    index = _jnp.arange(n)
+    at_k, at_next = index == k, index == k + 1
+    pair = (at_k | at_next).astype(dtype)
+    rotation = _jnp.diag(1 - pair + cosine * pair)
+    return rotation + sine * (at_next[:, None] & at_k[None, :]) - sine * (at_k[:, None] & at_next[None, :])
+
+
+def _standard_block_rotation(a, b, c, d):
+    """(cosine, sine, real_eigenvalues) of the rotation that brings the 2 x 2 block
+    [[a, b], [c, d]] to LAPACK's standard form: upper triangular when its eigenvalues are
+    real (the first column turned onto the eigenvector of the eigenvalue on a's side), else
+    with equal diagonal entries (and then b c < 0)."""
+    half_gap = (a - d) / 2
+    discriminant = half_gap * half_gap + b * c
+    real = discriminant >= 0
+    sign_gap = _jnp.where(half_gap >= 0, 1, -1).astype(a.dtype)
+    toward_a = half_gap + sign_gap * _jnp.sqrt(_jnp.where(real, discriminant, 0))
+    length = _jnp.hypot(toward_a, c)
+    safe_length = _jnp.where(length > 0, length, 1)
+    sigma = b + c
+    tau = _jnp.hypot(sigma, a - d)
+    safe_tau = _jnp.where(tau > 0, tau, 1)
+    complex_cosine = _jnp.sqrt(0.5 * (1 + _jnp.abs(sigma) / safe_tau))
+    complex_sine = -(half_gap / (safe_tau * complex_cosine)) * _jnp.where(sigma >= 0, 1, -1)
+    cosine = _jnp.where(real, toward_a / safe_length, _jnp.where(tau > 0, complex_cosine, 1))
+    sine = _jnp.where(real, c / safe_length, _jnp.where(tau > 0, complex_sine, 0))
+    return cosine, sine, real
+
+
+def _standardize_blocks(t, z):
+    """The real Schur form's 2 x 2 blocks in standard form (as LAPACK's xLANV2 leaves them)."""
+    n = t.shape[-1]
+
+    def standardize(k, tz):
+        t, z = tz
+        a, b, c, d = t[k, k], t[k, k + 1], t[k + 1, k], t[k + 1, k + 1]
+        cosine, sine, real = _standard_block_rotation(a, b, c, d)
+        block = c != 0
+        cosine, sine = _jnp.where(block, cosine, 1), _jnp.where(block, sine, 0)
+        rotation = _rotation_matrix(n, k, cosine, sine, t.dtype)
+        t = _jnp.matmul(_jnp.matmul(rotation.T, t), rotation)
+        # exactly what the rotation makes: a zero below a real pair, equal diagonals otherwise
+        t = t.at[k + 1, k].set(_jnp.where(block & real, 0, t[k + 1, k]))
+        mean = (t[k, k] + t[k + 1, k + 1]) / 2
+        equal = block & ~real
+        t = t.at[k, k].set(_jnp.where(equal, mean, t[k, k])).at[k + 1, k + 1].set(
+            _jnp.where(equal, mean, t[k + 1, k + 1]))
+        return t, _jnp.matmul(z, rotation)
+
+    return _lax.fori_loop(0, n - 1, standardize, (t, z))
+
+
+def _schur_matrix(a, real):
+    if a.shape[-1] == 1:
+        return a, _identity_like(a)
+    h, z = hessenberg(a, calc_q=True)
+    t, z = _shifted_qr(h, z, real)
+    if real:
+        return _standardize_blocks(t, z)
+    return _jnp.triu(t), z
+
+
+@_functools.partial(_custom_jvp, nondiff_argnums=(1,))
+def _schur_form(a, real):
+    return _batched(_jit(_schur_matrix, static_argnums=1), a, real)
+
+
+@_schur_form.defjvp
+def _schur_form_jvp(real, primals, tangents):
+    raise NotImplementedError("Differentiation rule for 'schur' not implemented")
+
+
+def schur(a, output="real"):
+    """(t, z) with a = z t z^H, z unitary and t upper triangular (output "complex") or, for a
+    real a and output "real", quasi upper triangular: 2 x 2 blocks on the diagonal for the
+    complex conjugate eigenvalue pairs, in LAPACK's standard form. Batched over leading axes;
+    not differentiable (as in JAX)."""
+    if output not in ("real", "complex"):
+        raise ValueError(f"Expected 'output' to be either 'real' or 'complex', got output={output!r}.")
+    a = _jnp.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"The input to schur must be a square matrix. Got shape {a.shape}.")
+    if not _dtypes.is_inexact(a.dtype):
+        raise TypeError(f"schur does not accept dtype {a.dtype} at position 0. Accepted dtypes at "
+                        "position 0 are subtypes of floating, complexfloating.")
+    if output == "complex":
+        a = a.astype(_dtypes.complex_dtype(a.dtype))
+    if a.shape[-1] == 0:
+        return a, a
+    return _schur_form(a, not _dtypes.is_complex(a.dtype))
+
+
+def _promote_complex(*arrays):
+    dtype = _dtypes.complex_dtype(_dtypes.result_type(*(_as_inexact(*arrays))))
+    return [_jnp.asarray(x).astype(dtype) for x in arrays]
+
+
+def _rsf2csf_matrix(t, z):
+    """Each 2 x 2 block of the real Schur form t split by the unitary rotation that puts the
+    block's eigenvalue with positive imaginary part first (scipy's recipe), bottom up."""
+    n = t.shape[-1]
+    eps = _np.finfo(_dtypes.real_dtype(t.dtype)).eps
+    for m in range(n - 1, 0, -1):
+        a, b, c, d = t[m - 1, m - 1], t[m - 1, m], t[m, m - 1], t[m, m]
+        block = _jnp.abs(c) > eps * (_jnp.abs(a) + _jnp.abs(d))
+        half_gap = (a - d) / 2
+        # (the where()s keep every derivative finite where no block is split)
+        discriminant = _jnp.where(block, half_gap * half_gap + b * c, 1)
+        mu = half_gap + _jnp.sqrt(discriminant)   # an eigenvalue minus d
+        squared_radius = _jnp.real(mu * _jnp.conj(mu) + c * _jnp.conj(c))
+        safe_radius = _jnp.sqrt(_jnp.where(block & (squared_radius > 0), squared_radius, 1))
+        cosine = _jnp.where(block, mu / safe_radius, 1)
+        sine = _jnp.where(block, c / safe_radius, 0)
+        rotation = _jnp.stack([_jnp.stack([_jnp.conj(cosine), sine]), _jnp.stack([-sine, cosine])])
+        t = t.at[m - 1:m + 1, m - 1:].set(_jnp.matmul(rotation, t[m - 1:m + 1, m - 1:]))
+        t = t.at[:m + 1, m - 1:m + 1].set(_jnp.matmul(t[:m + 1, m - 1:m + 1], _adjoint(rotation)))
+        z = z.at[:, m - 1:m + 1].set(_jnp.matmul(z[:, m - 1:m + 1], _adjoint(rotation)))
+        t = t.at[m, m - 1].set(_jnp.where(block, 0, t[m, m - 1]))
+    return _jnp.triu(t), z
+
+
+def rsf2csf(T, Z, check_finite=True):
+    """(t, z), the complex Schur form, from a real Schur form T and its Z (a = Z T Z^T)."""
+    t, z = _jnp.asarray(T), _jnp.asarray(Z)
+    if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
+        raise ValueError("Input 'T' must be square.")
+    if z.ndim < 2 or z.shape[-1] != z.shape[-2]:
+        raise ValueError("Input 'Z' must be square.")
+    if t.shape[-1] != z.shape[-1]:
+        raise ValueError(f"Input array shapes must match: Z: {z.shape} vs. T: {t.shape}")
+    t, z = _promote_complex(t, z)
+    return _jnp.vectorize(_rsf2csf_matrix, signature="(n,n),(n,n)->(n,n),(n,n)")(t, z)
+
+
+def _square_matrix(a):
+    a = _jnp.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError("expected square array_like input")
+    return a
+
+
+def _by_superdiagonals(t, diagonal, entry):
+    """The upper triangular f with diagonal `diagonal` whose superdiagonals are filled one
+    after the other: entry(f, t, d) gives superdiagonal d from the d - 1 before it."""
+    n = t.shape[-1]
+    f = _jnp.diag(diagonal)
+    for d in range(1, n):
+        rows = _np.arange(n - d)
+        f = f.at[rows, rows + d].set(entry(f, t, d))
+    return f
+
+
+def _sqrt_superdiagonal(r, t, d):
+    """r_ij = (t_ij - sum_{i<k<j} r_ik r_kj) / (r_ii + r_jj), j = i + d: r r = t (and 0
+    where the numerator is, as JAX: a zero matrix's root is zero)."""
+    roots = _jnp.diagonal(r)
+    numerator = _jnp.diagonal(t, d) - _jnp.diagonal(_jnp.matmul(r, r), d)
+    return _jnp.where(numerator == 0, 0, numerator / (roots[:-d] + roots[d:]))
+
+
+def sqrtm(A, blocksize=1):
+    """The principal square root of A (complex), from the complex Schur form: the triangular
+    root of t, column band after band, rotated back."""
+    if blocksize > 1:
+        raise NotImplementedError("Blocked version is not implemented yet.")
+    t, z = schur(_square_matrix(A), output="complex")
+    root = _by_superdiagonals(t, _jnp.sqrt(_jnp.diagonal(t)), _sqrt_superdiagonal)
+    return _jnp.matmul(_jnp.matmul(z, root), _adjoint(z))
+
+
+def _parlett_superdiagonal(f, t, d):
+    """Parlett's recurrence (Golub and Van Loan 11.1.1), from f t = t f at (i, j = i + d):
+    f_ij (t_jj - t_ii) = (t f - f t)_ij while f_ij is still zero. Where t_ii = t_jj the sum is
+    left undivided, as JAX leaves it."""
+    values = _jnp.diagonal(t)
+    gaps = values[d:] - values[:-d]
+    numerator = _jnp.diagonal(_jnp.matmul(t, f) - _jnp.matmul(f, t), d)
+    return _jnp.where(gaps != 0, numerator / _jnp.where(gaps != 0, gaps, 1), numerator)
+
+
+def funm(A, func, disp=True):
+    """func(A) for a function of the eigenvalues, by Parlett's recurrence on the complex Schur
+    form; with disp=False (f, err), err estimating ||f - func(A)||_1 / ||A||_1 as scipy does."""
+    a = _square_matrix(A)
+    t, z = rsf2csf(*schur(a))
+    f = _by_superdiagonals(t, func(_jnp.diagonal(t)).astype(t.dtype), _parlett_superdiagonal)
+    f = _jnp.matmul(_jnp.matmul(z, f), _adjoint(z))
+    if disp:
+        return f
+    tol = float(_np.finfo(_dtypes.real_dtype(f.dtype)).eps)
+    values = _jnp.diagonal(t)
+    gaps = _jnp.abs(values[None, :] - values[:, None])
+    upper = _np.triu(_np.ones(gaps.shape, bool), 1)
+    smallest_gap = _jnp.min(_jnp.where(upper, gaps, _jnp.abs(t[0, 0])))
+    smallest_gap = _jnp.where(smallest_gap == 0, tol, smallest_gap)
+    estimate = _jnp.minimum(1, _jnp.maximum(tol, (tol / smallest_gap) * _jnp.linalg.norm(_jnp.triu(t, 1), 1)))
+    return f, _jnp.where(_jnp.any(_jnp.isinf(f)), _np.inf, estimate)

@@ -1,9 +1,14 @@
 """jaxlite.scipy.signal: N-d convolve and correlate (as conv_general_dilated), their 2-d
-forms, detrend, and fftconvolve (on jnp.fft). stft, istft, csd and welch are not written yet."""
+forms, detrend, fftconvolve (on jnp.fft), and the windowed-FFT family: stft, istft, csd and
+welch, whose windows scipy.signal.get_window computes (static, as in JAX)."""
+import operator as _operator
+import warnings as _warnings
+
 import numpy as _np
 
 from jaxlite import lax as _lax
 from jaxlite import numpy as _jnp
+from jaxlite.core import dtypes as _dtypes
 from jaxlite.scipy._util import as_inexact as _as_inexact
 
 _MODES = ("full", "same", "valid")
@@ -166,3 +171,270 @@ def _centered(x, axes, lengths):
         start = (x.shape[axis] - length) // 2
         x = _lax.slice_in_dim(x, start, start + length, axis=axis)
     return x
+
+
+# ---------------------------------------------------------------- windowed FFTs (scipy's spectral helper)
+
+def _window(window, nperseg, input_length, dtype):
+    """(window values, nperseg), as scipy's _triage_segments settles them: a named window of
+    nperseg (256 by default, no longer than the input), or the given 1-d window's values."""
+    if isinstance(window, (str, tuple)):
+        if nperseg is None:
+            nperseg = 256
+        if nperseg > input_length:
+            _warnings.warn(f"nperseg = {nperseg} is greater than input length  = {input_length}, "
+                           f"using nperseg = {input_length}")
+            nperseg = input_length
+        import scipy.signal
+        return _jnp.asarray(scipy.signal.get_window(window, nperseg)).astype(dtype), nperseg
+    values = _jnp.asarray(window)
+    if values.ndim != 1:
+        raise ValueError("window must be 1-D")
+    if input_length < values.shape[-1]:
+        raise ValueError("window is longer than input signal")
+    if nperseg is not None and nperseg != values.shape[0]:
+        raise ValueError("value specified for nperseg is different from length of window")
+    return values.astype(_jnp.result_type(values, dtype)), values.shape[0]
+
+
+def _static_int(value, what):
+    try:
+        return _operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a static integer, got {value!r}") from None
+
+
+def _extend(x, n, boundary):
+    """x with n samples added at both ends of its last axis, as scipy's boundary extensions."""
+    if boundary == "odd":
+        left = 2 * x[..., :1] - _jnp.flip(x[..., 1:n + 1], -1)
+        right = 2 * x[..., -1:] - _jnp.flip(x[..., -n - 1:-1], -1)
+        return _jnp.concatenate([left, x, right], axis=-1)
+    modes = {"even": {"mode": "reflect"}, "constant": {"mode": "edge"}, "zeros": {"mode": "constant"}}
+    return _jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(n, n)], **modes[boundary])
+
+
+_BOUNDARIES = ("even", "odd", "constant", "zeros", None)
+
+
+def _segments(x, nperseg, step):
+    """The segments x[..., k step : k step + nperseg] along a new second-to-last axis."""
+    count = (x.shape[-1] - nperseg) // step + 1
+    index = _np.arange(count)[:, None] * step + _np.arange(nperseg)[None, :]
+    return x[..., index]
+
+
+def _segment_detrend(detrend_type, axis):
+    """The detrending applied to each segment (the segments along the last axis)."""
+    if isinstance(detrend_type, str):
+        return lambda d: detrend(d, axis=-1, type=detrend_type)
+    if callable(detrend_type):
+        if axis in (-1, None):
+            return detrend_type
+        # scipy shows the function the segments along the data's own axis
+        return lambda d: _jnp.moveaxis(detrend_type(_jnp.moveaxis(d, -1, axis)), axis, -1)
+    if not detrend_type:
+        return lambda d: d
+    raise ValueError(f"Unsupported detrend type: {detrend_type}")
+
+
+def _windowed_fft(x, win, detrend_func, nperseg, step, nfft, onesided):
+    frames = detrend_func(_segments(x, nperseg, step)) * win
+    if onesided:
+        return _jnp.fft.rfft(frames.real, n=nfft)
+    return _jnp.fft.fft(frames, n=nfft)
+
+
+def _match_lengths(x, y):
+    """x and y (signal axis last) zero-padded to the longer one's length."""
+    n = max(x.shape[-1], y.shape[-1])
+    pad = lambda a: _jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, n - a.shape[-1])])
+    return pad(x), pad(y)
+
+
+def _spectral_helper(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_onesided,
+                     scaling, axis, mode, boundary=None, padded=False):
+    """(frequencies, segment times, the windowed FFTs (mode "stft") or the cross spectra
+    conj(X) Y (mode "psd"), frequencies before the segment axis, which is last)."""
+    if boundary not in _BOUNDARIES:
+        raise ValueError(f"Unknown boundary option '{boundary}', must be one of: {list(_BOUNDARIES)}")
+    x = _jnp.asarray(x)
+    axis = _static_int(axis, "axis") % max(x.ndim, 1)
+    if y is None:
+        (x,) = _as_inexact(x)
+        outer = x.shape[:axis] + x.shape[axis + 1:]
+    else:
+        x, y = _as_inexact(x, y)
+        if x.ndim != y.ndim:
+            raise ValueError(f"two-arguments must have the same rank ({x.ndim} vs {y.ndim}).")
+        try:
+            outer = _np.broadcast_shapes(x.shape[:axis] + x.shape[axis + 1:], y.shape[:axis] + y.shape[axis + 1:])
+        except ValueError:
+            raise ValueError("x and y cannot be broadcast together.") from None
+    result_dtype = _dtypes.complex_dtype(x.dtype)
+    real_dtype = _dtypes.real_dtype(result_dtype)
+    if nperseg is not None:
+        nperseg = _static_int(nperseg, "nperseg")
+        if nperseg < 1:
+            raise ValueError("nperseg must be a positive integer")
+    if x.size == 0 or (y is not None and y.size == 0):
+        length = x.shape[axis] if y is None else min(x.shape[axis], y.shape[axis])
+        shape = outer[:axis] + (length,) + outer[axis:]
+        return _jnp.zeros(shape, real_dtype), _jnp.zeros(shape, real_dtype), _jnp.zeros(shape, result_dtype)
+    win, nperseg = _window(window, nperseg, x.shape[axis], real_dtype)
+    noverlap = nperseg // 2 if noverlap is None else _static_int(noverlap, "noverlap")
+    nfft = nperseg if nfft is None else _static_int(nfft, "nfft")
+    if nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    step = nperseg - noverlap
+    signals = [_jnp.moveaxis(x, axis, -1)] if y is None else list(_match_lengths(_jnp.moveaxis(x, axis, -1),
+                                                                               _jnp.moveaxis(y, axis, -1)))
+    if boundary is not None:
+        signals = [_extend(s, nperseg // 2, boundary) for s in signals]
+    if padded:
+        extra = (-(signals[0].shape[-1] - nperseg) % step) % nperseg
+        signals = [_jnp.pad(s, [(0, 0)] * (s.ndim - 1) + [(0, extra)]) for s in signals]
+    if scaling == "density":
+        scale = 1.0 / (fs * _jnp.sum(win * win))
+    elif scaling == "spectrum":
+        scale = 1.0 / _jnp.sum(win) ** 2
+    else:
+        raise ValueError(f"Unknown scaling: {scaling}")
+    if mode == "stft":
+        scale = _jnp.sqrt(scale)
+    onesided = return_onesided
+    if onesided and any(_dtypes.is_complex(s.dtype) for s in signals):
+        _warnings.warn("Input data is complex, switching to return_onesided=False")
+        onesided = False
+    fftfreq = _jnp.fft.rfftfreq if onesided else _jnp.fft.fftfreq
+    freqs = fftfreq(nfft, 1 / fs).astype(real_dtype)
+    detrend_func = _segment_detrend(detrend_type, axis)
+    spectra = [_windowed_fft(s, win, detrend_func, nperseg, step, nfft, onesided) for s in signals]
+    if mode == "stft":
+        result = spectra[0]
+    else:
+        result = _jnp.conj(spectra[0]) * spectra[-1]
+    result = result * scale
+    if onesided and mode == "psd":
+        # the negative frequencies' power, folded onto the positive ones (not 0 or Nyquist)
+        folded = _np.ones(result.shape[-1])
+        folded[1:None if nfft % 2 else -1] = 2
+        result = result * folded.astype(real_dtype)
+    length = signals[0].shape[-1]
+    times = _np.arange(nperseg / 2, length - nperseg / 2 + 1, step)
+    if boundary is not None:
+        times = times - nperseg / 2
+    result = result.astype(result_dtype)
+    if y is None and mode != "stft":
+        result = result.real
+    # the segment axis stays last, the frequencies go where the signal's axis was
+    return freqs, _jnp.asarray(times, real_dtype) / fs, _jnp.moveaxis(result, -1, axis)
+
+
+def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detrend=False,
+         return_onesided=True, boundary="zeros", padded=True, axis=-1):
+    """(f, t, Zxx): the short-time Fourier transform of x along axis, scaled as scipy's
+    ('spectrum' scaling: each segment divided by the window's sum)."""
+    return _spectral_helper(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+                            "spectrum", axis, "stft", boundary, padded)
+
+
+def _median_bias(n):
+    """The median of n chi-squared(2) periodograms over their mean (scipy's bias factor)."""
+    even = 2 * _np.arange(1, (n - 1) // 2 + 1)
+    return 1 + _np.sum(1.0 / (even + 1) - 1.0 / even)
+
+
+def _average_segments(spectra, average):
+    if average == "median":
+        bias = _median_bias(spectra.shape[-1])
+        if _dtypes.is_complex(spectra.dtype):
+            median = _jnp.median(spectra.real, axis=-1) + 1j * _jnp.median(spectra.imag, axis=-1)
+        else:
+            median = _jnp.median(spectra, axis=-1)
+        return (median / bias).astype(spectra.dtype)
+    if average == "mean":
+        return _jnp.mean(spectra, axis=-1)
+    raise ValueError(f'average must be "median" or "mean", got {average}')
+
+
+def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, detrend="constant",
+        return_onesided=True, scaling="density", axis=-1, average="mean"):
+    """(f, Pxy): Welch's estimate of the cross spectral density of x and y (of x with itself
+    for y=None), the periodograms of overlapping windowed segments averaged."""
+    freqs, _, spectra = _spectral_helper(x, y, fs, window, nperseg, noverlap, nfft, detrend,
+                                         return_onesided, scaling, axis, "psd")
+    if y is not None:
+        spectra = spectra.astype(_dtypes.complex_dtype(spectra.dtype))
+    if spectra.ndim >= 2 and spectra.size > 0:
+        if spectra.shape[-1] > 1:
+            spectra = _average_segments(spectra, average)
+        else:
+            spectra = spectra.reshape(spectra.shape[:-1])
+    return freqs, spectra
+
+
+def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, detrend="constant",
+          return_onesided=True, scaling="density", axis=-1, average="mean"):
+    """(f, Pxx): Welch's estimate of the power spectral density of x."""
+    freqs, spectra = csd(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+                         scaling, axis, average)
+    return freqs, spectra.real
+
+
+def _overlap_add(frames, step):
+    """sum_k frames[..., k, :] placed at k step along a new last axis."""
+    count, length = frames.shape[-2:]
+    index = _np.arange(count)[:, None] * step + _np.arange(length)[None, :]
+    out = _jnp.zeros(frames.shape[:-2] + (step * (count - 1) + length,), frames.dtype)
+    return out.at[..., index].add(frames)
+
+
+def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None, input_onesided=True,
+          boundary=True, time_axis=-1, freq_axis=-2):
+    """(t, x): the inverse of stft, by overlap-add of the inverse-transformed segments
+    weighted by the window and normalised by the summed squared window."""
+    zxx = _jnp.asarray(Zxx)
+    if zxx.ndim < 2:
+        raise ValueError("Input stft must be at least 2d!")
+    freq_axis, time_axis = freq_axis % zxx.ndim, time_axis % zxx.ndim
+    if freq_axis == time_axis:
+        raise ValueError("Must specify differing time and frequency axes!")
+    zxx = zxx.astype(_dtypes.complex_dtype(_as_inexact(zxx)[0].dtype))
+    default_length = 2 * (zxx.shape[freq_axis] - 1) if input_onesided else zxx.shape[freq_axis]
+    nperseg = _static_int(nperseg or default_length, "nperseg")
+    if nperseg < 1:
+        raise ValueError("nperseg must be a positive integer")
+    if nfft is None:
+        # an odd nperseg from a one-sided input: no padding in the forward transform
+        nfft = default_length + (1 if input_onesided and nperseg == default_length + 1 else 0)
+    nfft = _static_int(nfft, "nfft")
+    if nfft < nperseg:
+        raise ValueError(f"FFT length ({nfft}) must be longer than nperseg ({nperseg}).")
+    noverlap = _static_int(noverlap or nperseg // 2, "noverlap")
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    outer = [a for a in range(zxx.ndim) if a not in (freq_axis, time_axis)]
+    zxx = _jnp.transpose(zxx, outer + [time_axis, freq_axis])
+    inverse = _jnp.fft.irfft if input_onesided else _jnp.fft.ifft
+    frames = inverse(zxx, n=nfft, axis=-1)[..., :nperseg]
+    real_dtype = _dtypes.real_dtype(zxx.dtype)
+    if isinstance(window, (str, tuple)):
+        win, _ = _window(window, nperseg, nperseg, real_dtype)
+    else:
+        win = _jnp.asarray(window)
+        if win.ndim != 1:
+            raise ValueError("window must be 1-D")
+        if win.shape[0] != nperseg:
+            raise ValueError(f"window must have length of {nperseg}")
+    frames = frames * _jnp.sum(win)          # undoes stft's 'spectrum' scaling
+    x = _overlap_add(frames * win, nperseg - noverlap)
+    norm = _overlap_add(_jnp.broadcast_to(win * win, (frames.shape[-2], nperseg)), nperseg - noverlap)
+    if boundary:
+        x, norm = x[..., nperseg // 2:-(nperseg // 2)], norm[..., nperseg // 2:-(nperseg // 2)]
+    x = x / _jnp.where(norm > 1e-10, norm, 1.0)
+    if x.ndim > 1 and time_axis != zxx.ndim - 1:
+        x = _jnp.moveaxis(x, -1, time_axis - 1 if freq_axis < time_axis else time_axis)
+    return _jnp.arange(x.shape[0], dtype=real_dtype) / fs, x

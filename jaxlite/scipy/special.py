@@ -5,6 +5,7 @@ loops, selects between regimes), so jit compiles each function into native kerne
 Arguments are promoted as JAX promotes them: integers to the default float type.
 """
 import math as _math
+import operator as _operator
 from fractions import Fraction as _Fraction
 
 import numpy as _np
@@ -12,6 +13,9 @@ import numpy as _np
 from jaxlite import lax as _lax
 from jaxlite import nn as _nn
 from jaxlite import numpy as _jnp
+from jaxlite.core import dtypes as _dtypes
+from jaxlite.core import errors as _errors
+from jaxlite.core.trace import Tracer as _Tracer
 from jaxlite.lax.special_series import lbeta as _lbeta
 from jaxlite.numpy.util import promote_to_inexact as _promote_to_inexact
 from jaxlite.transforms.custom_derivatives import custom_jvp as _custom_jvp
@@ -215,14 +219,22 @@ def erfinv(x):
     return _lax.erf_inv(_as_float("erfinv", x))
 
 
+def _split(x):
+    """(hi, lo) with hi + lo = x exactly, hi keeping the upper half of the significand bits
+    (by masking the lower ones, which no floating-point contraction can disturb), so that a
+    product of two his is exact."""
+    info = _finfo(x)
+    dropped = info.nmant + 1 - (info.nmant + 1) // 2
+    bits = _np.dtype(f"uint{info.bits}")
+    mask = _np.array(~((1 << dropped) - 1) & ((1 << info.bits) - 1)).astype(bits)
+    hi = _lax.bitcast_convert_type(_lax.bitcast_convert_type(x, bits) & mask, x.dtype)
+    return hi, x - hi
+
+
 def _square_split(x):
-    """(hi, lo) with hi + lo = x^2 to twice the working precision: hi has half the mantissa
-    bits, so hi_x^2 is exact (exp(x^2) would otherwise carry x^2's rounding, ~x^2 ulps)."""
-    digits = _finfo(x).nmant + 1
-    scale = float(2 ** ((digits + 1) // 2) + 1)
-    big = x * scale
-    hi = big - (big - x)
-    lo = x - hi
+    """(hi, lo) with hi + lo = x^2 to twice the working precision: hi_x^2 is exact (exp(x^2)
+    would otherwise carry x^2's rounding, ~x^2 ulps)."""
+    hi, lo = _split(x)
     return hi * hi, lo * (2 * hi + lo)
 
 
@@ -262,6 +274,86 @@ def _erfcx_jvp(primals, tangents):
 def erfcx(x):
     """The scaled complementary error function exp(x^2) erfc(x), without overflow or underflow."""
     return _erfcx(_as_float("erfcx", x))
+
+
+# ---------------------------------------------------------------- the Faddeeva function
+#
+# Weideman's rational series (SIAM J. Numer. Anal. 31, 1994): in the upper half plane
+# w(z) = 2 p(Z) / (L - iz)^2 + 1 / (sqrt(pi) (L - iz)), Z = (L + iz) / (L - iz), with p a
+# polynomial whose N coefficients one FFT gives; N = 16 reaches float32's rounding, N = 40
+# float64's (measured against scipy). The lower half plane reflects: w(z) = 2 exp(-z^2) - w(-z).
+
+_WOFZ_TERMS = {_np.dtype(_np.float32): 16, _np.dtype(_np.float64): 40}
+
+
+def _weideman_coefficients(terms):
+    """(coefficients, highest power first, and L) of Weideman's series with `terms` terms."""
+    m = 2 * terms
+    scale = _math.sqrt(terms / _math.sqrt(2))
+    t = scale * _np.tan(_np.arange(-m + 1, m) * _np.pi / (2 * m))
+    samples = _np.concatenate([[0.0], _np.exp(-t * t) * (scale * scale + t * t)])
+    coefficients = _np.real(_np.fft.fft(_np.fft.fftshift(samples))) / (2 * m)
+    return coefficients[terms:0:-1], scale
+
+
+def _wofz_upper(z):
+    """w(z) for Im z >= 0."""
+    real_dtype = _np.dtype(_lax.real(z).dtype)
+    coefficients, scale = _weideman_coefficients(_WOFZ_TERMS.get(real_dtype, 16))
+    iz = _lax.complex(-_lax.imag(z), _lax.real(z))
+    denominator = scale - iz
+    ratio = (scale + iz) / denominator
+    polynomial = _jnp.zeros_like(z)
+    for c in coefficients.astype(real_dtype):
+        polynomial = polynomial * ratio + c
+    return 2 * polynomial / (denominator * denominator) + (1 / _math.sqrt(_math.pi)) / denominator
+
+
+def _two_sum(a, b):
+    """(s, e): s = fl(a + b) and its rounding error e, s + e = a + b exactly (Knuth)."""
+    s = a + b
+    b_part = s - a
+    return s, (a - (s - b_part)) + (b - b_part)
+
+
+def _twice_exp_minus_square(z):
+    """2 exp(-z^2) = 2 exp(y^2 - x^2) (cos 2xy - i sin 2xy), the exponent and the angle to twice
+    the working precision: where this term dominates w, |z| is large and one rounding of
+    2xy would already cost 2xy ulps of phase."""
+    x, y = _lax.real(z), _lax.imag(z)
+    (x_hi, x_lo), (y_hi, y_lo) = _split(x), _split(y)
+    exponent, error = _two_sum(y_hi * y_hi, -(x_hi * x_hi))
+    exponent_lo = error + (y_lo * (2 * y_hi + y_lo) - x_lo * (2 * x_hi + x_lo))
+    angle_hi = 2 * (x_hi * y_hi)
+    angle_lo = 2 * (x_hi * y_lo + x_lo * y_hi + x_lo * y_lo)
+    magnitude = 2 * _lax.exp(exponent) * _lax.exp(exponent_lo)
+    cos_hi, sin_hi, cos_lo, sin_lo = _lax.cos(angle_hi), _lax.sin(angle_hi), _lax.cos(angle_lo), _lax.sin(angle_lo)
+    cosine = cos_hi * cos_lo - sin_hi * sin_lo
+    sine = sin_hi * cos_lo + cos_hi * sin_lo
+    # (a zero sine stays an exact zero when the magnitude overflows: -100j gives inf, not nan)
+    return _lax.complex(magnitude * cosine, _jnp.where(sine == 0, 0, -magnitude * sine))
+
+
+@_custom_jvp
+def _wofz(z):
+    lower = _lax.imag(z) < 0
+    upper = _wofz_upper(_jnp.where(lower, -z, z))
+    reflected = _twice_exp_minus_square(_jnp.where(lower, z, 0)) - upper
+    return _jnp.where(lower, reflected, upper)
+
+
+@_wofz.defjvp
+def _wofz_jvp(primals, tangents):
+    """w'(z) = 2i / sqrt(pi) - 2 z w(z) (w is entire)."""
+    (z,), (z_dot,) = primals, tangents
+    w = _wofz(z)
+    return w, (2j / _math.sqrt(_math.pi) - 2 * z * w) * z_dot
+
+
+def wofz(z):
+    """The Faddeeva function w(z) = exp(-z^2) erfc(-iz), complex (real z promoted)."""
+    (z,) = _inexact("wofz", z)
+    return _wofz(z.astype(_dtypes.complex_dtype(z.dtype)))
 
 
 def ndtr(x):
@@ -667,20 +759,85 @@ def _is_nonpositive_integer(v):
     return (v <= 0) & (v == _jnp.round(v))
 
 
+# The integer formula's finite sum has |c - a - b| terms, run to this static count (so reverse mode
+# differentiates it); past it the Gauss series (of Euler's transform below 0) converges fast.
+_HYP2F1_INTEGER_TERMS = 32
+
+
 def _hyp2f1_unit_interval(a, b, c, z):
-    """2F1 for 0 <= z < 1: the series up to 3/4, beyond it the connection formula in 1 - z
-    (two series whose gamma-function weights need c - a - b away from an integer; at an
-    integer the series itself runs on, less accurate close to 1)."""
+    """2F1 for 0 <= z < 1: the series up to 3/4, beyond it a connection formula in 1 - z. Gauss's
+    (two series weighted by gamma functions of c - a - b) cancels as c - a - b = m + delta nears
+    an integer m, losing ~1e-15 / |delta| relative; within sqrt(eps) of m, the integer's own
+    formula (_hyp2f1_integer_d), off by ~|delta|, is closer. So an integer gets ~1e-14 and the
+    worst case, |delta| near sqrt(eps), ~1e-7 in float64."""
     d = c - a - b
     terminating = _is_nonpositive_integer(a) | _is_nonpositive_integer(b)
-    connected = (z > _HYP2F1_SERIES_UP_TO) & ~terminating & (_jnp.abs(d - _jnp.round(d)) > 1e-3)
-    direct = _hyp2f1_series(a, b, c, _jnp.where(connected, 0.0, z))
+    # Euler's transformation 2F1 = (1 - z)^d 2F1(c - a, c - b; c; z) turns these into polynomials.
+    euler_terminating = ~terminating & (_is_nonpositive_integer(c - a) | _is_nonpositive_integer(c - b))
+    far = (z > _HYP2F1_SERIES_UP_TO) & ~terminating & ~euler_terminating
+    near_integer = _jnp.abs(d - _jnp.round(d)) <= _math.sqrt(float(_finfo(z).eps))
+    connected = far & ~near_integer
+    at_integer = far & near_integer & (_jnp.abs(d) <= _HYP2F1_INTEGER_TERMS)
+    by_euler = euler_terminating | (far & near_integer & (d < -_HYP2F1_INTEGER_TERMS))
+    direct = _hyp2f1_series(a, b, c, _jnp.where(far & ~(near_integer & (d > 0)), 0.0, z))
+    euler_z = _jnp.where(by_euler, z, 0.0)
+    euler = (1 - euler_z) ** d * _hyp2f1_series(c - a, c - b, c, euler_z)
     w = _jnp.where(connected, 1 - z, 0.5)
     safe_d = _jnp.where(connected, d, 0.5)
     first = gamma(c) * gamma(safe_d) / (gamma(c - a) * gamma(c - b)) * _hyp2f1_series(a, b, 1 - safe_d, w)
     second = (gamma(c) * gamma(-safe_d) / (gamma(a) * gamma(b)) * w ** safe_d
               * _hyp2f1_series(c - a, c - b, 1 + safe_d, w))
-    return _jnp.where(connected, first + second, direct)
+    integer = _hyp2f1_integer_d(*(_jnp.where(at_integer, v, default) for v, default in
+                                  ((a, 0.5), (b, 0.5), (c, 1.0), (z, 0.9))))
+    return _jnp.where(connected, first + second,
+                      _jnp.where(at_integer, integer, _jnp.where(by_euler, euler, direct)))
+
+
+def _hyp2f1_integer_d(a, b, c, z):
+    """2F1 for 3/4 < z < 1 where m = c - a - b is an integer (Abramowitz and Stegun 15.3.10-12).
+    A negative m goes through Euler's transformation 2F1(a, b; c; z) = (1 - z)^m 2F1(c - a, c - b;
+    c; z), whose c - a - b is -m."""
+    m = _jnp.round(c - a - b)
+    w = 1 - z
+    negative = m < 0
+    scale = _jnp.where(negative, w ** m, 1.0)
+    a, b = _jnp.where(negative, c - a, a), _jnp.where(negative, c - b, b)
+    m = _jnp.abs(m)
+    return scale * (_hyp2f1_integer_d_finite(a, b, m, w) + _hyp2f1_integer_d_logarithmic(a, b, m, w))
+
+
+def _hyp2f1_integer_d_finite(a, b, m, w):
+    """Gamma(m) Gamma(a + b + m) / (Gamma(a + m) Gamma(b + m)) sum_{n < m} (a)_n (b)_n w^n /
+    (n! (1 - m)_n); nothing for m = 0."""
+    def body(n, state):
+        term, total = state
+        n = n.astype(w.dtype)
+        total = total + _jnp.where(n < m, term, 0.0)
+        denominator = (n + 1) * (1 - m + n)     # 0 once n = m - 1, where the sum has ended
+        return term * (a + n) * (b + n) / _jnp.where(denominator == 0, 1.0, denominator) * w, total
+
+    total = _lax.fori_loop(0, _HYP2F1_INTEGER_TERMS, body, (_jnp.ones_like(w), _jnp.zeros_like(w)))[1]
+    safe_m = _jnp.where(m > 0, m, 1.0)
+    weight = gamma(safe_m) * gamma(a + b + safe_m) / (gamma(a + safe_m) * gamma(b + safe_m))
+    return _jnp.where(m > 0, weight * total, 0.0)
+
+
+def _hyp2f1_integer_d_logarithmic(a, b, m, w):
+    """-(-w)^m Gamma(a + b + m) / (Gamma(a) Gamma(b)) sum_n (a + m)_n (b + m)_n w^n / (n! (n + m)!)
+    [log w - psi(n + 1) - psi(n + m + 1) + psi(a + m + n) + psi(b + m + n)]; w <= 1/4, so a fixed
+    number of terms converges."""
+    terms = 60 if _finfo(w).bits >= 64 else 30
+    term = 1 / gamma(m + 1)
+    psi = (_lax.log(w) + _EULER_GAMMA - _lax.digamma(m + 1)
+           + _lax.digamma(a + m) + _lax.digamma(b + m))
+    total = term * psi
+    for n in range(1, terms):
+        a_k, b_k = a + m + (n - 1), b + m + (n - 1)     # grouped so that a tiny a survives m = 0
+        term = term * a_k * b_k / (n * (m + n)) * w
+        psi = psi - 1 / n - 1 / (m + n) + 1 / a_k + 1 / b_k
+        total = total + term * psi
+    sign = _jnp.where(_jnp.remainder(m, 2) == 0, -1.0, 1.0)
+    return sign * w ** m * gamma(a + b + m) / (gamma(a) * gamma(b)) * total
 
 
 def hyp2f1(a, b, c, x):
@@ -881,3 +1038,55 @@ def owens_t(h, a):
     value = _jnp.where(small, direct, mixed - swapped)
     value = _jnp.where(size_a == _np.inf, 0.5 * ndtr(-size_h), value)
     return (_jnp.sign(a) * value).astype(h.dtype)
+
+
+# ---------------------------------------------------------------- spherical harmonics
+
+def _normalized_legendre(n_max, cos_theta, sin_theta):
+    """{(m, n): the orthonormalized associated Legendre function P_n^m(cos theta) with the
+    Condon-Shortley phase} for 0 <= m <= n <= n_max, by the recurrences that stay stable:
+    along the diagonal from P_0^0 = 1 / sqrt(4 pi), then up in n at fixed m."""
+    table = {(0, 0): _jnp.full_like(cos_theta, 1 / _math.sqrt(4 * _math.pi))}
+    for m in range(1, n_max + 1):
+        table[m, m] = -_math.sqrt((2 * m + 1) / (2 * m)) * sin_theta * table[m - 1, m - 1]
+    for m in range(n_max):
+        table[m, m + 1] = _math.sqrt(2 * m + 3) * cos_theta * table[m, m]
+        for n in range(m + 2, n_max + 1):
+            a = _math.sqrt((4 * n * n - 1) / (n * n - m * m))
+            a_before = _math.sqrt((4 * (n - 1) ** 2 - 1) / ((n - 1) ** 2 - m * m))
+            table[m, n] = a * (cos_theta * table[m, n - 1] - table[m, n - 2] / a_before)
+    return table
+
+
+def _static_degree_bound(n, n_max):
+    if n_max is not None:
+        return _operator.index(n_max)
+    value = n.to_concrete_value() if isinstance(n, _Tracer) else _np.asarray(n)
+    if value is None:
+        raise _errors.ConcretizationTypeError(
+            "Abstract tracer value encountered where a concrete value is expected: the `n_max` argument "
+            "of `jnp.scipy.special.sph_harm` must be statically specified to use `sph_harm` within JAX "
+            f"transformations (the degrees n are a traced array {n.aval.str_short()}). Fix: pass n_max=.")
+    return int(_np.max(value, initial=0))
+
+
+def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
+    """The spherical harmonic Y_n^m(theta, phi) of degree n and order m at polar angle theta
+    and azimuth phi (scipy's sph_harm_y convention), zero where |m| > n; degrees up to n_max
+    (static; by default the largest n, which must then be concrete)."""
+    if diff_n is not None:
+        raise NotImplementedError("The 'diff_n' argument to jax.scipy.special.sph_harm_y is not supported.")
+    n_max = _static_degree_bound(n, n_max)
+    n, m = _jnp.asarray(n).astype(_np.int32), _jnp.asarray(m).astype(_np.int32)
+    theta, phi = _inexact("sph_harm_y", theta, phi)
+    n, m, theta, phi = _jnp.broadcast_arrays(n, m, theta, phi)
+    order = _jnp.abs(m)
+    table = _normalized_legendre(n_max, _jnp.cos(theta), _jnp.abs(_jnp.sin(theta)))
+    legendre = _jnp.zeros_like(theta)
+    for (mm, nn), values in table.items():
+        legendre = _jnp.where((order == mm) & (n == nn), values, legendre)
+    angle = order.astype(phi.dtype) * phi
+    harmonic = _lax.complex(legendre * _jnp.cos(angle), legendre * _jnp.sin(angle))
+    # Y_n^-m = (-1)^m conj(Y_n^m)
+    sign = _jnp.where(order % 2 == 1, -1, 1).astype(theta.dtype)
+    return _jnp.where(m < 0, sign * _jnp.conj(harmonic), harmonic)

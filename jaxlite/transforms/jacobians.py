@@ -19,7 +19,7 @@ def _standard_basis(leaves):
     sizes = [int(np.prod(x.shape)) for x in leaves]
     identity = np.eye(sum(sizes))
     offsets = np.cumsum([0] + sizes)
-    return [Array(identity[:, lo:lo + size].reshape((-1,) + tuple(x.shape)).astype(x.dtype), x.weak_type)
+    return [Array(identity[:, lo:lo + size].reshape((len(identity),) + tuple(x.shape)).astype(x.dtype), x.weak_type)
             for x, lo, size in zip(leaves, offsets, sizes)]
 
 
