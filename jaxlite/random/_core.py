@@ -11,7 +11,6 @@ Counters follow JAX's "partitionable" threefry scheme, its default: element i
 low 32-bit words and encrypted under the key. Splitting a key into keys of shape
 S uses the two output words of each element as a new key; a 32-bit draw xors them.
 """
-import functools
 import math
 from collections.abc import Sequence
 
