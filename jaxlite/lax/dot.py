@@ -158,6 +158,9 @@ class Precision(enum.Enum):
     def __str__(self):
         return self.name
 
+    def __repr__(self):     # as JAX's: how a jaxpr param holding a tuple of them reads
+        return f"Precision.{self.name}"
+
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, out_sharding=None):
     """Vector/matrix product of rank-1 or rank-2 operands."""
