@@ -256,12 +256,14 @@ def _erfcx_from(x):
 def _erfcx(x):
     start = _erfcx_from(x)
     size = _jnp.abs(x)
-    hi, lo = _square_split(_jnp.where(size < start, x, 0.0))
-    direct_positive = _lax.exp(hi) * _lax.exp(lo) * _lax.erfc(size)
-    direct = _jnp.where(x < 0, 2 * _lax.exp(hi) * _lax.exp(lo) - direct_positive, direct_positive)
+    # exp(x^2) in two factors for every x it is needed at: all negative ones (erfcx(x) =
+    # 2 exp(x^2) - erfcx(-x) grows to float32's largest values by x = -9.3) and small positive ones.
+    hi, lo = _square_split(_jnp.where((size < start) | (x < 0), x, 0.0))
+    growth = _lax.exp(hi) * _lax.exp(lo)
     asymptotic = _erfcx_asymptotic(_jnp.where(size < start, start, size))
-    large = _jnp.where(x < 0, _np.inf, _jnp.where(x == _np.inf, 0.0, asymptotic))
-    return _jnp.where(size < start, direct, large).astype(x.dtype)
+    of_size = _jnp.where(size < start, growth * _lax.erfc(size), _jnp.where(size == _np.inf, 0.0, asymptotic))
+    negative = _jnp.where(x == -_np.inf, _np.inf, 2 * growth - of_size)   # the split of inf^2 is inf, nan
+    return _jnp.where(x < 0, negative, of_size).astype(x.dtype)
 
 
 @_erfcx.defjvp
