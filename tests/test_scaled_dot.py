@@ -42,12 +42,13 @@ def _blockwise(x, scale, axis):
 def test_scaled_dot_is_the_blockwise_scaled_product(batch, m, n, block, k_blocks, seed):
     rng = np.random.default_rng(seed)
     k = block * k_blocks
-    lhs = rng.normal(size=(batch, m, k)).astype(jnp.float8_e5m2)
-    rhs = rng.normal(size=(batch, k, n)).astype(jnp.float8_e5m2)
-    lhs_scale = np.exp2(rng.integers(-4, 5, size=(batch, m, k_blocks))).astype(jnp.float8_e8m0fnu)
-    rhs_scale = np.exp2(rng.integers(-4, 5, size=(batch, k_blocks, n))).astype(jnp.float8_e8m0fnu)
+    # Quarters in [-2, 2] (exact in e5m2) and scales 2^-2..2^2: every product is a multiple of
+    # 2^-8 of magnitude at most 2^6, so a sum of at most 24 of them is exact in float32 in any order.
+    lhs = (rng.integers(-8, 9, size=(batch, m, k)) / 4).astype(jnp.float8_e5m2)
+    rhs = (rng.integers(-8, 9, size=(batch, k, n)) / 4).astype(jnp.float8_e5m2)
+    lhs_scale = np.exp2(rng.integers(-2, 3, size=(batch, m, k_blocks))).astype(jnp.float8_e8m0fnu)
+    rhs_scale = np.exp2(rng.integers(-2, 3, size=(batch, k_blocks, n))).astype(jnp.float8_e8m0fnu)
     got = lax.scaled_dot(lhs, rhs, lhs_scale=lhs_scale, rhs_scale=rhs_scale, preferred_element_type=np.float32)
-    # 5-bit products of powers of two, at most 24 terms: exact in float32
     want = np.einsum("bmk,bkn->bmn", _blockwise(lhs, lhs_scale, 2), _blockwise(rhs, rhs_scale, 1))
     assert got.dtype == np.float32 and got.shape == (batch, m, n)
     np.testing.assert_array_equal(got, want.astype(np.float32))
