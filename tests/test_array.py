@@ -164,11 +164,16 @@ def test_arrays_are_immutable():
         np.asarray(x)[0] = 1.0
 
 
-def test_numpy_interop_without_copies():
+def test_numpy_interop_copies_only_what_the_caller_can_write():
     a = np.arange(6, dtype=np.float32)
     x = jnp.asarray(a)
-    assert np.shares_memory(np.asarray(x), a)
-    assert np.asarray(x) is np.asarray(x)
+    a[0] = 100.0     # the Array is immutable: a writable numpy input was copied, as JAX copies it
+    assert float(x[0]) == 0.0 and not np.shares_memory(np.asarray(x), a)
+    assert np.shares_memory(np.asarray(jnp.asarray(a, copy=False)), a)     # shared, as asked
+    frozen = np.arange(3.0, dtype=np.float32)
+    frozen.flags.writeable = False
+    assert np.shares_memory(np.asarray(jnp.asarray(frozen)), frozen)
+    assert np.asarray(x) is np.asarray(x)     # and reading an Array back never copies
     assert isinstance(a + x, jaxlite.Array)
 
 

@@ -291,3 +291,19 @@ def test_donation_does_not_change_results(case, n, seed):
         donating = jaxlite.jit(fn, donate_argnums=0)
         for _ in range(2):
             np.testing.assert_allclose(donating(_fresh(value)), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fun", [lambda a: a, lambda a: (a, a + 1), lambda a: (a * 2, a)])
+def test_a_numpy_argument_passed_through_jit_is_not_aliased(fun):
+    # An output that is the argument unchanged must not follow later writes to the caller's
+    # buffer (arrays are immutable; JAX copies the argument to the device).
+    x = np.zeros(4, np.float32)
+    jitted = jaxlite.jit(fun)
+    for call in range(2):      # the first call, then the cached one
+        outs = jitted(x)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        before = [np.array(o) for o in outs]
+        x[0] += 1.0
+        for out, value in zip(outs, before):
+            np.testing.assert_array_equal(out, value)
+            assert not np.shares_memory(np.asarray(out), x)

@@ -14,7 +14,7 @@ from jaxlite.numpy.util import check_device
 
 
 def asarray(a, dtype=None, copy=None, *, device=None):
-    """An Array for `a`; numpy inputs of a supported dtype are wrapped without a copy."""
+    """An Array for `a`; a writable numpy array is copied (unless copy=False), as in JAX."""
     check_device(device)
     dtypes.check_user_dtype(dtype, "asarray")
     if isinstance(a, (Array, Tracer)):
@@ -29,9 +29,13 @@ def asarray(a, dtype=None, copy=None, *, device=None):
     if value.dtype == object or value.dtype.kind in "US":
         raise TypeError(f"jaxlite arrays cannot hold {value.dtype} data ({type(a).__name__} given)")
     target = dtypes.canonicalize_dtype(dtype if dtype is not None else value.dtype)
-    if copy:
+    if value.dtype != target:
+        return Array(value.astype(target))
+    # A numpy array the caller can still write to is copied, as JAX copies it to the device:
+    # jaxlite arrays are immutable. copy=False shares it, as asked.
+    if copy or (copy is None and value is a and value.flags.writeable):
         value = value.copy()
-    return Array(value if value.dtype == target else value.astype(target))
+    return Array(value)
 
 
 def _flat(items):

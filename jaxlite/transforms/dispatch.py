@@ -49,6 +49,24 @@ def owns_buffer(array):
             and sys.getrefcount(base) == 3)
 
 
+def passed_through(array):
+    """The buffer of an output that is an argument unchanged: the argument's own if the Array
+    holds it alone, else a copy (the caller may still write to a numpy array it gave), so the
+    result stays immutable, as JAX's (which copied the argument to the device)."""
+    return array._value if owns_buffer(array) else array._value.copy()
+
+
+def _passed_through_positions(entry):
+    """The flat arguments that some output is, unchanged (worked out once per entry)."""
+    positions = getattr(entry, "_passed_through", None)
+    if positions is None:
+        jaxpr, extra = entry.closed.jaxpr, len(entry.extra_args)
+        outputs = {id(v) for v in jaxpr.outvars}
+        positions = entry._passed_through = tuple(
+            i - extra for i, v in enumerate(jaxpr.invars) if i >= extra and id(v) in outputs)
+    return positions
+
+
 def claim_donations(flat_args, paired):
     """Positions (in `flat_args`) whose buffers outputs may take over. A donated Array
     also passed in another position is an error, as in JAX."""
@@ -91,7 +109,11 @@ def run_entry(entry, flat_args):
     executable = entry.executable or entry.get_executable()
     paired = [p - len(entry.extra_args) for p in executable.donation.paired]
     owned = claim_donations(flat_args, paired) if paired else ()
+    shared = [i for i in _passed_through_positions(entry)
+              if not (type(flat_args[i]) is Array and owns_buffer(flat_args[i]))]
     values = [numpy_argument(x, aval) for x, aval in zip(flat_args, entry.in_avals)]
+    for i in shared:
+        values[i] = values[i].copy()     # an output is this argument: see passed_through
     extra = len(entry.extra_args)
     outs = executable([*entry.extra_args, *values], {p + extra for p in owned})
     if paired:
@@ -117,7 +139,7 @@ def _generated_call(entry, executable, native, in_signatures):
     describes its entry point (lower.runtime.NativeEntry)."""
     jaxpr = executable.jaxpr
     names = {"empty": np.empty, "native": native.entry, "new_array": _new_array, "Array": Array,
-             "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer,
+             "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer, "passed_through": passed_through,
              "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8), "physical": physical_value}
     arguments = [f"a{i}" for i in range(len(jaxpr.invars))]
     lines = ["def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
@@ -215,7 +237,7 @@ def _wrap_outputs(native, weak_types, names, nconsts, nargs):
         elif source < nconsts:
             lines.append(f"    r{k} = Array(CONST{source}, WEAK{k})")
         elif source < nconsts + nargs:
-            lines.append(f"    r{k} = Array(physical(a{source - nconsts})._value, WEAK{k})")
+            lines.append(f"    r{k} = Array(passed_through(physical(a{source - nconsts})), WEAK{k})")
         else:
             out = source - nconsts - nargs
             shape, dtype = native.out_specs[out]
