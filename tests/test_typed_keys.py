@@ -235,3 +235,15 @@ def test_aot_stages_with_keys():
     np.testing.assert_array_equal(random.key_data(lowered.compile()(TYPED)), random.key_data(random.split(TYPED)))
     traced = jaxlite.jit(lambda k: random.split(k, 3)).trace(jaxlite.ShapeDtypeStruct((), random.key_dtype()))
     assert str(traced.jaxpr.jaxpr.outvars[0].aval.str_short()) == "key<fry>[3]"
+
+
+def test_zeros_like_and_ones_like_of_keys_fill_their_words():
+    # As JAX: keys whose uint32 words hold the fill value, eager, under jit and vmap.
+    keys = jaxlite.random.split(jaxlite.random.key(0), 3)
+    for make, word in ((jnp.zeros_like, 0), (jnp.ones_like, 1), (jnp.empty_like, 0),
+                       (lambda k: jnp.full_like(k, 7), 7)):
+        for run in (make, jaxlite.jit(make), jaxlite.vmap(make)):
+            out = run(keys)
+            assert str(out.dtype) == "key<fry>" and out.shape == (3,)
+            np.testing.assert_array_equal(jaxlite.random.key_data(out), np.full((3, 2), word, np.uint32))
+    assert "random_wrap[impl=fry]" in str(jaxlite.make_jaxpr(jnp.zeros_like)(keys))

@@ -82,22 +82,35 @@ def empty(shape, dtype=None, *, device=None):
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
     check_device(device)
-    return lax.full(np.shape(a) if shape is None else shape, 0, dtype or _dtype(a))
+    return _filled_like(a, 0, dtype, shape)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
     check_device(device)
-    return lax.full(np.shape(a) if shape is None else shape, 1, dtype or _dtype(a))
+    return _filled_like(a, 1, dtype, shape)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     check_device(device)
+    if isinstance(dtype or _dtype(a), dtypes.ExtendedDType):
+        return _filled_like(a, fill_value, dtype, shape)
     return full(np.shape(a) if shape is None else shape, fill_value, dtype or _dtype(a))
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
     check_device(device)
     return zeros_like(a, dtype, shape)
+
+
+def _filled_like(a, fill_value, dtype, shape):
+    dtype, shape = dtype or _dtype(a), np.shape(a) if shape is None else shape
+    if not isinstance(dtype, dtypes.ExtendedDType):
+        return lax.full(shape, fill_value, dtype)
+    if not hasattr(dtype, "from_physical"):
+        raise TypeError(f"cannot make an array of {dtype} from a fill value")
+    # Typed keys, as JAX makes them: keys whose words all hold the fill value.
+    words = lax.full(tuple(shape_tuple(shape)) + dtype.physical_shape, fill_value, dtype.physical_dtype)
+    return dtype.from_physical(words)
 
 
 def _dtype(a):

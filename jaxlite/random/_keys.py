@@ -64,6 +64,10 @@ class KeyTy(dtypes.ExtendedDType):
     def wrap(self, data):
         return PRNGKeyArray(self, data)
 
+    def from_physical(self, data):
+        """Keys whose words are `data`, concrete or traced (as jnp.zeros_like makes them)."""
+        return wrap(data, self.impl)
+
 
 def resolve_impl(impl):
     """The implementation's name: JAX's names are accepted, only threefry2x32 is built."""
