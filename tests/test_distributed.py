@@ -127,7 +127,10 @@ def test_a_skipped_collective_hits_the_deadline(tmp_path):
 def test_ranks_with_different_shapes_get_an_error(tmp_path):
     code, stderr, seconds, _ = launch("shapes", tmp_path)
     assert code != 0 and seconds < 30
-    assert "but rank(s) [1] run something else" in stderr and "float32[3]" in stderr
+    # Each rank names the other; which message is written before MPI_Abort ends the job varies.
+    assert ("but rank(s) [1] run something else" in stderr and "float32[3]" in stderr) or \
+        ("but rank(s) [0] run something else" in stderr and "float32[4]" in stderr)
+    assert "During handling of the above exception" not in stderr
 
 
 def test_collectives_over_groups_of_processes_match_jax(tmp_path):

@@ -298,6 +298,8 @@ class JittedFunction:
                 # One argument (the common case) is keyed by its signature, not a 1-tuple.
                 key = args[0]._signature if len(args) == 1 else tuple(map(_signature_attribute, args))
             except AttributeError:
+                key = _UNSIGNED
+            if key is _UNSIGNED:      # outside the except block: a user's error is not chained to it
                 arrays = _numpy_as_arrays(args)
                 key = _fast_key(_array_signatures(arrays))
                 call = self._fast_calls.get(key)
@@ -513,6 +515,7 @@ def _fast_key(signatures):
 # (shape, dtype, C-contiguous) of a numpy argument -> the signature of its Array (None: it
 # goes the general way: its dtype narrows, or a transfer guard reports it).
 _numpy_signatures = {}
+_UNSIGNED = object()     # an argument without an interned signature (numpy, or an Array not yet seen)
 
 
 def _numpy_as_arrays(args):
