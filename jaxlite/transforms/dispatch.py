@@ -49,10 +49,10 @@ def owns_buffer(array):
             and sys.getrefcount(base) == 3)
 
 
-def passed_through(array):
-    """The buffer of an output that is an argument unchanged: the argument's own if the Array
-    holds it alone, else a copy (the caller may still write to a numpy array it gave), so the
-    result stays immutable, as JAX's (which copied the argument to the device)."""
+def private_buffer(array):
+    """The Array's buffer if it holds it alone, else a copy: what generated code may write
+    into, or an output that is this argument unchanged may keep (the caller may still write
+    to a numpy array it gave; JAX copied it to the device, so its result is immutable)."""
     return array._value if owns_buffer(array) else array._value.copy()
 
 
@@ -113,7 +113,7 @@ def run_entry(entry, flat_args):
               if not (type(flat_args[i]) is Array and owns_buffer(flat_args[i]))]
     values = [numpy_argument(x, aval) for x, aval in zip(flat_args, entry.in_avals)]
     for i in shared:
-        values[i] = values[i].copy()     # an output is this argument: see passed_through
+        values[i] = values[i].copy()     # an output is this argument: see private_buffer
     extra = len(entry.extra_args)
     outs = executable([*entry.extra_args, *values], {p + extra for p in owned})
     if paired:
@@ -139,7 +139,7 @@ def _generated_call(entry, executable, native, in_signatures):
     describes its entry point (lower.runtime.NativeEntry)."""
     jaxpr = executable.jaxpr
     names = {"empty": np.empty, "native": native.entry, "new_array": _new_array, "Array": Array,
-             "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "owns_buffer": owns_buffer, "passed_through": passed_through,
+             "ascontiguousarray": np.ascontiguousarray, "unflatten": tree_unflatten, "private_buffer": private_buffer,
              "OUT_TREE": entry.out_tree, "NO_WORKSPACE": np.empty(0, np.uint8), "physical": physical_value}
     arguments = [f"a{i}" for i in range(len(jaxpr.invars))]
     lines = ["def call(args):", f"    {', '.join(arguments)}, = args" if arguments else "    pass"]
@@ -189,7 +189,7 @@ def _argument_values(native, in_signatures, lines):
     for i in set(native.reused.values()):
         # The code may write the output through the argument's pointer: a buffer the Array
         # does not own alone is copied first (a non-contiguous one already is).
-        private = f"a{i}._value if owns_buffer(a{i}) else a{i}._value.copy()"
+        private = f"private_buffer(a{i})"
         lines.append(f"    v{i} = {private if in_signatures[i].contiguous else values[i]}")
         values[i] = f"v{i}"
     return values
@@ -237,7 +237,7 @@ def _wrap_outputs(native, weak_types, names, nconsts, nargs):
         elif source < nconsts:
             lines.append(f"    r{k} = Array(CONST{source}, WEAK{k})")
         elif source < nconsts + nargs:
-            lines.append(f"    r{k} = Array(passed_through(physical(a{source - nconsts})), WEAK{k})")
+            lines.append(f"    r{k} = Array(private_buffer(physical(a{source - nconsts})), WEAK{k})")
         else:
             out = source - nconsts - nargs
             shape, dtype = native.out_specs[out]
