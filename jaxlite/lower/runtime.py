@@ -78,17 +78,18 @@ class Executable:
         # "native N" (the N-th GEMM called by native code) -> GemmPlan, chosen once and
         # kept with the code
         self.gemm_plans = {}
-        # The worker pool (the first time) compiles while this program is planned.
-        pool_ready = llvm_target.in_background(native_pool.pool)
         llvm_target.in_background(native_call.trampoline)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
+        # The worker pool starts (the first time) while the kernels compile, only for a
+        # program that calls it: its start costs ~7 ms CPU (loading its code, measuring
+        # the clock, a thread), a third of a small first program's compile.
+        # (The pool's start links jaxlite_pool_run, which the code calls.)
+        linked = llvm_target.in_background(native_pool.pool).result if self.uses_pool else None
         pieces = llvm_target.split_module(self.module)
         self.llvm_ir = "\n".join(pieces)
         # The kernels' module (in pieces) and the GEMM families the program calls compile
         # at once, on all cores (see llvm_target).
-        # (The pool's start links jaxlite_pool_run, which the code calls.)
-        linked = pool_ready.result if self.uses_pool else None
         compiled = llvm_target.compile_pieces(pieces, linked) if self._has_native else None
         callees = [llvm_target.in_background(native_flow.native_callee, eqn, None, self._constants())
                    for eqn in self._native_eqns]
