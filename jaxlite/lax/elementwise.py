@@ -901,7 +901,7 @@ ad.transpose_rules[convert_element_type_p] = lambda ct, x, new_dtype, weak_type=
 
 
 def bitcast_convert_type(x, new_dtype):
-    return bitcast_convert_type_p.bind(as_operand(x), new_dtype=np.dtype(new_dtype))
+    return bitcast_convert_type_p.bind(as_operand(x), new_dtype=dtypes.as_dtype(new_dtype))
 
 
 def _bitcast_aval(x, new_dtype):
