@@ -270,3 +270,36 @@ def test_sinc_derivatives_at_zero_are_jaxs_bits():
         derivative = jaxlite.grad(derivative)
         values.append([float(derivative(np.float32(0))), float(jaxlite.jit(derivative)(np.float32(0)))])
     np.testing.assert_array_equal(values, [[0, 0], [-3.2898683547973633] * 2, [0, 0], [19.481821060180664] * 2])
+
+
+def test_rounding_envelope_accepts_cancellation_and_catches_a_broken_rule(monkeypatch):
+    """seed 26546: near 0, sinc's derivative cos(pi x) / x - sin(pi x) / (pi x^2) cancels, so
+    jit's FMA and eager's two roundings differ by up to 3e-3 relative. JAX's op-by-op eager and
+    jit differ there as much (its jnp.sinc agrees with itself only because JAX compiles it when
+    called eagerly). Both lie within float32's rounding envelope of the float64 value (about a
+    quarter of the way out); an eager sin off by 1e-5 relative, below the plain tolerance, does not."""
+    x = np.float32([-0.0014426551, 0.003, -0.02, 0.05, 0.3, 1.7])
+    grad = jaxlite.grad(lambda v: jnp.sum(jnp.sinc(v)))
+    compiled = [jaxlite.jit(grad)(x)]
+    with pytest.raises(fuzz_programs.Mismatch):
+        fuzz_programs.assert_close(compiled, [grad(x)], "grad")
+    fuzz_programs.assert_close_or_rounding(grad, [x], compiled, [grad(x)], "grad")
+    assert fuzz_programs.run(26546) is None
+
+    sin_p = jaxlite.lax.elementwise.sin_p
+    exact_sin = sin_p.impl
+    off_in_float32 = lambda v: exact_sin(v) * np.float32(1 + 1e-5) if v.dtype == np.float32 else exact_sin(v)
+    monkeypatch.setattr(sin_p, "impl", off_in_float32)
+    with pytest.raises(fuzz_programs.Mismatch, match="outside float32's rounding envelope"):
+        fuzz_programs.assert_close_or_rounding(grad, [x], compiled, [grad(x)], "grad")
+    assert "outside float32's rounding envelope" in fuzz_programs.run(26546)
+
+
+
+def test_rounding_envelope_replays_casts_to_float32_in_float64():
+    """seed 40982: x mod cos(..) of a 17-term dot magnifies the dot's last-bit difference
+    (summation order) to 1e-3 relative; the program casts to float32, which pinned float32
+    in the float64 replay, so there was no envelope to consult."""
+    program = fuzz_programs.random_program(40982)
+    assert any(op == "cast" for op, _, _ in program.steps)
+    assert fuzz_programs.run(40982) is None
