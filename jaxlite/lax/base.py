@@ -104,12 +104,16 @@ def elementwise_aval(name, avals, accepts, out_dtype=None):
     return ShapedArray(elementwise_shape(name, avals), dtype, weak)
 
 
-def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False, out_dtype=None):
+def unary_primitive(name, numpy_fn, accepts, subnormals_as_zero=False, out_dtype=None, underflows=False):
     """`subnormals_as_zero`: eager reads float32/bfloat16/float64 subnormal inputs as signed
     zeros, as compiled code does (its entry point sets DAZ, as XLA:CPU's does), for the
     functions whose value at a subnormal is far from their value at zero (log, sqrt, floor,
     sign, lgamma, ...). The others see subnormals as they are in both: bit operations
-    (abs, neg), and functions equal to x near 0 that JAX passes them through (sin, tanh)."""
+    (abs, neg), and functions equal to x near 0 that JAX passes them through (sin, tanh).
+    `underflows`: the function of normal inputs can be subnormal (exp(-100)); eager runs it
+    with FTZ/DAZ set, so that result is a zero, as compiled code and JAX give, eager and jit."""
+    if underflows:
+        numpy_fn = flushing_subnormals(numpy_fn)
     primitive = Primitive(name)
     primitive.def_impl(_reading_subnormals_as_zero(numpy_fn) if subnormals_as_zero else numpy_fn)
     primitive.def_abstract_eval(lambda x, **params: elementwise_aval(name, [x], accepts, out_dtype))
