@@ -303,3 +303,12 @@ def test_rounding_envelope_replays_casts_to_float32_in_float64():
     program = fuzz_programs.random_program(40982)
     assert any(op == "cast" for op, _, _ in program.steps)
     assert fuzz_programs.run(40982) is None
+
+
+def test_numerical_gradient_skips_casts_to_16bit_floats():
+    """seed 42807: a cast to bfloat16 is constant at the central differences' scale (both
+    steps agreed on -25.3148), where AD passes the tangent through (-26.88), as JAX's
+    convert_element_type does: not a finding. Casts to float32 are replayed as casts to float64 instead of skipped."""
+    program = fuzz_programs.random_program(42807)
+    assert any(op == "cast" and params["dtype"] == fuzz_programs.BF16 for op, _, params in program.steps)
+    assert fuzz_programs.run(42807) is None
