@@ -6,7 +6,7 @@ approximations instead, which round differently for a fifth of pow's inputs, and
 float64 rounded to float32 differs from libm's powf near a rounding tie (powf's error is
 up to ~0.3 ulp before its rounding). So an eager primitive that must give jit's bits
 calls the same libm function, through one small loop per function and type: on x86-64
-Linux a loop over a two-argument function is 65 bytes of machine code written here (as
+Linux a loop over a two-argument function is 75 bytes of machine code written here (as
 float_mode's MXCSR functions are), so that an eager pow does not load LLVM (~50 ms CPU);
 elsewhere LLVM compiles the loop.
 """
