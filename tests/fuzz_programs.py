@@ -466,8 +466,9 @@ UNIT_ROUNDOFF = 2.0 ** -24
 # max/min, floor) are exact, and noise there would only widen the envelope.
 _ROUNDING = {"add", "add_any", "sub", "mul", "div", "square", "integer_pow", "pow", "sqrt", "rsqrt",
              "exp", "exp2", "expm1", "log", "log1p", "logistic", "tanh", "sin", "cos", "tan", "atan",
-             "atan2", "erf", "erfc", "erf_inv", "reduce_sum", "reduce_prod", "cumsum", "cumprod",
-             "dot_general", "scatter-add", "scatter-mul"}
+             "atan2", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "lgamma",
+             "digamma", "erf", "erfc", "erf_inv", "reduce_sum", "reduce_prod", "cumsum", "cumprod",
+             "cumlogsumexp", "dot_general", "scatter-add", "scatter-mul"}
 # Sums and products of many terms round once per term: their operands get noise too.
 _ACCUMULATING = {"reduce_sum", "reduce_prod", "cumsum", "cumprod", "dot_general", "scatter-add", "scatter-mul"}
 NOISE_SAMPLES = 4

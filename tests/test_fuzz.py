@@ -316,6 +316,13 @@ def test_rounding_envelope_accepts_cancellation_and_catches_a_broken_rule(monkey
 
 
 
+def test_rounding_envelope_names_primitives_that_exist():
+    import gc
+    from jaxlite.core.primitive import Primitive
+    names = {o.name for o in gc.get_objects() if isinstance(o, Primitive)}
+    assert fuzz_programs._ROUNDING <= names and fuzz_programs._ACCUMULATING <= fuzz_programs._ROUNDING
+
+
 def test_rounding_envelope_replays_casts_to_float32_in_float64():
     """seed 40982: x mod cos(..) of a 17-term dot magnifies the dot's last-bit difference
     (summation order) to 1e-3 relative; the program casts to float32, which pinned float32
