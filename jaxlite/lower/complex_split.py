@@ -39,12 +39,15 @@ logger = logging.getLogger("jaxlite.jit")
 
 
 class Pair:
-    """A complex value as its real and imaginary parts (real arrays of the value's shape)."""
+    """A complex value as its real and imaginary parts (real arrays of the value's shape);
+    `packed`, when known, the same value as interleaved parts (shape + (2,)): where the
+    value came in so, from the program's boundary or a native routine, it leaves so again
+    without the copy that slicing out its parts and concatenating them back would be."""
 
-    __slots__ = ("re", "im")
+    __slots__ = ("re", "im", "packed")
 
-    def __init__(self, re, im):
-        self.re, self.im = re, im
+    def __init__(self, re, im, packed=None):
+        self.re, self.im, self.packed = re, im, packed
 
 
 # ---------------------------------------------------------------- the pass
@@ -224,14 +227,20 @@ def _parts(z):
 def _unpack(x):
     """The parts of a complex value given as interleaved real parts (shape + (2,))."""
     axis = x.ndim - 1
-    return Pair(lax.index_in_dim(x, 0, axis, keepdims=False), lax.index_in_dim(x, 1, axis, keepdims=False))
+    return Pair(lax.index_in_dim(x, 0, axis, keepdims=False), lax.index_in_dim(x, 1, axis, keepdims=False), x)
 
 
 def _pack(z, aval):
     """A complex value as its interleaved real parts (shape + (2,))."""
     shape, axis = tuple(aval.shape), len(aval.shape)
+    if z.packed is not None and _is_packed_form(z.packed, aval):
+        return z.packed
     parts = [lax.broadcast_in_dim(_full(part, shape), shape + (1,), tuple(range(axis))) for part in (z.re, z.im)]
     return lax.concatenate(parts, axis)
+
+
+def _is_packed_form(x, aval):
+    return tuple(x.shape) == tuple(aval.shape) + (2,) and np.dtype(x.dtype) == dtypes.real_dtype(aval.dtype)
 
 
 def _full(x, shape):
