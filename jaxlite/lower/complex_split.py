@@ -32,7 +32,7 @@ from jaxlite.lax import complex_parts, cumulative, elementwise as ew, gradients,
 from jaxlite.lax import linalg, windowed
 from jaxlite.lax.convolution import conv_general_dilated_p
 from jaxlite.lax.dot import dot_general_p
-from jaxlite.lax.fft import fft_p
+from jaxlite.lax.fft import FftType, fft_p
 from jaxlite.lower.fft_kernels import fft_pairs_p
 
 logger = logging.getLogger("jaxlite.jit")
@@ -636,10 +636,17 @@ def _select_n(eqn, which, *cases):
 
 
 def _fft(eqn, x):
-    """lax.fft on the interleaved parts, which the native FFT reads and writes (fft_kernels)."""
-    operand = _pack(x, eqn.inputs[0].aval) if isinstance(x, Pair) else x
-    out = fft_pairs_p.bind(operand, **eqn.params)
-    return _unpack(out) if dtypes.is_complex(eqn.outputs[0].aval.dtype) else out
+    """lax.fft on the interleaved parts, which the native FFT reads and writes (fft_kernels),
+    one axis at a time: each is its own routine, whose lines the native pool shares out
+    between threads. A real transform's real axis (the last) comes first forward, last inverse."""
+    fft_type, lengths = FftType(eqn.params["fft_type"]), tuple(eqn.params["fft_lengths"])
+    value = _pack(x, eqn.inputs[0].aval) if isinstance(x, Pair) else x
+    complex_type = FftType.IFFT if fft_type in (FftType.IFFT, FftType.IRFFT) else FftType.FFT
+    steps = [(complex_type, (n,), axis) for axis, n in zip(range(-len(lengths), -1), lengths)]
+    last = [(fft_type, lengths[-1:], -1)]
+    for step_type, step_lengths, axis in (steps + last if fft_type is FftType.IRFFT else last + steps[::-1]):
+        value = fft_pairs_p.bind(value, fft_type=step_type, fft_lengths=step_lengths, axis=axis)
+    return _unpack(value) if dtypes.is_complex(eqn.outputs[0].aval.dtype) else value
 
 
 def _sort(eqn, *operands):
