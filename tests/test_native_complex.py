@@ -69,6 +69,22 @@ def test_complex_reductions_run_natively(caplog):
     _assert_close(_jit_natively(lambda z: jnp.prod(z, axis=(0, 1)), z, caplog=caplog), jnp.prod(z), rtol=3e-5)
 
 
+@pytest.mark.parametrize("shape,axis", [((3, 512), 0), ((2, 5, 768), 1), ((16, 40), 1), ((3, 7, 5), 2)])
+def test_complex_products_are_one_native_routine(shape, axis):
+    """cumprod (both directions) and prod of complex values: one native routine each (no
+    rounds of real kernels), in numpy's order: a cumprod as eager's bit for bit. The shapes
+    take groups of 256 contiguous chains, of 8 lines along the last axis, and of single ones."""
+    z = _complex(np.random.default_rng(sum(shape)), shape, np.complex64)
+    for fun in (lambda v: jnp.cumprod(v, axis=axis), lambda v: lax.cumprod(v, axis=axis, reverse=True)):
+        lowered = jaxlite.jit(fun).lower(z).as_text()
+        assert "primitive=cumprod" in lowered and not [line for line in lowered.splitlines() if line.startswith("kernel")]
+        assert_same_bits(jaxlite.jit(fun)(z), fun(z))
+    prod = lambda v: jnp.prod(v, axis=axis)    # noqa: E731
+    lowered = jaxlite.jit(prod).lower(z).as_text()
+    assert "primitive=reduce_prod" in lowered and "kernel" not in lowered
+    _assert_close(jaxlite.jit(prod)(z), prod(z), rtol=3e-5)
+
+
 def test_complex_scan_under_vmap_and_grad():
     rng = np.random.default_rng(1)
     z = _complex(rng, (3, 7), np.complex64)

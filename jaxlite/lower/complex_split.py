@@ -543,6 +543,34 @@ def _prefix_combination(combine, identity):
     return rule
 
 
+def _natively_by_axis(rule):
+    """A complex product (cumprod, reduce_prod): the native routine on the interleaved parts
+    (complex_products.py), one axis at a time, the last first; `rule` (rounds of real kernels)
+    where it does not apply."""
+    def natively_or_by_rule(eqn, x):
+        from jaxlite.lower.step_policy import eqn_step_kind
+        steps = list(_one_axis_eqns(eqn))
+        if not all(eqn_step_kind(step) == "native" for step in steps):
+            return rule(eqn, x)
+        for step in steps:
+            x = _native_on_complex(step, [x])[0]
+        return x
+    return natively_or_by_rule
+
+
+def _one_axis_eqns(eqn):
+    """A reduction over several axes as reductions over one axis each, the last first."""
+    if "axes" not in eqn.params:
+        yield eqn
+        return
+    aval = eqn.inputs[0].aval
+    for axis in sorted(eqn.params["axes"], reverse=True):
+        params = dict(eqn.params, axes=(axis,))
+        out = eqn.primitive.abstract_eval(aval, **params)
+        yield Eqn(eqn.primitive, [Var(aval)], params, [Var(out)])
+        aval = out
+
+
 def _scatter_entry_by_entry(combine):
     """scatter-mul/min/max of complex values: a native loop over the update windows in the
     eager order (numpy's ufunc.at), each read, combined with its update (Pairs) and written
@@ -675,7 +703,7 @@ RULES = {
     ew.eq_p: _equal(lax.bitwise_and, lax.eq),
     ew.ne_p: _equal(lax.bitwise_or, lax.ne),
     ew.select_n_p: _select_n,
-    reductions.reduce_prod_p: _tree_reduction(_mul, 1),
+    reductions.reduce_prod_p: _natively_by_axis(_tree_reduction(_mul, 1)),
     reductions.reduce_max_p: _tree_reduction(_greater(lax.gt), complex(-np.inf, -np.inf)),
     reductions.reduce_min_p: _tree_reduction(_greater(lax.lt), complex(np.inf, np.inf)),
     windowed.reduce_window_max_p: _window_extremum(_greater(lax.gt), complex(-np.inf, 0)),
@@ -684,7 +712,7 @@ RULES = {
     slicing.scatter_mul_p: _scatter_entry_by_entry(_mul),
     slicing.scatter_max_p: _scatter_entry_by_entry(_greater(lax.gt)),
     slicing.scatter_min_p: _scatter_entry_by_entry(_greater(lax.lt)),
-    cumulative.cumprod_p: _prefix_combination(_mul, 1),
+    cumulative.cumprod_p: _natively_by_axis(_prefix_combination(_mul, 1)),
     cumulative.cummax_p: _prefix_combination(_greater(lax.gt), complex(-np.inf, -np.inf)),
     cumulative.cummin_p: _prefix_combination(_greater(lax.lt), complex(np.inf, np.inf)),
     ew.integer_pow_p: lambda eqn, x: _integer_pow(x, eqn.params["y"]),

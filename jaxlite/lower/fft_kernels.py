@@ -61,10 +61,13 @@ def _sub(b, x, y):
     return b.fsub(x[0], y[0], flags=_FLAGS), b.fsub(x[1], y[1], flags=_FLAGS)
 
 
-def _mul(b, x, y):
-    re = b.fsub(b.fmul(x[0], y[0], flags=_FLAGS), b.fmul(x[1], y[1], flags=_FLAGS), flags=_FLAGS)
-    im = b.fadd(b.fmul(x[0], y[1], flags=_FLAGS), b.fmul(x[1], y[0], flags=_FLAGS), flags=_FLAGS)
+def multiply(b, x, y, flags=_FLAGS):
+    """x y; `flags` () rounds each product as numpy's complex multiply does (no FMA)."""
+    re = b.fsub(b.fmul(x[0], y[0], flags=flags), b.fmul(x[1], y[1], flags=flags), flags=flags)
+    im = b.fadd(b.fmul(x[0], y[1], flags=flags), b.fmul(x[1], y[0], flags=flags), flags=flags)
     return re, im
+
+
 
 
 def _scale(b, x, factor):
@@ -81,12 +84,12 @@ def _conj(b, x):
     return x[0], b.fneg(x[1])
 
 
-def _load_complex(b, pointer, index, element):
+def load_complex(b, pointer, index, element):
     index = b.mul(as_i64(index), as_i64(2))
     return load(b, pointer, index, element), load(b, pointer, b.add(index, as_i64(1)), element)
 
 
-def _store_complex(b, value, pointer, index):
+def store_complex(b, value, pointer, index):
     index = b.mul(as_i64(index), as_i64(2))
     store(b, value[0], pointer, index)
     store(b, value[1], pointer, b.add(index, as_i64(1)))
@@ -105,7 +108,7 @@ class Layout:
 
     def load(self, b, pointer, index, element):
         if self.lanes == 1:
-            return _load_complex(b, pointer, b.mul(as_i64(index), as_i64(self.stride)), element)
+            return load_complex(b, pointer, b.mul(as_i64(index), as_i64(self.stride)), element)
         offset = b.mul(as_i64(index), as_i64(2 * self.stride))
         if self.split:
             vector = ir.VectorType(element, self.lanes)
@@ -116,7 +119,7 @@ class Layout:
 
     def store(self, b, value, pointer, index):
         if self.lanes == 1:
-            _store_complex(b, value, pointer, b.mul(as_i64(index), as_i64(self.stride)))
+            store_complex(b, value, pointer, b.mul(as_i64(index), as_i64(self.stride)))
             return
         offset = b.mul(as_i64(index), as_i64(2 * self.stride))
         if self.split:
@@ -315,7 +318,7 @@ class _MixedRadix:
                 a = [s_in.load(b, src, b.add(q, b.mul(as_i64(s), b.add(p, as_i64(j * m)))), element) for j in range(r)]
                 out = _butterfly(b, a, sign)
                 for k in range(r):
-                    value = _mul(b, out[k], twiddles[k - 1]) if k and twiddles else out[k]
+                    value = multiply(b, out[k], twiddles[k - 1]) if k and twiddles else out[k]
                     index = b.add(q, b.mul(as_i64(s), b.add(b.mul(p, as_i64(r)), as_i64(k))))
                     s_out.store(b, _scaled(b, value, scale), dst, index)
             _loop_or_once(b, s, each_q, "q")
@@ -325,7 +328,7 @@ class _MixedRadix:
 
     def _twiddle(self, b, stage, p, k, sign):
         index = b.add(b.mul(p, as_i64(stage.radix - 1)), as_i64(stage.offset + k - 1))
-        w = _load_complex(b, self.table, index, self.element)
+        w = load_complex(b, self.table, index, self.element)
         return w if sign < 0 else _conj(b, w)
 
     def emit_init(self, b):
@@ -339,7 +342,7 @@ class _MixedRadix:
                 def each_k(k):
                     turns = b.urem(b.mul(p, k), as_i64(length))
                     index = b.add(b.mul(p, as_i64(stage.radix - 1)), b.add(k, as_i64(stage.offset - 1)))
-                    _store_complex(b, _unit_root(b, turns, length, -1, self.element), self.table, index)
+                    store_complex(b, _unit_root(b, turns, length, -1, self.element), self.table, index)
                 emit_loop(b, 1, stage.radix, each_k, name="k")
             emit_loop(b, 0, stage.m, each_p, name="p")
 
@@ -368,7 +371,7 @@ class _Bluestein:
         inner_work = gep(b, work, 4 * size * lanes, element)
 
         def chirped(k):
-            value = _mul(b, src_layout.load(b, src, k, element), _splat(b, self._chirp(b, k, sign), lanes))
+            value = multiply(b, src_layout.load(b, src, k, element), _splat(b, self._chirp(b, k, sign), lanes))
             layout.store(b, value, a, k)
         emit_loop(b, 0, self.n, chirped, name="chirp")
         zero = _zero(element, lanes)
@@ -376,19 +379,19 @@ class _Bluestein:
         self.inner.apply(b, a, layout, spectrum, layout, inner_work, -1)
 
         def product(k):
-            weight = _splat(b, _load_complex(b, self.spectra[sign], k, element), lanes)
-            layout.store(b, _mul(b, layout.load(b, spectrum, k, element), weight), spectrum, k)
+            weight = _splat(b, load_complex(b, self.spectra[sign], k, element), lanes)
+            layout.store(b, multiply(b, layout.load(b, spectrum, k, element), weight), spectrum, k)
         emit_loop(b, 0, size, product, name="product")
         self.inner.apply(b, spectrum, layout, a, layout, inner_work, -1)
 
         def unchirped(k):
             backwards = b.urem(b.sub(as_i64(size), k), as_i64(size))
-            value = _mul(b, layout.load(b, a, backwards, element), _splat(b, self._chirp(b, k, sign), lanes))
+            value = multiply(b, layout.load(b, a, backwards, element), _splat(b, self._chirp(b, k, sign), lanes))
             dst_layout.store(b, _scaled(b, value, scale), dst, k)
         emit_loop(b, 0, self.n, unchirped, name="unchirp")
 
     def _chirp(self, b, k, sign):
-        w = _load_complex(b, self.chirp, k, self.element)
+        w = load_complex(b, self.chirp, k, self.element)
         return w if sign < 0 else _conj(b, w)
 
     def emit_init(self, b):
@@ -398,7 +401,7 @@ class _Bluestein:
 
         def each_k(k):
             turns = b.urem(b.mul(k, k), as_i64(2 * n))
-            _store_complex(b, _unit_root(b, turns, 2 * n, -1, element), self.chirp, k)
+            store_complex(b, _unit_root(b, turns, 2 * n, -1, element), self.chirp, k)
         emit_loop(b, 0, n, each_k, name="k")
         itemsize = 2 * (4 if element == F32 else 8)
         malloc = declare(b.module, "malloc", PTR, [I64])
@@ -406,13 +409,13 @@ class _Bluestein:
         work = gep(b, buffer, 2 * size, element)
         zero = ir.Constant(element, 0.0)
         for sign in (-1, 1):
-            emit_loop(b, 0, size, lambda k: _store_complex(b, (zero, zero), buffer, k), name="clear")
+            emit_loop(b, 0, size, lambda k: store_complex(b, (zero, zero), buffer, k), name="clear")
 
             def wrapped(k, sign=sign):
                 value = _scaled(b, _conj(b, self._chirp(b, k, sign)), 1.0 / size)
-                _store_complex(b, value, buffer, k)
+                store_complex(b, value, buffer, k)
                 with b.if_then(b.icmp_signed(">", k, as_i64(0))):
-                    _store_complex(b, value, buffer, b.sub(as_i64(size), k))
+                    store_complex(b, value, buffer, b.sub(as_i64(size), k))
             emit_loop(b, 0, n, wrapped, name="wrap")
             self.inner.apply(b, buffer, Layout(), self.spectra[sign], Layout(), work, -1)
         b.call(declare(b.module, "free", VOID, [PTR]), [buffer])
@@ -563,11 +566,11 @@ class _FftEmitter:
         spectrum = regions["half"]
         if n % 2:
             zero = ir.Constant(element, 0.0)
-            emit_loop(b, 0, n, lambda k: _store_complex(b, (load(b, source, k, element), zero),
+            emit_loop(b, 0, n, lambda k: store_complex(b, (load(b, source, k, element), zero),
                                                         regions["line"], k), name="widen")
             self.plan(n).apply(b, regions["line"], Layout(), spectrum, Layout(), regions["work"], -1)
-            emit_loop(b, 0, n // 2 + 1, lambda k: _store_complex(
-                b, _load_complex(b, spectrum, k, element), target, k), name="take")
+            emit_loop(b, 0, n // 2 + 1, lambda k: store_complex(
+                b, load_complex(b, spectrum, k, element), target, k), name="take")
             return
         self.plan(n // 2).apply(b, source, Layout(), spectrum, Layout(), regions["work"], -1)
         self._split_spectra(b, spectrum, target, n)
@@ -578,10 +581,10 @@ class _FftEmitter:
         table = self._half_turn_table(n)
 
         def each_k(k):
-            zk = _load_complex(b, z, b.urem(k, as_i64(h)), element)
-            mirror = _conj(b, _load_complex(b, z, b.urem(b.sub(as_i64(h), k), as_i64(h)), element))
-            rotated = _times_i(b, _mul(b, _sub(b, zk, mirror), _load_complex(b, table, k, element)), -1)
-            _store_complex(b, _scale(b, _add(b, _add(b, zk, mirror), rotated), 0.5), target, k)
+            zk = load_complex(b, z, b.urem(k, as_i64(h)), element)
+            mirror = _conj(b, load_complex(b, z, b.urem(b.sub(as_i64(h), k), as_i64(h)), element))
+            rotated = _times_i(b, multiply(b, _sub(b, zk, mirror), load_complex(b, table, k, element)), -1)
+            store_complex(b, _scale(b, _add(b, _add(b, zk, mirror), rotated), 0.5), target, k)
         emit_loop(b, 0, h + 1, each_k, name="split")
 
     def _complex_to_real(self, b, source, target, regions):
@@ -591,15 +594,15 @@ class _FftEmitter:
         spectrum = regions["line"]
         if n % 2:
             def hermitian(k):
-                value = _load_complex(b, source, k, element)
+                value = load_complex(b, source, k, element)
                 value = (value[0], b.select(b.icmp_signed("==", k, as_i64(0)), zero, value[1]))
-                _store_complex(b, value, spectrum, k)
+                store_complex(b, value, spectrum, k)
                 with b.if_then(b.icmp_signed(">", k, as_i64(0))):
-                    _store_complex(b, _conj(b, value), spectrum, b.sub(as_i64(n), k))
+                    store_complex(b, _conj(b, value), spectrum, b.sub(as_i64(n), k))
             emit_loop(b, 0, n // 2 + 1, hermitian, name="hermitian")
             out = regions["half"]
             self.plan(n).apply(b, spectrum, Layout(), out, Layout(), regions["work"], 1, 1.0 / n)
-            emit_loop(b, 0, n, lambda k: store(b, _load_complex(b, out, k, element)[0], target, k), name="real")
+            emit_loop(b, 0, n, lambda k: store(b, load_complex(b, out, k, element)[0], target, k), name="real")
             return
         self._join_spectra(b, source, spectrum, n)
         self.plan(n // 2).apply(b, spectrum, Layout(), target, Layout(), regions["work"], 1, 1.0 / n)
@@ -612,15 +615,15 @@ class _FftEmitter:
         zero = ir.Constant(element, 0.0)
 
         def read(k):
-            value = _load_complex(b, x, k, element)
+            value = load_complex(b, x, k, element)
             edge = b.or_(b.icmp_signed("==", k, as_i64(0)), b.icmp_signed("==", k, as_i64(h)))
             return value[0], b.select(edge, zero, value[1])
 
         def each_k(k):
             xk, mirror = read(k), _conj(b, read(b.sub(as_i64(h), k)))
-            w = _conj(b, _load_complex(b, table, k, element))
-            rotated = _times_i(b, _mul(b, _sub(b, xk, mirror), w), 1)
-            _store_complex(b, _add(b, _add(b, xk, mirror), rotated), z, k)
+            w = _conj(b, load_complex(b, table, k, element))
+            rotated = _times_i(b, multiply(b, _sub(b, xk, mirror), w), 1)
+            store_complex(b, _add(b, _add(b, xk, mirror), rotated), z, k)
         emit_loop(b, 0, h, each_k, name="join")
 
     def _half_turn_table(self, n):
@@ -635,7 +638,7 @@ class _FftEmitter:
         for plan in self.plans.values():
             plan.emit_init(b)
         for n, table in self.half_turns.items():
-            emit_loop(b, 0, n // 2 + 1, lambda k: _store_complex(
+            emit_loop(b, 0, n // 2 + 1, lambda k: store_complex(
                 b, _unit_root(b, k, n, -1, self.element), table, k), name="k")
         b.ret_void()
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.dtypes import is_narrow
-from jaxlite.lower import (collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, native_pool,
-                           sort_kernels)
+from jaxlite.lower import (collectives, complex_products, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels,
+                           native_pool, sort_kernels)
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -78,6 +78,8 @@ NATIVE_ROUTINES = {
     P.qr_pivoted_p: linalg_kernels.qr_pivoted_spec,
     P.geqrf_p: linalg_kernels.geqrf_spec,
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
+    P.cumprod_p: complex_products.cumprod_spec,     # (complex only: a real one is a fused kernel)
+    P.reduce_prod_p: complex_products.reduce_prod_spec,
     complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
     **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
 }
