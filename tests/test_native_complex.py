@@ -328,6 +328,40 @@ def test_other_complex_operations_run_natively(name, caplog):
     _assert_close(_jit_natively(OTHER_OPS[name], z, caplog=caplog), OTHER_OPS[name](z), rtol=3e-5)
 
 
+_BATCHED_SCATTERS = {"mul": lax.scatter_mul, "max": lax.scatter_max, "min": lax.scatter_min}
+
+
+@settings(deadline=None, max_examples=8)
+@given(st.sampled_from(sorted(_BATCHED_SCATTERS)), st.sampled_from(["clip", "fill"]), st.integers(1, 3),
+       st.integers(1, 4), st.integers(0, 1), st.integers(0, 2 ** 16))
+def test_batched_complex_scatters_run_natively(op, mode, batch, entries, batch_dim, seed):
+    """operand_batching_dims: each batch entry scatters into its own slice of the operand,
+    natively (the batch position one more index column), repeated and out-of-range targets
+    included, as eager."""
+    rng = np.random.default_rng(seed)
+    operand_shape = [6, 3]
+    operand_shape.insert(batch_dim, batch)
+    z = _complex(rng, tuple(operand_shape), np.complex64)
+    indices = rng.integers(-1, 8, (batch, entries, 1)).astype(np.int32)
+    updates = _complex(rng, (batch, entries, 3), np.complex64)
+    rows = 1 if batch_dim == 0 else 0
+    d = lax.ScatterDimensionNumbers(update_window_dims=(2,), inserted_window_dims=(rows,),
+                                    scatter_dims_to_operand_dims=(rows,), operand_batching_dims=(batch_dim,),
+                                    scatter_indices_batching_dims=(0,))
+    fun = lambda z, i, u: _BATCHED_SCATTERS[op](z, i, u, d, mode=mode)    # noqa: E731
+    steps = jaxlite.jit(fun).lower(z, indices, updates).as_text().splitlines()
+    assert not [step for step in steps if step.startswith("fallback")]
+    _assert_close(jaxlite.jit(fun)(z, indices, updates), fun(z, indices, updates), rtol=3e-6)
+
+
+def test_vmapped_complex_scatter_mul_runs_natively(caplog):
+    rng = np.random.default_rng(12)
+    z, u = _complex(rng, (3, 5), np.complex64), _complex(rng, (3, 2), np.complex64)
+    targets = np.array([[0, 0], [4, 1], [2, 2]])
+    fun = jaxlite.vmap(lambda z, i, u: z.at[i].multiply(u))
+    _assert_close(_jit_natively(fun, z, targets, u, caplog=caplog), fun(z, targets, u), rtol=3e-6)
+
+
 def test_complex_scatters_searchsorted_and_poly_as_numpy():
     z = _complex(np.random.default_rng(10), (6,), np.complex128)
     with enable_x64():

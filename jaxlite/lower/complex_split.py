@@ -543,6 +543,21 @@ def _prefix_combination(combine, identity):
     return rule
 
 
+def _without_batching_dims(indices, d):
+    """A scatter's indices and dimension numbers with its batching dims made scattered ones:
+    entry e of the batch targets operand_batching_dims[k] at its own position along
+    scatter_indices_batching_dims[k] (an iota as one more index column), a dim the windows
+    leave out as they do an inserted one. Batch positions are in bounds: no mode changes them."""
+    if not d.operand_batching_dims:
+        return indices, d
+    batch_shape = tuple(indices.shape[:-1]) + (1,)
+    positions = [lax.broadcasted_iota(indices.dtype, batch_shape, dim) for dim in d.scatter_indices_batching_dims]
+    indices = lax.concatenate([indices] + positions, indices.ndim - 1)
+    return indices, slicing.ScatterDimensionNumbers(
+        d.update_window_dims, tuple(sorted(d.inserted_window_dims + d.operand_batching_dims)),
+        d.scatter_dims_to_operand_dims + d.operand_batching_dims)
+
+
 def _natively_by_axis(rule):
     """A complex product (cumprod, reduce_prod): the native routine on the interleaved parts
     (complex_products.py), one axis at a time, the last first; `rule` (rounds of real kernels)
@@ -574,11 +589,10 @@ def _one_axis_eqns(eqn):
 def _scatter_entry_by_entry(combine):
     """scatter-mul/min/max of complex values: a native loop over the update windows in the
     eager order (numpy's ufunc.at), each read, combined with its update (Pairs) and written
-    back, so that repeated targets combine in turn. (Batched scatters keep numpy's step.)"""
+    back, so that repeated targets combine in turn."""
     def rule(eqn, operand, indices, updates):
-        d, mode = eqn.params["dimension_numbers"], eqn.params["mode"]
-        if d.operand_batching_dims:
-            return _computed_whole(eqn, [operand, indices, updates])[0]
+        indices, d = _without_batching_dims(indices, eqn.params["dimension_numbers"])
+        mode = eqn.params["mode"]
         operand, updates = (_as_pair(x, eqn.outputs[0].aval.dtype) for x in (operand, updates))
         windows = list(d.update_window_dims)
         entries = [p for p in range(updates.re.ndim) if p not in windows]

@@ -45,8 +45,7 @@ FALLBACKS = {
     fft_kernels.fft_pairs_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     # complex_split computes every complex value with real ones; these remain only around an
-    # operation it has no rule for (a batched scatter-mul/min/max of complex values, float16
-    # complex linear algebra, ...).
+    # operation it has no rule for (float16 complex linear algebra, ...).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     complex_split.on_parts_p: "where its routine does not apply (the same cases as the primitive's own)",
