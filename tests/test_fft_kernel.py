@@ -1,7 +1,7 @@
 """The native FFT routine (lower/fft_kernels.py) called directly on numpy buffers, against numpy.fft.
 
 Each case compiles a routine (~0.3 s), so the lengths are chosen to cover the code paths:
-every butterfly (4, 2, 3, 5, 7, an odd radix through the generic butterfly), Bluestein's path
+every butterfly (8, 4, 2, 3, 5, 7, an odd radix through the generic butterfly), Bluestein's path
 (a prime above MAX_RADIX), a length 1, the real transforms of even and odd lengths, and
 strided axes (neighbouring lines as SIMD lanes: 32, 16, 8, 4 and 1 of them) with a batch.
 """
@@ -46,7 +46,8 @@ CASES = [  # (kind, precision, batch, length, inner)
     ("IFFT", "float64", 1, 1009, 1),            # Bluestein, inverse
     ("FFT", "float32", 2, 1, 1),
     ("FFT", "float32", 2, 1, 16),
-    ("FFT", "float32", 1, 8, 64),               # strided: 32 lanes, 2 groups
+    ("FFT", "float32", 1, 8, 64),               # strided: 32 lanes, 2 groups, radix 8
+    ("IFFT", "float32", 1, 1024, 32),           # radices 8, 8, 4, 4 on 32 lanes
     ("FFT", "float32", 2, 6, 48),               # 16 lanes, 3 groups a block
     ("IFFT", "float64", 2, 10, 4),              # 4 lanes of complex128
     ("FFT", "float32", 2, 12, 3),               # 1 lane, stride 3
@@ -81,6 +82,9 @@ def test_native_fft_matches_numpy(kind, precision, batch, n, inner):
 @pytest.mark.parametrize("n", [1, 2, 7, 31, 32, 37, 1009, 2017, 4096])
 def test_factorization_and_bluestein_size(n):
     radices = fft_kernels.factorize(n)
+    eights = fft_kernels.factorize(n, eights=True)
+    if radices is not None:
+        assert np.prod(eights, dtype=np.int64) == n and (2 not in eights or eights == [2])
     if radices is None:
         assert max(p for p in range(2, n + 1) if n % p == 0) > fft_kernels.MAX_RADIX
         size = fft_kernels.good_size(2 * n - 1)
