@@ -74,8 +74,9 @@ def test_complex_reductions_run_natively(caplog):
 @pytest.mark.parametrize("shape,axis", [((3, 512), 0), ((2, 5, 768), 1), ((16, 40), 1), ((3, 7, 5), 2)])
 def test_complex_products_are_one_native_routine(shape, axis):
     """cumprod (both directions) and prod of complex values: one native routine each (no
-    rounds of real kernels), in numpy's order: a cumprod as eager's bit for bit. The shapes
-    take groups of 256 contiguous chains, of 8 lines along the last axis, and of single ones."""
+    rounds of real kernels); a cumprod in numpy's order, as eager's bit for bit. The shapes
+    take groups of 256 contiguous chains, of 8 lines along the last axis, and of single ones;
+    a prod along the last axis partial products in 16 lanes, with entries left over or none."""
     z = _complex(np.random.default_rng(sum(shape)), shape, np.complex64)
     for fun in (lambda v: jnp.cumprod(v, axis=axis), lambda v: lax.cumprod(v, axis=axis, reverse=True)):
         lowered = jaxlite.jit(fun).lower(z).as_text()

@@ -9,9 +9,11 @@ input, every product rounded as numpy rounds it: no FMA), so jit agrees with eag
 
 An operand of shape (outer, n, inner), along n: a routine entry is a group of `lanes`
 independent chains, the innermost loop running across them: neighbouring entries of the
-inner axis (contiguous: the loop vectorizes) or, along the last axis (inner = 1),
-neighbouring lines (whose serial chains then overlap in the pipeline instead of waiting
-out each multiply's latency).
+inner axis (contiguous: the loop vectorizes) or, for a cumprod along the last axis (inner =
+1), neighbouring lines (whose serial chains then overlap in the pipeline instead of waiting
+out each multiply's latency). A prod along the last axis multiplies a line's entries into a
+vector of partial products, entry i into lane i mod lanes, then the lanes and the entries
+left over in turn: the one product whose order is not numpy's.
 """
 import math
 from dataclasses import dataclass
@@ -20,8 +22,8 @@ import numpy as np
 from llvmlite import ir
 
 from jaxlite.lower import llvm_target
-from jaxlite.lower.fft_kernels import load_complex, multiply, store_complex
-from jaxlite.lower.llvm_helpers import F32, F64, PTR, VOID, as_i64, emit_loop, gep
+from jaxlite.lower.fft_kernels import Layout, load_complex, multiply, store_complex
+from jaxlite.lower.llvm_helpers import F32, F64, I32, PTR, VOID, as_i64, emit_loop, gep
 from jaxlite.lower.native_routines import Routine, define_routine
 
 _ELEMENTS = {"complex64": F32, "complex128": F64}
@@ -42,6 +44,8 @@ class ComplexProductSpec:
 
     @property
     def lanes(self):
+        if self.kind == "prod" and self.inner == 1:
+            return 1
         lanes, count = (_CONTIGUOUS_LANES, self.inner) if self.inner > 1 else (_LINE_LANES, self.outer)
         while count % lanes:
             lanes //= 2
@@ -52,6 +56,11 @@ class ComplexProductSpec:
         entries = self.outer * self.inner // self.lanes
         module = define_routine(name, 2, entries, _Emitter(self).emit_entry)
         return Routine(module, name, entries, 0, 6 * self.length * self.lanes)
+
+    @property
+    def partial_products(self):
+        """Lanes of a last-axis prod's partial products: one 512-bit vector of real parts."""
+        return 16 if self.dtype == "complex64" else 8
 
 
 class _Emitter:
@@ -84,7 +93,12 @@ class _Emitter:
             arg.add_attribute("noalias")
         llvm_target.add_function_attributes(function)
         b = ir.IRBuilder(function.append_basic_block("entry"))
-        (self._cumulative if self.spec.kind == "cumprod" else self._product)(b, *function.args)
+        if self.spec.kind == "cumprod":
+            self._cumulative(b, *function.args)
+        elif self.spec.inner == 1:
+            self._line_product(b, *function.args)
+        else:
+            self._product(b, *function.args)
         b.ret_void()
         return function
 
@@ -128,6 +142,30 @@ class _Emitter:
                 store_complex(b, value, dst, lane)
             self._across(b, each_lane)
         emit_loop(b, 1, self.spec.length, each_step, name="step")
+
+
+    def _line_product(self, b, src, dst):
+        """dst[0] = the product of a contiguous line's n entries, through partial products."""
+        n, element, lanes = self.spec.length, self.element, self.spec.partial_products
+        blocks = n // lanes
+        if blocks:
+            rows = Layout(lanes, lanes)
+            partial = emit_loop(b, 1, blocks, lambda k, re, im: multiply(b, (re, im), rows.load(b, src, k, element),
+                                                                         flags=()),
+                                carried=rows.load(b, src, 0, element), name="block")
+            total = _lane(b, partial, 0)
+            for lane in range(1, lanes):
+                total = multiply(b, total, _lane(b, partial, lane), flags=())
+            start = blocks * lanes
+        else:
+            total, start = load_complex(b, src, 0, element), 1
+        total = emit_loop(b, start, n, lambda i, re, im: multiply(b, (re, im), load_complex(b, src, i, element),
+                                                                 flags=()), carried=total, name="rest")
+        store_complex(b, total, dst, 0)
+
+
+def _lane(b, vectors, lane):
+    return tuple(b.extract_element(part, ir.Constant(I32, lane)) for part in vectors)
 
 
 def _complex_name(aval):
