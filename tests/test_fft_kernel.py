@@ -82,9 +82,11 @@ def test_native_fft_matches_numpy(kind, precision, batch, n, inner):
 @pytest.mark.parametrize("n", [1, 2, 7, 31, 32, 37, 1009, 2017, 4096])
 def test_factorization_and_bluestein_size(n):
     radices = fft_kernels.factorize(n)
-    eights = fft_kernels.factorize(n, eights=True)
     if radices is not None:
-        assert np.prod(eights, dtype=np.int64) == n and (2 not in eights or eights == [2])
+        for leading_fours in (0, 2):
+            powers_of_two = [r for r in fft_kernels.factorize(n, leading_fours) if r % 2 == 0]
+            assert np.prod(powers_of_two, dtype=np.int64) == n & -n
+            assert 2 not in powers_of_two or powers_of_two in ([2], [4, 2], [4, 4, 2])
     if radices is None:
         assert max(p for p in range(2, n + 1) if n % p == 0) > fft_kernels.MAX_RADIX
         size = fft_kernels.good_size(2 * n - 1)

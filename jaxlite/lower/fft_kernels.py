@@ -3,8 +3,8 @@
 Complex data is read and written as numpy lays it out: (real, imaginary) float pairs,
 interleaved. A length is transformed by a plan, chosen when the routine is generated:
   * mixed radix (Stockham, self-sorting: no bit-reversal pass) when every prime factor is at
-    most MAX_RADIX: one pass over the data per factor, radix 8 first, then 4, 2 and the odd
-    primes; each pass is its own function with the radix's butterfly unrolled, its strides
+    most MAX_RADIX: one pass over the data per factor, radices 8 and 4 first, then 2 and
+    the odd primes; each pass is its own function with the radix's butterfly unrolled, its strides
     constant and its pointers noalias, so the innermost loop (along the contiguous stride)
     vectorizes;
   * Bluestein's chirp-z otherwise: a length-n transform as a cyclic convolution of length
@@ -219,17 +219,19 @@ def _odd_butterfly(b, a, sign):
 
 # ---------------------------------------------------------------- plans for one length
 
-def factorize(n, eights=False):
-    """n's radices in pass order (8s, 4s, a 2, the odd primes ascending), or None when a
-    prime factor is above MAX_RADIX. With `eights`, powers of two take as many 8s as leave
-    no 2 behind (2^10: 8, 8, 4, 4), else 4s: radix 8 makes fewer passes over the data, which
-    pays on lanes of lines (a 512 x 512 block's columns 520 -> 365 us), while along a
-    contiguous line its first passes' strided stores cost more (512-point lines 1.3x slower)."""
+def factorize(n, leading_fours=0):
+    """n's radices in pass order (4s, 8s, 4s, a 2, the odd primes ascending), or None when a
+    prime factor is above MAX_RADIX. Powers of two take as many 8s as leave no 2 behind
+    (2^10: 8, 8, 4, 4): fewer passes over the data than 4s (a 512 x 512 block's columns as
+    lanes 520 -> 365 us); but along a contiguous line the first passes, of short stride, store
+    strided, which costs more at radix 8 (512-point lines 1.3x slower): there `leading_fours`
+    4s come first (2^10: 4, 4, 8, 8; 1.63 -> 1.56 us, 2^16 184 -> 148 us)."""
     twos = (n & -n).bit_length() - 1
-    eights, rest = divmod(twos, 3) if eights else (0, twos)
+    fours = min(leading_fours, twos // 2)
+    eights, rest = divmod(twos - 2 * fours, 3)
     if rest == 1 and eights:
         eights, rest = eights - 1, 4
-    radices = [8] * eights + [4] * (rest // 2) + [2] * (rest % 2)
+    radices = [4] * fours + [8] * eights + [4] * (rest // 2) + [2] * (rest % 2)
     n >>= twos
     p = 3
     while n > 1 and p <= MAX_RADIX:
@@ -280,7 +282,7 @@ class _MixedRadix:
     def __init__(self, module, element, n, lanes=1):
         self.module, self.element, self.n = module, element, n
         self.stages, length, stride, offset = [], n, 1, 0
-        for radix in factorize(n, eights=lanes > 1):
+        for radix in factorize(n, leading_fours=0 if lanes > 1 else 2):
             m = length // radix
             self.stages.append(_Stage(radix, m, stride, offset))
             offset += m * (radix - 1) if m > 1 else 0
