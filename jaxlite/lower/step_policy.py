@@ -46,8 +46,7 @@ FALLBACKS = {
     fft_kernels.fft_pairs_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     # complex_split computes every complex value with real ones; these remain only around an
-    # operation it has no rule for (a batched scatter-mul/min/max of complex values, float16
-    # complex linear algebra, ...).
+    # operation it has no rule for (float16 complex linear algebra, ...).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     complex_split.on_parts_p: "where its routine does not apply (the same cases as the primitive's own)",
@@ -89,6 +88,8 @@ NATIVE_ROUTINES = {
     P.qr_pivoted_p: _imported_at_first_use("linalg_kernels", "qr_pivoted_spec"),
     P.geqrf_p: _imported_at_first_use("linalg_kernels", "geqrf_spec"),
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
+    P.cumprod_p: _imported_at_first_use("complex_products", "cumprod_spec"),     # (complex only: a real one is a fused kernel)
+    P.reduce_prod_p: _imported_at_first_use("complex_products", "reduce_prod_spec"),
     complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
     **{primitive: _imported_at_first_use("collectives", "eqn_spec")     # mesh collectives (MPI)
        for primitive in process_collectives.ALL},
