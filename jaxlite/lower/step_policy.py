@@ -9,14 +9,15 @@ scan, cond: native loops and branches around their bodies, native_flow.py), "fal
 lay out for a GEMM, which take an epilogue, which run in low precision), so the answers
 live here, apart from the Executable that runs the steps.
 """
+import importlib
 import logging
 
 import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.dtypes import is_narrow
-from jaxlite.lower import (collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, native_pool,
-                           sort_kernels)
+from jaxlite.lax import process_collectives
+from jaxlite.lower import complex_split, fft_kernels, native_pool
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -45,8 +46,7 @@ FALLBACKS = {
     fft_kernels.fft_pairs_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     # complex_split computes every complex value with real ones; these remain only around an
-    # operation it has no rule for (a batched scatter-mul/min/max of complex values, float16
-    # complex linear algebra, ...).
+    # operation it has no rule for (float16 complex linear algebra, ...).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     complex_split.on_parts_p: "where its routine does not apply (the same cases as the primitive's own)",
@@ -63,23 +63,36 @@ CONTROL_FLOW = (P.while_p, P.scan_p, P.cond_p)
 # Equations that run on a GEMM (dot_general when gemm_applies; the fused forms always).
 GEMM_PRIMITIVES = (P.dot_general_p, dot_epilogue_p, int8_matmul_p)
 
+def _imported_at_first_use(module, name):
+    """`jaxlite.lower.<module>.<name>`, a function, imported when first called: the code
+    generators of sorts, linear algebra, collectives and low-precision GEMMs took ~20 ms CPU
+    to import, paid by every process's first compile, also of programs that use none."""
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(f"jaxlite.lower.{module}"), name)(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 # Sequential primitives run as hand-written native routines (native_routines.py): each
 # entry gives the routine's spec for an equation, or None where the routine does not apply.
 NATIVE_ROUTINES = {
-    P.sort_p: sort_kernels.sort_spec,
-    P.top_k_p: sort_kernels.top_k_spec,
-    P.cholesky_p: linalg_kernels.cholesky_spec,
-    P.triangular_solve_p: linalg_kernels.triangular_solve_spec,
-    P.lu_p: linalg_kernels.lu_spec,
-    P.svd_p: linalg_kernels.svd_spec,
-    P.eigh_p: linalg_kernels.eigh_spec,
-    P.eig_p: linalg_kernels.eig_spec,
-    P.qr_p: linalg_kernels.qr_spec,
-    P.qr_pivoted_p: linalg_kernels.qr_pivoted_spec,
-    P.geqrf_p: linalg_kernels.geqrf_spec,
+    P.sort_p: _imported_at_first_use("sort_kernels", "sort_spec"),
+    P.top_k_p: _imported_at_first_use("sort_kernels", "top_k_spec"),
+    P.cholesky_p: _imported_at_first_use("linalg_kernels", "cholesky_spec"),
+    P.triangular_solve_p: _imported_at_first_use("linalg_kernels", "triangular_solve_spec"),
+    P.lu_p: _imported_at_first_use("linalg_kernels", "lu_spec"),
+    P.svd_p: _imported_at_first_use("linalg_kernels", "svd_spec"),
+    P.eigh_p: _imported_at_first_use("linalg_kernels", "eigh_spec"),
+    P.eig_p: _imported_at_first_use("linalg_kernels", "eig_spec"),
+    P.qr_p: _imported_at_first_use("linalg_kernels", "qr_spec"),
+    P.qr_pivoted_p: _imported_at_first_use("linalg_kernels", "qr_pivoted_spec"),
+    P.geqrf_p: _imported_at_first_use("linalg_kernels", "geqrf_spec"),
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
+    P.cumprod_p: _imported_at_first_use("complex_products", "cumprod_spec"),     # (complex only: a real one is a fused kernel)
+    P.reduce_prod_p: _imported_at_first_use("complex_products", "reduce_prod_spec"),
     complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
-    **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
+    **{primitive: _imported_at_first_use("collectives", "eqn_spec")     # mesh collectives (MPI)
+       for primitive in process_collectives.ALL},
 }
 
 # Linear algebra on 16-bit floats: the float32 routine between conversions (a graph pass,
@@ -131,8 +144,8 @@ def _on_narrow_dtypes(eqn):
 
 # Narrow operands with a wide accumulator (what precision.bf16/int8 produce) run on the
 # dot-product-instruction GEMMs; they take one matrix per call, so no batch dimensions.
-LOW_PRECISION_GEMMS = {("bfloat16", "float32"): gemm_lowp.compile_gemm_bf16,
-                        ("int8", "int32"): gemm_lowp.compile_gemm_int8}
+LOW_PRECISION_GEMMS = {("bfloat16", "float32"): _imported_at_first_use("gemm_lowp", "compile_gemm_bf16"),
+                        ("int8", "int32"): _imported_at_first_use("gemm_lowp", "compile_gemm_int8")}
 
 
 def low_precision_gemm(eqn):
