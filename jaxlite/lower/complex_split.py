@@ -391,6 +391,12 @@ def _atan(z):
     return _times_minus_i(_atanh(_times_i(z)))
 
 
+def _atan2(y, x):
+    """XLA's complex atan2: -i log((x + iy) / sqrt(x^2 + y^2))."""
+    radius = _sqrt(_add(_mul(x, x), _mul(y, y)))
+    return _times_minus_i(_log(_div(_add(x, _times_i(y)), radius)))
+
+
 def _logistic(z):
     one = _constant(1.0, z)
     return _div(one, _add(one, _exp(_neg(z))))
@@ -738,7 +744,7 @@ RULES = {
         (ew.rsqrt_p, lambda z: _reciprocal(_sqrt(z))), (ew.logistic_p, _logistic),
         (ew.sin_p, _sin), (ew.cos_p, _cos), (ew.tan_p, _tan), (ew.sinh_p, _sinh), (ew.cosh_p, _cosh),
         (ew.tanh_p, _tanh), (ew.asin_p, _asin), (ew.acos_p, _acos), (ew.atan_p, _atan),
-        (ew.asinh_p, _asinh), (ew.acosh_p, _acosh), (ew.atanh_p, _atanh))},
+        (ew.asinh_p, _asinh), (ew.acosh_p, _acosh), (ew.atanh_p, _atanh), (ew.atan2_p, _atan2))},
     **{primitive: _each_part for primitive in (
         shapes.broadcast_in_dim_p, shapes.reshape_p, shapes.transpose_p, shapes.squeeze_p, shapes.rev_p, shapes.slice_p, shapes.pad_p,
         shapes.concatenate_p, slicing.gather_p, slicing.dynamic_slice_p, slicing.dynamic_update_slice_p, slicing.scatter_p,
