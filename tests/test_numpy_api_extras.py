@@ -463,3 +463,40 @@ def test_index_results_take_the_default_integer_dtype(name, enable_x64):
     fn, dtype = INDEX_RESULTS[name]
     assert fn().dtype == np.dtype(dtype)
     assert jaxlite.jit(fn)().dtype == np.dtype(dtype)
+
+
+# The dtype JAX 0.10.2 gives integers and bools made inexact under jax_enable_x64: by width
+# (64-bit integers float64, narrower ones and bool float32), except where a function takes
+# the default float (rint, angle, unwrap) or promotes with a Python float.
+INEXACT_RESULTS = {
+    "sin_int32": (lambda: jnp.sin(np.int32([1, 2])), "float32"), "sin_int64": (lambda: jnp.sin(np.int64([1, 2])), "float64"),
+    "mean_bool": (lambda: jnp.mean(np.array([True, False])), "float32"), "var_uint8": (lambda: jnp.var(np.uint8([1, 2])), "float32"),
+    "divide_int16": (lambda: jnp.true_divide(np.int16([1]), np.int16([2])), "float32"),
+    "divide_by_python_int": (lambda: jnp.divide(np.int32([1]), 2), "float32"),
+    "sin_python_int": (lambda: jnp.sin(2), "float64"),
+    "float_power_float32": (lambda: jnp.float_power(np.float32([2]), np.float32([3])), "float32"),
+    "convolve_int8": (lambda: jnp.convolve(np.int8([1, 2]), np.int8([1, 1])), "float32"),
+    "rint_int32": (lambda: jnp.rint(np.int32([1, 2])), "float64"), "angle_int32": (lambda: jnp.angle(np.int32([1, -2])), "float64"),
+    "angle_float32_scalar": (lambda: jnp.angle(np.float32(-1)), "float64"),
+    "unwrap_int32": (lambda: jnp.unwrap(np.int32([0, 7, 1])), "float64"), "tri": (lambda: jnp.tri(2), "float32"),
+    "histogramdd_counts": (lambda: jnp.histogramdd(np.ones((4, 2), np.float32))[0], "int64"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INEXACT_RESULTS))
+def test_inexact_results_take_jax_dtypes(name, enable_x64):
+    fn, dtype = INEXACT_RESULTS[name]
+    assert fn().dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nancumsum", "nancumprod"])
+def test_nan_functions_of_complex_skip_complex_nans(name):
+    """A complex entry with a NaN part is skipped, as numpy and JAX skip it (nanvar's
+    squares are |x - mean|^2, real)."""
+    z = np.array([[1 + 2j, 3 - 1j], [np.nan, 2j], [complex(0, np.nan), 1]], np.complex64)
+    for axis in (None, 0):
+        want = getattr(np, name)(z.astype(np.complex128), axis=axis)
+        for fn in (getattr(jnp, name), jaxlite.jit(getattr(jnp, name), static_argnames="axis")):
+            got = fn(z, axis=axis)
+            assert got.dtype == want.astype(np.complex64 if want.dtype.kind == "c" else np.float32).dtype
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)

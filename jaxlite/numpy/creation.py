@@ -232,7 +232,8 @@ def _lower_triangle_mask(shape, k):
 def tri(N, M=None, k=0, dtype=None):
     """Ones at and below the k-th diagonal."""
     M = N if M is None else M
-    return lax.convert_element_type(_lower_triangle_mask((N, M), k), dtype or dtypes.default_float_dtype())
+    # float32 by default whatever jax_enable_x64 says, as JAX's tri.
+    return lax.convert_element_type(_lower_triangle_mask((N, M), k), dtype or dtypes.float32)
 
 
 def _triangle(name, m, k, keep_lower):

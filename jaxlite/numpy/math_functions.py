@@ -190,11 +190,9 @@ def fmod(x1, x2):
 
 @_weak_when_inputs_are
 def float_power(x1, x2):
-    """x1 ** x2 in the widest inexact type available (float64 or complex128 with x64 enabled)."""
+    """x1 ** x2 in the operands' inexact type (JAX's, not numpy's widest type)."""
     check_arraylike("float_power", x1, x2)
-    complex_operand = any(dtypes.is_complex(dtypes.result_type(x)) for x in (x1, x2))
-    wide = dtypes.canonicalize_dtype(np.complex128 if complex_operand else np.float64)
-    return power(*[lax.convert_element_type(x, wide) for x in promote_and_broadcast("float_power", x1, x2)])
+    return power(*promote_to_inexact("float_power", x1, x2))
 
 
 def _float_only(name, lax_fn):
@@ -211,7 +209,17 @@ def _trunc(x):
 
 
 trunc = _float_only("trunc", _trunc)
-rint = _float_only("rint", lambda x: lax.round(x, rounding_method=1))
+
+
+def rint(x, /):
+    """x rounded to the nearest integer, ties to even; integers and bools become the default
+    float (as JAX's rint, unlike its other rounding functions)."""
+    (x,) = promote_and_broadcast("rint", x)
+    if dtypes.is_complex(x.dtype):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    if not dtypes.is_float(x.dtype):
+        return lax.convert_element_type(x, dtypes.default_float_dtype())
+    return lax.round(x, rounding_method=1)
 
 
 @_weak_when_inputs_are
@@ -292,7 +300,10 @@ conj = conjugate = _on_complex("conjugate", lax.conj, lambda x: x)
 
 def angle(z, deg=False):
     """The argument of z in radians (degrees with deg=True); real inputs give 0 or pi."""
-    (z,) = promote_to_inexact("angle", z)
+    (z,) = promote_and_broadcast("angle", z)
+    if not dtypes.is_inexact(z.dtype) or (dtypes.is_float(z.dtype) and z.ndim == 0):
+        # As JAX: integers, bools and real scalars take the default float.
+        z = lax.convert_element_type(z, dtypes.default_float_dtype())
     parts = (lax.imag(z), lax.real(z)) if dtypes.is_complex(z.dtype) else (lax.full_like(z, 0), z)
     out = lax.atan2(*parts)
     return lax.mul(out, 180 / np.pi) if deg else out

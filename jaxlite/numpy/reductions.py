@@ -160,7 +160,7 @@ def _abs_squared(x):
 def _float_dtype(a, dtype):
     if dtype is not None:
         return dtypes.canonicalize_dtype(dtype)
-    return a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(a.dtype)
 
 
 def _count(a, axes, where, keepdims, dtype):

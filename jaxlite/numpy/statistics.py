@@ -18,7 +18,7 @@ def _operand(name, a):
 
 
 def _is_nan(a):
-    return lax.ne(a, a) if dtypes.is_float(a.dtype) else lax.full_like(a, False, dtypes.bool_)
+    return lax.ne(a, a) if dtypes.is_inexact(a.dtype) else lax.full_like(a, False, dtypes.bool_)
 
 
 def _without_nan(a, fill):
@@ -55,7 +55,9 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     reductions.check_no_out("nanvar", out)
     (a,) = promote_to_inexact("nanvar", _operand("nanvar", a))
     centered = ufuncs.subtract(a, nanmean(a, axis, dtype, keepdims=True, where=where))
-    total = nansum(lax.square(centered), axis, dtype, keepdims=keepdims, where=where)
+    # |x - mean|^2: real for complex values, as JAX's (a complex square is not a variance).
+    squares = lax.square(lax.abs(centered)) if dtypes.is_complex(centered.dtype) else lax.square(centered)
+    total = nansum(squares, axis, dtype, keepdims=keepdims, where=where)
     count = _not_nan_count(a, axis, keepdims, where, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
@@ -107,7 +109,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     check_arraylike("average", weights)
     a, weights = promote_dtypes(a, weights)   # without broadcasting: shapes are checked below
     if not dtypes.is_float(a.dtype):
-        a, weights = (lax.convert_element_type(v, dtypes.default_float_dtype()) for v in (a, weights))
+        a, weights = (lax.convert_element_type(v, dtypes.to_inexact_dtype(a.dtype)) for v in (a, weights))
     weights = _weights_for(weights, a, axis)
     total = reductions.sum(weights, axis, keepdims=keepdims)
     avg = lax.div(reductions.sum(lax.mul(a, weights), axis, keepdims=keepdims), total)
