@@ -479,12 +479,12 @@ def integer_pow(x, y):
 
 # ---------------------------------------------------------------- transcendental
 
-exp_p = unary_primitive("exp", np.exp, INEXACT)
+exp_p = unary_primitive("exp", np.exp, INEXACT, underflows=True)
 fusion_rules.elementwise(exp_p, "exp")
 exp = _bind_unary(exp_p)
 defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 
-exp2_p = unary_primitive("exp2", np.exp2, INEXACT)
+exp2_p = unary_primitive("exp2", np.exp2, INEXACT, underflows=True)
 fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
 defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, scalar_like(out, float(np.log(2))))))
@@ -570,7 +570,7 @@ def _logistic(x):
     return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype)
 
 
-logistic_p = unary_primitive("logistic", _logistic, INEXACT)
+logistic_p = unary_primitive("logistic", _logistic, INEXACT, underflows=True)
 fusion_rules.elementwise(logistic_p, "logistic")
 logistic = _bind_unary(logistic_p)
 defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(scalar_like(out, 1), out))))
@@ -910,7 +910,7 @@ ad.transpose_rules[convert_element_type_p] = lambda ct, x, new_dtype, weak_type=
 
 
 def bitcast_convert_type(x, new_dtype):
-    return bitcast_convert_type_p.bind(as_operand(x), new_dtype=np.dtype(new_dtype))
+    return bitcast_convert_type_p.bind(as_operand(x), new_dtype=dtypes.as_dtype(new_dtype))
 
 
 def _bitcast_aval(x, new_dtype):
