@@ -93,7 +93,8 @@ def _logaddexp(a, b):
 
 @custom_jvp
 def _logaddexp2(a, b):
-    return lax.div(_lax_logaddexp(lax.mul(a, math.log(2)), lax.mul(b, math.log(2))), math.log(2))
+    ln2 = scalar_like(a, math.log(2))
+    return lax.div(_lax_logaddexp(lax.mul(a, ln2), lax.mul(b, ln2)), ln2)
 
 
 def _logaddexp_jvp(function, exp):
@@ -306,12 +307,15 @@ def angle(z, deg=False):
         z = lax.convert_element_type(z, dtypes.default_float_dtype())
     parts = (lax.imag(z), lax.real(z)) if dtypes.is_complex(z.dtype) else (lax.full_like(z, 0), z)
     out = lax.atan2(*parts)
-    return lax.mul(out, 180 / np.pi) if deg else out
+    return lax.mul(out, scalar_like(out, 180 / np.pi)) if deg else out
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote_to_inexact("isclose", a, b)
-    close = lax.le(lax.abs(lax.sub(a, b)), lax.add(lax.mul(lax.abs(b), rtol), atol))
+    magnitude = lax.abs(b)
+    # The tolerances in the operands' (real) dtype, as JAX converts them: float16 stays float16.
+    rtol, atol = (lax.convert_element_type(t, magnitude.dtype) for t in (rtol, atol))
+    close = lax.le(lax.abs(lax.sub(a, b)), lax.add(lax.mul(magnitude, rtol), atol))
     both_inf = lax.eq(a, b)
     out = lax.bitwise_or(close, both_inf)
     if equal_nan:

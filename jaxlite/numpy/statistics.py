@@ -7,6 +7,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.core.trace import Tracer
+from jaxlite.lax.base import scalar_like
 from jaxlite.numpy import reductions, ufuncs
 from jaxlite.numpy.util import (broadcast_to, check_arraylike, promote_and_broadcast, promote_dtypes,
                                 promote_to_inexact)
@@ -179,7 +180,8 @@ def _pick(sorted_x, position, method):
     if method == "nearest":
         return at(int(np.round(position)))
     fraction = 0.5 if method == "midpoint" else position - lower
-    return lax.add(lax.mul(at(lower), 1 - fraction), lax.mul(at(upper), fraction))
+    low, high = at(lower), at(upper)
+    return lax.add(lax.mul(low, scalar_like(low, 1 - fraction)), lax.mul(high, scalar_like(high, fraction)))
 
 
 def quantile(a, q, axis=None, method="linear", keepdims=False):
