@@ -500,3 +500,22 @@ def test_nan_functions_of_complex_skip_complex_nans(name):
             got = fn(z, axis=axis)
             assert got.dtype == want.astype(np.complex64 if want.dtype.kind == "c" else np.float32).dtype
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+
+
+def test_spaced_values_with_array_end_points_and_axis():
+    """linspace/logspace/geomspace broadcast array end points and place the values along
+    `axis`; linspace's retstep gives the step (NaN for fewer than two values), as JAX's and
+    numpy's."""
+    start, stop = np.array([0.0, 1.0], np.float32), np.array([[2.0], [3.0], [4.0]], np.float32)
+    for axis in (0, 1, -1):
+        np.testing.assert_allclose(jnp.linspace(start, stop, 5, axis=axis), np.linspace(start, stop, 5, axis=axis), rtol=1e-6)
+        np.testing.assert_allclose(jnp.logspace(start, stop, 4, axis=axis), np.logspace(start, stop, 4, axis=axis), rtol=1e-5)
+        np.testing.assert_allclose(jnp.geomspace(start + 1, stop, 4, axis=axis), np.geomspace(start + 1, stop, 4, axis=axis), rtol=1e-5)
+    values, step = jnp.linspace(0.0, 1.0, 4, endpoint=False, retstep=True)
+    np.testing.assert_allclose(values, [0, 0.25, 0.5, 0.75])
+    np.testing.assert_allclose(step, 0.25)
+    assert np.isnan(jnp.linspace(0.0, 1.0, 1, retstep=True)[1])
+    jitted = jaxlite.jit(lambda a, b: jnp.linspace(a, b, 3, axis=1))(start, stop[:2, :1])
+    np.testing.assert_allclose(jitted, np.linspace(start, stop[:2, :1], 3, axis=1), rtol=1e-6)
+    with pytest.raises(ValueError, match="non-negative"):
+        jnp.linspace(0, 1, -1)
