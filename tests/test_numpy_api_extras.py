@@ -9,6 +9,7 @@ from hypothesis.extra import numpy as hnp
 
 import jaxlite
 import jaxlite.numpy as jnp
+from jaxlite import lax
 from jaxlite.core.errors import ConcretizationTypeError
 from jaxlite.test_util import check_grads, check_vmap
 
@@ -519,3 +520,19 @@ def test_spaced_values_with_array_end_points_and_axis():
     np.testing.assert_allclose(jitted, np.linspace(start, stop[:2, :1], 3, axis=1), rtol=1e-6)
     with pytest.raises(ValueError, match="non-negative"):
         jnp.linspace(0, 1, -1)
+
+
+def test_jax_keyword_arguments_of_reductions_stack_take_and_top_k():
+    """Parameters JAX 0.10.2 has: var/std(mean=), stack(dtype=), take's positional out and
+    its index promises, lax.top_k(axis=)."""
+    x = (np.arange(24.0, dtype=np.float32).reshape(2, 3, 4) % 7)
+    given = np.mean(x, axis=1, keepdims=True)
+    np.testing.assert_allclose(jnp.var(x, axis=1, mean=given), np.var(x, axis=1, mean=given), rtol=1e-6)
+    np.testing.assert_allclose(jnp.std(x, mean=3.0), np.sqrt(np.mean((x - 3.0) ** 2)), rtol=1e-6)
+    assert jnp.stack([np.ones(2), np.zeros(2)], dtype=jnp.int32).dtype == np.int32
+    np.testing.assert_array_equal(jnp.take(np.arange(5), np.array([7, 1]), 0, None, "clip", True, True), [4, 1])
+    for axis in (0, 1, -1):
+        values, indices = lax.top_k(x, 2, axis=axis)
+        want = -np.sort(-x, axis=axis, kind="stable").take([0, 1], axis=axis)
+        np.testing.assert_array_equal(values, want)
+        np.testing.assert_array_equal(np.take_along_axis(x, np.asarray(indices), axis=axis), want)

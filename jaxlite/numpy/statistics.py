@@ -56,9 +56,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     reductions.check_no_out("nanvar", out)
     (a,) = promote_to_inexact("nanvar", _operand("nanvar", a))
     centered = ufuncs.subtract(a, nanmean(a, axis, dtype, keepdims=True, where=where))
-    # |x - mean|^2: real for complex values, as JAX's (a complex square is not a variance).
-    squares = lax.square(lax.abs(centered)) if dtypes.is_complex(centered.dtype) else lax.square(centered)
-    total = nansum(squares, axis, dtype, keepdims=keepdims, where=where)
+    total = nansum(reductions._abs_squared(centered), axis, dtype, keepdims=keepdims, where=where)
     count = _not_nan_count(a, axis, keepdims, where, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
