@@ -536,3 +536,11 @@ def test_jax_keyword_arguments_of_reductions_stack_take_and_top_k():
         want = -np.sort(-x, axis=axis, kind="stable").take([0, 1], axis=axis)
         np.testing.assert_array_equal(values, want)
         np.testing.assert_array_equal(np.take_along_axis(x, np.asarray(indices), axis=axis), want)
+
+
+def test_argsort_dtype_and_searchsorted_methods():
+    assert jnp.argsort(np.array([3, 1, 2]), dtype=jnp.int16).dtype == np.int16
+    for method in ("compare_all", "scan", "scan_unrolled", "sort"):
+        assert int(jnp.searchsorted(np.arange(3), 1, method=method)) == 1
+    with pytest.raises(ValueError, match="invalid argument method='bogus'"):
+        jnp.searchsorted(np.arange(3), 1, method="bogus")
