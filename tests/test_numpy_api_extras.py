@@ -544,3 +544,10 @@ def test_argsort_dtype_and_searchsorted_methods():
         assert int(jnp.searchsorted(np.arange(3), 1, method=method)) == 1
     with pytest.raises(ValueError, match="invalid argument method='bogus'"):
         jnp.searchsorted(np.arange(3), 1, method="bogus")
+
+
+def test_setdiff1d_keeps_the_first_arrays_dtype():
+    a, b = np.array([1, 2, 3], np.int8), np.array([1, 5], np.int16)
+    for out in (jnp.setdiff1d(a, b), jaxlite.jit(lambda a, b: jnp.setdiff1d(a, b, size=2))(a, b)):
+        assert out.dtype == np.int8 and out.tolist() == [2, 3]
+    assert jnp.setdiff1d(b, a).dtype == np.int16
