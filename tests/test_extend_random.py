@@ -85,3 +85,8 @@ def test_defined_implementation_through_random_jit_and_vmap():
     np.testing.assert_array_equal(random.key_data(wrapped[1]), [3, 4, 5])
     with pytest.raises(TypeError, match=r"shape \(\.\.\., 3\)"):
         random.wrap_key_data(np.zeros((2, 2), np.uint32), impl=spec)
+
+
+def test_raw_keys_of_other_implementations():
+    np.testing.assert_array_equal(random.PRNGKey(3, impl="rbg"), RECORDED["rbg"]["seed_3"])
+    np.testing.assert_array_equal(random.PRNGKey(3), random.key_data(random.key(3)))

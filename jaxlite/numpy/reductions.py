@@ -129,25 +129,32 @@ def _degrees_of_freedom(ddof, correction):
     return correction
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+_mean = mean     # var's numpy-named parameter `mean` hides the function inside it
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+    """The variance; `mean`, when given, is used instead of a's mean (it must broadcast
+    against the keepdims=True shape, as in numpy and JAX)."""
     check_no_out("var", out)
     ddof = _degrees_of_freedom(ddof, correction)
     a, axes = _prepare("var", a, axis)
+    dtype_out = _float_dtype(a, dtype)
+    center = _mean(a, axes, dtype=dtype, keepdims=True, where=where) if mean is None else \
+        lax.convert_element_type(promote_and_broadcast("var", mean)[0], dtype_out)
     # lax.sub does not broadcast: the kept unit axes of the mean must be widened.
-    centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
-                       broadcast_to(mean(a, axes, dtype=dtype, keepdims=True, where=where), a.shape))
+    centered = lax.sub(lax.convert_element_type(a, dtype_out), broadcast_to(center, a.shape))
     squares = _abs_squared(centered)
     total = sum(squares, axes, keepdims=keepdims, where=where)
     count = _count(a, axes, where, keepdims, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     check_no_out("std", out)
     return lax.sqrt(var(a, axis, dtype, ddof=_degrees_of_freedom(ddof, correction),
-                        keepdims=keepdims, where=where))
+                        keepdims=keepdims, where=where, mean=mean))
 
 
 def _abs_squared(x):
@@ -160,7 +167,7 @@ def _abs_squared(x):
 def _float_dtype(a, dtype):
     if dtype is not None:
         return dtypes.canonicalize_dtype(dtype)
-    return a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(a.dtype)
 
 
 def _count(a, axes, where, keepdims, dtype):
