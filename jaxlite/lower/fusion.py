@@ -44,6 +44,11 @@ from jaxlite.lower.kernel_ir import INDEX, Buffer, ExprBuilder, Kernel, Reduce, 
 
 # How many distinct indices one value may be computed at inside a kernel (_count_index).
 MAX_INDICES_PER_VALUE = 16
+# Expressions are built by recursion, six Python frames per inlined equation: a chain of
+# more equations than this (3000 sins; Philox's rounds, rewritten into 32-bit limbs) would
+# exhaust Python's 1000 frames, so the value this deep is materialized instead (480 frames,
+# leaving the rest to the caller's own stack: a notebook, a library's layers).
+MAX_INLINED_DEPTH = 80
 
 
 class Materialize(Exception):
@@ -357,6 +362,7 @@ class _GroupLowering:
         self.allowed = {self.loops[a] for a in outer}
         self.stages, self.inputs, self.hoisted = [], {}, []
         self._memo, self._buffers, self._indices_seen = {}, {}, {}
+        self._depth = 0     # of value() calls in progress
         self.owned = None   # the loop threads split when each owns a share of it (scatters)
 
     def buffer(self, var):
@@ -442,7 +448,13 @@ class _GroupLowering:
         found = self._memo.get(key)
         if found is None:
             self._count_index(var)
-            found = self._memo[key] = self._value(var, list(index))
+            if self._depth >= MAX_INLINED_DEPTH and var in self.producers and var not in self.roots:
+                raise Materialize(var)
+            self._depth += 1
+            try:
+                found = self._memo[key] = self._value(var, list(index))
+            finally:
+                self._depth -= 1
         return found
 
     def _count_index(self, var):
