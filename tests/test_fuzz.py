@@ -339,3 +339,19 @@ def test_numerical_gradient_skips_casts_to_16bit_floats():
     program = fuzz_programs.random_program(42807)
     assert any(op == "cast" and params["dtype"] == fuzz_programs.BF16 for op, _, params in program.steps)
     assert fuzz_programs.run(42807) is None
+
+
+def test_kernels_joined_through_two_shared_values_keep_one_reduction_shape():
+    """seed 44948: select_n(l, j, j) shares j with a product over axis 1 and l with an all()
+    over axis 0; each pair could share a kernel, so fusion joined all three, and the kernel
+    could keep neither reduction inline ('fusion cannot lower Var(bool[5])')."""
+    x, y = np.float32([0.1, -1.2, 0.7, 0.3, 2.0]), np.float32([0.7])
+
+    def f(x, y):
+        same = jnp.broadcast_to(x, (2, 5)) == y
+        a = jnp.where(same, y, y)
+        b = jnp.where(same, a, y)
+        equal = x == a
+        return jnp.prod(b, axis=1), jnp.all(equal, axis=0), jnp.where(equal, b, b)
+    for got, want in zip(jaxlite.jit(f)(x, y), f(x, y)):
+        np.testing.assert_array_equal(got, want)
