@@ -53,3 +53,42 @@ def test_ml_dtypes_is_imported_when_first_needed():
     never, by_string, by_program = _run_all([_NEVER_NAMED, _NAMED_BY_STRING, _IMPORTED_BY_THE_PROGRAM])
     assert never == ["False"]
     assert by_string == ["True"] and by_program == ["True"]
+
+
+# Each program names an ml_dtypes type by a string first, through another entry point, in a
+# fresh process (the first such name imports ml_dtypes); `first` must give what JAX gives.
+_FIRST_NAMED_BY = {
+    "jnp.dtype": ('jnp.dtype("bfloat16")', 'np.dtype(ml_dtypes.bfloat16)'),
+    "jnp.dtype, a float8": ('jnp.dtype("float8_e4m3fn")', 'np.dtype(ml_dtypes.float8_e4m3fn)'),
+    "can_cast": ('(jnp.can_cast("bfloat16", "float32"), jnp.can_cast(jnp.float32, "int4"))', '(True, False)'),
+    "isdtype": ('jnp.isdtype("float8_e5m2", "real floating")', 'True'),
+    "bitcast_convert_type": ('jaxlite.lax.bitcast_convert_type(jnp.ones(2, "int16"), "bfloat16").dtype',
+                             'np.dtype(ml_dtypes.bfloat16)'),
+    "ShapeDtypeStruct": ('jaxlite.eval_shape(lambda x: x * 2, jaxlite.ShapeDtypeStruct((2,), "uint4")).dtype',
+                         'np.dtype(ml_dtypes.uint4)'),
+}
+
+_NAMED_FIRST = """
+import sys
+import numpy as np
+import jaxlite, jaxlite.numpy as jnp
+assert "ml_dtypes" not in sys.modules
+first = {first}
+import ml_dtypes
+assert first == {expected}, first
+"""
+
+_EVERY_NAME = """
+import numpy as np
+import jaxlite.numpy as jnp
+names = [name for name, value in vars(__import__("ml_dtypes")).items()
+         if isinstance(value, type) and issubclass(value, np.generic)]
+assert "bfloat16" in names and "int4" in names
+assert all(jnp.dtype(name) == np.dtype(name) for name in names)
+assert isinstance(np.dtype("float32"), jnp.dtype) and jnp.dtype[np.float32] == np.dtype[np.float32]
+"""
+
+
+def test_ml_dtypes_names_as_strings_load_it_wherever_a_dtype_is_taken():
+    programs = [_NAMED_FIRST.format(first=first, expected=expected) for first, expected in _FIRST_NAMED_BY.values()]
+    assert _run_all(programs + [_EVERY_NAME]) == [["True"]] * (len(programs) + 1)

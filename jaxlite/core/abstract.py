@@ -81,7 +81,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, *, sharding=None, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else dtypes.as_dtype(dtype)
         self.weak_type = bool(weak_type)
         self.sharding = sharding
 

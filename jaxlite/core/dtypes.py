@@ -128,7 +128,40 @@ def as_dtype(x):
     one, or ml_dtypes was imported (by the program, say), so that values can have its types."""
     if _ml.bfloat16 is None and ("ml_dtypes" in sys.modules or isinstance(x, str) and x in ML_DTYPE_NAMES):
         load_ml_dtypes()
+    try:
+        return np.dtype(x)
+    except TypeError:
+        if _ml.bfloat16 is not None or not isinstance(x, str):
+            raise
+    load_ml_dtypes()        # perhaps another of its names (complex32...), which numpy knows once it is loaded
     return np.dtype(x)
+
+
+class _NumpyDtypeType(type):
+    """numpy's dtype as jnp.dtype, whose constructor also knows ml_dtypes' names before
+    ml_dtypes is imported (np.dtype("bfloat16") does only after): instances, isinstance and
+    subscripting are numpy's own."""
+
+    def __call__(cls, *args, **kwargs):
+        if args and isinstance(args[0], str):
+            as_dtype(args[0])
+        return np.dtype(*args, **kwargs)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, np.dtype)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, np.dtype)
+
+    def __getitem__(cls, item):
+        return np.dtype[item]
+
+    def __repr__(cls):
+        return repr(np.dtype)
+
+
+class DtypeConstructor(metaclass=_NumpyDtypeType):
+    """jnp.dtype (see _NumpyDtypeType)."""
 
 
 def is_bfloat16(dtype):

@@ -206,7 +206,16 @@ fusion_rules.elementwise(nextafter_p, "nextafter")
 nextafter = _bind_nary(nextafter_p)
 defjvp_zero(nextafter_p)
 
-atan2_p = naryop_primitive("atan2", np.arctan2, FLOAT)
+def _atan2(y, x):
+    """numpy's arctan2 for reals; for complex (as XLA) -i log((x + iy) / sqrt(x^2 + y^2)),
+    the angle's analytic continuation: nan where x^2 + y^2 is 0."""
+    if not np.iscomplexobj(y):
+        return np.arctan2(y, x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (-1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))).astype(y.dtype)
+
+
+atan2_p = naryop_primitive("atan2", _atan2, INEXACT)
 fusion_rules.elementwise(atan2_p, "atan2")
 atan2 = _bind_nary(atan2_p)
 defjvp(atan2_p,
@@ -901,7 +910,7 @@ ad.transpose_rules[convert_element_type_p] = lambda ct, x, new_dtype, weak_type=
 
 
 def bitcast_convert_type(x, new_dtype):
-    return bitcast_convert_type_p.bind(as_operand(x), new_dtype=np.dtype(new_dtype))
+    return bitcast_convert_type_p.bind(as_operand(x), new_dtype=dtypes.as_dtype(new_dtype))
 
 
 def _bitcast_aval(x, new_dtype):

@@ -9,7 +9,7 @@ too) finds the library numpy calls, wherever it lives: the OpenBLAS in numpy's w
 
 The same goes for dpotrf (cholesky, as np.linalg.cholesky computes it) and BLAS's
 strsm/dtrsm (triangular_solve: blocked, unlike a substitution loop).
-Generated code calls each by a name of ours (`jaxlite_dgesdd`...), which `register_symbols`
+Generated code calls each by a name of ours (`jaxlite_numpy_dgesdd`...), which `register_symbols`
 binds to this process's address in the JIT's symbol table: object code in the persistent
 cache names the symbol, not an address, so it stays valid in another process.
 """
@@ -30,9 +30,13 @@ ROUTINES = ("dgesdd", "dpotrf", "dsyevd", "dgeqrf", "dorgqr", "strsm", "dtrsm", 
             "zgesdd", "zpotrf", "zheevd", "zgeqrf", "zungqr", "ctrsm", "ztrsm", "zgeev", "zgeqp3", "cgetrf", "zgetrf")
 
 
+# Every name bound here starts so: llvm_target binds them when code naming one is linked.
+SYMBOL_PREFIX = "jaxlite_numpy_"
+
+
 def symbol(routine):
     """The name generated code calls `routine` by."""
-    return "jaxlite_" + routine
+    return SYMBOL_PREFIX + routine
 
 
 def _exported_names(routine):
@@ -93,12 +97,12 @@ def _numpy_lapack_is_ilp64():
 
 
 # OpenBLAS's thread count (core/numpy_blas.py), which generated code reads and sets by these names.
-GET_THREADS_SYMBOL, SET_THREADS_SYMBOL = "jaxlite_blas_get_threads", "jaxlite_blas_set_threads"
+GET_THREADS_SYMBOL, SET_THREADS_SYMBOL = SYMBOL_PREFIX + "blas_get_threads", SYMBOL_PREFIX + "blas_set_threads"
 
 
 def register_symbols():
-    """Bind our names to numpy's LAPACK in the JIT's symbol table (at target initialization,
-    before any object code, compiled or loaded, is linked)."""
+    """Bind our names to numpy's LAPACK in the JIT's symbol table (before the first object
+    code calling one, compiled or loaded, is linked: llvm_target._bind_lapack)."""
     for routine in ROUTINES:
         function = find(routine)
         if function is not None:

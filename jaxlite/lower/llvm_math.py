@@ -28,7 +28,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
-from fractions import Fraction
 
 import numpy as np
 from llvmlite import ir
@@ -800,22 +799,23 @@ POLYGAMMA_MAX_ORDER = 100
 _POLYGAMMA_TERMS = 10
 
 
+@functools.cache
 def _even_bernoulli(count):
-    """B_2, B_4, ..., B_2count, exact (the classic recurrence on binomial sums)."""
+    """B_2, B_4, ..., B_2count, exact (the classic recurrence on binomial sums). Computed at
+    the first polygamma (with fractions' import ~2 ms, paid by every first compile at import)."""
+    from fractions import Fraction
     numbers = [Fraction(1)]
     for n in range(1, 2 * count + 1):
         numbers.append(-sum(math.comb(n + 1, k) * numbers[k] for k in range(n)) / (n + 1))
     return numbers[2::2]
 
 
-_EVEN_BERNOULLI = _even_bernoulli(_POLYGAMMA_TERMS + 1)
-
-
 def _polygamma_tail(m):
     """Coefficients of the tail in powers of 1/w^2 (after the (m-1)!/w^m factor is split off:
     tail = u^m * (T(u^2) + m/2 * u) * (m-1)!, u = 1/w), and the shift S."""
+    from fractions import Fraction
     terms = [Fraction(math.factorial(m + 2 * j - 1), math.factorial(2 * j) * math.factorial(m - 1)) * b
-             for j, b in enumerate(_EVEN_BERNOULLI, start=1)]
+             for j, b in enumerate(_even_bernoulli(_POLYGAMMA_TERMS + 1), start=1)]
     omitted = abs(terms.pop())
     shift = math.ceil((float(omitted) * 2.0 ** 54) ** (1 / (2 * _POLYGAMMA_TERMS + 2)))
     return (1.0,) + tuple(float(t) for t in terms), shift

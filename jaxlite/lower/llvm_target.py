@@ -37,9 +37,7 @@ after a warm-up jit (the first jit of a process also compiles jaxlite's bytecode
     kernel module, LLVM: 240 ms, in two pieces of ~120 ms
     5 GEMM families: Python IR + text ~17 ms each, LLVM code generation 37-65 ms each
     measuring 5 small GEMMs' plans (autotune.py) ~50 ms; first run ~15 ms"""
-import concurrent.futures
 import ctypes
-import ctypes.util
 import functools
 import os
 import threading
@@ -48,7 +46,6 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 from llvmlite.binding import ffi
 
-from jaxlite.lower import lapack
 from jaxlite.lower.llvm_helpers import F16, F32, F64, I32, call_intrinsic
 
 _init_lock = threading.Lock()
@@ -63,15 +60,16 @@ def _ensure_initialized():
             llvm.initialize_native_asmprinter()
             # Python does not export libm's symbols to the JIT; kernels calling libm need them.
             _load_libm()
-            lapack.register_symbols()
             _initialized = True
 
 
 def _load_libm():
-    """glibc's libm by its name (find_library runs ldconfig: ~2 ms), else where it is found."""
+    """glibc's libm by its name (find_library runs ldconfig: ~2 ms, and importing it ~3 ms),
+    else where it is found."""
     try:
         llvm.load_library_permanently("libm.so.6")
     except RuntimeError:
+        import ctypes.util
         llvm.load_library_permanently(ctypes.util.find_library("m"))
 
 
@@ -119,6 +117,25 @@ def _compile_runtime_helpers():
     _helpers = llvm.create_mcjit_compiler(module_ref, machine)
     _helpers.finalize_object()
     llvm.add_symbol(_TRUNCDFHF2.decode(), _helpers.get_function_address("jaxlite_truncdfhf2"))
+
+
+_lapack_bound = False
+
+
+def _bind_lapack(objects):
+    """numpy's LAPACK and BLAS under lapack.py's names, bound in the JIT's symbol table before
+    the first code calling them is linked (compiled or loaded from the disk cache); at LLVM's
+    initialization, importing lapack and binding its routines took ~1 ms of every process."""
+    global _lapack_bound
+    with _init_lock:
+        if not _lapack_bound and any(_NUMPY_LAPACK_PREFIX in object_code for object_code in objects):
+            from jaxlite.lower import lapack
+            lapack.register_symbols()
+            _lapack_bound = True
+
+
+# lapack.SYMBOL_PREFIX, which every name it binds starts with (a test checks they agree).
+_NUMPY_LAPACK_PREFIX = b"jaxlite_numpy_"
 
 
 @functools.lru_cache(maxsize=None)
@@ -234,6 +251,7 @@ _COMPILE_THREADS = 8
 def in_background(function, *args):
     """A future of `function(*args)`, run by a compile thread while the caller goes on.
     The function must not wait for other background tasks (the pool is bounded)."""
+    import concurrent.futures       # (here: a process loading its programs from the disk cache needs none)
     global _compile_pool
     with _compile_pool_lock:
         if _compile_pool is None:
@@ -249,6 +267,7 @@ def compile_once(build):
 
     @functools.wraps(build)
     def cached(*key):
+        import concurrent.futures
         with lock:
             future = futures.get(key)
             is_builder = future is None
@@ -351,6 +370,20 @@ class CompiledModule:
                          for text in self.optimized_pieces)
 
 
+# The code generator's optimization level (instruction selection, scheduling, register
+# allocation), for every module. Level 0 (fast instruction selection and register
+# allocation, no machine passes) generates code 2.5-4x faster, but its code runs 2-4x
+# slower; levels 1 and 2 cost what 3 does. As a first tier (level 0, then level 3 in the
+# background for hot programs) it would save first calls little, CPU ms at level 3 / 0,
+# code generation in parentheses (benchmarks/bench_codegen_levels.py, medians of 3):
+#   a 40-function session 799 (177) / 669 (73), a small MLP's jit(grad) 112 (28) / 94 (9),
+#   the CNN step of run.py 371 (75) / 370 (16); steady state, ms per call: the CNN step
+#   54 / 113, matmul 1024 30 / 83, the MLP step 15.5 / 43, value_and_grad MLP 2.0 / 7.8;
+# the LLVM IR pipeline (about twice code generation's time here) is the same at both, and
+# every hot program would generate its code twice. So code is generated once, at level 3.
+CODEGEN_LEVEL = 3
+
+
 def compile_object(llvm_ir, optimize_ir=True):
     """(The IR the code is made from, object code) of one module: parsed into a context of
     its own, verified, optimized, compiled (both outside llvmlite's lock)."""
@@ -362,7 +395,7 @@ def _parsed(llvm_ir):
     text = str(llvm_ir)
     module_ref = llvm.parse_assembly(text, llvm.create_context())
     module_ref.verify()
-    tm = new_target_machine()
+    tm = new_target_machine(CODEGEN_LEVEL)
     module_ref.triple = tm.triple
     module_ref.data_layout = str(tm.target_data)
     return text, module_ref, tm
@@ -380,6 +413,7 @@ def _engine_for(objects):
     """An MCJIT engine holding object files, linked to each other: the last calls the
     others (see split_module). Each engine owns its target machine."""
     _define_runtime_helpers(objects)
+    _bind_lapack(objects)
     tm = new_target_machine()
     empty = llvm.parse_assembly("")
     empty.triple = tm.triple

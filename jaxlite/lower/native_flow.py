@@ -39,8 +39,9 @@ from llvmlite import ir
 
 from jaxlite.core.ir import Literal, Var
 # runtime imports this module; it is only read from inside functions, once both are loaded.
-from jaxlite.lower import (buffers, codegen, entry_points, gemm_calls, kernel_ir, llvm_helpers, llvm_target, native_call,
-                           native_pool, native_routines, step_policy)
+# gemm_calls (the GEMM code generators, ~10 ms to import) is imported where a program has a product.
+from jaxlite.lower import (buffers, codegen, entry_points, kernel_ir, llvm_helpers, llvm_target, native_call, native_pool,
+                           native_routines, step_policy)
 from jaxlite.lower import primitives as P
 from jaxlite.lower.llvm_helpers import I1, I8, I32, I64, PTR, VOID, declare, emit_loop, smax, smin
 from jaxlite.lower.fusion import KernelStep
@@ -351,6 +352,7 @@ def native_callee(eqn, plan=None, constants=None):
     runtime's GEMM call (compiled, planned), a low-precision product's jobs (`constants`
     maps the program's constant variables to their values), or the routine."""
     if eqn.primitive in step_policy.GEMM_PRIMITIVES:
+        from jaxlite.lower import gemm_calls
         if step_policy.runs_as_jobs(eqn):
             return gemm_calls.LowPrecisionCall(eqn, constants or {})
         return gemm_calls.GemmCall(eqn, plan=plan)
@@ -447,6 +449,7 @@ class HostBridge:
 
     @property
     def gemm_calls(self):
+        from jaxlite.lower import gemm_calls
         kinds = (gemm_calls.GemmCall, gemm_calls.LowPrecisionCall)
         return [callee for callee in self.callees if isinstance(callee, kinds)]
 
@@ -486,6 +489,7 @@ def _job_words(call):
 
 
 def _call_words(callee):
+    from jaxlite.lower import gemm_calls
     if isinstance(callee, gemm_calls.GemmCall):
         return _gemm_words(callee)
     return _job_words(callee) if isinstance(callee, gemm_calls.LowPrecisionCall) else _routine_words(callee)

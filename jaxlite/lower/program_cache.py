@@ -37,7 +37,7 @@ from jaxlite.core.abstract import ShapedArray
 from jaxlite.core.config import config
 from jaxlite.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
 from jaxlite.core.primitive import Primitive
-from jaxlite.lower import disk_cache, llvm_target, native_pool
+from jaxlite.lower import disk_cache, llvm_target
 
 logger = logging.getLogger("jaxlite.jit")
 
@@ -241,6 +241,7 @@ def _restore_executable(stored):
     executable.llvm_ir = "; loaded from the persistent compilation cache"
     code = stored["code"]
     if executable.uses_pool:
+        from jaxlite.lower import native_pool
         native_pool.pool()          # links jaxlite_pool_run, which the code calls
     executable.compiled = _restore_code(code) if code is not None else None
     executable._bind_entries()

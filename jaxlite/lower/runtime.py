@@ -39,7 +39,9 @@ import numpy as np
 
 from jaxlite.core.errors import check_allocation
 from jaxlite.core.ir import Literal
-from jaxlite.lower import llvm_target, native_call, native_pool
+# native_pool is imported where a program runs on it: a program loaded from the persistent
+# cache that does not never loads it.
+from jaxlite.lower import llvm_target, native_call
 from jaxlite.lower.buffers import PythonStep
 from jaxlite.lower.fusion import EqnStep, KernelStep
 from jaxlite.lower.native_call import object_data as _object_data
@@ -78,17 +80,19 @@ class Executable:
         # "native N" (the N-th GEMM called by native code) -> GemmPlan, chosen once and
         # kept with the code
         self.gemm_plans = {}
-        # The worker pool (the first time) compiles while this program is planned.
-        pool_ready = llvm_target.in_background(native_pool.pool)
         llvm_target.in_background(native_call.trampoline)
         self.module = codegen.new_module(name)
         self._segments = self._build_segments()
+        # The worker pool starts (the first time) while the kernels compile, only for a
+        # program that calls it: its start costs ~7 ms CPU (loading its code, measuring
+        # the clock, a thread), a third of a small first program's compile.
+        # (The pool's start links jaxlite_pool_run, which the code calls.)
+        from jaxlite.lower import native_pool
+        linked = llvm_target.in_background(native_pool.pool).result if self.uses_pool else None
         pieces = llvm_target.split_module(self.module)
         self.llvm_ir = "\n".join(pieces)
         # The kernels' module (in pieces) and the GEMM families the program calls compile
         # at once, on all cores (see llvm_target).
-        # (The pool's start links jaxlite_pool_run, which the code calls.)
-        linked = pool_ready.result if self.uses_pool else None
         compiled = llvm_target.compile_pieces(pieces, linked) if self._has_native else None
         callees = [llvm_target.in_background(native_flow.native_callee, eqn, None, self._constants())
                    for eqn in self._native_eqns]
@@ -359,13 +363,14 @@ class _NativeKernel:
         loop = kernel.parallel_loop()
         self.extent = loop.extent if loop is not None else 0
         self.share = compiled.address(name + SHARE) if splits(kernel) else None
-        self.units = native_pool.available_cpus()
+        from jaxlite.lower import native_pool
+        self.units, self._run_on_pool = native_pool.available_cpus(), native_pool.run
 
     def __call__(self, slots):
         if self.share is None:
             self.function(slots, 0, self.extent)
         else:
-            native_pool.run(self.share, ctypes.addressof(slots), self.units)
+            self._run_on_pool(self.share, ctypes.addressof(slots), self.units)
 
 
 _NO_WORKSPACE = np.empty(0, np.uint8)

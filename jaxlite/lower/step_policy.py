@@ -9,14 +9,15 @@ scan, cond: native loops and branches around their bodies, native_flow.py), "fal
 lay out for a GEMM, which take an epilogue, which run in low precision), so the answers
 live here, apart from the Executable that runs the steps.
 """
+import importlib
 import logging
 
 import numpy as np
 
 from jaxlite.core import dtypes
 from jaxlite.core.dtypes import is_narrow
-from jaxlite.lower import (collectives, complex_split, fft_kernels, gemm, gemm_lowp, linalg_kernels, native_pool,
-                           sort_kernels)
+from jaxlite.lax import process_collectives
+from jaxlite.lower import complex_split, fft_kernels, native_pool
 from jaxlite.lower import primitives as P
 from jaxlite.lower.epilogues import dot_epilogue_p
 from jaxlite.lower.fusion import EqnStep, is_fusible
@@ -45,8 +46,7 @@ FALLBACKS = {
     fft_kernels.fft_pairs_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     # complex_split computes every complex value with real ones; these remain only around an
-    # operation it has no rule for (a batched scatter-mul/min/max of complex values, float16
-    # complex linear algebra, ...).
+    # operation it has no rule for (float16 complex linear algebra, ...).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     complex_split.on_parts_p: "where its routine does not apply (the same cases as the primitive's own)",
@@ -63,23 +63,36 @@ CONTROL_FLOW = (P.while_p, P.scan_p, P.cond_p)
 # Equations that run on a GEMM (dot_general when gemm_applies; the fused forms always).
 GEMM_PRIMITIVES = (P.dot_general_p, dot_epilogue_p, int8_matmul_p)
 
+def _imported_at_first_use(module, name):
+    """`jaxlite.lower.<module>.<name>`, a function, imported when first called: the code
+    generators of sorts, linear algebra, collectives and low-precision GEMMs took ~20 ms CPU
+    to import, paid by every process's first compile, also of programs that use none."""
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(f"jaxlite.lower.{module}"), name)(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 # Sequential primitives run as hand-written native routines (native_routines.py): each
 # entry gives the routine's spec for an equation, or None where the routine does not apply.
 NATIVE_ROUTINES = {
-    P.sort_p: sort_kernels.sort_spec,
-    P.top_k_p: sort_kernels.top_k_spec,
-    P.cholesky_p: linalg_kernels.cholesky_spec,
-    P.triangular_solve_p: linalg_kernels.triangular_solve_spec,
-    P.lu_p: linalg_kernels.lu_spec,
-    P.svd_p: linalg_kernels.svd_spec,
-    P.eigh_p: linalg_kernels.eigh_spec,
-    P.eig_p: linalg_kernels.eig_spec,
-    P.qr_p: linalg_kernels.qr_spec,
-    P.qr_pivoted_p: linalg_kernels.qr_pivoted_spec,
-    P.geqrf_p: linalg_kernels.geqrf_spec,
+    P.sort_p: _imported_at_first_use("sort_kernels", "sort_spec"),
+    P.top_k_p: _imported_at_first_use("sort_kernels", "top_k_spec"),
+    P.cholesky_p: _imported_at_first_use("linalg_kernels", "cholesky_spec"),
+    P.triangular_solve_p: _imported_at_first_use("linalg_kernels", "triangular_solve_spec"),
+    P.lu_p: _imported_at_first_use("linalg_kernels", "lu_spec"),
+    P.svd_p: _imported_at_first_use("linalg_kernels", "svd_spec"),
+    P.eigh_p: _imported_at_first_use("linalg_kernels", "eigh_spec"),
+    P.eig_p: _imported_at_first_use("linalg_kernels", "eig_spec"),
+    P.qr_p: _imported_at_first_use("linalg_kernels", "qr_spec"),
+    P.qr_pivoted_p: _imported_at_first_use("linalg_kernels", "qr_pivoted_spec"),
+    P.geqrf_p: _imported_at_first_use("linalg_kernels", "geqrf_spec"),
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
+    P.cumprod_p: _imported_at_first_use("complex_products", "cumprod_spec"),     # (complex only: a real one is a fused kernel)
+    P.reduce_prod_p: _imported_at_first_use("complex_products", "reduce_prod_spec"),
     complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
-    **{primitive: collectives.eqn_spec for primitive in collectives.PRIMITIVES},     # mesh collectives (MPI)
+    **{primitive: _imported_at_first_use("collectives", "eqn_spec")     # mesh collectives (MPI)
+       for primitive in process_collectives.ALL},
 }
 
 # Linear algebra on 16-bit floats: the float32 routine between conversions (a graph pass,
@@ -131,8 +144,8 @@ def _on_narrow_dtypes(eqn):
 
 # Narrow operands with a wide accumulator (what precision.bf16/int8 produce) run on the
 # dot-product-instruction GEMMs; they take one matrix per call, so no batch dimensions.
-LOW_PRECISION_GEMMS = {("bfloat16", "float32"): gemm_lowp.compile_gemm_bf16,
-                        ("int8", "int32"): gemm_lowp.compile_gemm_int8}
+LOW_PRECISION_GEMMS = {("bfloat16", "float32"): _imported_at_first_use("gemm_lowp", "compile_gemm_bf16"),
+                        ("int8", "int32"): _imported_at_first_use("gemm_lowp", "compile_gemm_int8")}
 
 
 def low_precision_gemm(eqn):
@@ -186,16 +199,23 @@ def gemm_applies(eqn):
     # along n, so it would use one lane of each (64x64 in a loop body: ~0.2 us fused,
     # ~1.5 us on the GEMM; 1024x1024 at top level: ~0.12 ms fused, ~2 ms on the GEMM).
     # A short contraction stays fused too (see fusion_rules.UNROLLED_CONTRACTION).
-    # Below SMALL_PRODUCT multiply-adds a product is a fused loop, above it a GEMM call: the
-    # fused loop vectorizes its sum along k only, so it falls behind as soon as a GEMM tile
-    # fills (run time per call, GEMM / fused: 16x16x16 1.5 / 2.0 us, 16x32x16 1.6 / 2.9,
-    # 32x32x32 2.5 / 9.4, 64x64x64 8 / 246), while a first call costs the same once the
-    # family is in the kernel directory (disk_cache.kernel_directory: ~20 ms either way in a
-    # fresh process; compiling the family the first time on a machine is ~65 ms more).
-    return min(m, batch) >= 1 and k > UNROLLED_CONTRACTION and n > 1 and m * n * k >= SMALL_PRODUCT
+    # Up to SMALL_PRODUCT multiply-adds (batch included) a product is a fused loop, above it
+    # a GEMM call (see SMALL_PRODUCT).
+    return min(m, batch) >= 1 and k > UNROLLED_CONTRACTION and n > 1 and batch * m * n * k > SMALL_PRODUCT
 
 
-SMALL_PRODUCT = 4096
+# A small product runs as a fused loop so that its program compiles no GEMM family (a
+# float32 family is ~68 KB of IR, ~70-90 ms CPU the first time on a machine, ~3 ms to load
+# from the kernel directory). Steady state, us per call, GEMM / fused loop
+# (benchmarks/bench_small_products.py): a @ b 16x32x64 1.9 / 2.1, 32x32x32 1.7 / 2.1,
+# 32x64x64 3.9 / 4.7, 64x64x64 6.0 / 7.9, 128x128x128 55 / 68; a @ b.T (the fused loop sums
+# along k per output element) 32x32x32 2.4 / 3.2, 64x64x64 5.3 / 15, 128x128x128 53 / 216.
+# Up to 32^3 the loop stays within ~1 us of the GEMM; past it the GEMM's register tiles pull
+# away. A first call compiles the loop: ~8 ms CPU more than binding a family the kernel
+# directory holds (a first jit(grad) of a 32-64-10 MLP, batch 16: 141 -> 195 ms), and a
+# family's compile less where it holds none (each epilogue and transposition is a family:
+# the same MLP 480 -> 260 ms on an empty kernel directory; JAX takes 316).
+SMALL_PRODUCT = 32 ** 3
 
 
 def gemm_sizes(eqn):

@@ -1,5 +1,6 @@
 """The compiler's one-time start-up, begun on a background thread when the program first
-makes a jitted function (jit(f), @jit).
+makes a jitted function (jit(f), @jit) or configures a persistent compilation cache
+(config.update("jax_compilation_cache_dir", path): a program doing so will jit).
 
 Before a process's first jitted call can run anything it imports llvmlite's binding
 (which loads LLVM), initializes LLVM's native target, digests the environment for the
@@ -23,6 +24,8 @@ Set JAXLITE_WARM_UP=0 to leave everything to the first call.
 """
 import os
 import threading
+
+from jaxlite.core.config import config
 
 _FORK_WAIT_SECONDS = 10.0
 _thread = None
@@ -59,6 +62,14 @@ def wait(timeout=None):
     thread = _thread
     if thread is not None and thread is not threading.current_thread():
         thread.join(timeout)
+
+
+def _on_config_change(name, value):
+    if name == "jax_compilation_cache_dir" and value:
+        start()
+
+
+config.on_change(_on_config_change)
 
 
 def _after_fork_in_child():

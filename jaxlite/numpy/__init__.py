@@ -87,7 +87,7 @@ from jaxlite.numpy.windows import bartlett, blackman, hamming, hanning, i0, kais
 _install_array_methods()
 
 bool = bool_
-dtype = _dtypes.np.dtype
+dtype = _dtypes.DtypeConstructor
 
 # The array API's spellings of existing functions.
 pow = power

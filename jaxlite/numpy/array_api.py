@@ -81,11 +81,11 @@ def bitwise_count(x, /):
 
 
 def can_cast(from_, to, casting="safe"):
-    return bool(np.can_cast(_dtype_of_value(from_), np.dtype(to), casting=casting))
+    return bool(np.can_cast(_dtype_of_value(from_), dtypes.as_dtype(to), casting=casting))
 
 
 def _dtype_of_value(x):
-    return x.dtype if hasattr(x, "dtype") else np.dtype(x)
+    return x.dtype if hasattr(x, "dtype") else dtypes.as_dtype(x)
 
 
 _KINDS = {
@@ -101,7 +101,7 @@ _KINDS = {
 
 def isdtype(dtype, kind):
     """Whether `dtype` is of `kind`: a dtype, one of the array API's kind names, or a tuple."""
-    dtype = np.dtype(dtype)
+    dtype = dtypes.as_dtype(dtype)
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return any(_is_of_kind(dtype, k) for k in kinds)
 
@@ -111,7 +111,7 @@ def _is_of_kind(dtype, kind):
         if kind not in _KINDS:
             raise ValueError(f"Unrecognized {kind=!r}")
         return bool(_KINDS[kind](dtype))
-    return dtype == np.dtype(kind)
+    return dtype == dtypes.as_dtype(kind)
 
 
 class UniqueAllResult(NamedTuple):

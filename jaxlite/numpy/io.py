@@ -5,6 +5,7 @@ effect that jit would run once at trace time, silently, so users call numpy and 
 """
 import numpy as np
 
+from jaxlite.core import dtypes
 from jaxlite.numpy.creation import asarray
 
 save = np.save
@@ -23,11 +24,11 @@ def load(file, *args, **kwargs):
 
 
 def frombuffer(buffer, dtype=float, count=-1, offset=0):
-    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+    return asarray(np.frombuffer(buffer, dtype=dtypes.as_dtype(dtype), count=count, offset=offset))
 
 
 def fromstring(string, dtype=float, count=-1, *, sep):
-    return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+    return asarray(np.fromstring(string, dtype=dtypes.as_dtype(dtype), count=count, sep=sep))
 
 
 def _impure(name, source):
