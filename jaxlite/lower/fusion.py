@@ -199,7 +199,7 @@ def _group_roots(jaxpr, producers, roots, external, allow_merging):
         shared = None
         for var, var_users in users.items():
             if len(var_users) > 1 and not _free_to_recompute(var, producers) and \
-                    not _merge(groups, var_users, producers, ancestors, allow_merging):
+                    not _merge(groups, var_users, roots, producers, ancestors, allow_merging):
                 shared = var
                 break
         if shared is None:
@@ -221,14 +221,18 @@ def _free_to_recompute(var, producers):
     return lowering is not None and lowering.recomputed and not any(isinstance(v, Var) for v in eqn.inputs)
 
 
-def _merge(groups, roots, producers, ancestors, allow_merging):
-    roots = list(roots)
-    if not allow_merging or not _compatible([_domain(r, producers) for r in roots]):
+def _merge(groups, users, roots, producers, ancestors, allow_merging):
+    """Put the users of a shared value into one kernel, if the kernels they are in already
+    (two users may have joined others through other values) can be one."""
+    users = list(users)
+    leaders = {groups.find(r) for r in users}
+    members = [r for r in roots if groups.find(r) in leaders]
+    if not allow_merging or not _compatible([_domain(r, producers) for r in members]):
         return False
-    if any(a in ancestors[b] for a in roots for b in roots):
+    if any(a in ancestors[b] for a in members for b in members):
         return False
-    for other in roots[1:]:
-        groups.union(other, roots[0])
+    for other in users[1:]:
+        groups.union(other, users[0])
     return True
 
 

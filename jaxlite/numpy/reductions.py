@@ -55,12 +55,20 @@ def _accumulation(name, reduce, combine, identity):
         if promote_integers or dtype is not None or dtypes.is_bool(a.dtype):
             dtype = sum_dtype(a, dtype)
         a = lax.convert_element_type(_masked(a, where, identity), dtype or a.dtype)
-        result = reduce(a, axes)
+        result = _rounded_once(reduce, a, axes)
         if initial is not None:
             result = combine(result, initial)
         return _keep(result, a.shape, axes, keepdims)
     accumulate.__name__ = accumulate.__qualname__ = name
     return accumulate
+
+
+def _rounded_once(reduce, a, axes):
+    """16-bit floats accumulate in float32 and are rounded once, as JAX's jnp does (jit's
+    float16 sums accumulated in float16: 17 terms were an ulp off)."""
+    if not dtypes.is_16bit_float(a.dtype):
+        return reduce(a, axes)
+    return lax.convert_element_type(reduce(lax.convert_element_type(a, dtypes.float32), axes), a.dtype)
 
 
 sum = _accumulation("sum", lax.reduce_sum, lax.add, 0)
@@ -115,8 +123,11 @@ def _to_bool(a):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_no_out("mean", out)
     a, axes = _prepare("mean", a, axis)
-    total = sum(lax.convert_element_type(a, _float_dtype(a, dtype)), axes, keepdims=keepdims,
-                where=where)
+    dtype = _float_dtype(a, dtype)
+    if dtypes.is_16bit_float(dtype):      # as JAX: summed and divided in float32, rounded once
+        return lax.convert_element_type(mean(lax.convert_element_type(a, dtypes.float32), axes, keepdims=keepdims,
+                                             where=where), dtype)
+    total = sum(lax.convert_element_type(a, dtype), axes, keepdims=keepdims, where=where)
     return lax.div(total, _count(a, axes, where, keepdims, total.dtype))
 
 
