@@ -1,7 +1,6 @@
 """The compiler's own machinery: concurrent compilation and the loop hints it emits."""
-import threading
-
 import re
+import threading
 
 import numpy as np
 import pytest
