@@ -65,13 +65,18 @@ _import = time.process_time() - _cpu0
 time.sleep({pause})
 if {after_jit}:
     J.jit(lambda x: x + 1.0)(1.0).block_until_ready()
+{helpers}
+_cpu1 = time.process_time()
+"""
+
+# What the work snippets use (J, jnp and np imported): random float32 data and waiting for results.
+HELPERS = """
 rng = np.random.default_rng(0)
 def data(*shape):
     return jnp.asarray(rng.standard_normal(shape).astype(np.float32))
 def ready(tree):
     for leaf in J.tree_util.tree_leaves(tree):
         leaf.block_until_ready()
-_cpu1 = time.process_time()
 """
 
 _EPILOGUE = """
@@ -148,7 +153,7 @@ _SETUP = {"cold_defined_early": "f = J.jit(lambda x: x + 1.0)"}
 def _program(name, jax, cache_dir):
     work, pause, _, after_jit = SCENARIOS[name]
     prelude = _PRELUDE.format(jax=jax, cache_dir=cache_dir, pause=pause, after_jit=after_jit,
-                              setup=_SETUP.get(work, ""))
+                              setup=_SETUP.get(work, ""), helpers=HELPERS)
     return prelude + _WORK[work] + _EPILOGUE
 
 

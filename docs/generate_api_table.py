@@ -15,7 +15,7 @@ from jaxlite.core.primitive import Primitive  # noqa: E402
 
 NAMESPACES = ["jaxlite", "jaxlite.numpy", "jaxlite.numpy.linalg", "jaxlite.lax", "jaxlite.nn",
               "jaxlite.nn.initializers", "jaxlite.random", "jaxlite.dtypes", "jaxlite.ops", "jaxlite.tree_util",
-              "jaxlite.debug"]
+              "jaxlite.debug", "jaxlite.extend.random"]
 
 
 def public_functions(module):

@@ -160,7 +160,23 @@ def _subnormals(jax, jnp, lax):
     half = np.array([6e-8, -3e-5, 1e-4, 0.0], np.float16)
     out += [("frexp_mantissa_subnormals_float16", lambda a: jnp.frexp(a)[0], (half,)),
             ("frexp_exponent_subnormals_float16", lambda a: jnp.frexp(a)[1], (half,))]
-    return out
+    # log of 16 (XLA's vector loop reads subnormals as zeros; its scalar tail after a multiple of
+    # 4 or 8 gives -103.97 for any positive one): jaxlite's log is -inf at each, as the loop.
+    out.append(("subnormal_log_16", jnp.log, (np.resize(SUBNORMALS, 16),)))
+    return out + _subnormal_results(jax, jnp, lax)
+
+
+def _subnormal_results(jax, jnp, lax):
+    """Functions of normal inputs whose values are subnormal: zeros (FTZ), eager and jit."""
+    f32 = np.float32
+    return [("underflow_exp", jnp.exp, (f32([-100, -88, -103, -87.4, 1.0]),)),
+            ("underflow_exp_bfloat16", jnp.exp, (np.array([-100, -90, 1], ml_dtypes.bfloat16),)),
+            ("underflow_exp2", jnp.exp2, (f32([-140, -130, -149, 2]),)),
+            ("underflow_logistic", jax.nn.sigmoid, (f32([-100, -95, -88, 0]),)),
+            ("underflow_erfc", lax.erfc, (f32([9.3, 9.5, 10.0, 1.0]),)),
+            ("underflow_mul", lambda a: jnp.multiply(a, f32(1e-10)), (f32([1e-30, -1e-30, 3e-20]),)),
+            ("underflow_cumsum", jnp.cumsum, (f32([1.5e-38, -1.4e-38, 1.0]),)),
+            ("underflow_cumprod", jnp.cumprod, (f32([1e-20, 1e-20, 1e10]),))]
 
 
 def _near_poles(lax):

@@ -1,6 +1,8 @@
 """The compiler's own machinery: concurrent compilation and the loop hints it emits."""
 import threading
 
+import re
+
 import numpy as np
 import pytest
 
@@ -163,8 +165,8 @@ def test_kernels_differing_only_in_name_share_their_code():
     kernels = [step.kernel for step in executable.steps if hasattr(step, "kernel")]
     keys = {kernel_ir.structure_key(k) for k in kernels}
     assert len(keys) < len(kernels)
-    # (The GEMM step is a native function too; kernels are the ones returning nothing.)
-    assert executable.llvm_ir.count("define internal void") == len(keys)
+    # (Kernels are the functions named fused_*; a module cut in pieces exports those it moves.)
+    assert len(re.findall(r'define (?:internal )?void @"fused_', executable.llvm_ir)) == len(keys)
     got = [np.asarray(v) for v in jaxlite.jit(f)(x, y)]
     np.testing.assert_allclose(got[0], np.tanh(x).sum(0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], np.tanh(x @ w).sum(0), rtol=1e-4, atol=1e-4)
@@ -210,7 +212,7 @@ def test_only_leaf_functions_leave_the_first_piece():
     moved = {line.split("@")[1].split("(")[0] for piece in others for line in piece.splitlines()
              if line.startswith("define ")}
     defined = moved | {line.split("@")[1].split("(")[0] for line in first.splitlines() if line.startswith("define ")}
-    assert moved and all(f"declare void @{name}(" in first for name in moved)
+    assert moved and all(re.search(rf"declare \w+ @{re.escape(name)}\(", first) for name in moved)
     calls = {line.split("@")[1].split("(")[0] for piece in others for line in piece.splitlines() if " call " in line}
     assert not calls & defined
 

@@ -288,3 +288,25 @@ def test_complex_only_names():
     n = 5
     np.testing.assert_allclose(dft(n) @ jnp.arange(n).astype(jnp.complex64), np.fft.fft(np.arange(n)), atol=1e-5)
     np.testing.assert_allclose(dft(n, "sqrtn"), np.fft.fft(np.eye(n), norm="ortho"), atol=1e-6)
+
+
+ATAN2 = json.loads((pathlib.Path(__file__).parent / "data" / "jax_complex_atan2.json").read_text())
+
+
+def _recorded(name):
+    return np.array([complex(re, im) for re, im in ATAN2[name]], np.complex64)
+
+
+def test_atan2_of_complex_matches_jax(caplog):
+    """JAX's lax.atan2 takes complex operands (XLA's -i log((x + iy) / sqrt(x^2 + y^2)),
+    nan where x^2 + y^2 is 0); eager, natively under jit, and its jvp."""
+    y, x, want = _recorded("y"), _recorded("x"), _recorded("out")
+    with caplog.at_level("WARNING", logger="jaxlite.jit"):
+        for atan2 in (lax.atan2, jnp.arctan2, jaxlite.jit(lax.atan2)):
+            got = atan2(y, x)
+            assert got.dtype == np.complex64
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
+    assert "numpy implementation" not in caplog.text
+    _, tangent = jaxlite.jvp(lax.atan2, (y, x), (_recorded("t_y"), _recorded("t_x")))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(np.asarray(tangent)[finite], _recorded("jvp")[finite], rtol=1e-5, atol=1e-6)

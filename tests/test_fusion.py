@@ -246,8 +246,8 @@ def test_broadcast_literals_are_recomputed_by_each_kernel():
 
 def test_relu_derivative_is_a_gemm_epilogue_of_the_backward_product():
     # The pre-activation is exactly 0 in w1's zero column: JAX's derivative of max there is 0.5.
-    rng = np.random.default_rng(10)
-    x, w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((32, 48), (48, 64), (64, 16)))
+    rng = np.random.default_rng(10)     # (64 rows: the backward products are GEMMs, not fused loops)
+    x, w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in ((64, 48), (48, 64), (64, 16)))
     w1[:, 3] = 0.0
 
     def loss(w1, w2):

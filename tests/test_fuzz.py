@@ -5,6 +5,10 @@ More seeds: JAXLITE_FUZZ_SEEDS=2000 python -m pytest tests/test_fuzz.py (or run
 tests/fuzz_programs.py from the command line, which prints every failing program).
 """
 import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -94,6 +98,7 @@ def test_16bit_logistic_rounds_each_step_as_xla(dtype):
     x = x[np.isfinite(x.astype(np.float32))]
     with np.errstate(over="ignore"):
         stepwise = (1 / (1 + np.exp(-x))).astype(dtype)
+    stepwise[np.abs(stepwise.astype(np.float32)) < np.finfo(np.float32).tiny] = 0   # FTZ: JAX's 0 at bfloat16 -88
     eager = np.asarray(jaxlite.nn.sigmoid(x))
     compiled = np.asarray(jaxlite.jit(jaxlite.nn.sigmoid)(x))
     np.testing.assert_array_equal(eager, stepwise)
@@ -234,6 +239,21 @@ def test_float32_power_is_rounded_as_compiled_code_rounds_it():
                                       jaxlite.jit(jnp.power)(a.astype(dtype), b.astype(dtype)))
 
 
+def test_eager_power_calls_libm_without_loading_llvm():
+    """The eager loop over powf/pow is machine code written by lower/libm_loops.py on x86-64
+    Linux (before, the first eager float pow compiled it with LLVM, ~50 ms CPU)."""
+    program = ("import sys, numpy as np, jaxlite.numpy as jnp\n"
+               "x = jnp.power(np.float32([10.452957, 2.0]), np.float32([10.452957, 0.5]))\n"
+               "import jaxlite; jaxlite.config.update('jax_enable_x64', True)\n"
+               "y = jnp.power(np.float64([1.5]), np.float64([2.0]))\n"
+               "assert y.dtype == np.float64\n"
+               "print(float(x[0]), float(y[0]), 'llvmlite' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
+    llvm_loaded = platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
+    assert done.stdout.split() == ["45088247808.0", "2.25", str(llvm_loaded)]
+
+
 def test_tanh_saturates_where_jaxs_does_eager_and_jit():
     """seed 25904: tanh(9.77) was 1 - 2**-24 eagerly (numpy's float32 tanh stays below 1 up to
     10) and 1 under jit, so .astype(int32) gave 0 and 1. Both now give +-1 from |x| = 7.9988117,
@@ -270,3 +290,52 @@ def test_sinc_derivatives_at_zero_are_jaxs_bits():
         derivative = jaxlite.grad(derivative)
         values.append([float(derivative(np.float32(0))), float(jaxlite.jit(derivative)(np.float32(0)))])
     np.testing.assert_array_equal(values, [[0, 0], [-3.2898683547973633] * 2, [0, 0], [19.481821060180664] * 2])
+
+
+def test_rounding_envelope_accepts_cancellation_and_catches_a_broken_rule(monkeypatch):
+    """seed 26546: near 0, sinc's derivative cos(pi x) / x - sin(pi x) / (pi x^2) cancels, so
+    jit's FMA and eager's two roundings differ by up to 3e-3 relative. JAX's op-by-op eager and
+    jit differ there as much (its jnp.sinc agrees with itself only because JAX compiles it when
+    called eagerly). Both lie within float32's rounding envelope of the float64 value (about a
+    quarter of the way out); an eager sin off by 1e-5 relative, below the plain tolerance, does not."""
+    x = np.float32([-0.0014426551, 0.003, -0.02, 0.05, 0.3, 1.7])
+    grad = jaxlite.grad(lambda v: jnp.sum(jnp.sinc(v)))
+    compiled = [jaxlite.jit(grad)(x)]
+    with pytest.raises(fuzz_programs.Mismatch):
+        fuzz_programs.assert_close(compiled, [grad(x)], "grad")
+    fuzz_programs.assert_close_or_rounding(grad, [x], compiled, [grad(x)], "grad")
+    assert fuzz_programs.run(26546) is None
+
+    sin_p = jaxlite.lax.elementwise.sin_p
+    exact_sin = sin_p.impl
+    off_in_float32 = lambda v: exact_sin(v) * np.float32(1 + 1e-5) if v.dtype == np.float32 else exact_sin(v)
+    monkeypatch.setattr(sin_p, "impl", off_in_float32)
+    with pytest.raises(fuzz_programs.Mismatch, match="outside float32's rounding envelope"):
+        fuzz_programs.assert_close_or_rounding(grad, [x], compiled, [grad(x)], "grad")
+    assert "outside float32's rounding envelope" in fuzz_programs.run(26546)
+
+
+
+def test_rounding_envelope_names_primitives_that_exist():
+    import gc
+    from jaxlite.core.primitive import Primitive
+    names = {o.name for o in gc.get_objects() if isinstance(o, Primitive)}
+    assert fuzz_programs._ROUNDING <= names and fuzz_programs._ACCUMULATING <= fuzz_programs._ROUNDING
+
+
+def test_rounding_envelope_replays_casts_to_float32_in_float64():
+    """seed 40982: x mod cos(..) of a 17-term dot magnifies the dot's last-bit difference
+    (summation order) to 1e-3 relative; the program casts to float32, which pinned float32
+    in the float64 replay, so there was no envelope to consult."""
+    program = fuzz_programs.random_program(40982)
+    assert any(op == "cast" for op, _, _ in program.steps)
+    assert fuzz_programs.run(40982) is None
+
+
+def test_numerical_gradient_skips_casts_to_16bit_floats():
+    """seed 42807: a cast to bfloat16 is constant at the central differences' scale (both
+    steps agreed on -25.3148), where AD passes the tangent through (-26.88), as JAX's
+    convert_element_type does: not a finding. Casts to float32 are replayed as casts to float64 instead of skipped."""
+    program = fuzz_programs.random_program(42807)
+    assert any(op == "cast" and params["dtype"] == fuzz_programs.BF16 for op, _, params in program.steps)
+    assert fuzz_programs.run(42807) is None

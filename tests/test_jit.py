@@ -1,6 +1,8 @@
 """jit agrees with eager evaluation; the API (pytrees, static args, closures), the cache, errors."""
 import ctypes
+import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -358,6 +360,29 @@ def test_fma_and_stop_gradient():
                      rtol=_tolerance(dtype), atol=_tolerance(dtype))
 
 
+def _fused_multiply_add(x, y, z):
+    """x * y + z rounded once (the float64 product of two float32 values is exact)."""
+    return (x.astype(np.float64) * y + z).astype(np.float32)
+
+
+def test_multiply_adds_contract_where_xlas_do():
+    """XLA:CPU lets LLVM contract every fused multiply-add (FPOpFusion::Fast); of a*b + c*d its
+    first product, a*b, is rounded once (checked in JAX). jaxlite emitted the operands right to
+    left, LLVM then fused c*d, and jit(det) of 3x3 matrices differed from JAX in the last bits."""
+    rng = np.random.default_rng(5)
+    a, b, c, d = (rng.standard_normal(1000).astype(np.float32) for _ in range(4))
+    got = np.asarray(jaxlite.jit(lambda a, b, c, d: a * b + c * d)(a, b, c, d))
+    np.testing.assert_array_equal(got, _fused_multiply_add(a, b, c * d))
+    got = np.asarray(jaxlite.jit(lambda a, b, c, d: a * b - c * d)(a, b, c, d))
+    np.testing.assert_array_equal(got, _fused_multiply_add(a, b, -(c * d)))
+    product_twice = np.asarray(jaxlite.jit(lambda a, b, c: (a * b + c) * (a * b))(a, b, c))
+    np.testing.assert_array_equal(product_twice, (a * b + c) * (a * b))      # a product read twice stays rounded
+    recorded = json.loads((Path(__file__).parent / "data" / "jax_det3x3_jit.json").read_text())
+    matrices = np.array(recorded["matrices_bits"], np.uint32).view(np.float32)
+    det = np.asarray(jaxlite.jit(jnp.linalg.det)(matrices))
+    np.testing.assert_array_equal(det.view(np.uint32), np.array(recorded["det_bits"], np.uint32))
+
+
 def test_fallback_primitives_agree_with_eager():
     x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
     index = np.array([3, 0, 2], np.int32)
@@ -456,6 +481,15 @@ def test_static_argnums_and_argnames():
     x = np.ones(4, np.float32)
     np.testing.assert_allclose(jitted(x, 3), x + 3)
     np.testing.assert_allclose(jitted(x, 3, mode="mul"), x * 3)
+
+
+def test_static_names_and_positions_the_function_lacks_are_errors_at_once():
+    """As JAX 0.10.2: ValueError when jit is applied, before any call."""
+    with pytest.raises(ValueError, match=r"invalid argnames \{'nope'\} in static_argnames"):
+        jaxlite.jit(lambda a: a, static_argnames=["nope"])
+    with pytest.raises(ValueError, match=r"static_argnums=\(3,\), but only accepts 1 positional"):
+        jaxlite.jit(lambda a: a, static_argnums=(3,))
+    jaxlite.jit(lambda a, **options: a, static_argnames=["nope"])          # **kwargs may take it
 
 
 def test_unhashable_static_argument_is_a_clear_error():

@@ -11,6 +11,8 @@ from hypothesis import given, settings, strategies as st
 import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
+from jaxlite.core import numpy_blas
+from jaxlite.lower import linalg_kernels
 from jaxlite.test_util import assert_same_bits, cache_hits_in_a_second_process, check_grads, enable_x64
 
 COMPLEX = [np.complex64, np.complex128]
@@ -69,6 +71,26 @@ def test_complex_reductions_run_natively(caplog):
     _assert_close(_jit_natively(lambda z: jnp.prod(z, axis=(0, 1)), z, caplog=caplog), jnp.prod(z), rtol=3e-5)
 
 
+@pytest.mark.parametrize("shape,axis", [((3, 512), 0), ((2, 5, 768), 1), ((16, 40), 1), ((3, 7, 5), 2)])
+def test_complex_products_are_one_native_routine(shape, axis):
+    """cumprod (both directions) and prod of complex values: one native routine each (no
+    rounds of real kernels); a cumprod in numpy's order, as eager's bit for bit. The shapes
+    take groups of 256 contiguous chains, of 8 lines along the last axis, and of single ones;
+    a prod along the last axis partial products in 16 lanes, with entries left over or none."""
+    z = _complex(np.random.default_rng(sum(shape)), shape, np.complex64)
+    def assert_one_native_step(fun):
+        steps = [line for line in jaxlite.jit(fun).lower(z).as_text().splitlines()
+                 if line.startswith(("kernel", "fallback", "native"))]
+        assert len(steps) == 1 and steps[0].startswith("native: ") and "on_parts" in steps[0], steps
+
+    for fun in (lambda v: jnp.cumprod(v, axis=axis), lambda v: lax.cumprod(v, axis=axis, reverse=True)):
+        assert_one_native_step(fun)
+        assert_same_bits(jaxlite.jit(fun)(z), fun(z))
+    prod = lambda v: jnp.prod(v, axis=axis)    # noqa: E731
+    assert_one_native_step(prod)
+    _assert_close(jaxlite.jit(prod)(z), prod(z), rtol=3e-5)
+
+
 def test_complex_scan_under_vmap_and_grad():
     rng = np.random.default_rng(1)
     z = _complex(rng, (3, 7), np.complex64)
@@ -120,6 +142,30 @@ def test_roots_under_jit_needs_strip_zeros_false():
 
 
 # ---------------------------------------------------------------- eig and complex LAPACK
+
+@pytest.mark.skipif(numpy_blas.thread_control() is None, reason="numpy's LAPACK is not an OpenBLAS we can set")
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_svd_runs_openblas_on_one_thread_eager_and_under_jit(dtype, monkeypatch):
+    """As cholesky, eigh, qr and lu: gesdd on one OpenBLAS thread (threaded, its time swung
+    from 60 ms to 3 s at 256 x 256 under load), eager and jit alike, so they agree in bits,
+    and the thread count is put back."""
+    control = numpy_blas.thread_control()
+    before, seen, numpy_svd = control.get(), [], np.linalg.svd
+
+    def recording_svd(*args, **kwargs):
+        seen.append(control.get())
+        return numpy_svd(*args, **kwargs)
+    monkeypatch.setattr(np.linalg, "svd", recording_svd)
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((2, 130, 120)) + (1j * rng.standard_normal((2, 130, 120)) if dtype == np.complex64
+                                               else 0)).astype(dtype)
+    eager = lax.linalg.svd(a)
+    assert seen and set(seen) == {1}
+    eqn = next(e for e in jaxlite.make_jaxpr(lax.linalg.svd)(a).jaxpr.eqns if e.primitive is lax.linalg.svd_p)
+    assert linalg_kernels.svd_spec(eqn).one_thread
+    assert_same_bits(jaxlite.jit(lax.linalg.svd)(a), eager)
+    assert control.get() == before
+
 
 def _hermitian(rng, shape, dtype):
     a = _complex(rng, shape, dtype)
@@ -284,6 +330,40 @@ OTHER_OPS = {
 def test_other_complex_operations_run_natively(name, caplog):
     z = jnp.asarray(_complex(np.random.default_rng(9), (5, 6), np.complex64))
     _assert_close(_jit_natively(OTHER_OPS[name], z, caplog=caplog), OTHER_OPS[name](z), rtol=3e-5)
+
+
+_BATCHED_SCATTERS = {"mul": lax.scatter_mul, "max": lax.scatter_max, "min": lax.scatter_min}
+
+
+@settings(deadline=None, max_examples=8)
+@given(st.sampled_from(sorted(_BATCHED_SCATTERS)), st.sampled_from(["clip", "fill"]), st.integers(1, 3),
+       st.integers(1, 4), st.integers(0, 1), st.integers(0, 2 ** 16))
+def test_batched_complex_scatters_run_natively(op, mode, batch, entries, batch_dim, seed):
+    """operand_batching_dims: each batch entry scatters into its own slice of the operand,
+    natively (the batch position one more index column), repeated and out-of-range targets
+    included, as eager."""
+    rng = np.random.default_rng(seed)
+    operand_shape = [6, 3]
+    operand_shape.insert(batch_dim, batch)
+    z = _complex(rng, tuple(operand_shape), np.complex64)
+    indices = rng.integers(-1, 8, (batch, entries, 1)).astype(np.int32)
+    updates = _complex(rng, (batch, entries, 3), np.complex64)
+    rows = 1 if batch_dim == 0 else 0
+    d = lax.ScatterDimensionNumbers(update_window_dims=(2,), inserted_window_dims=(rows,),
+                                    scatter_dims_to_operand_dims=(rows,), operand_batching_dims=(batch_dim,),
+                                    scatter_indices_batching_dims=(0,))
+    fun = lambda z, i, u: _BATCHED_SCATTERS[op](z, i, u, d, mode=mode)    # noqa: E731
+    steps = jaxlite.jit(fun).lower(z, indices, updates).as_text().splitlines()
+    assert not [step for step in steps if step.startswith("fallback")]
+    _assert_close(jaxlite.jit(fun)(z, indices, updates), fun(z, indices, updates), rtol=3e-6)
+
+
+def test_vmapped_complex_scatter_mul_runs_natively(caplog):
+    rng = np.random.default_rng(12)
+    z, u = _complex(rng, (3, 5), np.complex64), _complex(rng, (3, 2), np.complex64)
+    targets = np.array([[0, 0], [4, 1], [2, 2]])
+    fun = jaxlite.vmap(lambda z, i, u: z.at[i].multiply(u))
+    _assert_close(_jit_natively(fun, z, targets, u, caplog=caplog), fun(z, targets, u), rtol=3e-6)
 
 
 def test_complex_scatters_searchsorted_and_poly_as_numpy():

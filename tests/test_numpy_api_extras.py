@@ -438,3 +438,28 @@ def test_namespace_info_default_dtypes_name_complex():
     info = jnp.__array_namespace_info__()
     assert info.default_dtypes()["complex floating"] == np.complex64
     assert set(info.dtypes(kind="complex floating")) == {"complex64"}
+
+
+_X, _I = np.array([3.0, 1.0, 2.0, 1.0]), np.array([1, 0, 3, 1])
+# Index results under jax_enable_x64, as JAX 0.10.2 gives them: the default integer dtype
+# (int64), except argpartition and searchsorted (int32) and ravel_multi_index (the
+# coordinates' dtype). Without x64 every one is int32.
+INDEX_RESULTS = {
+    "argmax": (lambda: jnp.argmax(_X), "int64"), "nanargmin": (lambda: jnp.nanargmin(_X), "int64"),
+    "argsort": (lambda: jnp.argsort(_X, descending=True), "int64"), "lexsort": (lambda: jnp.lexsort((_X,)), "int64"),
+    "nonzero": (lambda: jnp.nonzero(_X)[0], "int64"), "nonzero_size": (lambda: jnp.nonzero(_X, size=2)[0], "int64"),
+    "argwhere": (lambda: jnp.argwhere(_X), "int64"), "where": (lambda: jnp.where(_X > 1)[0], "int64"),
+    "unique_inverse": (lambda: jnp.unique(_X, return_inverse=True)[1], "int64"),
+    "unique_counts_size": (lambda: jnp.unique(_X, return_counts=True, size=3)[1], "int64"),
+    "tril_indices": (lambda: jnp.tril_indices(2)[0], "int64"), "diag_indices": (lambda: jnp.diag_indices(2)[0], "int64"),
+    "indices": (lambda: jnp.indices((2,)), "int64"),
+    "ravel_multi_index": (lambda: jnp.ravel_multi_index((np.int32([1]), np.int32([1])), (2, 2)), "int32"),
+    "argpartition": (lambda: jnp.argpartition(_X, 1), "int32"), "searchsorted": (lambda: jnp.searchsorted(_X, 2.0), "int32"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_RESULTS))
+def test_index_results_take_the_default_integer_dtype(name, enable_x64):
+    fn, dtype = INDEX_RESULTS[name]
+    assert fn().dtype == np.dtype(dtype)
+    assert jaxlite.jit(fn)().dtype == np.dtype(dtype)

@@ -63,8 +63,10 @@ def test_binary_broadcasting(name, shape1, shape2):
     try:
         np.broadcast_shapes(shape1, shape2)
     except ValueError:
-        # As JAX: operands of two ranks fail to broadcast, of one rank the primitive's shape check.
-        error = ValueError if len(shape1) != len(shape2) else TypeError
+        # As JAX: operands of two ranks fail to broadcast, of one rank the primitive's shape
+        # check; copysign and heaviside are jnp.where in JAX, which fails to broadcast.
+        where_based = name in ("copysign", "heaviside")
+        error = ValueError if len(shape1) != len(shape2) or where_based else TypeError
         with pytest.raises(error, match="(?i)incompatible shapes for broadcasting"):
             getattr(jnp, name)(np.ones(shape1, np.int32), np.ones(shape2, np.int32))
         return
@@ -174,3 +176,16 @@ def test_binary_functions_of_python_scalars_are_weak(name):
 @pytest.mark.parametrize("name", ["sinc", "imag", "tan", "arcsinh", "trunc", "deg2rad"])
 def test_unary_functions_of_python_scalars_are_weak(name):
     assert getattr(jnp, name)(0.5).weak_type
+
+
+def test_shape_and_dtype_errors_are_jax_classes():
+    """JAX builds copysign and heaviside on where: shapes that do not broadcast are a
+    ValueError whatever their ranks; ldexp's equal-rank mismatch is the elementwise TypeError."""
+    for fn in (jnp.copysign, jnp.heaviside):
+        for a, b in [((3,), (2,)), ((2, 3), (3, 2)), ((2, 3), (2,))]:
+            with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+                fn(jnp.ones(a), jnp.ones(b))
+    with pytest.raises(TypeError, match="ldexp got incompatible shapes"):
+        jnp.ldexp(jnp.ones(3), jnp.ones(2, jnp.int32))
+    with pytest.raises(TypeError, match="copysign does not support complex-valued inputs"):
+        jnp.copysign(jnp.ones(2, jnp.complex64), 1.0)

@@ -113,3 +113,19 @@ def test_dot_of_normal_operands_still_flushes_a_cancelled_subnormal_sum():
     a, b = np.float32([[1.5e-38, -1.4e-38]]), np.float32([[1.0], [1.0]])
     for f in (jnp.dot, jaxlite.jit(jnp.dot)):
         np.testing.assert_array_equal(f(a, b), [[0.0]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, dtypes.bfloat16])
+def test_smallest_nonzero_magnitude_scans_bits_as_abs_would(dtype):
+    """The eager dot's subnormal check: min |x| over nonzero x, inf without any, from the bit
+    patterns in cache-sized blocks (zeros of either sign skipped, NaNs larger than all)."""
+    from jaxlite.lax.base import smallest_nonzero_magnitude
+    rng = np.random.default_rng(0)
+    long = rng.standard_normal(100_003).astype(dtype)
+    long[77_777] = -3e-39                                   # subnormal, in a later block
+    cases = [long, rng.standard_normal((30, 40)).astype(dtype).T, np.array([0.0, -0.0], dtype), np.zeros((), dtype),
+             np.array([np.nan, -0.0, 2.5, -np.inf], dtype), np.array([np.nan], dtype), np.array([-1e-45, 1.0], np.float32).astype(dtype)]
+    for x in cases:
+        magnitude = np.abs(x.astype(np.float64))
+        want = np.min(magnitude, where=magnitude > 0, initial=np.inf)
+        np.testing.assert_array_equal(smallest_nonzero_magnitude(x), want)

@@ -63,7 +63,7 @@ def test_key_errors():
     with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
         random.key(0, impl="bogus")
     with pytest.raises(ValueError, match="not available"):
-        random.key(0, impl="rbg")
+        random.key(0, impl="philox4x32")
     with pytest.raises(ValueError, match="vmap"):
         random.uniform(random.split(TYPED))
     with pytest.raises(TypeError, match="PRNG key"):

@@ -13,7 +13,7 @@ import numpy as np
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axis
 from jaxlite.core.primitive import Primitive, compiler_rewrites
-from jaxlite.lax.base import FLOAT, NUMBER, as_operand, check_dtype
+from jaxlite.lax.base import FLOAT, NUMBER, as_operand, check_dtype, flushing_subnormals
 from jaxlite.lax.elementwise import (add, convert_element_type, eq, exp, ge, le, log1p, max, min, mul,
                                      reduce_precision, select_n, sub)
 from jaxlite.lax.shapes import (broadcast_in_dim, broadcasted_iota, concatenate, full, pad, reshape, rev, slice_in_dim, squeeze,
@@ -163,7 +163,8 @@ def _scan_jvp(primitive, combine, identity):
 
 def _cumulative_primitive(name, ufunc, accepts):
     primitive = Primitive(name)
-    primitive.def_impl(lambda x, axis, reverse: _accumulate_in(ufunc, x, axis, reverse))
+    # Partial sums and products that are subnormal are zeros, as compiled code and XLA give.
+    primitive.def_impl(flushing_subnormals(lambda x, axis, reverse: _accumulate_in(ufunc, x, axis, reverse)))
     primitive.def_abstract_eval(_cumulative_aval(name, accepts))
     _batch_rule(primitive)
 
@@ -184,7 +185,7 @@ def _highest(dtype):
 
 
 cumsum_p, cumsum = _cumulative_primitive("cumsum", np.add, NUMBER)
-cumsum_p.def_impl(_cumsum_impl)
+cumsum_p.def_impl(flushing_subnormals(_cumsum_impl))
 compiler_rewrites[cumsum_p] = _cumsum_rewrite
 fusion_rules.cumulative(cumsum_p, fusion_rules.combine_with("add"))
 ad.deflinear(cumsum_p, lambda ct, x, axis, reverse: [cumsum(ct, axis, not reverse)])

@@ -206,7 +206,16 @@ fusion_rules.elementwise(nextafter_p, "nextafter")
 nextafter = _bind_nary(nextafter_p)
 defjvp_zero(nextafter_p)
 
-atan2_p = naryop_primitive("atan2", np.arctan2, FLOAT)
+def _atan2(y, x):
+    """numpy's arctan2 for reals; for complex (as XLA) -i log((x + iy) / sqrt(x^2 + y^2)),
+    the angle's analytic continuation: nan where x^2 + y^2 is 0."""
+    if not np.iscomplexobj(y):
+        return np.arctan2(y, x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (-1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))).astype(y.dtype)
+
+
+atan2_p = naryop_primitive("atan2", _atan2, INEXACT)
 fusion_rules.elementwise(atan2_p, "atan2")
 atan2 = _bind_nary(atan2_p)
 defjvp(atan2_p,
@@ -470,12 +479,12 @@ def integer_pow(x, y):
 
 # ---------------------------------------------------------------- transcendental
 
-exp_p = unary_primitive("exp", np.exp, INEXACT)
+exp_p = unary_primitive("exp", np.exp, INEXACT, underflows=True)
 fusion_rules.elementwise(exp_p, "exp")
 exp = _bind_unary(exp_p)
 defjvp_with_output(exp_p, lambda ts, out, x: mul(ts[0], out))
 
-exp2_p = unary_primitive("exp2", np.exp2, INEXACT)
+exp2_p = unary_primitive("exp2", np.exp2, INEXACT, underflows=True)
 fusion_rules.elementwise(exp2_p, "exp2")
 exp2 = _bind_unary(exp2_p)
 defjvp_with_output(exp2_p, lambda ts, out, x: mul(ts[0], mul(out, scalar_like(out, float(np.log(2))))))
@@ -561,7 +570,7 @@ def _logistic(x):
     return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype)
 
 
-logistic_p = unary_primitive("logistic", _logistic, INEXACT)
+logistic_p = unary_primitive("logistic", _logistic, INEXACT, underflows=True)
 fusion_rules.elementwise(logistic_p, "logistic")
 logistic = _bind_unary(logistic_p)
 defjvp_with_output(logistic_p, lambda ts, out, x: mul(ts[0], mul(out, sub(scalar_like(out, 1), out))))

@@ -120,7 +120,7 @@ fusion_rules.elementwise(erf_p, "erf")
 erf = _bind_unary(erf_p)
 defjvp(erf_p, lambda t, x: mul(t, _erf_derivative(x)))
 
-erfc_p = unary_primitive("erfc", _in_float64(_erfc64), FLOAT)
+erfc_p = unary_primitive("erfc", _in_float64(_erfc64), FLOAT, underflows=True)
 fusion_rules.elementwise(erfc_p, "erfc")
 erfc = _bind_unary(erfc_p)
 defjvp(erfc_p, lambda t, x: mul(neg(t), _erf_derivative(x)))

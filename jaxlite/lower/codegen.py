@@ -116,7 +116,10 @@ class ExprEmitter:
                 self.memo[id(e)] = self._emit_node(e, [self.memo[id(a)] for a in e.args])
                 continue
             stack.append((e, True))
-            stack.extend((a, False) for a in e.args if id(a) not in self.memo)
+            # Operands are emitted left to right, as XLA emits them: LLVM's optimizer orders a
+            # sum's operands by definition and fuses its first product into an FMA, so the order
+            # decides which product of a*b + c*d is rounded (XLA: c*d).
+            stack.extend((a, False) for a in reversed(e.args) if id(a) not in self.memo)
         return self.memo[id(root)]
 
     def _emit_node(self, e, args):

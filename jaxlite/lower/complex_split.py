@@ -32,19 +32,22 @@ from jaxlite.lax import complex_parts, cumulative, elementwise as ew, gradients,
 from jaxlite.lax import linalg, windowed
 from jaxlite.lax.convolution import conv_general_dilated_p
 from jaxlite.lax.dot import dot_general_p
-from jaxlite.lax.fft import fft_p
+from jaxlite.lax.fft import FftType, fft_p
 from jaxlite.lower.fft_kernels import fft_pairs_p
 
 logger = logging.getLogger("jaxlite.jit")
 
 
 class Pair:
-    """A complex value as its real and imaginary parts (real arrays of the value's shape)."""
+    """A complex value as its real and imaginary parts (real arrays of the value's shape);
+    `packed`, when known, the same value as interleaved parts (shape + (2,)): where the
+    value came in so, from the program's boundary or a native routine, it leaves so again
+    without the copy that slicing out its parts and concatenating them back would be."""
 
-    __slots__ = ("re", "im")
+    __slots__ = ("re", "im", "packed")
 
-    def __init__(self, re, im):
-        self.re, self.im = re, im
+    def __init__(self, re, im, packed=None):
+        self.re, self.im, self.packed = re, im, packed
 
 
 # ---------------------------------------------------------------- the pass
@@ -224,14 +227,20 @@ def _parts(z):
 def _unpack(x):
     """The parts of a complex value given as interleaved real parts (shape + (2,))."""
     axis = x.ndim - 1
-    return Pair(lax.index_in_dim(x, 0, axis, keepdims=False), lax.index_in_dim(x, 1, axis, keepdims=False))
+    return Pair(lax.index_in_dim(x, 0, axis, keepdims=False), lax.index_in_dim(x, 1, axis, keepdims=False), x)
 
 
 def _pack(z, aval):
     """A complex value as its interleaved real parts (shape + (2,))."""
     shape, axis = tuple(aval.shape), len(aval.shape)
+    if z.packed is not None and _is_packed_form(z.packed, aval):
+        return z.packed
     parts = [lax.broadcast_in_dim(_full(part, shape), shape + (1,), tuple(range(axis))) for part in (z.re, z.im)]
     return lax.concatenate(parts, axis)
+
+
+def _is_packed_form(x, aval):
+    return tuple(x.shape) == tuple(aval.shape) + (2,) and np.dtype(x.dtype) == dtypes.real_dtype(aval.dtype)
 
 
 def _full(x, shape):
@@ -380,6 +389,12 @@ def _acos(z):
 
 def _atan(z):
     return _times_minus_i(_atanh(_times_i(z)))
+
+
+def _atan2(y, x):
+    """XLA's complex atan2: -i log((x + iy) / sqrt(x^2 + y^2))."""
+    radius = _sqrt(_add(_mul(x, x), _mul(y, y)))
+    return _times_minus_i(_log(_div(_add(x, _times_i(y)), radius)))
 
 
 def _logistic(z):
@@ -534,14 +549,56 @@ def _prefix_combination(combine, identity):
     return rule
 
 
+def _without_batching_dims(indices, d):
+    """A scatter's indices and dimension numbers with its batching dims made scattered ones:
+    entry e of the batch targets operand_batching_dims[k] at its own position along
+    scatter_indices_batching_dims[k] (an iota as one more index column), a dim the windows
+    leave out as they do an inserted one. Batch positions are in bounds: no mode changes them."""
+    if not d.operand_batching_dims:
+        return indices, d
+    batch_shape = tuple(indices.shape[:-1]) + (1,)
+    positions = [lax.broadcasted_iota(indices.dtype, batch_shape, dim) for dim in d.scatter_indices_batching_dims]
+    indices = lax.concatenate([indices] + positions, indices.ndim - 1)
+    return indices, slicing.ScatterDimensionNumbers(
+        d.update_window_dims, tuple(sorted(d.inserted_window_dims + d.operand_batching_dims)),
+        d.scatter_dims_to_operand_dims + d.operand_batching_dims)
+
+
+def _natively_by_axis(rule):
+    """A complex product (cumprod, reduce_prod): the native routine on the interleaved parts
+    (complex_products.py), one axis at a time, the last first; `rule` (rounds of real kernels)
+    where it does not apply."""
+    def natively_or_by_rule(eqn, x):
+        from jaxlite.lower.step_policy import eqn_step_kind
+        steps = list(_one_axis_eqns(eqn))
+        if not all(eqn_step_kind(step) == "native" for step in steps):
+            return rule(eqn, x)
+        for step in steps:
+            x = _native_on_complex(step, [x])[0]
+        return x
+    return natively_or_by_rule
+
+
+def _one_axis_eqns(eqn):
+    """A reduction over several axes as reductions over one axis each, the last first."""
+    if "axes" not in eqn.params:
+        yield eqn
+        return
+    aval = eqn.inputs[0].aval
+    for axis in sorted(eqn.params["axes"], reverse=True):
+        params = dict(eqn.params, axes=(axis,))
+        out = eqn.primitive.abstract_eval(aval, **params)
+        yield Eqn(eqn.primitive, [Var(aval)], params, [Var(out)])
+        aval = out
+
+
 def _scatter_entry_by_entry(combine):
     """scatter-mul/min/max of complex values: a native loop over the update windows in the
     eager order (numpy's ufunc.at), each read, combined with its update (Pairs) and written
-    back, so that repeated targets combine in turn. (Batched scatters keep numpy's step.)"""
+    back, so that repeated targets combine in turn."""
     def rule(eqn, operand, indices, updates):
-        d, mode = eqn.params["dimension_numbers"], eqn.params["mode"]
-        if d.operand_batching_dims:
-            return _computed_whole(eqn, [operand, indices, updates])[0]
+        indices, d = _without_batching_dims(indices, eqn.params["dimension_numbers"])
+        mode = eqn.params["mode"]
         operand, updates = (_as_pair(x, eqn.outputs[0].aval.dtype) for x in (operand, updates))
         windows = list(d.update_window_dims)
         entries = [p for p in range(updates.re.ndim) if p not in windows]
@@ -627,10 +684,17 @@ def _select_n(eqn, which, *cases):
 
 
 def _fft(eqn, x):
-    """lax.fft on the interleaved parts, which the native FFT reads and writes (fft_kernels)."""
-    operand = _pack(x, eqn.inputs[0].aval) if isinstance(x, Pair) else x
-    out = fft_pairs_p.bind(operand, **eqn.params)
-    return _unpack(out) if dtypes.is_complex(eqn.outputs[0].aval.dtype) else out
+    """lax.fft on the interleaved parts, which the native FFT reads and writes (fft_kernels),
+    one axis at a time: each is its own routine, whose lines the native pool shares out
+    between threads. A real transform's real axis (the last) comes first forward, last inverse."""
+    fft_type, lengths = FftType(eqn.params["fft_type"]), tuple(eqn.params["fft_lengths"])
+    value = _pack(x, eqn.inputs[0].aval) if isinstance(x, Pair) else x
+    complex_type = FftType.IFFT if fft_type in (FftType.IFFT, FftType.IRFFT) else FftType.FFT
+    steps = [(complex_type, (n,), axis) for axis, n in zip(range(-len(lengths), -1), lengths)]
+    last = [(fft_type, lengths[-1:], -1)]
+    for step_type, step_lengths, axis in (steps + last if fft_type is FftType.IRFFT else last + steps[::-1]):
+        value = fft_pairs_p.bind(value, fft_type=step_type, fft_lengths=step_lengths, axis=axis)
+    return _unpack(value) if dtypes.is_complex(eqn.outputs[0].aval.dtype) else value
 
 
 def _sort(eqn, *operands):
@@ -659,7 +723,7 @@ RULES = {
     ew.eq_p: _equal(lax.bitwise_and, lax.eq),
     ew.ne_p: _equal(lax.bitwise_or, lax.ne),
     ew.select_n_p: _select_n,
-    reductions.reduce_prod_p: _tree_reduction(_mul, 1),
+    reductions.reduce_prod_p: _natively_by_axis(_tree_reduction(_mul, 1)),
     reductions.reduce_max_p: _tree_reduction(_greater(lax.gt), complex(-np.inf, -np.inf)),
     reductions.reduce_min_p: _tree_reduction(_greater(lax.lt), complex(np.inf, np.inf)),
     windowed.reduce_window_max_p: _window_extremum(_greater(lax.gt), complex(-np.inf, 0)),
@@ -668,7 +732,7 @@ RULES = {
     slicing.scatter_mul_p: _scatter_entry_by_entry(_mul),
     slicing.scatter_max_p: _scatter_entry_by_entry(_greater(lax.gt)),
     slicing.scatter_min_p: _scatter_entry_by_entry(_greater(lax.lt)),
-    cumulative.cumprod_p: _prefix_combination(_mul, 1),
+    cumulative.cumprod_p: _natively_by_axis(_prefix_combination(_mul, 1)),
     cumulative.cummax_p: _prefix_combination(_greater(lax.gt), complex(-np.inf, -np.inf)),
     cumulative.cummin_p: _prefix_combination(_greater(lax.lt), complex(np.inf, np.inf)),
     ew.integer_pow_p: lambda eqn, x: _integer_pow(x, eqn.params["y"]),
@@ -680,7 +744,7 @@ RULES = {
         (ew.rsqrt_p, lambda z: _reciprocal(_sqrt(z))), (ew.logistic_p, _logistic),
         (ew.sin_p, _sin), (ew.cos_p, _cos), (ew.tan_p, _tan), (ew.sinh_p, _sinh), (ew.cosh_p, _cosh),
         (ew.tanh_p, _tanh), (ew.asin_p, _asin), (ew.acos_p, _acos), (ew.atan_p, _atan),
-        (ew.asinh_p, _asinh), (ew.acosh_p, _acosh), (ew.atanh_p, _atanh))},
+        (ew.asinh_p, _asinh), (ew.acosh_p, _acosh), (ew.atanh_p, _atanh), (ew.atan2_p, _atan2))},
     **{primitive: _each_part for primitive in (
         shapes.broadcast_in_dim_p, shapes.reshape_p, shapes.transpose_p, shapes.squeeze_p, shapes.rev_p, shapes.slice_p, shapes.pad_p,
         shapes.concatenate_p, slicing.gather_p, slicing.dynamic_slice_p, slicing.dynamic_update_slice_p, slicing.scatter_p,

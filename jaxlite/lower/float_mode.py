@@ -42,11 +42,23 @@ _RESTORE_CODE = bytes([
 ])
 
 
-def _mxcsr_functions_from_bytes():
-    """(page, flush, restore) from the bytes above, in a page mapped readable and executable."""
+def executable_bytes(code):
+    """(page, address): machine code written into a page of its own mapped readable and
+    executable (keep the page alive while the code may run). Raises OSError (or ValueError,
+    TypeError) where the system allows no such mapping."""
     page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-    page.write(_FLUSH_CODE + _RESTORE_CODE)
-    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    page.write(code)
+    return page, ctypes.addressof(ctypes.c_char.from_buffer(page))
+
+
+def machine_code_runs_here():
+    """Whether this module's hand-written x86-64 System V code can run in this process."""
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
+def _mxcsr_functions_from_bytes():
+    """(page, flush, restore) from the bytes above."""
+    page, address = executable_bytes(_FLUSH_CODE + _RESTORE_CODE)
     return (page, _FLUSH_TYPE(address), _RESTORE_TYPE(address + len(_FLUSH_CODE)))
 
 
@@ -73,7 +85,7 @@ def _mxcsr_functions_compiled():
 
 @functools.lru_cache(maxsize=None)
 def _mxcsr_functions():
-    if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64"):
+    if machine_code_runs_here():
         try:
             return _mxcsr_functions_from_bytes()
         except (OSError, ValueError, TypeError):    # no writable executable mapping allowed here

@@ -565,9 +565,28 @@ def dot_general_rule(lw, eqn, out_index):
         products = [body([lw.eb.index(k) for k in offsets])[0] for offsets in itertools.product(*map(range, extents))]
         result = functools.reduce(lambda total, product: lw.eb.node("add", compute, (total, product)), products,
                                   lw.eb.const(0, compute))
-    else:
-        result = lw.hoist(eqn.outputs[0], out_index, "sum", extents, body)
-    return lw.eb.node("convert", out_dtype, (result,))
+        return lw.eb.node("convert", out_dtype, (result,))
+    order = _row_update_order(eqn) if compute == out_dtype else None
+    result = lw.hoist(eqn.outputs[0], out_index, "sum", extents, body, operand_axes=order)
+    return result if order is not None else lw.eb.node("convert", out_dtype, (result,))
+
+
+def _row_update_order(eqn):
+    """The loop order (as hoist's operand_axes) that makes a product whose right operand is
+    contiguous along a free axis a sum of row updates, out[i, :] += a[i, k] * b[k, :]: the
+    kernel gets the product alone and kernel_rewrites.accumulate_in_place runs its loops in
+    this order, so the innermost loop reads b and writes out contiguously and vectorizes
+    along the output's rows (a dot product per output element instead reads b with a stride
+    of a row: 16x32x64 took 15.6 us so, 2.1 us in row updates; 64x64x64 80 -> 8). None
+    where b's contiguous axis is contracted: then the sum over k reads both operands
+    contiguously."""
+    rhs = eqn.inputs[1]
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    if rhs.aval.ndim - 1 in tuple(rc) + tuple(rb) or eqn.outputs[0].aval.dtype == dtypes.bool_:
+        return None
+    free = [None] * (eqn.outputs[0].aval.ndim - (rhs.aval.ndim - len(rc) - len(rb)))
+    contracted = sorted(range(len(rc)), key=lambda position: rc[position])
+    return free + contracted + [None] * (rhs.aval.ndim - len(rc) - len(rb))
 
 
 # A product contracting over a few elements (the first layer of a network on 2-D points)

@@ -638,6 +638,7 @@ class SvdSpec:
     "S" (thin) or "N" (s alone, as np.linalg.svd(compute_uv=False)), with the LWORK numpy's workspace query gives (LAPACK's blocking depends on
     it); results rounded to the dtype and made row-major. A matrix LAPACK fails on (one
     holding NaN, or no convergence) comes out all NaN, as in numpy's buffers and in JAX.
+    OpenBLAS runs each call on one thread, as the eager version has it (core/numpy_blas.py).
     lwork and int_bits describe this process's LAPACK, so they key the persistent cache."""
     dtype: np.dtype
     batch: int
@@ -647,6 +648,7 @@ class SvdSpec:
     compute_uv: bool
     lwork: int
     int_bits: int
+    one_thread: bool = False    # whether numpy's LAPACK is an OpenBLAS whose thread count we can set
 
     @property
     def jobz(self):
@@ -716,7 +718,7 @@ class SvdSpec:
         _call_lapack(b, "zgesdd" if self._complex else "dgesdd",
                      [region["ints"], ints["m"], ints["n"], region["a"], ints["ld"], region["s"], region["u"], ints["ld"],
                       region["vt"], ints["ld_vt"], region["work"], ints["lwork"], *rwork, region["iwork"], ints["info"]],
-                     characters=1)
+                     characters=1, one_thread=self.one_thread)
         return b.load(ints["info"], typ=ir.IntType(self.int_bits))
 
     def _store_ints(self, b, base):
@@ -743,7 +745,8 @@ def svd_spec(eqn):
         return None
     m, n = map(int, aval.shape[-2:])
     full_matrices, compute_uv = eqn.params["full_matrices"], eqn.params["compute_uv"]
-    spec = SvdSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, full_matrices, compute_uv, 1, function.int_bits)
+    spec = SvdSpec(np.dtype(aval.dtype), _batch(aval.shape), m, n, full_matrices, compute_uv, 1, function.int_bits,
+                   numpy_blas.thread_control() is not None)
     lwork = lapack.gesdd_workspace(spec.jobz, m, n, spec._complex) if min(m, n) else 1
     return dataclasses.replace(spec, lwork=lwork)
 

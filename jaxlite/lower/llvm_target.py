@@ -370,6 +370,20 @@ class CompiledModule:
                          for text in self.optimized_pieces)
 
 
+# The code generator's optimization level (instruction selection, scheduling, register
+# allocation), for every module. Level 0 (fast instruction selection and register
+# allocation, no machine passes) generates code 2.5-4x faster, but its code runs 2-4x
+# slower; levels 1 and 2 cost what 3 does. As a first tier (level 0, then level 3 in the
+# background for hot programs) it would save first calls little, CPU ms at level 3 / 0,
+# code generation in parentheses (benchmarks/bench_codegen_levels.py, medians of 3):
+#   a 40-function session 799 (177) / 669 (73), a small MLP's jit(grad) 112 (28) / 94 (9),
+#   the CNN step of run.py 371 (75) / 370 (16); steady state, ms per call: the CNN step
+#   54 / 113, matmul 1024 30 / 83, the MLP step 15.5 / 43, value_and_grad MLP 2.0 / 7.8;
+# the LLVM IR pipeline (about twice code generation's time here) is the same at both, and
+# every hot program would generate its code twice. So code is generated once, at level 3.
+CODEGEN_LEVEL = 3
+
+
 def compile_object(llvm_ir, optimize_ir=True):
     """(The IR the code is made from, object code) of one module: parsed into a context of
     its own, verified, optimized, compiled (both outside llvmlite's lock)."""
@@ -381,7 +395,7 @@ def _parsed(llvm_ir):
     text = str(llvm_ir)
     module_ref = llvm.parse_assembly(text, llvm.create_context())
     module_ref.verify()
-    tm = new_target_machine()
+    tm = new_target_machine(CODEGEN_LEVEL)
     module_ref.triple = tm.triple
     module_ref.data_layout = str(tm.target_data)
     return text, module_ref, tm

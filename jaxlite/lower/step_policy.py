@@ -46,8 +46,7 @@ FALLBACKS = {
     fft_kernels.fft_pairs_p: "with a zero-sized operand or result (nothing to transform: eager gives the zeros)",
     # Not lowered:
     # complex_split computes every complex value with real ones; these remain only around an
-    # operation it has no rule for (a batched scatter-mul/min/max of complex values, float16
-    # complex linear algebra, ...).
+    # operation it has no rule for (float16 complex linear algebra, ...).
     **{primitive: "around a complex operation complex_split computes whole (logged before)"
        for primitive in (P.real_p, P.imag_p, P.complex_p, P.conj_p)},
     complex_split.on_parts_p: "where its routine does not apply (the same cases as the primitive's own)",
@@ -89,6 +88,8 @@ NATIVE_ROUTINES = {
     P.qr_pivoted_p: _imported_at_first_use("linalg_kernels", "qr_pivoted_spec"),
     P.geqrf_p: _imported_at_first_use("linalg_kernels", "geqrf_spec"),
     fft_kernels.fft_pairs_p: fft_kernels.fft_spec,
+    P.cumprod_p: _imported_at_first_use("complex_products", "cumprod_spec"),     # (complex only: a real one is a fused kernel)
+    P.reduce_prod_p: _imported_at_first_use("complex_products", "reduce_prod_spec"),
     complex_split.on_parts_p: lambda eqn: native_spec(complex_split.inner_eqn(eqn)),
     **{primitive: _imported_at_first_use("collectives", "eqn_spec")     # mesh collectives (MPI)
        for primitive in process_collectives.ALL},
@@ -198,16 +199,23 @@ def gemm_applies(eqn):
     # along n, so it would use one lane of each (64x64 in a loop body: ~0.2 us fused,
     # ~1.5 us on the GEMM; 1024x1024 at top level: ~0.12 ms fused, ~2 ms on the GEMM).
     # A short contraction stays fused too (see fusion_rules.UNROLLED_CONTRACTION).
-    # Below SMALL_PRODUCT multiply-adds a product is a fused loop, above it a GEMM call: the
-    # fused loop vectorizes its sum along k only, so it falls behind as soon as a GEMM tile
-    # fills (run time per call, GEMM / fused: 16x16x16 1.5 / 2.0 us, 16x32x16 1.6 / 2.9,
-    # 32x32x32 2.5 / 9.4, 64x64x64 8 / 246), while a first call costs the same once the
-    # family is in the kernel directory (disk_cache.kernel_directory: ~20 ms either way in a
-    # fresh process; compiling the family the first time on a machine is ~65 ms more).
-    return min(m, batch) >= 1 and k > UNROLLED_CONTRACTION and n > 1 and m * n * k >= SMALL_PRODUCT
+    # Up to SMALL_PRODUCT multiply-adds (batch included) a product is a fused loop, above it
+    # a GEMM call (see SMALL_PRODUCT).
+    return min(m, batch) >= 1 and k > UNROLLED_CONTRACTION and n > 1 and batch * m * n * k > SMALL_PRODUCT
 
 
-SMALL_PRODUCT = 4096
+# A small product runs as a fused loop so that its program compiles no GEMM family (a
+# float32 family is ~68 KB of IR, ~70-90 ms CPU the first time on a machine, ~3 ms to load
+# from the kernel directory). Steady state, us per call, GEMM / fused loop
+# (benchmarks/bench_small_products.py): a @ b 16x32x64 1.9 / 2.1, 32x32x32 1.7 / 2.1,
+# 32x64x64 3.9 / 4.7, 64x64x64 6.0 / 7.9, 128x128x128 55 / 68; a @ b.T (the fused loop sums
+# along k per output element) 32x32x32 2.4 / 3.2, 64x64x64 5.3 / 15, 128x128x128 53 / 216.
+# Up to 32^3 the loop stays within ~1 us of the GEMM; past it the GEMM's register tiles pull
+# away. A first call compiles the loop: ~8 ms CPU more than binding a family the kernel
+# directory holds (a first jit(grad) of a 32-64-10 MLP, batch 16: 141 -> 195 ms), and a
+# family's compile less where it holds none (each epilogue and transposition is a family:
+# the same MLP 480 -> 260 ms on an empty kernel directory; JAX takes 316).
+SMALL_PRODUCT = 32 ** 3
 
 
 def gemm_sizes(eqn):

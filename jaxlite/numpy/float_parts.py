@@ -8,7 +8,7 @@ from jaxlite.lax.control_flow import while_loop
 from jaxlite.numpy import reductions, ufuncs
 from jaxlite.numpy.math_functions import trunc
 from jaxlite.core.abstract import broadcast_shapes
-from jaxlite.numpy.util import (broadcast_to, check_arraylike, promote_and_broadcast,
+from jaxlite.numpy.util import (broadcast_mismatch, broadcast_to, check_arraylike, promote_and_broadcast,
                                 promote_to_inexact)
 
 
@@ -75,7 +75,10 @@ def ldexp(x1, x2, /):
                          f"{dtypes.result_type(x2)!r})")
     (x1,) = promote_to_inexact("ldexp", x1)
     (x2,) = promote_and_broadcast("ldexp", x2)
-    shape = broadcast_shapes(x1.shape, x2.shape)
+    try:
+        shape = broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise broadcast_mismatch("ldexp", [x1.shape, x2.shape]) from None
     x1, x2 = broadcast_to(x1, shape), broadcast_to(x2, shape)
     half = lax.div(x2, lax.full_like(x2, 2))
     rest = lax.sub(x2, half)

@@ -1,6 +1,6 @@
 """Index helpers: r_, c_, mgrid, ogrid, s_, index_exp, indices and the triangle/diagonal
 index functions. Their sizes depend only on static arguments, so the index sets are
-computed with numpy and become constant int32 arrays (as JAX's)."""
+computed with numpy and become constant arrays of the default integer dtype (as JAX's)."""
 import numpy as np
 
 from jaxlite import lax
@@ -13,7 +13,7 @@ index_exp = np.index_exp
 
 
 def _int_indices(*index_arrays):
-    return tuple(creation.asarray(i, dtypes.int32) for i in index_arrays)
+    return tuple(creation.asarray(i, dtypes.default_int_dtype()) for i in index_arrays)
 
 
 def _static_int(name, value):
@@ -53,7 +53,7 @@ def diag_indices(n, ndim=2):
     if n < 0 or ndim < 0:
         raise ValueError(f"n and ndim argument to diag_indices must be nonnegative, got n={n} "
                          f"and ndim={ndim}")
-    return (lax.iota(dtypes.int32, n),) * ndim
+    return (lax.iota(dtypes.default_int_dtype(), n),) * ndim
 
 
 def diag_indices_from(arr):
@@ -72,7 +72,7 @@ def mask_indices(n, mask_func, k=0, *, size=None):
 
 def indices(dimensions, dtype=None, sparse=False):
     dtypes.check_user_dtype(dtype, "indices")
-    dtype = dtype or dtypes.int32
+    dtype = dtype or dtypes.default_int_dtype()
     dimensions = tuple(_static_int("indices", d) for d in dimensions)
     grids = [lax.broadcasted_iota(dtype, _along(len(dimensions), i, d), i)
              for i, d in enumerate(dimensions)]

@@ -535,10 +535,12 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         raise ValueError(f"ravel_multi_index: {len(multi_index)} coordinate arrays for {len(dims)} dims")
     coordinates = [_index_operand("ravel_multi_index", i) for i in multi_index]
     coordinates = promote_and_broadcast("ravel_multi_index", *coordinates)
-    flat, stride = lax.full(np.shape(coordinates[0]), 0, dtypes.int32), int(np.prod(dims))
+    # As JAX: the flat indices are of the coordinates' (promoted) integer dtype.
+    flat, stride = lax.full(np.shape(coordinates[0]), 0, coordinates[0].dtype), int(np.prod(dims))
     for i, n in zip(coordinates, dims):
         stride //= n
-        flat = lax.add(flat, lax.mul(_coordinate_in_range(i, n, mode), lax.full_like(flat, stride)))
+        in_range = lax.convert_element_type(_coordinate_in_range(i, n, mode), flat.dtype)
+        flat = lax.add(flat, lax.mul(in_range, lax.full_like(flat, stride)))
     return flat
 
 

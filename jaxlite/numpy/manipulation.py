@@ -194,7 +194,8 @@ def argpartition(a, kth, axis=-1):
     a = _operand("argpartition", a)
     axis = canonicalize_axis(axis, a.ndim)
     _check_kth(kth, a.shape[axis])
-    return sorting.argsort(a, axis=axis)
+    # int32 whatever jax_enable_x64 says, as JAX's (top_k's indices).
+    return lax.convert_element_type(sorting.argsort(a, axis=axis), dtypes.int32)
 
 
 def _check_kth(kth, size):

@@ -125,7 +125,21 @@ def _copysign(x, y):
     return lax.select_n(_sign_bit(y), magnitude, lax.neg(magnitude))
 
 
-copysign = _inexact_binary("copysign", _copysign)
+_copysign_of_broadcast = _inexact_binary("copysign", _copysign)
+
+
+def copysign(x1, x2, /):
+    """|x1| with the sign of x2."""
+    _check_where_shapes(x1, x2)
+    if any(dtypes.is_complex(dtypes.result_type(x)) for x in (x1, x2)):
+        raise TypeError("copysign does not support complex-valued inputs")
+    return _copysign_of_broadcast(x1, x2)
+
+
+def _check_where_shapes(x1, x2):
+    """JAX builds copysign and heaviside on jnp.where, so operands of any ranks that do not
+    broadcast are where's ValueError (not the elementwise TypeError of equal ranks)."""
+    broadcast_shapes(np.shape(x1), np.shape(x2))
 
 
 def _sign_bit(x):
@@ -159,6 +173,7 @@ fmin = _nan_ignoring("fmin", lax.min)
 @_weak_when_inputs_are
 def heaviside(x1, x2):
     """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
+    _check_where_shapes(x1, x2)
     x, at_zero = _same_shape(promote_to_inexact("heaviside", x1, x2))
     zero, one = lax.full_like(x, 0), lax.full_like(x, 1)
     positive = lax.select_n(lax.gt(x, zero), zero, one)

@@ -180,12 +180,12 @@ def _arg(name, lax_fn, a, axis, keepdims):
     (a,) = promote_and_broadcast(name, a)
     if axis is None:
         flat = lax.reshape(a, (a.size,))
-        result = lax_fn(flat, 0)
+        result = lax_fn(flat, 0, dtypes.default_int_dtype())
         return lax.reshape(result, (1,) * a.ndim) if keepdims else result
     axes = canonicalize_axes(axis, a.ndim)
     if a.shape[axes[0]] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
-    return _keep(lax_fn(a, axes[0]), a.shape, axes, keepdims)
+    return _keep(lax_fn(a, axes[0], dtypes.default_int_dtype()), a.shape, axes, keepdims)
 
 
 def argmax(a, axis=None, out=None, keepdims=None):

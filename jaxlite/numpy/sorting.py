@@ -31,7 +31,7 @@ def _sorted_with_positions(a, axis, descending):
     A descending stable sort is an ascending stable sort of the reversed input,
     reversed back: reversing twice restores the ties' original order.
     """
-    positions = lax.broadcasted_iota(dtypes.int32, a.shape, axis)
+    positions = lax.broadcasted_iota(dtypes.default_int_dtype(), a.shape, axis)
     if not descending:
         return lax.sort((a, positions), axis, num_keys=1)
     keys, indices = lax.sort((lax.rev(a, (axis,)), lax.rev(positions, (axis,))), axis, num_keys=1)
@@ -66,7 +66,7 @@ def lexsort(keys, axis=-1):
     """Indices sorting by the last key first, then the one before, ... (stable)."""
     keys = promote_and_broadcast("lexsort", *keys)
     axis = canonicalize_axis(axis, keys[0].ndim)
-    positions = lax.broadcasted_iota(dtypes.int32, keys[0].shape, axis)
+    positions = lax.broadcasted_iota(dtypes.default_int_dtype(), keys[0].shape, axis)
     return lax.sort(tuple(reversed(keys)) + (positions,), axis, num_keys=len(keys))[-1]
 
 
@@ -119,7 +119,7 @@ def nonzero(a, *, size=None, fill_value=None):
     if a.ndim == 0:
         raise ValueError("nonzero of a 0-d array is not supported; use atleast_1d first")
     if size is None:
-        return tuple(lax.convert_element_type(np.asarray(i), dtypes.int32)
+        return tuple(lax.convert_element_type(np.asarray(i), dtypes.default_int_dtype())
                      for i in np.nonzero(concrete_or_error(a, "nonzero")))
     flat_positions = _first_nonzero_positions(lax.reshape(a, (a.size,)), int(size))
     return _unravel(flat_positions, a.shape, size, fill_value)
@@ -127,14 +127,15 @@ def nonzero(a, *, size=None, fill_value=None):
 
 def _first_nonzero_positions(flat, size):
     """The flat positions of the first `size` nonzero entries, and which are real."""
+    index = dtypes.default_int_dtype()
     is_zero = lax.eq(flat, lax.full_like(flat, 0))
-    positions = lax.iota(dtypes.int32, flat.size)
+    positions = lax.iota(index, flat.size)
     _, order = lax.sort((is_zero, positions), 0, num_keys=1)
-    count = lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(is_zero), dtypes.int32), (0,))
+    count = lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(is_zero), index), (0,))
     if size > flat.size:
-        order = lax.pad(order, np.int32(0), [(0, size - flat.size, 0)])
+        order = lax.pad(order, lax.full((), 0, index), [(0, size - flat.size, 0)])
     order = lax.slice(order, (0,), (size,))
-    valid = lax.lt(lax.iota(dtypes.int32, size), lax.broadcast(count, (size,)))
+    valid = lax.lt(lax.iota(index, size), lax.broadcast(count, (size,)))
     return order, valid
 
 
@@ -185,7 +186,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     fill = lax.reduce_min(flat, (0,)) if fill_value is None else lax.convert_element_type(fill_value, flat.dtype)
     uniques = lax.select_n(runs.valid, lax.broadcast(fill, (size,)), take(values, runs.starts, mode="clip"))
     results = [uniques]
-    zero = lax.full((size,), 0, dtypes.int32)
+    zero = lax.full((size,), 0, dtypes.default_int_dtype())
     if return_index:
         results.append(lax.select_n(runs.valid, zero, take(perm, runs.starts, mode="clip")))
     if return_inverse:
@@ -210,7 +211,7 @@ def _runs_of_equal_values(values, size):
     # One run beyond `size` tells where the last kept run ends.
     starts, valid = _first_nonzero_positions(is_first, size + 1)
     following = lax.slice(starts, (1,), (size + 1,))
-    ends = lax.select_n(lax.slice(valid, (1,), (size + 1,)), lax.full((size,), n, dtypes.int32), following)
+    ends = lax.select_n(lax.slice(valid, (1,), (size + 1,)), lax.full((size,), n, starts.dtype), following)
     return _Runs(lax.slice(starts, (0,), (size,)), ends, lax.slice(valid, (0,), (size,)))
 
 
@@ -219,7 +220,7 @@ def _count_below(uniques, valid, ar):
     grid = lax.broadcast_in_dim(uniques, ar.shape + uniques.shape, (ar.ndim,))
     below = lax.bitwise_and(lax.lt(grid, lax.broadcast_in_dim(ar, grid.shape, tuple(range(ar.ndim)))),
                             lax.broadcast_in_dim(valid, grid.shape, (ar.ndim,)))
-    return lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (ar.ndim,))
+    return lax.reduce_sum(lax.convert_element_type(below, dtypes.default_int_dtype()), (ar.ndim,))
 
 
 def _concrete_unique(value, dtype, return_index, return_inverse, return_counts):
@@ -228,7 +229,7 @@ def _concrete_unique(value, dtype, return_index, return_inverse, return_counts):
     if not isinstance(outs, tuple):
         return lax.convert_element_type(outs, dtype)
     return (lax.convert_element_type(outs[0], dtype),) + tuple(
-        lax.convert_element_type(o, dtypes.int32) for o in outs[1:])
+        lax.convert_element_type(o, dtypes.default_int_dtype()) for o in outs[1:])
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0):

@@ -126,13 +126,17 @@ def promote_and_broadcast(name, *args):
     try:
         return _broadcast_operands(*promoted)
     except ValueError:
-        shapes = [np.shape(x) for x in args]
-        # As JAX: operands of several ranks fail to broadcast (ValueError), operands of one
-        # rank fail the elementwise primitive's shape check (TypeError).
-        if len({len(s) for s in shapes}) > 1:
-            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
-        shown = ", ".join(map(str, shapes))
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.") from None
+        raise broadcast_mismatch(name, [np.shape(x) for x in args]) from None
+
+
+def broadcast_mismatch(name, shapes):
+    """JAX's error for operands of `name` that do not broadcast: operands of several ranks
+    fail to broadcast (ValueError), operands of one rank fail the elementwise primitive's
+    shape check (TypeError)."""
+    if len({len(s) for s in shapes}) > 1:
+        return ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+    shown = ", ".join(map(str, shapes))
+    return TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.")
 
 
 def _check_no_keys(name, args):

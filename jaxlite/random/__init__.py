@@ -10,3 +10,4 @@ from jaxlite.random._distributions import (
     geometric, loggamma, maxwell, multinomial, multivariate_normal, orthogonal, poisson, t,
     triangular, wald)
 from jaxlite.random._gamma import random_gamma_p
+from jaxlite.random import _rbg  # noqa: F401 -- registers the rbg implementations

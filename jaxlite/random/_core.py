@@ -49,7 +49,7 @@ def key(seed, *, impl=None):
     words. Without x64 a seed is 32 bits wide, so the high word is 0 and a Python int
     keeps only its low 32 bits, as in JAX."""
     impl = resolve_impl(impl)
-    if _is_eager_int(seed):
+    if _is_eager_int(seed) and impl is threefry_prng_impl:
         return KeyTy(impl).wrap(_int_seed_words(seed))
     return _keys.seed(_seed_operand(seed), impl)
 
@@ -78,7 +78,8 @@ def _seed_operand(seed):
 
 
 def key_data(keys):
-    """The uint32 words of keys, shape keys.shape + (2,) (raw keys are their own words)."""
+    """The uint32 words of keys, shape keys.shape + the implementation's key shape (raw
+    keys are their own words)."""
     typed_keys, typed = _check_key("key_data", keys, allow_batched=True)
     return _keys.unwrap(typed_keys) if typed else _raw_words(keys)
 
@@ -87,13 +88,16 @@ def wrap_key_data(key_bits_array, *, impl=None):
     """Typed keys from their uint32 words (the inverse of key_data)."""
     if _keys.is_key(key_bits_array):
         raise TypeError("wrap_key_data takes uint32 key data, got a typed key array")
-    return _keys.wrap(_raw_words(key_bits_array, "wrap_key_data"), resolve_impl(impl))
+    impl = resolve_impl(impl)
+    if impl is threefry_prng_impl:
+        return _keys.wrap(_raw_words(key_bits_array, "wrap_key_data"), impl)
+    return _keys.wrap(jnp.asarray(key_bits_array), impl)
 
 
 def key_impl(keys):
     """The name of the keys' PRNG implementation (raw uint32 keys are threefry2x32's)."""
     keys, _ = _check_key("key_impl", keys, allow_batched=True)
-    return keys.dtype.impl
+    return _keys.impl_name(keys.dtype.impl)
 
 
 def key_dtype(impl=None):
@@ -211,6 +215,12 @@ def _bits_words(key, width, shape):
         high, low = (lax.convert_element_type(w, dtypes.uint64) for w in (word1, word2))
         return lax.bitwise_or(lax.mul(high, scalar_like(high, _WORD)), low)
     return lax.convert_element_type(lax.bitwise_xor(word1, word2), _UINT_BY_WIDTH[width])
+
+
+threefry_prng_impl = _keys.PRNGImpl(key_shape=(2,), seed=_seed_words, split=_split_words,
+                                    random_bits=_bits_words, fold_in=_fold_in_words,
+                                    name="threefry2x32", tag="fry")
+_keys.register_prng(threefry_prng_impl)
 
 
 def bits(key, shape=(), dtype=None, *, out_sharding=None):

@@ -7,12 +7,16 @@ S + (2,) of its keys' words, which is all that compiled code sees. The primitive
 below make, consume and take apart keys (random_seed, random_wrap, random_unwrap,
 random_split, random_fold_in, random_bits, random_clone); each works on key arrays of
 any shape, so vmap needs no more than moving the batch axis to the front. Their
-physical rules are the threefry computations of _core on one key's words, vmapped over
-the key axes. Shape operations, indexing, select_n and control flow carry keys through
+physical rules are the keys' implementation's functions on one key's words, vmapped
+over the key axes. Shape operations, indexing, select_n and control flow carry keys through
 their shared physical rules. Keys are not differentiable: their tangents are float0.
 
-Only JAX's default implementation, threefry2x32, exists here.
+The implementations are PRNGImpl values (jax.extend.random's): threefry2x32 (the
+default, _core), rbg and unsafe_rbg (_rbg), and any that define_prng_impl makes.
 """
+import math
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from jaxlite.core import dtypes
@@ -22,38 +26,79 @@ from jaxlite.core.primitive import Primitive
 from jaxlite.core.trace import Tracer
 from jaxlite.transforms import ad, batching
 
-_IMPLS = {"threefry2x32": "fry"}
 _UNSIGNED = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 _JAX_IMPLS = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg", "threefry4x32")
 
 
-class PRNGImpl:
-    """A PRNG implementation as a primitive's `impl` param: printed by its short tag
-    (`random_seed[impl=fry]`), as JAX prints it."""
+class PRNGImpl(NamedTuple):
+    """A PRNG implementation (as jax.extend.random's): the shape of one key's uint32 words
+    and the functions on one key's words,
 
-    def __init__(self, name):
-        self.name, self.tag = name, _IMPLS[name]
+        seed(int[]) -> K,  split(K, shape) -> K[*shape],  fold_in(K, uint32[]) -> K,
+        random_bits(K, bit_width, shape) -> uint<bit_width>[*shape].
 
-    def __eq__(self, other):
-        return isinstance(other, PRNGImpl) and other.name == self.name
+    The key primitives map them over key arrays of any shape. As a primitive's `impl`
+    param it prints as its tag (`random_seed[impl=fry]`), as JAX prints it."""
+    key_shape: tuple
+    seed: Callable
+    split: Callable
+    random_bits: Callable
+    fold_in: Callable
+    name: str = "<unnamed>"
+    tag: str = "?"
 
     def __hash__(self):
-        return hash(("PRNGImpl", self.name))
+        return hash(self.tag)
+
+    def __str__(self):
+        return self.tag
+
+    __repr__ = __str__
+
+
+class PRNGSpec:
+    """What define_prng_impl gives: an implementation to pass as `impl=` (jax.random.key,
+    wrap_key_data, key_dtype)."""
+    __slots__ = ("_impl",)
+
+    def __init__(self, impl):
+        self._impl = impl
 
     def __repr__(self):
-        return self.tag
+        return f"PRNGSpec({self._impl.name!r})"
+
+    def __str__(self):
+        return str(self._impl)
+
+    def __hash__(self):
+        return hash(self._impl)
+
+    def __eq__(self, other):
+        return isinstance(other, PRNGSpec) and self._impl == other._impl
+
+
+_REGISTERED = {}
+
+
+def register_prng(impl):
+    """Make an implementation available by its name (jaxlite.random registers threefry2x32,
+    rbg and unsafe_rbg)."""
+    if impl.name in _REGISTERED:
+        raise ValueError(f"PRNG with name {impl.name} already registered: {impl}")
+    _REGISTERED[impl.name] = impl
 
 
 class KeyTy(dtypes.ExtendedDType):
-    """The dtype of typed keys of one PRNG implementation."""
+    """The dtype of typed keys of one PRNG implementation: key<tag>, whose elements are
+    the implementation's uint32 words."""
     type = dtypes.prng_key
-    itemsize = 8   # two uint32 words
-    physical_shape = (2,)
     physical_dtype = np.dtype(np.uint32)
 
     def __init__(self, impl):
         self.impl = impl
-        self.name = f"key<{_IMPLS[impl]}>"
+        self.name = f"key<{impl.tag}>"
+        self.physical_shape = tuple(impl.key_shape)
+        self.itemsize = 4 * math.prod(self.physical_shape)
 
     def __eq__(self, other):
         return isinstance(other, KeyTy) and other.impl == self.impl
@@ -70,15 +115,28 @@ class KeyTy(dtypes.ExtendedDType):
 
 
 def resolve_impl(impl):
-    """The implementation's name: JAX's names are accepted, only threefry2x32 is built."""
-    if impl is None or impl == "threefry2x32" or getattr(impl, "impl", None) == "threefry2x32" \
-            or getattr(impl, "name", None) == "threefry2x32":
-        return "threefry2x32"
+    """The PRNGImpl that `impl` names: None (the default, threefry2x32), a registered
+    name, a PRNGImpl, what define_prng_impl gives, or a key dtype."""
+    if impl is None:
+        return _REGISTERED["threefry2x32"]
+    if isinstance(impl, PRNGImpl):
+        return impl
+    if isinstance(impl, PRNGSpec):
+        return impl._impl
+    if isinstance(impl, KeyTy):
+        return impl.impl
+    if isinstance(impl, str) and impl in _REGISTERED:
+        return _REGISTERED[impl]
     if impl in _JAX_IMPLS:
         raise ValueError(f"the PRNG implementation {impl!r} is not available in jaxlite; "
-                         "only the default 'threefry2x32' is")
+                         f"the available ones are {', '.join(sorted(_REGISTERED))}")
     names = ", ".join(f'"{n}"' for n in _JAX_IMPLS)
     raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: {names}?')
+
+
+def impl_name(impl):
+    """What jax.random.key_impl gives: a registered implementation's name, else its spec."""
+    return impl.name if _REGISTERED.get(impl.name) == impl else PRNGSpec(impl)
 
 
 class PRNGKeyArray(ExtendedArray):
@@ -97,8 +155,8 @@ class PRNGKeyArray(ExtendedArray):
         if any(isinstance(i, Tracer) for i in index):     # a traced gather of keys
             from jaxlite.numpy.indexing import getitem
             return getitem(self, index)
-        # A trailing full slice keeps the words' axis whatever the index does before it.
-        return self._like(self._physical[index + (slice(None),)])
+        # Trailing full slices keep the words' axes whatever the index does before them.
+        return self._like(self._physical[index + (slice(None),) * len(self.dtype.physical_shape)])
 
     def __len__(self):
         if not self.shape:
@@ -119,13 +177,15 @@ class PRNGKeyArray(ExtendedArray):
 
     @property
     def T(self):
-        axes = tuple(reversed(range(self.ndim))) + (self.ndim,)
+        words = range(self.ndim, self.ndim + len(self.dtype.physical_shape))
+        axes = tuple(reversed(range(self.ndim))) + tuple(words)
         return self._like(self._physical.transpose(axes))
 
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
             return NotImplemented
-        return (self._physical == other._physical).all(axis=-1)
+        words = tuple(range(self.ndim, self.ndim + len(self.dtype.physical_shape)))
+        return (self._physical == other._physical).all(axis=words)
 
     def __ne__(self, other):
         equal = self.__eq__(other)
@@ -150,7 +210,7 @@ def is_key(x):
 # ---------------------------------------------------------------- primitives
 
 def _key_aval(shape, impl):
-    return ShapedArray(shape, KeyTy(impl.name))
+    return ShapedArray(shape, KeyTy(impl))
 
 
 def _check_keys(name, aval):
@@ -160,10 +220,12 @@ def _check_keys(name, aval):
 
 def _key_primitive(name, abstract_eval, physical_rule, multiple_results=False):
     """A key primitive: its types, its physical rule (which eager evaluation runs too when an
-    operand is a key), batching by the leading key axes, and no derivative."""
+    operand is a key), batching by the leading key axes, and no derivative.
+    physical_rule(in_avals, *physical_operands, **params) sees the logical types, whose
+    key dtype names the implementation."""
     primitive = Primitive(name, multiple_results)
     primitive.def_abstract_eval(abstract_eval)
-    physical_rules[primitive] = lambda in_avals, *args, **params: physical_rule(*args, **params)
+    physical_rules[primitive] = physical_rule
     batching.batch_rules[primitive] = _leading_batch_rule(primitive)
     ad.defjvp_zero(primitive)
     return primitive
@@ -193,10 +255,12 @@ def _seed_aval(seeds, impl):
 
 
 def _wrap_aval(data, impl):
-    if data.dtype != np.uint32 or data.shape[-1:] != (2,):
-        raise TypeError(f"wrap_key_data expects a uint32 array of shape (..., 2) for impl "
+    words = len(impl.key_shape)
+    if data.dtype != np.uint32 or data.shape[data.ndim - words:] != tuple(impl.key_shape):
+        shape = ", ".join(["..."] + [str(n) for n in impl.key_shape])
+        raise TypeError(f"wrap_key_data expects a uint32 array of shape ({shape}) for impl "
                         f"{impl.name}, got {data.str_short()}")
-    return _key_aval(data.shape[:-1], impl)
+    return _key_aval(data.shape[:data.ndim - words], impl)
 
 
 def _unwrap_aval(keys):
@@ -221,7 +285,7 @@ def _bits_aval(keys, bit_width, shape):
     return ShapedArray(keys.shape + tuple(shape), _UNSIGNED[bit_width])
 
 
-def _identity(x, **params):
+def _identity(in_avals, x, **params):
     return x
 
 
@@ -230,33 +294,32 @@ def _clone_aval(keys):
     return keys
 
 
-# The physical rules call _core's threefry functions, which are built on the primitives
-# here: import them late.
-
-def _physical_split(words, shape):
-    from jaxlite.random._core import _split_words
-    return per_key(lambda w: _split_words(w, shape), words.ndim - 1)(words)
+def _physical_split(in_avals, words, shape):
+    (keys,) = in_avals
+    return per_key(lambda w: keys.dtype.impl.split(w, shape), keys.ndim)(words)
 
 
-def _physical_fold_in(words, msgs):
-    from jaxlite.random._core import _fold_in_words
+def _physical_fold_in(in_avals, words, msgs):
+    keys = in_avals[0]
+    fold_in = keys.dtype.impl.fold_in
     if msgs.ndim:
-        return per_key(_fold_in_words, words.ndim - 1)(words, msgs)
-    return per_key(lambda w: _fold_in_words(w, msgs), words.ndim - 1)(words)
+        return per_key(fold_in, keys.ndim)(words, msgs)
+    return per_key(lambda w: fold_in(w, msgs), keys.ndim)(words)
 
 
-def _physical_bits(words, bit_width, shape):
-    from jaxlite.random._core import _bits_words
-    return per_key(lambda w: _bits_words(w, bit_width, shape), words.ndim - 1)(words)
+def _physical_bits(in_avals, words, bit_width, shape):
+    (keys,) = in_avals
+    return per_key(lambda w: keys.dtype.impl.random_bits(w, bit_width, shape), keys.ndim)(words)
 
 
-def _physical_seed(seeds, impl):
-    from jaxlite.random._core import _seed_words
-    return per_key(_seed_words, seeds.ndim)(seeds)
+def _physical_seed(in_avals, seeds, impl):
+    return per_key(impl.seed, seeds.ndim)(seeds)
 
 
 def _seed_impl(seeds, impl):
-    """_seed_words in numpy (keys are made often, eagerly)."""
+    """threefry2x32's seed in numpy (keys are made often, eagerly): the high and low words."""
+    if impl.name != "threefry2x32":
+        return np.asarray(_physical_seed(None, seeds, impl))
     words = np.zeros(seeds.shape + (2,), np.uint32)
     if seeds.dtype.itemsize == 8:
         words[..., 0] = seeds.view(np.uint64) >> 32
@@ -291,11 +354,11 @@ batching.batch_rules[random_fold_in_p] = _fold_in_batch
 
 
 def seed(seeds, impl):
-    return random_seed_p.bind(seeds, impl=PRNGImpl(impl))
+    return random_seed_p.bind(seeds, impl=resolve_impl(impl))
 
 
 def wrap(data, impl):
-    return random_wrap_p.bind(data, impl=PRNGImpl(impl))
+    return random_wrap_p.bind(data, impl=resolve_impl(impl))
 
 
 def unwrap(keys):

@@ -13,7 +13,7 @@ import jax
 NAMESPACES = ["jax", "jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.random",
               "jax.tree_util", "jax.tree", "jax.nn", "jax.nn.initializers", "jax.scipy", "jax.ops",
               "jax.image", "jax.dtypes", "jax.flatten_util", "jax.sharding", "jax.debug",
-              "jax.typing"]
+              "jax.typing", "jax.extend.random"]
 
 
 def scipy_submodules():
