@@ -436,3 +436,23 @@ def test_a_jitted_closure_over_an_array_called_in_a_loop_body_under_jit():
     def f(x):
         return lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, s[1] + inner(s[1])), (0, x))[1]
     assert float(jaxlite.jit(f)(1.0)) == float(f(1.0)) == 49.0     # JAX gives 49.0
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 7])
+def test_map_in_batches_matches_a_loop(batch_size):
+    """lax.map(batch_size=b): f vmapped over batches of b rows, the rest in one more call."""
+    xs = (np.arange(10.0, dtype=np.float32), np.linspace(1, 2, 20, dtype=np.float32).reshape(10, 2))
+    f = lambda x: jnp.sin(x[0]) * x[1]
+    want = np.stack([np.asarray(f((a, b))) for a, b in zip(*xs)])
+    for mapped in (lax.map(f, xs, batch_size=batch_size), jaxlite.jit(lambda xs: lax.map(f, xs, batch_size=batch_size))(xs)):
+        np.testing.assert_allclose(mapped, want, rtol=1e-6)
+    with pytest.raises(ValueError, match="positive"):
+        lax.map(f, xs, batch_size=0)
+
+
+def test_fori_loop_unroll_needs_static_bounds():
+    body = lambda i, total: total + i * i
+    assert int(lax.fori_loop(0, 6, body, 0, unroll=2)) == sum(i * i for i in range(6))
+    assert int(lax.fori_loop(0, jnp.int32(6), body, 0, unroll=True)) == sum(i * i for i in range(6))
+    with pytest.raises(ValueError, match="statically known"):
+        jaxlite.jit(lambda n: lax.fori_loop(0, n, body, 0, unroll=2))(6)

@@ -106,17 +106,17 @@ def _nhwc_conv(strides=(1, 1), padding="SAME"):
 
 
 def test_patches_are_one_kernel_and_the_product_a_gemm():
-    x, w = _operands((4, 9, 9, 3), (3, 3, 3, 8), np.float32)
+    x, w = _operands((8, 9, 9, 3), (3, 3, 3, 8), np.float32)     # a product above step_policy.SMALL_PRODUCT
     steps = _steps(_nhwc_conv((2, 2)), x, w)
     assert len(steps) == 2
     patch_kernel, product = steps
-    assert isinstance(patch_kernel, KernelStep) and patch_kernel.outputs[0].aval.shape == (4, 5, 5, 3, 3, 3)
+    assert isinstance(patch_kernel, KernelStep) and patch_kernel.outputs[0].aval.shape == (8, 5, 5, 3, 3, 3)
     assert isinstance(product, EqnStep) and product.kind == "gemm"
 
 
 @pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
 def test_1x1_convolution_needs_no_im2col(strides):
-    x, w = _operands((4, 6, 6, 16), (1, 1, 16, 8), np.float32)
+    x, w = _operands((4, 8, 8, 64), (1, 1, 64, 16), np.float32)     # products above step_policy.SMALL_PRODUCT
     f = _nhwc_conv(strides, "VALID")
     text = jaxlite.jit(f).lower(x, w).as_text()
     assert "conv_patches" not in text and "gemm: " in text

@@ -43,6 +43,18 @@ def test_elementwise_chain_is_one_kernel():
     assert kernels(program)[0].outer == []
 
 
+def test_a_chain_deeper_than_the_inlining_depth_is_cut_into_kernels():
+    """3000 chained equations used to exhaust Python's stack while the kernel was built."""
+    def chain(x):
+        for _ in range(1000):
+            x = jnp.sin(x) * 1.5 + x
+        return x
+    x = np.linspace(-1, 1, 37, dtype=np.float32)
+    program = lowered(chain, x)
+    assert program.kernel_count() >= 3000 // fusion.MAX_INLINED_DEPTH
+    np.testing.assert_allclose(jaxlite.jit(chain)(x), chain(jnp.asarray(x)), rtol=1e-5, atol=1e-5)
+
+
 def test_softmax_is_one_kernel_reading_rows_from_cache():
     (kernel,) = kernels(lowered(softmax, X))
     assert [type(s).__name__ for s in kernel.stages] == ["Reduce", "Reduce", "Store"]

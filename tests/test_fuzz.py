@@ -339,3 +339,36 @@ def test_numerical_gradient_skips_casts_to_16bit_floats():
     program = fuzz_programs.random_program(42807)
     assert any(op == "cast" and params["dtype"] == fuzz_programs.BF16 for op, _, params in program.steps)
     assert fuzz_programs.run(42807) is None
+
+
+def test_kernels_joined_through_two_shared_values_keep_one_reduction_shape():
+    """seed 44948: select_n(l, j, j) shares j with a product over axis 1 and l with an all()
+    over axis 0; each pair could share a kernel, so fusion joined all three, and the kernel
+    could keep neither reduction inline ('fusion cannot lower Var(bool[5])')."""
+    x, y = np.float32([0.1, -1.2, 0.7, 0.3, 2.0]), np.float32([0.7])
+
+    def f(x, y):
+        same = jnp.broadcast_to(x, (2, 5)) == y
+        a = jnp.where(same, y, y)
+        b = jnp.where(same, a, y)
+        equal = x == a
+        return jnp.prod(b, axis=1), jnp.all(equal, axis=0), jnp.where(equal, b, b)
+    for got, want in zip(jaxlite.jit(f)(x, y), f(x, y)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+def test_16bit_sum_prod_mean_round_once_under_jit_as_jax(dtype):
+    """seed 46624: jit's float16 sum of 17 values accumulated in float16 (-14.25; the float32
+    sum -14.253967 rounds to -14.26, JAX's, eager and jit), and cos of it differed by 7%. As
+    JAX's jnp, the reductions convert to float32, reduce, and round once (the same jaxpr)."""
+    x = jnp.asarray([0.505, -3.707, 1.659, -1.262, -0.03668, -2.12, 1.442, -1.868, -1.184, -1.42, 0.805,
+                     -2.941, -1.21, -1.936, -3.57, 1.993, 0.5947], dtype)
+    for reduce in (jnp.sum, jnp.prod, jnp.mean):
+        eqns = jaxlite.make_jaxpr(reduce)(x).jaxpr.eqns
+        assert eqns[0].primitive.name == eqns[-1].primitive.name == "convert_element_type"
+        assert eqns[1].outputs[0].aval.dtype == np.float32
+        want = np.asarray(reduce(x.astype(np.float32))).astype(dtype)
+        for fun in (reduce, jaxlite.jit(reduce)):
+            out = fun(x)
+            assert out.dtype == dtype and float(out) == float(want)

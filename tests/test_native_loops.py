@@ -49,7 +49,8 @@ def runs_without_python(exe):
 def test_products_of_operands_stored_in_another_order_run_in_the_native_call(spec):
     """An operand the GEMM cannot read as stored is transposed by a fused kernel first."""
     lhs_spec, rhs_spec = spec.split("->")[0].split(",")
-    sizes = dict(zip("abcdhijkq", (30, 5, 16, 12, 2, 24, 20, 18, 40)))
+    # (sizes whose products stay above step_policy.SMALL_PRODUCT, so they run on the GEMM)
+    sizes = dict(zip("abcdhijkq", (60, 5, 16, 12, 2, 24, 40, 36, 40)))
     x, y = rand(*[sizes[c] for c in lhs_spec]), rand(*[sizes[c] for c in rhs_spec])
     f = lambda x, y: jnp.einsum(spec, x, y)
     np.testing.assert_allclose(np.asarray(jaxlite.jit(f)(x, y)), np.einsum(spec, x, y), rtol=1e-4, atol=1e-5)
@@ -248,8 +249,8 @@ def test_scan_rnn_under_jit_of_grad():
 
 def test_gemm_inside_a_scan_body_runs_natively():
     def f(w, xs):
-        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x), jnp.sum(h)), jnp.zeros((8, 32)), xs)
-    w, xs = rand(32, 32) * 0.2, rand(6, 8, 32)
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x), jnp.sum(h)), jnp.zeros((16, 48)), xs)
+    w, xs = rand(48, 48) * 0.2, rand(6, 16, 48)     # 16x48x48: above step_policy.SMALL_PRODUCT
     assert_jit_matches_eager(f, w, xs, rtol=1e-4, atol=1e-5)
     exe = executable(f, w, xs)
     assert exe._native_eqns and runs_without_python(exe)

@@ -9,6 +9,7 @@ from hypothesis.extra import numpy as hnp
 
 import jaxlite
 import jaxlite.numpy as jnp
+from jaxlite import lax
 from jaxlite.core.errors import ConcretizationTypeError
 from jaxlite.test_util import check_grads, check_vmap
 
@@ -463,3 +464,90 @@ def test_index_results_take_the_default_integer_dtype(name, enable_x64):
     fn, dtype = INDEX_RESULTS[name]
     assert fn().dtype == np.dtype(dtype)
     assert jaxlite.jit(fn)().dtype == np.dtype(dtype)
+
+
+# The dtype JAX 0.10.2 gives integers and bools made inexact under jax_enable_x64: by width
+# (64-bit integers float64, narrower ones and bool float32), except where a function takes
+# the default float (rint, angle, unwrap) or promotes with a Python float.
+INEXACT_RESULTS = {
+    "sin_int32": (lambda: jnp.sin(np.int32([1, 2])), "float32"), "sin_int64": (lambda: jnp.sin(np.int64([1, 2])), "float64"),
+    "mean_bool": (lambda: jnp.mean(np.array([True, False])), "float32"), "var_uint8": (lambda: jnp.var(np.uint8([1, 2])), "float32"),
+    "divide_int16": (lambda: jnp.true_divide(np.int16([1]), np.int16([2])), "float32"),
+    "divide_by_python_int": (lambda: jnp.divide(np.int32([1]), 2), "float32"),
+    "sin_python_int": (lambda: jnp.sin(2), "float64"),
+    "float_power_float32": (lambda: jnp.float_power(np.float32([2]), np.float32([3])), "float32"),
+    "convolve_int8": (lambda: jnp.convolve(np.int8([1, 2]), np.int8([1, 1])), "float32"),
+    "rint_int32": (lambda: jnp.rint(np.int32([1, 2])), "float64"), "angle_int32": (lambda: jnp.angle(np.int32([1, -2])), "float64"),
+    "angle_float32_scalar": (lambda: jnp.angle(np.float32(-1)), "float64"),
+    "unwrap_int32": (lambda: jnp.unwrap(np.int32([0, 7, 1])), "float64"), "tri": (lambda: jnp.tri(2), "float32"),
+    "histogramdd_counts": (lambda: jnp.histogramdd(np.ones((4, 2), np.float32))[0], "int64"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INEXACT_RESULTS))
+def test_inexact_results_take_jax_dtypes(name, enable_x64):
+    fn, dtype = INEXACT_RESULTS[name]
+    assert fn().dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean", "nanvar", "nanstd", "nanprod", "nancumsum", "nancumprod"])
+def test_nan_functions_of_complex_skip_complex_nans(name):
+    """A complex entry with a NaN part is skipped, as numpy and JAX skip it (nanvar's
+    squares are |x - mean|^2, real)."""
+    z = np.array([[1 + 2j, 3 - 1j], [np.nan, 2j], [complex(0, np.nan), 1]], np.complex64)
+    for axis in (None, 0):
+        want = getattr(np, name)(z.astype(np.complex128), axis=axis)
+        for fn in (getattr(jnp, name), jaxlite.jit(getattr(jnp, name), static_argnames="axis")):
+            got = fn(z, axis=axis)
+            assert got.dtype == want.astype(np.complex64 if want.dtype.kind == "c" else np.float32).dtype
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+
+
+def test_spaced_values_with_array_end_points_and_axis():
+    """linspace/logspace/geomspace broadcast array end points and place the values along
+    `axis`; linspace's retstep gives the step (NaN for fewer than two values), as JAX's and
+    numpy's."""
+    start, stop = np.array([0.0, 1.0], np.float32), np.array([[2.0], [3.0], [4.0]], np.float32)
+    for axis in (0, 1, -1):
+        np.testing.assert_allclose(jnp.linspace(start, stop, 5, axis=axis), np.linspace(start, stop, 5, axis=axis), rtol=1e-6)
+        np.testing.assert_allclose(jnp.logspace(start, stop, 4, axis=axis), np.logspace(start, stop, 4, axis=axis), rtol=1e-5)
+        np.testing.assert_allclose(jnp.geomspace(start + 1, stop, 4, axis=axis), np.geomspace(start + 1, stop, 4, axis=axis), rtol=1e-5)
+    values, step = jnp.linspace(0.0, 1.0, 4, endpoint=False, retstep=True)
+    np.testing.assert_allclose(values, [0, 0.25, 0.5, 0.75])
+    np.testing.assert_allclose(step, 0.25)
+    assert np.isnan(jnp.linspace(0.0, 1.0, 1, retstep=True)[1])
+    jitted = jaxlite.jit(lambda a, b: jnp.linspace(a, b, 3, axis=1))(start, stop[:2, :1])
+    np.testing.assert_allclose(jitted, np.linspace(start, stop[:2, :1], 3, axis=1), rtol=1e-6)
+    with pytest.raises(ValueError, match="non-negative"):
+        jnp.linspace(0, 1, -1)
+
+
+def test_jax_keyword_arguments_of_reductions_stack_take_and_top_k():
+    """Parameters JAX 0.10.2 has: var/std(mean=), stack(dtype=), take's positional out and
+    its index promises, lax.top_k(axis=)."""
+    x = (np.arange(24.0, dtype=np.float32).reshape(2, 3, 4) % 7)
+    given = np.mean(x, axis=1, keepdims=True)
+    np.testing.assert_allclose(jnp.var(x, axis=1, mean=given), np.var(x, axis=1, mean=given), rtol=1e-6)
+    np.testing.assert_allclose(jnp.std(x, mean=3.0), np.sqrt(np.mean((x - 3.0) ** 2)), rtol=1e-6)
+    assert jnp.stack([np.ones(2), np.zeros(2)], dtype=jnp.int32).dtype == np.int32
+    np.testing.assert_array_equal(jnp.take(np.arange(5), np.array([7, 1]), 0, None, "clip", True, True), [4, 1])
+    for axis in (0, 1, -1):
+        values, indices = lax.top_k(x, 2, axis=axis)
+        want = -np.sort(-x, axis=axis, kind="stable").take([0, 1], axis=axis)
+        np.testing.assert_array_equal(values, want)
+        np.testing.assert_array_equal(np.take_along_axis(x, np.asarray(indices), axis=axis), want)
+
+
+def test_argsort_dtype_and_searchsorted_methods():
+    assert jnp.argsort(np.array([3, 1, 2]), dtype=jnp.int16).dtype == np.int16
+    for method in ("compare_all", "scan", "scan_unrolled", "sort"):
+        assert int(jnp.searchsorted(np.arange(3), 1, method=method)) == 1
+    with pytest.raises(ValueError, match="invalid argument method='bogus'"):
+        jnp.searchsorted(np.arange(3), 1, method="bogus")
+
+
+def test_setdiff1d_keeps_the_first_arrays_dtype():
+    a, b = np.array([1, 2, 3], np.int8), np.array([1, 5], np.int16)
+    for out in (jnp.setdiff1d(a, b), jaxlite.jit(lambda a, b: jnp.setdiff1d(a, b, size=2))(a, b)):
+        assert out.dtype == np.int8 and out.tolist() == [2, 3]
+    assert jnp.setdiff1d(b, a).dtype == np.int16

@@ -50,7 +50,7 @@ def test_unary(name, shape, dtype):
     assert out.shape == expected.shape
     if name in ("signbit",):
         assert out.dtype == np.bool_
-    elif name in ("trunc", "rint", "real", "imag", "conj") or dtype == np.float32:
+    elif name in ("trunc", "real", "imag", "conj") or dtype == np.float32:   # JAX: rint of integers is float
         assert out.dtype == x.dtype
     else:
         assert out.dtype == np.float32  # integers promote to the default float, as in JAX
@@ -189,3 +189,18 @@ def test_shape_and_dtype_errors_are_jax_classes():
         jnp.ldexp(jnp.ones(3), jnp.ones(2, jnp.int32))
     with pytest.raises(TypeError, match="copysign does not support complex-valued inputs"):
         jnp.copysign(jnp.ones(2, jnp.complex64), 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+def test_narrow_floats_with_internal_constants(dtype):
+    """isclose/allclose, logaddexp2, percentile and angle(deg=True) on float16 and bfloat16
+    keep the dtype (their constants and tolerances take it, as JAX converts them); before,
+    lax refused float16 times a float32 constant."""
+    x = np.array([1, 2, 3], dtype)
+    wide = x.astype(np.float64)
+    assert jnp.isclose(x, 2.0).tolist() == [False, True, False] and jnp.allclose(x, x)
+    np.testing.assert_array_equal(jnp.isclose(x, x, rtol=np.float32(0.1)), [True] * 3)
+    for got, want in [(jnp.logaddexp2(x, 2.0), np.logaddexp2(wide, 2.0)), (jnp.percentile(x, 30.0), np.percentile(wide, 30.0)),
+                      (jnp.angle(-x, deg=True), np.angle(-wide, deg=True))]:
+        assert got.dtype == dtype
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-2)

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 import jaxlite
 import jaxlite.numpy as jnp
 from jaxlite import lax
+from jaxlite.lower.fusion import EqnStep
 
 CASES = json.loads((pathlib.Path(__file__).parent / "data" / "jax_rng_bit_generator.json").read_text())["cases"]
 
@@ -37,6 +38,14 @@ def test_jit_bits_are_jax_bits():
         # Every dtype and algorithm, on the key whose counter carries (each case compiles).
         for case in [c for c in CASES if c["key"][2] == 0xFFFFFFFE and c["shape"] == [3, 5]]:
             assert_matches(case, *jaxlite.jit(lambda: generate(case))())
+
+
+def test_jit_runs_without_numpy_steps():
+    """rng_bit_generator is rewritten with mulhi, which is rewritten in turn (they ran as a numpy step)."""
+    key = jnp.array([1, 2, 3, 4], jnp.uint32)
+    for algorithm in lax.RandomAlgorithm:
+        program = jaxlite.jit(lambda k: lax.rng_bit_generator(k, (8,), algorithm=algorithm)).lower(key).program
+        assert [s.eqn.primitive.name for s in program.steps if isinstance(s, EqnStep) and s.kind == "fallback"] == []
 
 
 def test_vmap_over_keys_matches_a_loop():

@@ -57,12 +57,23 @@ def test_jit_is_native_and_agrees_with_eager():
     x0 = jnp.array([-1.0, 2.0, 0.0])
     assert fallback_steps(solve, x0) == []
     got, want = jaxlite.jit(solve)(x0), solve(x0)
-    # native transcendentals round differently from numpy's; near the minimum that moves the
-    # last steps (and the curvature estimate they update) slightly
+    # In float32, native transcendentals and FMAs round differently from numpy's; near the
+    # minimum that moves the last steps: jit's line search fails after 11 iterations (status 3,
+    # as JAX's does here after 7, in float32 and float64), eager converges after 12. The
+    # curvature estimate depends on that path, so each is checked against the inverse Hessian
+    # at the minimum, diag(1 / (2 + 12 x^2)) (largest error measured: eager 0.0015, jit 0.014).
     np.testing.assert_allclose(np.asarray(got.x), np.asarray(want.x), atol=1e-4)
     np.testing.assert_allclose(np.asarray(got.fun), np.asarray(want.fun), rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(got.hess_inv), np.asarray(want.hess_inv), atol=5e-3)
-    assert int(got.status) == int(want.status) == 0
+    exact = np.diag(1 / (2 + 12 * np.asarray(want.x, np.float64) ** 2))
+    for result in (got, want):
+        np.testing.assert_allclose(np.asarray(result.hess_inv), exact, atol=2e-2)
+        assert int(result.status) in (0, 3)
+    with enable_x64():      # well within float64's precision, jit and eager take the same steps
+        x0 = jnp.array([-1.0, 2.0, 0.0])
+        got, want = jaxlite.jit(solve)(x0), solve(x0)
+        for name in ("x", "fun", "hess_inv"):
+            np.testing.assert_allclose(np.asarray(getattr(got, name)), np.asarray(getattr(want, name)), rtol=1e-9, atol=1e-12)
+        assert int(got.status) == int(want.status) == 0 and int(got.nit) == int(want.nit)
 
 
 def test_vmap_agrees_with_a_loop():

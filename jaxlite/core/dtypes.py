@@ -196,6 +196,15 @@ def default_float_dtype():
     return float64 if x64_enabled() else float32
 
 
+def to_inexact_dtype(dtype):
+    """The dtype jnp computes integers and bools in where it needs an inexact one, as JAX:
+    64-bit integers become float64, narrower ones and bool float32 (with or without x64)."""
+    dtype = np.dtype(dtype)
+    if is_inexact(dtype):
+        return dtype
+    return float64 if dtype.itemsize == 8 else float32
+
+
 def default_complex_dtype():
     return complex128 if x64_enabled() else complex64
 

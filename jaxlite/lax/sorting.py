@@ -129,9 +129,18 @@ top_k_p.def_abstract_eval(_top_k_aval)
 pp_params_rules[top_k_p] = lambda eqn: [("axis", eqn.inputs[0].aval.ndim - 1), ("k", eqn.params["k"])]
 
 
-def top_k(operand, k):
-    """The k largest entries along the last axis, and their indices, largest first."""
-    return tuple(top_k_p.bind(as_operand(operand), k=int(k)))
+def top_k(operand, k, *, axis=-1):
+    """The k largest entries along `axis` (the last by default), and their indices,
+    largest first."""
+    from jaxlite.lax.shapes import transpose
+    operand = as_operand(operand)
+    axis = canonicalize_axis(axis, operand.ndim)
+    last = operand.ndim - 1
+    if axis == last:
+        return tuple(top_k_p.bind(operand, k=int(k)))
+    order = tuple(d for d in range(operand.ndim) if d != axis) + (axis,)
+    inverse = tuple(int(i) for i in np.argsort(order))
+    return tuple(transpose(x, inverse) for x in top_k_p.bind(transpose(operand, order), k=int(k)))
 
 
 def _top_k_jvp(primals, tangents, k):

@@ -44,6 +44,11 @@ from jaxlite.lower.kernel_ir import INDEX, Buffer, ExprBuilder, Kernel, Reduce, 
 
 # How many distinct indices one value may be computed at inside a kernel (_count_index).
 MAX_INDICES_PER_VALUE = 16
+# Expressions are built by recursion, six Python frames per inlined equation: a chain of
+# more equations than this (3000 sins; Philox's rounds, rewritten into 32-bit limbs) would
+# exhaust Python's 1000 frames, so the value this deep is materialized instead (480 frames,
+# leaving the rest to the caller's own stack: a notebook, a library's layers).
+MAX_INLINED_DEPTH = 80
 
 
 class Materialize(Exception):
@@ -194,7 +199,7 @@ def _group_roots(jaxpr, producers, roots, external, allow_merging):
         shared = None
         for var, var_users in users.items():
             if len(var_users) > 1 and not _free_to_recompute(var, producers) and \
-                    not _merge(groups, var_users, producers, ancestors, allow_merging):
+                    not _merge(groups, var_users, roots, producers, ancestors, allow_merging):
                 shared = var
                 break
         if shared is None:
@@ -216,14 +221,18 @@ def _free_to_recompute(var, producers):
     return lowering is not None and lowering.recomputed and not any(isinstance(v, Var) for v in eqn.inputs)
 
 
-def _merge(groups, roots, producers, ancestors, allow_merging):
-    roots = list(roots)
-    if not allow_merging or not _compatible([_domain(r, producers) for r in roots]):
+def _merge(groups, users, roots, producers, ancestors, allow_merging):
+    """Put the users of a shared value into one kernel, if the kernels they are in already
+    (two users may have joined others through other values) can be one."""
+    users = list(users)
+    leaders = {groups.find(r) for r in users}
+    members = [r for r in roots if groups.find(r) in leaders]
+    if not allow_merging or not _compatible([_domain(r, producers) for r in members]):
         return False
-    if any(a in ancestors[b] for a in roots for b in roots):
+    if any(a in ancestors[b] for a in members for b in members):
         return False
-    for other in roots[1:]:
-        groups.union(other, roots[0])
+    for other in users[1:]:
+        groups.union(other, users[0])
     return True
 
 
@@ -357,6 +366,7 @@ class _GroupLowering:
         self.allowed = {self.loops[a] for a in outer}
         self.stages, self.inputs, self.hoisted = [], {}, []
         self._memo, self._buffers, self._indices_seen = {}, {}, {}
+        self._depth = 0     # of value() calls in progress
         self.owned = None   # the loop threads split when each owns a share of it (scatters)
 
     def buffer(self, var):
@@ -442,7 +452,13 @@ class _GroupLowering:
         found = self._memo.get(key)
         if found is None:
             self._count_index(var)
-            found = self._memo[key] = self._value(var, list(index))
+            if self._depth >= MAX_INLINED_DEPTH and var in self.producers and var not in self.roots:
+                raise Materialize(var)
+            self._depth += 1
+            try:
+                found = self._memo[key] = self._value(var, list(index))
+            finally:
+                self._depth -= 1
         return found
 
     def _count_index(self, var):

@@ -62,7 +62,9 @@ def _rewritten(eqn, producers):
         outs = rule(*args, memory_orders=orders, **params)
         return list(outs) if eqn.primitive.multiple_results else [outs]
     rewritten = trace_to_jaxpr(computed, [v.aval for v in operands], f"the rewrite of {eqn.primitive}")
-    return rewritten, eqn.replace(inputs=operands)   # spliced in, reading the chosen operands
+    # A rewrite may compute with primitives that are rewritten themselves (rng_bit_generator
+    # with mulhi): those are rewritten too, or they would run as numpy steps.
+    return apply_rewrites(rewritten), eqn.replace(inputs=operands)   # spliced in, reading the chosen operands
 
 
 def _narrow_sources(operands, out_dtype, producers):

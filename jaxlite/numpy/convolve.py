@@ -1,11 +1,12 @@
 """One-dimensional convolve and correlate, as a conv_general_dilated of one channel."""
 from jaxlite import lax
-from jaxlite.numpy.util import check_arraylike, promote_dtypes
+from jaxlite.numpy.util import check_arraylike, promote_dtypes_inexact
 
 
 def _correlate(name, a, v, mode, flip):
     check_arraylike(name, a, v)
-    a, v = (lax.base.as_operand(x) for x in promote_dtypes(a, v))
+    # As JAX: integers and bools convolve in floating point.
+    a, v = (lax.base.as_operand(x) for x in promote_dtypes_inexact(a, v))
     if a.ndim != 1 or v.ndim != 1 or not a.size or not v.size:
         raise ValueError(f"{name}: a and v must be non-empty and one-dimensional, got shapes "
                          f"{a.shape} and {v.shape}")

@@ -7,10 +7,11 @@ import numpy as np
 
 from jaxlite import lax
 from jaxlite.core import dtypes
+from jaxlite.core.abstract import broadcast_shapes
 from jaxlite.core.array import Array
 from jaxlite.core.trace import Tracer
 from jaxlite.lax.base import scalar_like, shape_tuple
-from jaxlite.numpy.util import check_device
+from jaxlite.numpy.util import broadcast_to, check_device
 
 
 def asarray(a, dtype=None, copy=None, *, device=None):
@@ -157,19 +158,32 @@ def _arange_error(name, tracer):
     return concretization_error(tracer, f"a concrete value for the {name} argument of arange")
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None, *, device=None):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    """num evenly spaced values from start to stop; array end points broadcast, and the
+    values run along `axis` of the result (as JAX's and numpy's)."""
+    from jaxlite.numpy.shape_ops import concatenate, moveaxis
     check_device(device)
-    num = int(num)
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
     dtype = dtypes.canonicalize_dtype(dtype or dtypes.result_type(start, stop, dtypes.default_float_dtype()))
-    divisor = (num - 1) if endpoint else num
-    steps = lax.convert_element_type(lax.iota(dtypes.real_dtype(dtype), num), dtype)
     start, stop = asarray(start, dtype), asarray(stop, dtype)
-    delta = lax.div(lax.sub(stop, start), lax.convert_element_type(max(divisor, 1), dtype))
-    out = lax.add(lax.mul(steps, delta), start)
+    shape = broadcast_shapes(start.shape, stop.shape)
+    start, stop = broadcast_to(start, shape), broadcast_to(stop, shape)
+    divisor = (num - 1) if endpoint else num
+    if divisor > 0:
+        delta = lax.div(lax.sub(stop, start), lax.full(shape, divisor, dtype))
+    else:
+        delta = lax.full(shape, np.nan, dtype)      # no step between fewer than two values
+    grid = (num,) + shape
+    steps = lax.convert_element_type(lax.broadcasted_iota(dtypes.real_dtype(dtype), grid, 0), dtype)
+    spread = lambda x: lax.broadcast_in_dim(x, grid, tuple(range(1, len(grid))))
+    out = lax.add(lax.mul(steps, spread(lax.select_n(lax.ne(delta, delta), delta, lax.full_like(delta, 0)))),
+                  spread(start))
     if endpoint and num > 1:
-        from jaxlite.numpy.shape_ops import concatenate
-        out = concatenate([lax.slice(out, (0,), (num - 1,)), lax.reshape(stop, (1,))])
-    return out
+        out = concatenate([lax.slice_in_dim(out, 0, num - 1), lax.reshape(stop, (1,) + shape)])
+    out = moveaxis(out, 0, axis)
+    return (out, delta) if retstep else out
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
@@ -187,33 +201,37 @@ def identity(n, dtype=None, *, device=None):
     return eye(n, dtype=dtype)
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """base ** linspace(start, stop)."""
-    exponents = linspace(start, stop, num, endpoint, dtype=_inexact(dtype))
+    exponents = linspace(start, stop, num, endpoint, dtype=_inexact(dtype), axis=axis)
     out = lax.pow(lax.full_like(exponents, base), exponents)
     return out if dtype is None else lax.convert_element_type(out, dtype)
 
 
-def geomspace(start, stop, num=50, endpoint=True, dtype=None):
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Numbers evenly spaced on a log scale from start to stop (same sign, nonzero)."""
+    from jaxlite.numpy.shape_ops import moveaxis
     float_dtype = _inexact(dtype)
     start, stop = asarray(start, float_dtype), asarray(stop, float_dtype)
     if np.any(np.asarray(start) == 0) or np.any(np.asarray(stop) == 0):
         raise ValueError("Geometric sequence cannot include zero")
-    sign = lax.sign(start)
+    shape = broadcast_shapes(start.shape, stop.shape)
+    start, stop = broadcast_to(start, shape), broadcast_to(stop, shape)
     logs = linspace(lax.log(lax.abs(start)), lax.log(lax.abs(stop)), num, endpoint, dtype=float_dtype)
-    out = lax.mul(lax.exp(logs), sign)
+    out = lax.mul(lax.exp(logs), lax.broadcast(lax.sign(start), (num,)))
     # Pin the end points, which exp(log(x)) may round.
     if num > 0:
         out = _pin(out, 0, start)
     if endpoint and num > 1:
         out = _pin(out, num - 1, stop)
+    out = moveaxis(out, 0, axis)
     return out if dtype is None else lax.convert_element_type(out, dtype)
 
 
 def _pin(out, index, value):
-    at_index = lax.eq(lax.iota(dtypes.int32, out.shape[0]), index)
-    return lax.select_n(at_index, out, lax.broadcast(value, out.shape))
+    """out with its entry `index` along axis 0 replaced by value."""
+    at_index = lax.eq(lax.broadcasted_iota(dtypes.int32, out.shape, 0), lax.full(out.shape, index, dtypes.int32))
+    return lax.select_n(at_index, out, lax.broadcast(value, out.shape[:1]))
 
 
 def _inexact(dtype):
@@ -232,7 +250,8 @@ def _lower_triangle_mask(shape, k):
 def tri(N, M=None, k=0, dtype=None):
     """Ones at and below the k-th diagonal."""
     M = N if M is None else M
-    return lax.convert_element_type(_lower_triangle_mask((N, M), k), dtype or dtypes.default_float_dtype())
+    # float32 by default whatever jax_enable_x64 says, as JAX's tri.
+    return lax.convert_element_type(_lower_triangle_mask((N, M), k), dtype or dtypes.float32)
 
 
 def _triangle(name, m, k, keep_lower):

@@ -20,7 +20,7 @@ def _operand(name, a, axis, dtype):
 
 
 def _replace_nan(a, value):
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         return a
     return lax.select_n(lax.ne(a, a), a, lax.full_like(a, value))
 
@@ -202,9 +202,13 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     from jaxlite.numpy.math_functions import where
     from jaxlite.numpy.shape_ops import concatenate
     from jaxlite.numpy.ufuncs import remainder
-    from jaxlite.numpy.util import promote_to_inexact
+    from jaxlite.numpy.util import promote_dtypes, promote_to_inexact
     check_arraylike("unwrap", p)
-    (p,) = promote_to_inexact("unwrap", p)
+    if dtypes.is_complex(dtypes.result_type(p)):
+        raise ValueError("jnp.unwrap does not support complex inputs.")
+    # As JAX: p takes its promotion with the (Python float) period, so integers become the
+    # default float.
+    (p,) = promote_to_inexact("unwrap", promote_dtypes(p, period)[0])
     axis = canonicalize_axis(axis, p.ndim)
     half = lax.div(lax.full((), period, p.dtype), lax.full((), 2, p.dtype))
     discont = half if discont is None else lax.convert_element_type(discont, p.dtype)

@@ -121,11 +121,14 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
         flat = lax.add(lax.mul(flat, lax.full_like(flat, e.shape[0] - 1)), positions)
         outside = lax.bitwise_or(outside, out_i)
     grid = tuple(e.shape[0] - 1 for e in edges)
-    w = lax.full((n,), 1, sample.dtype) if weights is None else lax.convert_element_type(
+    # As JAX: plain counts are integers (of the default integer dtype), weighted ones and
+    # densities of the sample's dtype.
+    count_dtype = dtypes.default_int_dtype() if weights is None and not density else sample.dtype
+    w = lax.full((n,), 1, count_dtype) if weights is None else lax.convert_element_type(
         promote_and_broadcast("histogramdd", weights)[0], sample.dtype)
     w = lax.select_n(outside, w, lax.full_like(w, 0))
     flat = lax.select_n(outside, flat, lax.full_like(flat, 0))
-    counts = creation.zeros((int(np.prod(grid)),), sample.dtype).at[flat].add(w)
+    counts = creation.zeros((int(np.prod(grid)),), count_dtype).at[flat].add(w)
     counts = lax.reshape(counts, grid)
     if density:
         volume = edges[0][1:] - edges[0][:-1]

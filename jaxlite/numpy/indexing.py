@@ -445,8 +445,13 @@ def _wrapped(indices, size, mode):
     return lax.rem(lax.add(lax.rem(indices, size), size), size), "clip"
 
 
-def take(a, indices, axis=None, mode=None, fill_value=None):
-    """Entries of `a` at integer `indices` along `axis` (out-of-bounds: fill_value, as JAX)."""
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
+         fill_value=None):
+    """Entries of `a` at integer `indices` along `axis` (out-of-bounds: fill_value, as JAX).
+    unique_indices and indices_are_sorted are promises JAX's compiler may use; they change
+    nothing here."""
+    from jaxlite.numpy.reductions import check_no_out
+    check_no_out("take", out)
     (a,) = promote_and_broadcast("take", a)
     indices = _index_operand("take", indices)
     if axis is None:

@@ -84,7 +84,7 @@ def _promoted_pair(name, a, b):
     check_arraylike(name, a, b)
     a, b = promote_dtypes(a, b)
     if not dtypes.is_inexact(a.dtype):
-        a, b = (lax.convert_element_type(x, dtypes.default_float_dtype()) for x in (a, b))
+        a, b = (lax.convert_element_type(x, dtypes.to_inexact_dtype(a.dtype)) for x in (a, b))
     return as_operand(a), as_operand(b)
 
 

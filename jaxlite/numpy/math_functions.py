@@ -93,7 +93,8 @@ def _logaddexp(a, b):
 
 @custom_jvp
 def _logaddexp2(a, b):
-    return lax.div(_lax_logaddexp(lax.mul(a, math.log(2)), lax.mul(b, math.log(2))), math.log(2))
+    ln2 = scalar_like(a, math.log(2))
+    return lax.div(_lax_logaddexp(lax.mul(a, ln2), lax.mul(b, ln2)), ln2)
 
 
 def _logaddexp_jvp(function, exp):
@@ -190,11 +191,9 @@ def fmod(x1, x2):
 
 @_weak_when_inputs_are
 def float_power(x1, x2):
-    """x1 ** x2 in the widest inexact type available (float64 or complex128 with x64 enabled)."""
+    """x1 ** x2 in the operands' inexact type (JAX's, not numpy's widest type)."""
     check_arraylike("float_power", x1, x2)
-    complex_operand = any(dtypes.is_complex(dtypes.result_type(x)) for x in (x1, x2))
-    wide = dtypes.canonicalize_dtype(np.complex128 if complex_operand else np.float64)
-    return power(*[lax.convert_element_type(x, wide) for x in promote_and_broadcast("float_power", x1, x2)])
+    return power(*promote_to_inexact("float_power", x1, x2))
 
 
 def _float_only(name, lax_fn):
@@ -211,7 +210,17 @@ def _trunc(x):
 
 
 trunc = _float_only("trunc", _trunc)
-rint = _float_only("rint", lambda x: lax.round(x, rounding_method=1))
+
+
+def rint(x, /):
+    """x rounded to the nearest integer, ties to even; integers and bools become the default
+    float (as JAX's rint, unlike its other rounding functions)."""
+    (x,) = promote_and_broadcast("rint", x)
+    if dtypes.is_complex(x.dtype):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    if not dtypes.is_float(x.dtype):
+        return lax.convert_element_type(x, dtypes.default_float_dtype())
+    return lax.round(x, rounding_method=1)
 
 
 @_weak_when_inputs_are
@@ -292,15 +301,21 @@ conj = conjugate = _on_complex("conjugate", lax.conj, lambda x: x)
 
 def angle(z, deg=False):
     """The argument of z in radians (degrees with deg=True); real inputs give 0 or pi."""
-    (z,) = promote_to_inexact("angle", z)
+    (z,) = promote_and_broadcast("angle", z)
+    if not dtypes.is_inexact(z.dtype) or (dtypes.is_float(z.dtype) and z.ndim == 0):
+        # As JAX: integers, bools and real scalars take the default float.
+        z = lax.convert_element_type(z, dtypes.default_float_dtype())
     parts = (lax.imag(z), lax.real(z)) if dtypes.is_complex(z.dtype) else (lax.full_like(z, 0), z)
     out = lax.atan2(*parts)
-    return lax.mul(out, 180 / np.pi) if deg else out
+    return lax.mul(out, scalar_like(out, 180 / np.pi)) if deg else out
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote_to_inexact("isclose", a, b)
-    close = lax.le(lax.abs(lax.sub(a, b)), lax.add(lax.mul(lax.abs(b), rtol), atol))
+    magnitude = lax.abs(b)
+    # The tolerances in the operands' (real) dtype, as JAX converts them: float16 stays float16.
+    rtol, atol = (lax.convert_element_type(t, magnitude.dtype) for t in (rtol, atol))
+    close = lax.le(lax.abs(lax.sub(a, b)), lax.add(lax.mul(magnitude, rtol), atol))
     both_inf = lax.eq(a, b)
     out = lax.bitwise_or(close, both_inf)
     if equal_nan:

@@ -55,12 +55,20 @@ def _accumulation(name, reduce, combine, identity):
         if promote_integers or dtype is not None or dtypes.is_bool(a.dtype):
             dtype = sum_dtype(a, dtype)
         a = lax.convert_element_type(_masked(a, where, identity), dtype or a.dtype)
-        result = reduce(a, axes)
+        result = _rounded_once(reduce, a, axes)
         if initial is not None:
             result = combine(result, initial)
         return _keep(result, a.shape, axes, keepdims)
     accumulate.__name__ = accumulate.__qualname__ = name
     return accumulate
+
+
+def _rounded_once(reduce, a, axes):
+    """16-bit floats accumulate in float32 and are rounded once, as JAX's jnp does (jit's
+    float16 sums accumulated in float16: 17 terms were an ulp off)."""
+    if not dtypes.is_16bit_float(a.dtype):
+        return reduce(a, axes)
+    return lax.convert_element_type(reduce(lax.convert_element_type(a, dtypes.float32), axes), a.dtype)
 
 
 sum = _accumulation("sum", lax.reduce_sum, lax.add, 0)
@@ -115,8 +123,11 @@ def _to_bool(a):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_no_out("mean", out)
     a, axes = _prepare("mean", a, axis)
-    total = sum(lax.convert_element_type(a, _float_dtype(a, dtype)), axes, keepdims=keepdims,
-                where=where)
+    dtype = _float_dtype(a, dtype)
+    if dtypes.is_16bit_float(dtype):      # as JAX: summed and divided in float32, rounded once
+        return lax.convert_element_type(mean(lax.convert_element_type(a, dtypes.float32), axes, keepdims=keepdims,
+                                             where=where), dtype)
+    total = sum(lax.convert_element_type(a, dtype), axes, keepdims=keepdims, where=where)
     return lax.div(total, _count(a, axes, where, keepdims, total.dtype))
 
 
@@ -129,25 +140,32 @@ def _degrees_of_freedom(ddof, correction):
     return correction
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+_mean = mean     # var's numpy-named parameter `mean` hides the function inside it
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+    """The variance; `mean`, when given, is used instead of a's mean (it must broadcast
+    against the keepdims=True shape, as in numpy and JAX)."""
     check_no_out("var", out)
     ddof = _degrees_of_freedom(ddof, correction)
     a, axes = _prepare("var", a, axis)
+    dtype_out = _float_dtype(a, dtype)
+    center = _mean(a, axes, dtype=dtype, keepdims=True, where=where) if mean is None else \
+        lax.convert_element_type(promote_and_broadcast("var", mean)[0], dtype_out)
     # lax.sub does not broadcast: the kept unit axes of the mean must be widened.
-    centered = lax.sub(lax.convert_element_type(a, _float_dtype(a, dtype)),
-                       broadcast_to(mean(a, axes, dtype=dtype, keepdims=True, where=where), a.shape))
+    centered = lax.sub(lax.convert_element_type(a, dtype_out), broadcast_to(center, a.shape))
     squares = _abs_squared(centered)
     total = sum(squares, axes, keepdims=keepdims, where=where)
     count = _count(a, axes, where, keepdims, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     check_no_out("std", out)
     return lax.sqrt(var(a, axis, dtype, ddof=_degrees_of_freedom(ddof, correction),
-                        keepdims=keepdims, where=where))
+                        keepdims=keepdims, where=where, mean=mean))
 
 
 def _abs_squared(x):
@@ -160,7 +178,7 @@ def _abs_squared(x):
 def _float_dtype(a, dtype):
     if dtype is not None:
         return dtypes.canonicalize_dtype(dtype)
-    return a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(a.dtype)
 
 
 def _count(a, axes, where, keepdims, dtype):

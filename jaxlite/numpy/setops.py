@@ -86,11 +86,13 @@ def _first_positions(result, common, ar, size):
 
 
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    dtype = dtypes.result_type(ar1)     # the values are ar1's: JAX keeps its dtype
     ar1, ar2 = _flat("setdiff1d", ar1, ar2)
     _require_size("setdiff1d", size, ar1, ar2)
     values1, valid1 = _unique_with_validity(ar1)
     only_first = lax.bitwise_and(valid1, isin(values1, ar2, invert=True))
-    return _select(only_first, values1, size, 0 if fill_value is None else fill_value)
+    out = _select(only_first, values1, size, 0 if fill_value is None else fill_value)
+    return lax.convert_element_type(out, dtype)
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):

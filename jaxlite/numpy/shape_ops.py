@@ -2,6 +2,7 @@
 import numpy as np
 
 from jaxlite import lax
+from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes, canonicalize_axis
 from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_dtypes
 
@@ -103,10 +104,14 @@ def concatenate(arrays, axis=0, dtype=None):
     return lax.concatenate(arrays, axis)
 
 
-def stack(arrays, axis=0):
+def stack(arrays, axis=0, out=None, dtype=None):
+    from jaxlite.numpy.reductions import check_no_out
+    check_no_out("stack", out)
     if not len(arrays):
         raise ValueError("need at least one array to stack")
     arrays = promote_dtypes(*arrays)
+    if dtype is not None:
+        arrays = [lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype)) for a in arrays]
     shapes = {a.shape for a in arrays}
     if len(shapes) > 1:
         raise ValueError(f"all input arrays must have the same shape, got {sorted(shapes)}")

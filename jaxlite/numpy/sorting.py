@@ -54,12 +54,13 @@ def sort_complex(a):
     return lax.convert_element_type(out, dtypes.complex_dtype(out.dtype) if not dtypes.is_complex(out.dtype)
                                     else out.dtype)
 
-def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
-    """Indices that sort `a` along `axis` (always stable)."""
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+    """Indices that sort `a` along `axis` (always stable), of `dtype` when given."""
     if order is not None:
         raise TypeError("argsort: the order= argument (for structured arrays) is not supported")
     a, axis = _operand_and_axis("argsort", a, axis)
-    return _sorted_with_positions(a, axis, descending)[1]
+    indices = _sorted_with_positions(a, axis, descending)[1]
+    return indices if dtype is None else lax.convert_element_type(indices, dtypes.canonicalize_dtype(dtype))
 
 
 def lexsort(keys, axis=-1):
@@ -70,12 +71,18 @@ def lexsort(keys, axis=-1):
     return lax.sort(tuple(reversed(keys)) + (positions,), axis, num_keys=len(keys))[-1]
 
 
-def searchsorted(a, v, side="left", sorter=None):
+_SEARCH_METHODS = ("compare_all", "scan", "scan_unrolled", "sort")
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Insertion points of v into the sorted 1-d a, by comparing with every entry.
 
     O(len(a) * v.size) but a single fused comparison and sum: fine for the sizes
-    this is used at, and free of data-dependent control flow.
+    this is used at, and free of data-dependent control flow. JAX's `method` chooses its
+    algorithm; every one gives these results, so it is only checked here.
     """
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"invalid argument method={method!r}, expected one of {list(_SEARCH_METHODS)}")
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     check_arraylike("searchsorted", a, v)

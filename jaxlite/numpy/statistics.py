@@ -7,6 +7,7 @@ from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.abstract import canonicalize_axes
 from jaxlite.core.trace import Tracer
+from jaxlite.lax.base import scalar_like
 from jaxlite.numpy import reductions, ufuncs
 from jaxlite.numpy.util import (broadcast_to, check_arraylike, promote_and_broadcast, promote_dtypes,
                                 promote_to_inexact)
@@ -18,7 +19,7 @@ def _operand(name, a):
 
 
 def _is_nan(a):
-    return lax.ne(a, a) if dtypes.is_float(a.dtype) else lax.full_like(a, False, dtypes.bool_)
+    return lax.ne(a, a) if dtypes.is_inexact(a.dtype) else lax.full_like(a, False, dtypes.bool_)
 
 
 def _without_nan(a, fill):
@@ -55,7 +56,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     reductions.check_no_out("nanvar", out)
     (a,) = promote_to_inexact("nanvar", _operand("nanvar", a))
     centered = ufuncs.subtract(a, nanmean(a, axis, dtype, keepdims=True, where=where))
-    total = nansum(lax.square(centered), axis, dtype, keepdims=keepdims, where=where)
+    total = nansum(reductions._abs_squared(centered), axis, dtype, keepdims=keepdims, where=where)
     count = _not_nan_count(a, axis, keepdims, where, total.dtype)
     return lax.div(total, lax.sub(count, lax.convert_element_type(ddof, total.dtype)))
 
@@ -107,7 +108,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     check_arraylike("average", weights)
     a, weights = promote_dtypes(a, weights)   # without broadcasting: shapes are checked below
     if not dtypes.is_float(a.dtype):
-        a, weights = (lax.convert_element_type(v, dtypes.default_float_dtype()) for v in (a, weights))
+        a, weights = (lax.convert_element_type(v, dtypes.to_inexact_dtype(a.dtype)) for v in (a, weights))
     weights = _weights_for(weights, a, axis)
     total = reductions.sum(weights, axis, keepdims=keepdims)
     avg = lax.div(reductions.sum(lax.mul(a, weights), axis, keepdims=keepdims), total)
@@ -177,7 +178,8 @@ def _pick(sorted_x, position, method):
     if method == "nearest":
         return at(int(np.round(position)))
     fraction = 0.5 if method == "midpoint" else position - lower
-    return lax.add(lax.mul(at(lower), 1 - fraction), lax.mul(at(upper), fraction))
+    low, high = at(lower), at(upper)
+    return lax.add(lax.mul(low, scalar_like(low, 1 - fraction)), lax.mul(high, scalar_like(high, fraction)))
 
 
 def quantile(a, q, axis=None, method="linear", keepdims=False):

@@ -189,9 +189,10 @@ def promote_to_inexact(name, *args):
 
 
 def promote_dtypes_inexact(*args):
-    """Like promote_dtypes, but integers and bools become the default float."""
+    """Like promote_dtypes, but integers and bools become floats (float64 for 64-bit
+    integers, else float32, as JAX's)."""
     args = promote_dtypes(*args)
     if dtypes.is_inexact(args[0].dtype):
         return args
-    dtype = dtypes.default_float_dtype()
+    dtype = dtypes.to_inexact_dtype(args[0].dtype)
     return [lax.convert_element_type(x, dtype, weak_type=getattr(x, "weak_type", False)) for x in args]

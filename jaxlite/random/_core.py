@@ -37,11 +37,12 @@ _WORD = 2 ** 32
 # _keys, whose physical rules are the threefry functions on words (`*_words`) below.
 
 
-def PRNGKey(seed):
-    """A raw key from an integer seed: the words of `key(seed)`, uint32[2]."""
-    if _is_eager_int(seed):
+def PRNGKey(seed, *, impl=None):
+    """A raw key from an integer seed: the words of `key(seed, impl=impl)` (uint32[2] for
+    the default threefry2x32)."""
+    if _is_eager_int(seed) and resolve_impl(impl) is threefry_prng_impl:
         return _int_seed_words(seed)
-    return _keys.unwrap(key(seed))
+    return _keys.unwrap(key(seed, impl=impl))
 
 
 def key(seed, *, impl=None):

@@ -4,10 +4,9 @@ from jaxlite.core import dtypes
 
 
 def inexact_dtype(*args):
-    """The dtype the arguments promote to, integers and bools going to the default float
-    (complex stays complex, as JAX's promote_args_inexact keeps it)."""
-    dtype = dtypes.result_type(*args)
-    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+    """The dtype the arguments promote to, integers and bools going to a float (complex stays
+    complex), as JAX's promote_args_inexact gives it."""
+    return dtypes.to_inexact_dtype(dtypes.result_type(*args))
 
 
 def as_inexact(*args):

@@ -483,21 +483,43 @@ def _scan_length(xs_flat, length):
     return lengths.pop()
 
 
-def map(f, xs):
-    """[f(x) for x in xs] along the leading axis, traced once (a scan with no carry)."""
-    return scan(lambda _, x: ((), f(x)), (), xs)[1]
+def map(f, xs, *, batch_size=None):
+    """[f(x) for x in xs] along the leading axis, traced once (a scan with no carry).
+
+    With batch_size, f runs vmapped over batches of that many rows (the rows left over
+    in one more vmapped call), as JAX: fewer steps for more memory."""
+    if batch_size is None:
+        return scan(lambda _, x: ((), f(x)), (), xs)[1]
+    from jaxlite.core.tree_util import tree_flatten, tree_map
+    from jaxlite.lax.shapes import concatenate, reshape, slice_in_dim
+    batch_size = operator.index(batch_size)
+    if batch_size < 1:
+        raise ValueError(f"lax.map: batch_size must be a positive integer, got {batch_size}")
+    n = tree_flatten(xs)[0][0].shape[0]
+    batches, whole = n // batch_size, n // batch_size * batch_size
+    mapped = batching.vmap(f)
+    if batches == 0:
+        return mapped(xs)
+    grouped = tree_map(lambda x: reshape(slice_in_dim(x, 0, whole), (batches, batch_size) + x.shape[1:]), xs)
+    ys = tree_map(lambda y: reshape(y, (whole,) + y.shape[2:]), scan(lambda _, x: ((), mapped(x)), (), grouped)[1])
+    if whole == n:
+        return ys
+    rest = mapped(tree_map(lambda x: slice_in_dim(x, whole, n), xs))
+    return tree_map(lambda a, b: concatenate([a, b], 0), ys, rest)
 
 
 # ---------------------------------------------------------------- fori_loop
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """Run val = body_fun(i, val) for i in [lower, upper).
 
-    Static (concrete) bounds make it a scan, which reverse mode can differentiate;
-    traced bounds need a while_loop.
+    Static (concrete) bounds make it a scan, which reverse mode can differentiate (and
+    which `unroll` is passed to); traced bounds need a while_loop.
     """
     if _is_static(lower) and _is_static(upper):
-        return _fori_as_scan(int(lower), int(upper), body_fun, init_val)
+        return _fori_as_scan(int(lower), int(upper), body_fun, init_val, 1 if unroll is None else unroll)
+    if unroll is not None:
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known.")
     return _fori_as_while(lower, upper, body_fun, init_val)
 
 
@@ -506,13 +528,13 @@ def _is_static(bound):
         isinstance(bound, (int, np.integer)) or (type(bound) is Array and dtypes.is_int(bound.dtype)))
 
 
-def _fori_as_scan(lower, upper, body_fun, init_val):
+def _fori_as_scan(lower, upper, body_fun, init_val, unroll):
     def step(carry, _):
         i, val = carry
         return (add(i, 1), body_fun(i, val)), ()
 
     start = flat_operands(lower)[0][0]
-    (_, result), _ = scan(step, (start, init_val), None, length=max(upper - lower, 0))
+    (_, result), _ = scan(step, (start, init_val), None, length=max(upper - lower, 0), unroll=unroll)
     return result
 
 
