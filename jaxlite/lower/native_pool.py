@@ -363,7 +363,10 @@ class _Pool:
     def __init__(self, workers):
         from jaxlite.lower import program_cache
         llvm.add_symbol("jaxlite_syscall", ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value)
-        self.code = program_cache.helper_module(_PoolModule().module, "the native worker pool")
+        # Keyed by name: its IR is the same in every process (building and printing it to key
+        # the entry took ~3 ms of the pool's start).
+        self.code = program_cache.helper_module(lambda: _PoolModule().module, "the native worker pool",
+                                                name="worker pool")
         for name in ("jaxlite_pool_run", "jaxlite_pool_worker"):
             llvm.add_symbol(name, self.code.address(name))
         self.run_address = self.code.address("jaxlite_pool_run")
@@ -434,9 +437,11 @@ def run(task_address, ctx_address, units):
 
 
 def _cycles_per_second(cycles):
-    """The time-stamp counter's rate, measured against the clock over ~1 ms."""
+    """The time-stamp counter's rate, measured against the clock over ~0.2 ms (both count
+    on through a preemption, and reading them is exact to ~0.1 us: well within what a spin
+    timeout needs; ~1 ms of busy waiting before was a sixth of the pool's start)."""
     t0, c0 = time.perf_counter(), cycles()
-    while time.perf_counter() - t0 < 1e-3:
+    while time.perf_counter() - t0 < 2e-4:
         pass
     return (cycles() - c0) / (time.perf_counter() - t0)
 

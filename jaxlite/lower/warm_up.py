@@ -12,9 +12,10 @@ them finds it done, and its first call pays only for its own program. A call mad
 once still runs correctly: it waits for what it needs on the import and initialization
 locks, and the work is done once either way.
 
-It costs nothing where it would be wasted: a process that never jits (eager code) never
-starts it, and with a persistent compilation cache configured the compiler is left to
-the first call that misses (a hit loads machine code with none of it).
+It costs nothing where it would be wasted: a process that never jits (eager code) and
+configures no compilation cache never starts it, and with a persistent compilation cache
+configured the compiler is left to the first call that misses (a hit loads machine code
+with none of it).
 
 The top-level imports of jaxlite.lower form no cycle (nothing in it imports it back), so
 the two threads importing at once cannot deadlock. The thread is not a daemon: the
