@@ -22,16 +22,22 @@ from jaxlite.lower.passes import Rewriter, splice
 _WIDENED = {("bfloat16", "float32"), ("int8", "int32")}
 
 
-def apply_rewrites(closed):
+def apply_rewrites(closed, applied=frozenset()):
+    """The program with each rewritable equation rewritten; `applied` are the primitives whose
+    rewrites produced it, kept as they are (a rewrite may compute with its own primitive:
+    cumsum in blocks of a cumsum)."""
     jaxpr = closed.jaxpr
-    if not any(eqn.primitive in compiler_rewrites for eqn in jaxpr.eqns):
+
+    def rewritable(eqn):
+        return eqn.primitive in compiler_rewrites and eqn.primitive not in applied
+    if not any(rewritable(eqn) for eqn in jaxpr.eqns):
         return closed
     rewriter, producers = Rewriter(closed), {}
     for eqn in jaxpr.eqns:
         emitted = len(rewriter.eqns)
         rewritten = None
-        if eqn.primitive in compiler_rewrites:
-            rewritten = _applying(eqn.replace(inputs=list(map(rewriter.read, eqn.inputs))), producers)
+        if rewritable(eqn):
+            rewritten = _applying(eqn.replace(inputs=list(map(rewriter.read, eqn.inputs))), producers, applied)
         if rewritten is not None:
             # Layouts are read off the rewritten program: an earlier convolution's
             # result is laid out as its GEMM wrote it.
@@ -42,15 +48,15 @@ def apply_rewrites(closed):
     return rewriter.result()
 
 
-def _applying(eqn, producers):
+def _applying(eqn, producers, applied):
     """The equation's rewrite, or None where its rule does not apply."""
     try:
-        return _rewritten(eqn, producers)
+        return _rewritten(eqn, producers, applied)
     except CannotRewrite:
         return None
 
 
-def _rewritten(eqn, producers):
+def _rewritten(eqn, producers, applied):
     rule = compiler_rewrites[eqn.primitive]
     operands, params = list(eqn.inputs), dict(eqn.params)
     narrow = _narrow_sources(operands, eqn.outputs[0].aval.dtype, producers)
@@ -64,7 +70,7 @@ def _rewritten(eqn, producers):
     rewritten = trace_to_jaxpr(computed, [v.aval for v in operands], f"the rewrite of {eqn.primitive}")
     # A rewrite may compute with primitives that are rewritten themselves (rng_bit_generator
     # with mulhi): those are rewritten too, or they would run as numpy steps.
-    return apply_rewrites(rewritten), eqn.replace(inputs=operands)   # spliced in, reading the chosen operands
+    return apply_rewrites(rewritten, applied | {eqn.primitive}), eqn.replace(inputs=operands)   # spliced in, reading the chosen operands
 
 
 def _narrow_sources(operands, out_dtype, producers):
