@@ -444,6 +444,11 @@ def is_python_scalar(x):
     return type(x) in (builtins.bool, builtins.int, builtins.float, builtins.complex)
 
 
+def is_weak_scalar(x):
+    """A Python int, float or complex: the scalars that make weakly typed arrays (not bool)."""
+    return type(x) in (builtins.int, builtins.float, builtins.complex)
+
+
 def dtype_of(x):
     """The canonical dtype jaxlite gives `x` (Python scalars take the default types)."""
     if is_python_scalar(x):

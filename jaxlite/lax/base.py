@@ -100,7 +100,9 @@ def elementwise_aval(name, avals, accepts, out_dtype=None):
         raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}.{tip}")
     dtype = avals[0].dtype if out_dtype is None else out_dtype
     dtype = dtype(avals[0].dtype) if callable(dtype) else dtype
-    weak = all(a.weak_type for a in avals) and dtypes.can_be_weak(dtype)
+    # As JAX's: weak when every operand is, whatever the result dtype (a comparison of Python
+    # scalars is a weak bool, which promotes as bool does).
+    weak = all(a.weak_type for a in avals)
     return ShapedArray(elementwise_shape(name, avals), dtype, weak)
 
 

@@ -934,5 +934,10 @@ defjvp_zero(bitcast_convert_type_p)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
+    """As JAX's: weakly typed when x is and no dtype is given (jnp.zeros_like(2.5) is a weak
+    float32, zeros_like(True) a strong bool); x may be a Python scalar."""
     from jaxlite.lax.shapes import full
-    return full(x.shape if shape is None else shape, fill_value, x.dtype if dtype is None else dtype)
+    weak = dtype is None and (getattr(x, "weak_type", False) or dtypes.is_weak_scalar(x))
+    dtype = dtypes.dtype_of(x) if dtype is None else dtype
+    out = full(np.shape(x) if shape is None else shape, fill_value, dtype)
+    return convert_element_type(out, dtype, weak_type=True) if weak else out

@@ -93,7 +93,7 @@ def ones_like(a, dtype=None, shape=None, *, device=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     check_device(device)
-    if isinstance(dtype or _dtype(a), dtypes.ExtendedDType):
+    if np.ndim(fill_value) == 0:
         return _filled_like(a, fill_value, dtype, shape)
     return full(np.shape(a) if shape is None else shape, fill_value, dtype or _dtype(a))
 
@@ -104,9 +104,9 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 
 
 def _filled_like(a, fill_value, dtype, shape):
+    if not isinstance(dtype or _dtype(a), dtypes.ExtendedDType):
+        return lax.full_like(a, fill_value, dtype, shape)
     dtype, shape = dtype or _dtype(a), np.shape(a) if shape is None else shape
-    if not isinstance(dtype, dtypes.ExtendedDType):
-        return lax.full(shape, fill_value, dtype)
     if not hasattr(dtype, "from_physical"):
         raise TypeError(f"cannot make an array of {dtype} from a fill value")
     # Typed keys, as JAX makes them: keys whose words all hold the fill value.

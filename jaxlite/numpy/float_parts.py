@@ -134,7 +134,7 @@ def _infinity_test(name, sign):
         (x,) = promote_and_broadcast(name, x)
         if not dtypes.is_float(x.dtype):
             return lax.full(x.shape, False, dtypes.bool_)
-        return lax.eq(x, lax.full_like(x, sign * np.inf))
+        return lax.eq(x, lax.full_like(x, sign * np.inf, x.dtype))  # strong, as JAX's
     fn.__name__ = name
     return fn
 
@@ -155,6 +155,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     info = dtypes.finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    x = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan))
-    x = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), x, lax.full_like(x, posinf))
-    return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), x, lax.full_like(x, neginf))
+    # Strongly typed constants: JAX's nan_to_num of a Python scalar is strong.
+    x = lax.select_n(lax.ne(x, x), x, lax.full_like(x, nan, x.dtype))
+    x = lax.select_n(lax.eq(x, lax.full_like(x, np.inf)), x, lax.full_like(x, posinf, x.dtype))
+    return lax.select_n(lax.eq(x, lax.full_like(x, -np.inf)), x, lax.full_like(x, neginf, x.dtype))

@@ -146,7 +146,7 @@ def _check_where_shapes(x1, x2):
 def _sign_bit(x):
     """True where x's sign bit is set: negative numbers, -0.0 and negative NaNs."""
     if not dtypes.is_float(x.dtype):
-        return lax.lt(x, lax.full_like(x, 0))
+        return lax.lt(x, lax.full_like(x, 0, x.dtype))  # strong, as JAX's
     width = np.dtype(f"i{x.dtype.itemsize}")
     return lax.lt(lax.bitcast_convert_type(x, width), lax.full_like(x, 0, width))
 

@@ -15,9 +15,11 @@ def check_no_out(name, out):
 
 
 def _prepare(name, a, axis):
+    """The operand of a reduction, strongly typed: JAX's reductions of Python scalars or weak
+    arrays give strong results (jnp.max(2.5) is a float32, not a weak one)."""
     check_arraylike(name, a)
     (a,) = promote_and_broadcast(name, a)
-    return a, canonicalize_axes(axis, a.ndim)
+    return lax.convert_element_type(a, a.dtype), canonicalize_axes(axis, a.ndim)
 
 
 def _keep(result, shape, axes, keepdims):

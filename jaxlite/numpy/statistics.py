@@ -214,6 +214,7 @@ def _quantile_operands(name, a, q, axis, method):
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
     (a,) = promote_to_inexact(name, _operand(name, a))
+    a = lax.convert_element_type(a, a.dtype)  # strong, as JAX's quantiles of Python scalars are
     q = _static_quantiles(q)
     axes = canonicalize_axes(axis, a.ndim)
     if any(a.shape[i] == 0 for i in axes):

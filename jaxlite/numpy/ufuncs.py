@@ -222,7 +222,7 @@ def isinf(x):
         return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     if not dtypes.is_float(x.dtype):
         return lax.full_like(x, False, dtypes.bool_)
-    return lax.eq(lax.abs(x), lax.full_like(x, float("inf")))
+    return lax.eq(lax.abs(x), lax.full_like(x, float("inf"), x.dtype))  # strong, as JAX's
 
 
 def reciprocal(x):
