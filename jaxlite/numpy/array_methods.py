@@ -1,5 +1,7 @@
 """Operators and methods shared by Array and Tracer, attached here so the core
 does not depend on the NumPy-style API built above it."""
+import numpy as np
+
 from jaxlite import lax
 from jaxlite.core import dtypes
 from jaxlite.core.array import Array
@@ -57,6 +59,70 @@ def _astype(self, dtype, copy=False, device=None):
     return lax.convert_element_type(self, dtype)
 
 
+def _view(self, dtype=None, type=None):
+    """The same bytes read as `dtype`, as JAX's Array.view: a wider dtype takes whole groups of
+    the last axis, a narrower one splits each entry along it (little-endian byte order). Built
+    from bitcasts, shifts and an or-reduction of unsigned words, so jit runs it natively."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    try:
+        new = dtypes.canonicalize_dtype(dtypes.as_dtype(dtype))
+    except TypeError as error:
+        raise TypeError(f"data type {dtype!r} not understood in view") from error
+    dtypes.check_user_dtype(dtype, "view")
+    if new == self.dtype:
+        return self
+    if self.ndim == 0 and new.itemsize != self.dtype.itemsize:
+        raise ValueError("view() of a 0d array is only supported if the itemsize is unchanged.")
+    if new.itemsize > self.dtype.itemsize and self.shape[-1] * self.dtype.itemsize % new.itemsize:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of the total "
+                         "size in bytes of the last axis of the array.")
+    viewed = _from_words(_as_words(self), new)
+    return lax.reshape(viewed, ()) if self.ndim == 0 else viewed
+
+
+def _as_words(x):
+    """x's bits as unsigned integers of its itemsize (a complex as its real and imaginary
+    parts along a longer last axis, so no word is wider than a real dtype)."""
+    if dtypes.is_complex(x.dtype):
+        parts = shape_ops.stack([lax.real(x), lax.imag(x)], axis=-1)
+        x = lax.reshape(parts, x.shape[:-1] + (2 * x.shape[-1],) if x.ndim else (2,))
+    if dtypes.is_bool(x.dtype):
+        return lax.convert_element_type(x, dtypes.uint8)
+    return lax.bitcast_convert_type(x, f"u{x.dtype.itemsize}")
+
+
+def _resized_words(words, size):
+    """Unsigned words of `size` bytes holding the same bytes along the last axis."""
+    old = words.dtype.itemsize
+    if old == size:
+        return words
+    count, wide = (old // size, words.dtype) if old > size else (size // old, np.dtype(f"u{size}"))
+    shifts = lax.mul(lax.broadcasted_iota(wide, (count,), 0), lax.full((count,), 8 * min(old, size), wide))
+    *lead, last = words.shape
+    if old > size:       # each word splits into `count` narrower ones, low bytes first
+        spread = lax.broadcast_in_dim(words, (*lead, last, count), tuple(range(len(lead) + 1)))
+        split = lax.shift_right_logical(spread, lax.broadcast_in_dim(shifts, spread.shape, (len(lead) + 1,)))
+        return lax.reshape(lax.convert_element_type(split, f"u{size}"), (*lead, last * count))
+    grouped = lax.convert_element_type(lax.reshape(words, (*lead, last // count, count)), wide)
+    placed = lax.shift_left(grouped, lax.broadcast_in_dim(shifts, grouped.shape, (len(lead) + 1,)))
+    return lax.reduce_or(placed, (len(lead) + 1,))
+
+
+def _from_words(words, dtype):
+    """Unsigned words read as `dtype` (a complex from pairs of its real parts)."""
+    if dtypes.is_complex(dtype):
+        parts = _from_words(words, dtypes.real_dtype(dtype))
+        pairs = lax.reshape(parts, parts.shape[:-1] + (parts.shape[-1] // 2, 2))
+        return lax.complex(pairs[..., 0], pairs[..., 1])
+    words = _resized_words(words, dtype.itemsize)
+    if dtypes.is_bool(dtype):
+        return lax.ne(words, lax.full_like(words, 0))
+    return lax.bitcast_convert_type(words, dtype)
+
+
 def _python_round(self, ndigits=None):
     """round(x): as JAX, an integer array without ndigits, else rounded to ndigits decimals."""
     if ndigits is None:
@@ -88,7 +154,7 @@ def _setitem(self, index, value):
 
 
 _METHODS = {
-    "reshape": _reshape_method, "transpose": _transpose_method, "astype": _astype,
+    "reshape": _reshape_method, "transpose": _transpose_method, "astype": _astype, "view": _view,
     "sum": reductions.sum, "prod": reductions.prod, "mean": reductions.mean,
     "max": reductions.max, "min": reductions.min, "all": reductions.all, "any": reductions.any,
     "var": reductions.var, "std": reductions.std,
