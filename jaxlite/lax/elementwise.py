@@ -415,7 +415,7 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
 
 is_finite_p = unary_primitive("is_finite", np.isfinite, FLOAT)
 fusion_rules.elementwise(is_finite_p, "is_finite")
-is_finite_p.def_abstract_eval(lambda x: ShapedArray(_unary_float_aval("is_finite", x).shape, dtypes.bool_))
+is_finite_p.def_abstract_eval(lambda x: _unary_float_aval("is_finite", x).update(dtype=dtypes.bool_))
 is_finite = _bind_unary(is_finite_p)
 defjvp_zero(is_finite_p)
 

@@ -71,9 +71,9 @@ def isrealobj(x):
 def iscomplex(x):
     """Elementwise: a complex entry with a nonzero imaginary part."""
     (x,) = promote_and_broadcast("iscomplex", x)
-    if not dtypes.is_complex(x.dtype):
-        return lax.full(x.shape, False, dtypes.bool_)
-    return lax.ne(lax.imag(x), lax.full((), 0, dtypes.real_dtype(x.dtype)))
+    # A real x's imaginary part is zero: compared as such, the result is weakly typed when x is.
+    imag = lax.imag(x) if dtypes.is_complex(x.dtype) else lax.full_like(x, 0)
+    return lax.ne(imag, lax.full_like(imag, 0))
 
 
 def isreal(x):

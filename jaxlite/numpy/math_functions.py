@@ -39,8 +39,9 @@ def _scaled(name, factor):
 
 deg2rad = radians = _scaled("deg2rad", math.pi / 180)
 rad2deg = degrees = _scaled("rad2deg", 180 / math.pi)
-log2 = _inexact_unary("log2", lambda x: lax.div(lax.log(x), scalar_like(x, math.log(2))))
-log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), scalar_like(x, math.log(10))))
+# Strong constants: JAX's log2 and log10 of Python scalars are strongly typed.
+log2 = _inexact_unary("log2", lambda x: lax.div(lax.log(x), lax.full((), math.log(2), x.dtype)))
+log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), lax.full((), math.log(10), x.dtype)))
 
 
 def _weak_when_inputs_are(fn):

@@ -186,7 +186,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     (ar,) = promote_and_broadcast("unique", ar)
     flat = lax.reshape(ar, (ar.size,))
     if size is None:
-        return _concrete_unique(concrete_or_error(ar, "unique"), ar.dtype, return_index,
+        return _concrete_unique(concrete_or_error(ar, "unique"), ar, return_index,
                                 return_inverse, return_counts)
     values, perm = _sorted_with_positions(flat, 0, False)
     runs = _runs_of_equal_values(values, int(size))
@@ -230,12 +230,15 @@ def _count_below(uniques, valid, ar):
     return lax.reduce_sum(lax.convert_element_type(below, dtypes.default_int_dtype()), (ar.ndim,))
 
 
-def _concrete_unique(value, dtype, return_index, return_inverse, return_counts):
+def _concrete_unique(value, ar, return_index, return_inverse, return_counts):
+    """np.unique's results, the values of ar's dtype and weak type (as JAX's, whose complex
+    uniques, sorted by parts, are strong)."""
     outs = np.unique(value, return_index=return_index, return_inverse=return_inverse,
                      return_counts=return_counts)
+    weak = ar.weak_type and not dtypes.is_complex(ar.dtype)
     if not isinstance(outs, tuple):
-        return lax.convert_element_type(outs, dtype)
-    return (lax.convert_element_type(outs[0], dtype),) + tuple(
+        return lax.convert_element_type(outs, ar.dtype, weak_type=weak)
+    return (lax.convert_element_type(outs[0], ar.dtype, weak_type=weak),) + tuple(
         lax.convert_element_type(o, dtypes.default_int_dtype()) for o in outs[1:])
 
 

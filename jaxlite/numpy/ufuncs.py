@@ -165,10 +165,12 @@ tanh = _inexact_unary("tanh", lax.tanh)
 def _is_finite(x):
     if dtypes.is_complex(x.dtype):
         return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    if not dtypes.is_inexact(x.dtype):   # a strong True, as JAX's
+        return lax.full(x.shape, True, dtypes.bool_)
     return lax.is_finite(x)
 
 
-isfinite = _inexact_unary("isfinite", _is_finite)
+isfinite = _unary("isfinite", _is_finite)
 
 
 def absolute(x):
@@ -213,7 +215,7 @@ around = round
 
 def isnan(x):
     (x,) = promote_and_broadcast("isnan", x)
-    return lax.ne(x, x) if dtypes.is_inexact(x.dtype) else lax.full_like(x, False, dtypes.bool_)
+    return lax.ne(x, x)  # False for every integer too, weakly typed when x is (as JAX's)
 
 
 def isinf(x):
