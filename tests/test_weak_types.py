@@ -9,9 +9,8 @@ import jaxlite.numpy as jnp
 
 _DATA = json.loads((pathlib.Path(__file__).parent / "data" / "jax_weak_types.json").read_text())
 
-# Where jaxlite still differs from JAX (sinc(True) is weak; power and square of a bool raise
-# TypeError where JAX gives int32): strict xfails, so fixing one shows here.
-KNOWN_DIFFERENCES = {"jnp.power(x, 2) @ bool", "jnp.sinc(x) @ bool", "jnp.square(x) @ bool"}
+# Where jaxlite still differs from JAX (sinc(True) is weak): a strict xfail, so fixing it shows.
+KNOWN_DIFFERENCES = {"jnp.sinc(x) @ bool"}
 
 
 def _cases():

@@ -3,7 +3,7 @@ import numpy as np
 
 from jaxlite import lax
 from jaxlite.core import dtypes
-from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_to_inexact
+from jaxlite.numpy.util import check_arraylike, promote_and_broadcast, promote_to_inexact, promote_to_numeric
 
 
 def _numeric(name, lax_fn):
@@ -112,9 +112,9 @@ def power(x1, x2):
     check_arraylike("power", x1, x2)
     x2 = _static_integer_exponent(x2)
     if isinstance(x2, int) and not isinstance(x2, bool):
-        (a,) = promote_and_broadcast("power", x1)
+        (a,) = promote_to_numeric("power", x1)
         return lax.integer_pow(a, x2)
-    a, b = promote_and_broadcast("power", x1, x2)
+    a, b = promote_to_numeric("power", x1, x2)
     if dtypes.is_int(a.dtype):
         return _integer_power(a, b)
     return lax.pow(a, b)
@@ -149,7 +149,11 @@ def _integer_power(base, exponent):
 negative = _unary("negative", lax.neg)
 positive = _unary("positive", lambda x: x)
 sign = _unary("sign", lax.sign)
-square = _unary("square", lax.square)
+def square(x, /):
+    return lax.square(*promote_to_numeric("square", x))
+
+
+
 invert = _unary("invert", lax.bitwise_not)
 bitwise_not = invert
 exp = _inexact_unary("exp", lax.exp)

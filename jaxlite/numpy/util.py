@@ -183,6 +183,15 @@ def _already_uniform(args):
     return True
 
 
+def promote_to_numeric(name, *args):
+    """Like promote_and_broadcast, but bools become the default integer (as JAX's square and
+    power of booleans are int32)."""
+    args = promote_and_broadcast(name, *args)
+    if not dtypes.is_bool(args[0].dtype):
+        return args
+    return [lax.convert_element_type(x, dtypes.default_int_dtype()) for x in args]
+
+
 def promote_to_inexact(name, *args):
     """Like promote_and_broadcast, but integers and bools become the default float."""
     return promote_dtypes_inexact(*promote_and_broadcast(name, *args))
