@@ -9,18 +9,9 @@ import jaxlite.numpy as jnp
 
 _DATA = json.loads((pathlib.Path(__file__).parent / "data" / "jax_weak_types.json").read_text())
 
-# Where jaxlite still differs from JAX (sinc(True) is weak): a strict xfail, so fixing it shows.
-KNOWN_DIFFERENCES = {"jnp.sinc(x) @ bool"}
 
-
-def _cases():
-    for key, expected in sorted(_DATA["results"].items()):
-        case, kind = key.split(" @ ")
-        marks = [pytest.mark.xfail(strict=True, reason="known difference")] if key in KNOWN_DIFFERENCES else []
-        yield pytest.param(case, kind, expected, id=key, marks=marks)
-
-
-@pytest.mark.parametrize("case,kind,expected", _cases())
+@pytest.mark.parametrize("case,kind,expected", [
+    pytest.param(*key.split(" @ "), expected, id=key) for key, expected in sorted(_DATA["results"].items())])
 def test_dtype_and_weak_type_as_jax(case, kind, expected):
     result = eval(case, {"jnp": jnp, "x": eval(_DATA["scalars"][kind])})
     result = result[0] if isinstance(result, tuple) else result

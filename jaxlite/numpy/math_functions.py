@@ -45,14 +45,15 @@ log10 = _inexact_unary("log10", lambda x: lax.div(lax.log(x), lax.full((), math.
 
 
 def _weak_when_inputs_are(fn):
-    """Keep the result weakly typed when every input is, as JAX does.
+    """Keep the result weakly typed when the inputs' promotion is, as JAX does (hypot(True, 2.0)
+    is weak, sinc(True) and hypot(True, True) are strong: a Python bool is a strong bool).
 
     Some of these functions select among constants made in the operand's dtype,
     which are strongly typed; the result's weak type is restored here.
     """
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
-        weak = all(dtypes.is_python_scalar(a) or getattr(a, "weak_type", False) for a in args)
+        weak = dtypes.result_type(*args, return_weak_type_flag=True)[1]
         return lax.convert_element_type(out, out.dtype, weak_type=True) if weak else out
     wrapped.__name__ = fn.__name__
     wrapped.__doc__ = fn.__doc__

@@ -17,7 +17,8 @@ empty_like copy array asarray count_nonzero average transpose modf""".split()
 EXTRA = ["jnp.full_like(x, 7)", "jnp.clip(x, 0, 1)", "jnp.where(x, 1.0, 2)", "jnp.where(True, x, x)",
          "jnp.reshape(x, (1,))", "jnp.broadcast_to(x, (3,))", "jnp.tile(x, 2)", "jnp.repeat(x, 2)",
          "jnp.expand_dims(x, 0)", "jnp.roll(x, 1)", "jnp.round(x, 1)", "jnp.quantile(x, 0.5)",
-         "jnp.percentile(x, 50)", "jnp.power(x, 2)", "jnp.float_power(x, 2)"]
+         "jnp.percentile(x, 50)", "jnp.power(x, 2)", "jnp.float_power(x, 2)", "jnp.hypot(x, True)",
+         "jnp.copysign(True, x)", "jnp.heaviside(x, True)", "jnp.logaddexp(True, x)", "jnp.add(True, x)"]
 BINARY = """add subtract multiply true_divide floor_divide remainder maximum minimum hypot arctan2
 copysign nextafter heaviside logaddexp fmax fmin fmod equal not_equal less greater_equal logical_and
 logical_or logical_xor bitwise_and left_shift right_shift isclose dot outer inner kron vdot
