@@ -101,14 +101,8 @@ _helpers = None     # the engine holding the helpers' code: alive for the whole 
 _TRUNCDFHF2 = b"__truncdfhf2"
 
 
-def _define_runtime_helpers(objects):
-    """__truncdfhf2, compiled (~5 ms) the first time code calling it is linked."""
-    with _init_lock:
-        if _helpers is None and any(_TRUNCDFHF2 in object_code for object_code in objects):
-            _compile_runtime_helpers()
-
-
 def _compile_runtime_helpers():
+    """__truncdfhf2 (~5 ms to compile)."""
     global _helpers
     module_ref = llvm.parse_assembly(str(_truncdfhf2_module()))
     # (Under the initialization lock: new_target_machine would wait for it.)
@@ -119,23 +113,27 @@ def _compile_runtime_helpers():
     llvm.add_symbol(_TRUNCDFHF2.decode(), _helpers.get_function_address("jaxlite_truncdfhf2"))
 
 
-_lapack_bound = False
-
-
-def _bind_lapack(objects):
-    """numpy's LAPACK and BLAS under lapack.py's names, bound in the JIT's symbol table before
-    the first code calling them is linked (compiled or loaded from the disk cache); at LLVM's
-    initialization, importing lapack and binding its routines took ~1 ms of every process."""
-    global _lapack_bound
-    with _init_lock:
-        if not _lapack_bound and any(_NUMPY_LAPACK_PREFIX in object_code for object_code in objects):
-            from jaxlite.lower import lapack
-            lapack.register_symbols()
-            _lapack_bound = True
+def _bind_lapack():
+    """numpy's LAPACK and BLAS under lapack.py's names (at LLVM's initialization, importing
+    lapack and binding its routines took ~1 ms of every process)."""
+    from jaxlite.lower import lapack
+    lapack.register_symbols()
 
 
 # lapack.SYMBOL_PREFIX, which every name it binds starts with (a test checks they agree).
 _NUMPY_LAPACK_PREFIX = b"jaxlite_numpy_"
+
+# Symbols the JIT is given only once linked code names them: a name (or a prefix of the
+# names) in the object code -> what defines them, run once, before that code is linked
+# (compiled or loaded from the disk cache).
+_DEFINED_ON_DEMAND = {_TRUNCDFHF2: _compile_runtime_helpers, _NUMPY_LAPACK_PREFIX: _bind_lapack}
+
+
+def _define_symbols_named_in(objects):
+    with _init_lock:
+        for name in [name for name in _DEFINED_ON_DEMAND if any(name in code for code in objects)]:
+            _DEFINED_ON_DEMAND[name]()
+            del _DEFINED_ON_DEMAND[name]       # (after it worked: a failure is retried by the next link)
 
 
 @functools.lru_cache(maxsize=None)
@@ -412,8 +410,7 @@ def _object_of(text, module_ref, tm, optimize_ir=True, speed_level=3):
 def _engine_for(objects):
     """An MCJIT engine holding object files, linked to each other: the last calls the
     others (see split_module). Each engine owns its target machine."""
-    _define_runtime_helpers(objects)
-    _bind_lapack(objects)
+    _define_symbols_named_in(objects)
     tm = new_target_machine()
     empty = llvm.parse_assembly("")
     empty.triple = tm.triple
