@@ -217,7 +217,9 @@ def test_native_passes_describe_their_calls(dtype):
     np.testing.assert_array_equal(arrays["words"], kernel.prepare_a(a).view(np.uint32))
     prepared = kernel.prepare_b(b)
     np.testing.assert_array_equal(arrays_b["words"], prepared.words.view(np.uint32))
-    if kernel.offsets_activations:     # (a host whose int8 product is signed by signed needs none)
+    # Only int8 on a host whose product offsets the activations (unsigned by signed) has a
+    # correction; bfloat16, and int8 multiplied signed by signed, have none.
+    if kernel.offsets_activations:
         np.testing.assert_array_equal(arrays["correction"], prepared.column_correction)
     else:
         assert prepared.column_correction is None
