@@ -216,6 +216,35 @@ def test_concurrent_calls_from_two_python_threads():
     assert not failures
 
 
+def test_a_plan_built_by_two_threads_at_once_keeps_the_first_table(monkeypatch):
+    """Compiled job lists hold the raw address of a plan's unit table: a second thread that
+    built the same plan at the same moment must not replace (and so free) the table the
+    first one was handed."""
+    kernel = compile_gemm(97, 64, 48)
+    plan = gemm.GemmPlan(2, "columns", 2)
+    kernel._units.pop((plan.split, plan.units), None)
+    both_building = threading.Barrier(2)
+    build = kernel._build_units
+
+    def build_together(plan):
+        both_building.wait(timeout=10)
+        return build(plan)
+
+    monkeypatch.setattr(kernel, "_build_units", build_together)
+    handed = [None, None]
+
+    def first_call(index):
+        handed[index] = kernel.plan_units(plan)[1]
+
+    threads = [threading.Thread(target=first_call, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = kernel.plan_units(plan)[1]
+    assert handed[0] is kept and handed[1] is kept
+
+
 def test_out_of_range_tile_bounds_are_clamped():
     a, b = operands(np.random.default_rng(6), 30, 40, 300, "float32")
     kernel = compile_gemm(30, 40, 300)

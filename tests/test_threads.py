@@ -1,10 +1,13 @@
 """Jitted functions called from several Python threads at once: big kernels split over the
 runtime's pool, GEMMs split over theirs, the native fast path, and compilation and cache
 eviction racing with calls. Every result is checked."""
+import ctypes
+import gc
 import threading
 import time
 
 import numpy as np
+import pytest
 
 import jaxlite
 import jaxlite.numpy as jnp
@@ -118,6 +121,28 @@ def test_executable_running_on_one_thread_survives_eviction_on_another():
         runner.join()
         assert len(results) == 10
         np.testing.assert_allclose(results[-1][0], np.sin(x) * 2, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("lowering", ["bf16", "int8"])
+def test_fast_path_of_an_evicted_low_precision_program_keeps_its_tables(lowering):
+    """Threads whose first calls race each compile the function, and only one executable
+    stays cached; the others live on in fast-path tables, as an evicted one does. The
+    builtin a fast path calls must keep what the code reads through raw addresses: the
+    GEMM unit tables and the weights packed once (their loss read freed memory: wrong
+    results, or a segfault)."""
+    from jaxlite import precision
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((256, 192)).astype(np.float32)
+    x = Array(rng.standard_normal((160, 256)).astype(np.float32))
+    closed = jaxlite.jit(getattr(precision, lowering)(lambda x: jnp.maximum(x @ w, 0.0) @ w.T))
+    expected = np.asarray(closed(x))
+    np.testing.assert_allclose(closed(x), expected, rtol=0, atol=0)    # the fast path, now installed
+    jit_module._calls_cache.clear()     # the executable dropped, as by eviction
+    gc.collect()
+    # Memory freed above is handed out again, filled with words no table holds.
+    clutter = [(ctypes.c_int64 * n)(*[-(1 << 62)] * n) for n in range(1, 64) for _ in range(50)]
+    np.testing.assert_allclose(closed(x), expected, rtol=0, atol=0)
+    del clutter
 
 
 def test_creating_jitted_functions_while_caches_are_cleared():

@@ -838,15 +838,22 @@ class GemmKernel:
         """(sizes, tile_start, tile_end) per unit of `plan`, made once per plan, with the
         units as a native table {sizes, tile_start, tile_end} for the pool's task."""
         key = (plan.split, plan.units)
-        if key not in self._units:
-            if plan.split == "rows":
-                units = [(self.sizes, lo, hi) for lo, hi in split_range(self.row_tiles, plan.units)]
-            else:
-                units = [(self._sizes(lo, hi), 0, self.row_tiles) for lo, hi in split_range(self.col_tiles, plan.units)]
-            table = (ctypes.c_int64 * (3 * len(units)))(
-                *[word for sizes, lo, hi in units for word in (ctypes.addressof(sizes), lo, hi)])
-            self._units[key] = units, table
-        return self._units[key]
+        found = self._units.get(key)
+        if found is None:
+            # Threads compiling at once may both build a plan; the first stored is kept for
+            # good, because compiled job lists hold raw addresses into its table: replacing
+            # it would free memory they still read.
+            found = self._units.setdefault(key, self._build_units(plan))
+        return found
+
+    def _build_units(self, plan):
+        if plan.split == "rows":
+            units = [(self.sizes, lo, hi) for lo, hi in split_range(self.row_tiles, plan.units)]
+        else:
+            units = [(self._sizes(lo, hi), 0, self.row_tiles) for lo, hi in split_range(self.col_tiles, plan.units)]
+        table = (ctypes.c_int64 * (3 * len(units)))(
+            *[word for sizes, lo, hi in units for word in (ctypes.addressof(sizes), lo, hi)])
+        return units, table
 
     def asm(self):
         return self.native.asm()

@@ -240,8 +240,9 @@ class _EntryConfig(np.ndarray):
 def builtin_entry(address, nargs, outputs, release_gil, code_owner):
     """A builtin `f(*arrays)` running `void entry(ptr objects, i64, i64)` on its arguments:
     exactly `nargs` ndarrays, those in range `outputs` left read-only afterwards.
-    `code_owner` (the compiled module) is kept alive by the builtin: a cache dropping
-    the executable while another thread still calls it must not unmap running code."""
+    `code_owner` (the compiled module and what its code reads) is kept alive by the builtin:
+    a cache dropping the executable while another thread still calls it must not unmap
+    running code or free its tables."""
     config = np.array([address, nargs, outputs.start, outputs.stop, int(release_gil)], np.int64).view(_EntryConfig)
     config.code_owner = code_owner
     return _new_builtin(trampoline(), config, None)

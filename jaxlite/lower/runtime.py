@@ -220,9 +220,13 @@ class Executable:
         first_output = 1 + len(self.consts) + len(self.jaxpr.invars)
         points = sum(kernel.points() for _, kernel in self._segments if kernel is not None)
         long_enough = points >= RELEASE_GIL_MIN_POINTS or bool(self._native_eqns or self._host_steps)
+        # The builtin outlives this executable when a cache drops it mid-call or a fast path
+        # holds only the builtin: it keeps the code and the bridge, whose GEMM and
+        # low-precision calls own the unit tables and packed constants the code reads.
         return native_call.builtin_entry(self.compiled.address(self._whole_entry),
                                          len(self.object_slots) + 1 + len(self._tail),
-                                         range(first_output, len(self.object_slots) + 1), long_enough, self.compiled)
+                                         range(first_output, len(self.object_slots) + 1), long_enough,
+                                         (self.compiled, self._bridge))
 
     # -- calling
     def _prepare_call(self, workspace=None):
