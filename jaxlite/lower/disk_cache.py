@@ -8,7 +8,7 @@ stored under which key.
 An entry file is a header followed by a cloudpickle payload:
 
     magic  b"JXLC" | format version (u16) | environment digest (32 bytes)
-    | payload length (u64) | HMAC-SHA256 of header fields and payload (32 bytes) | payload
+    | payload length (u64) | keyed BLAKE2b-256 of header fields and payload (32 bytes) | payload
 
 The environment digest names everything the machine code depends on besides the
 program itself: host CPU name and feature string, LLVM and llvmlite versions, the
@@ -31,7 +31,7 @@ loaded), so three walls stand between a file and execution:
 - the file: opened with O_NOFOLLOW (a symlink is refused, wherever it points) and
   checked on the open descriptor (so it cannot be swapped after the check): a
   regular file, owned by this user, not writable by group or others;
-- the bytes: the header carries an HMAC under a random per-user key kept in the
+- the bytes: the header carries a MAC under a random per-user key kept in the
   directory (`.hmac-key`, mode 0600, created on first use). A file this process
   did not write, copied or forged by anyone who cannot read that key, fails the
   check before a byte of it is unpickled. A key file that is unsafe (not a
@@ -39,8 +39,6 @@ loaded), so three walls stand between a file and execution:
 """
 import errno
 import functools
-import hashlib
-import hmac
 import importlib.util
 import logging
 import os
@@ -56,14 +54,28 @@ from pathlib import Path
 
 from jaxlite.core.config import config
 
+try:    # CPython's own BLAKE2 and constant-time comparison: hashlib and hmac load OpenSSL
+        # first, ~5 ms CPU of a process's first jit (which reads the kernel directory)
+    from _blake2 import blake2b
+    from _operator import _compare_digest as compare_digest
+except ImportError:
+    from hashlib import blake2b
+    from hmac import compare_digest
+
 logger = logging.getLogger("jaxlite.jit")
 
+
+def digest(data=b"", key=b""):
+    """A 32-byte BLAKE2b hash of `data` (keyed: a MAC), to update with more."""
+    return blake2b(data, digest_size=32, key=key)
+
+
 MAGIC = b"JXLC"
-FORMAT_VERSION = 3     # 3: the Executable's parts moved to buffers, step_policy, gemm_calls, entry_points
+FORMAT_VERSION = 4     # 4: entries authenticated by keyed BLAKE2b instead of HMAC-SHA256
 KEY_FILE = ".hmac-key"
 _KEY_BYTES = 32
 _ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-_FIELDS = struct.Struct("<4sH32sQ")          # what the HMAC covers, with the payload
+_FIELDS = struct.Struct("<4sH32sQ")          # what the MAC covers, with the payload
 _HEADER = struct.Struct(_FIELDS.format + "32s")
 
 # hits: entries loaded and restored; misses: absent; rejected: present but unusable.
@@ -136,7 +148,7 @@ _environment_lock = threading.Lock()
 
 
 def environment_digest():
-    """sha256 of everything besides the program that the stored code depends on. Computed
+    """A digest of everything besides the program that the stored code depends on. Computed
     once: the warm-up thread and a first call made at once both ask (each computing it cost
     ~1.7 ms more CPU)."""
     with _environment_lock:
@@ -156,7 +168,7 @@ def _environment_digest():
              f"jaxlite={jaxlite.__version__}", f"source={_source_digest()}",
              f"python={platform.python_implementation()} {sys.version_info[:3]}",
              f"numpy={np.__version__}", f"cloudpickle={_file_stamp('cloudpickle')}"]
-    return hashlib.sha256("\n".join(parts).encode()).digest()
+    return digest("\n".join(parts).encode()).digest()
 
 
 def _file_stamp(module_name):
@@ -174,7 +186,7 @@ def _source_digest():
     os.scandir ~0.8)."""
     stamps = []
     _stamp_sources(Path(__file__).resolve().parent.parent, "", stamps)
-    return hashlib.sha256("".join(stamps).encode()).hexdigest()
+    return digest("".join(stamps).encode()).hexdigest()
 
 
 def _stamp_sources(directory_path, prefix, stamps):
@@ -187,17 +199,17 @@ def _stamp_sources(directory_path, prefix, stamps):
 
 
 def make_key(kind, *parts):
-    """A file name: sha256 over the environment, the kind of entry and its parts (bytes)."""
-    digest = hashlib.sha256(environment_digest())
-    digest.update(kind.encode() + b"\0")
+    """A file name: a digest of the environment, the kind of entry and its parts (bytes)."""
+    key = digest(environment_digest())
+    key.update(kind.encode() + b"\0")
     for part in parts:
-        digest.update(len(part).to_bytes(8, "little") + part)
-    return f"{kind}-{digest.hexdigest()}"
+        key.update(len(part).to_bytes(8, "little") + part)
+    return f"{kind}-{key.hexdigest()}"
 
 
 # ---------------------------------------------------------------- the key and private files
 
-_keys = {}            # directory -> its HMAC key, read or created once per process
+_keys = {}            # directory -> its MAC key, read or created once per process
 
 
 def _directory_key(root):
@@ -274,7 +286,7 @@ def _authenticator(fields, payload, root=None):
     root = root or directory()
     if root is None:
         raise BadEntry("no usable cache directory")
-    mac = hmac.new(_directory_key(root), digestmod=hashlib.sha256)
+    mac = digest(key=_directory_key(root))
     mac.update(fields)
     mac.update(payload)
     return mac.digest()
@@ -300,7 +312,7 @@ def decode(data, root=None):
     payload = data[_HEADER.size:]
     if len(payload) != length:
         raise BadEntry(f"payload of {len(payload)} bytes, header says {length} (truncated?)")
-    if not hmac.compare_digest(_authenticator(data[:_FIELDS.size], payload, root), mac):
+    if not compare_digest(_authenticator(data[:_FIELDS.size], payload, root), mac):
         raise BadEntry("authentication failed (corrupt, or not written by this user's jaxlite)")
     return payload
 

@@ -21,8 +21,7 @@ so lax may import it without loading llvmlite.
 import functools
 import itertools
 import math
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from jaxlite.core import dtypes
 from jaxlite.core.powers import power_by_squaring
@@ -30,8 +29,9 @@ from jaxlite.lower import kernel_ir
 from jaxlite.lower.kernel_ir import INDEX, Store
 
 
-@dataclass(frozen=True)
-class FusedLowering:
+# A NamedTuple, not a frozen dataclass: defining one of those compiles its methods (~1.4 ms
+# of every process's first jit).
+class FusedLowering(NamedTuple):
     """How fusion computes one primitive."""
     rule: Callable                      # rule(lw, eqn, index) -> Expr (a list for several results)
     domain: Optional[str] = None        # its kernel's iteration: None (a map of the output index),

@@ -41,7 +41,7 @@ import ctypes
 import os
 import threading
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -503,8 +503,9 @@ class RangedContext:
 
 # ---------------------------------------------------------------- job lists
 
-@dataclass(frozen=True)
-class ContextWord:
+# A NamedTuple, not a frozen dataclass: defining one of those compiles its methods (~1.4 ms
+# of every process's first jit).
+class ContextWord(NamedTuple):
     """A word of a job's context known only at run time: kind 1, the data pointer of the
     step's operand `value` (inputs, then outputs); kind 2, the address `value` bytes into
     the caller's scratch."""

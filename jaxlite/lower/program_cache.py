@@ -24,7 +24,6 @@ by their specification, so programs share them. A jaxpr that has no canonical te
 import dataclasses
 import enum
 import functools
-import hashlib
 import importlib
 import io
 import logging
@@ -122,7 +121,7 @@ def _aval_text(aval):
 
 
 def _array_text(value):
-    digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+    digest = disk_cache.digest(np.ascontiguousarray(value).tobytes()).hexdigest()
     return f"array({value.dtype.str}:{value.dtype.name},{value.shape},{digest})"
 
 
